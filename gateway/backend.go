@@ -1,0 +1,88 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+)
+
+// Backend stores elections and makes their transitions. It is the seam that
+// backends/memory, backends/nats and backends/etcd implement; the conformance
+// suite in gateway/backendtest states its contract as tests.
+//
+// A Backend must guarantee, for each election:
+//   - at most one leader at any time, and terms that strictly increase across
+//     successive leaderships, whatever the number of gateway replicas;
+//   - FIFO order of the line, a candidate leaving error cooldown at the back;
+//   - expiry of a candidate that does not heartbeat within its TTL, with the
+//     events that follow from it, even when no request arrives;
+//   - events delivered by Watch in one total order, with ids that are the
+//     same on every replica and can be resumed from.
+//
+// Arguments are validated by the Gateway before a Backend sees them. All
+// methods are safe for concurrent use.
+type Backend interface {
+	// Campaign puts a new candidate at the back of the line of election,
+	// creating the election with settings defaults if it does not exist.
+	// It returns ErrCandidateExists if a live candidate has the same id.
+	Campaign(ctx context.Context, election string, c Candidacy, defaults Settings) (Status, error)
+
+	// Heartbeat extends the candidate's life by its TTL from now. It returns
+	// ErrCandidateNotFound for an unknown or expired candidate and
+	// ErrTokenMismatch if tokenHash is not the candidate's.
+	Heartbeat(ctx context.Context, election, id, tokenHash string) (Status, error)
+
+	// Resign removes the candidate. A leader that resigns hands over to the
+	// next in line at once, without the handover delay. Errors as Heartbeat.
+	Resign(ctx context.Context, election, id, tokenHash string) error
+
+	// ReportError puts the candidate in the error state until the election's
+	// error cooldown has passed; a leader gives up its leadership and the
+	// next in line is promoted at once. Errors as Heartbeat.
+	ReportError(ctx context.Context, election, id, tokenHash, reason string) (Status, error)
+
+	// Election returns a snapshot of one election, or ErrElectionNotFound.
+	Election(ctx context.Context, election string) (Election, error)
+
+	// Elections returns a snapshot of every election, sorted by name.
+	Elections(ctx context.Context) ([]Election, error)
+
+	// Configure replaces the settings of election, creating it if needed.
+	Configure(ctx context.Context, election string, s Settings) (Election, error)
+
+	// Watch streams the events that follow the event with id after, of one
+	// election or, with election "", of all. With after "" it starts with the
+	// next event. It returns ErrCursorExpired when after is no longer held
+	// (or was never issued by this backend); the caller then takes a snapshot
+	// with Election and watches from its Cursor. The channel is closed when
+	// ctx ends, when the backend stops, or when the receiver falls too far
+	// behind; the receiver resumes with the id of the last event it got.
+	Watch(ctx context.Context, election, after string) (<-chan Event, error)
+}
+
+// Runner is implemented by backends that need a background loop (to expire
+// candidates, end cooldowns and promote after a handover delay). The Gateway
+// runs it; Run returns when ctx ends.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// Pinger is implemented by backends that can tell whether they are able to
+// serve: connected, caught up. The readiness probe calls it.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Errors returned by backends and by the Gateway. Backends wrap them with
+// context (fmt.Errorf("memory: heartbeat %q: %w", id, gateway.ErrCandidateNotFound));
+// callers test with errors.Is.
+var (
+	ErrElectionNotFound  = errors.New("gateway: election not found")
+	ErrCandidateNotFound = errors.New("gateway: candidate not found")
+	ErrCandidateExists   = errors.New("gateway: candidate already campaigning")
+	ErrTokenMismatch     = errors.New("gateway: candidate token does not match")
+	ErrNoLeader          = errors.New("gateway: election has no leader")
+	ErrCursorExpired     = errors.New("gateway: event cursor no longer held")
+	ErrInvalid           = errors.New("gateway: invalid argument")
+	ErrUnavailable       = errors.New("gateway: backend unavailable")
+	ErrLimit             = errors.New("gateway: limit reached")
+)

@@ -1,0 +1,24 @@
+// Package gateway is the core of elector: the election model, the Backend
+// seam that coordination engines implement, and the Gateway service that the
+// HTTP API calls.
+//
+// The model. An election is a name. Candidates campaign into it and wait in
+// line in the order they campaigned (FIFO). The head of the line is the
+// leader; every leadership carries a term, a fencing token that strictly
+// increases across the successive leaderships of one election. A candidate
+// stays in the election while it heartbeats within its TTL. A candidate that
+// reports an error (a failed begin handler) leaves the line for the
+// election's error cooldown and then rejoins at the back. When a leader
+// expires (as opposed to resigning) an optional handover delay passes before
+// the next leader is promoted, so that a partitioned old leader has time to
+// notice and stand down.
+//
+// Who decides. A Backend owns all election state and makes every transition
+// atomically; the Gateway validates input, issues candidate tokens, and never
+// decides leadership itself. Because the promotion of a leader is a single
+// atomic write in the backend (a mutex in backends/memory, a compare-and-set
+// or transaction in the networked backends), two gateway replicas can never
+// promote two leaders: the second writer's precondition fails.
+//
+// Every Backend passes the conformance suite in gateway/backendtest.
+package gateway

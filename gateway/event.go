@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventType names what happened in an election.
+type EventType string
+
+// The event types. They are the `type` of a webhook payload and the `event`
+// field of an SSE message.
+const (
+	EventLeaderBegin     EventType = "leader.begin"
+	EventLeaderEnd       EventType = "leader.end"
+	EventLeaderError     EventType = "leader.error"
+	EventCandidateJoined EventType = "candidate.joined"
+	EventCandidateLeft   EventType = "candidate.left"
+)
+
+// EventTypes lists every event type, in a stable order.
+var EventTypes = []EventType{EventLeaderBegin, EventLeaderEnd, EventLeaderError, EventCandidateJoined, EventCandidateLeft}
+
+// Reasons carried by events.
+const (
+	ReasonResigned = "resigned" // the candidate resigned
+	ReasonExpired  = "expired"  // the candidate stopped heartbeating
+	ReasonError    = "error"    // the leader reported an error
+	ReasonCampaign = "campaign" // candidate.joined: a new candidacy
+	ReasonRejoined = "rejoined" // candidate.joined: back in line after cooldown
+)
+
+// Event is one transition of an election.
+//
+// leader.begin: Candidate is the new leader, Term its term, Previous the
+// leadership before it (if any) and Reason how that one ended.
+// leader.end: Candidate and Term are the leadership that ended, Reason is
+// resigned, expired or error. leader.error: the leader reported an error
+// (Detail) and is about to end with reason error. candidate.joined /
+// candidate.left: Candidate joined or left the line, Term is the election's
+// term at that moment.
+type Event struct {
+	// ID is assigned by the backend: the same on every replica, ordered, and
+	// a valid Watch cursor.
+	ID        string
+	Type      EventType
+	Time      time.Time
+	Election  string
+	Term      uint64
+	Candidate *CandidateRef
+	Previous  *TermRef
+	Reason    string
+	Detail    string
+}
+
+// CandidateRef names a candidate inside an event.
+type CandidateRef struct {
+	ID       string          `json:"id"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// TermRef names a past leadership inside an event.
+type TermRef struct {
+	ID   string `json:"id"`
+	Term uint64 `json:"term"`
+}
+
+// EventData is the "data" member of an event's JSON payload.
+type EventData struct {
+	Election  string        `json:"election"`
+	Term      uint64        `json:"term"`
+	Candidate *CandidateRef `json:"candidate,omitempty"`
+	Previous  *TermRef      `json:"previous,omitempty"`
+	Reason    string        `json:"reason,omitempty"`
+	Detail    string        `json:"detail,omitempty"`
+}
+
+// Payload is an event's JSON form, shared by SSE and webhooks (the Standard
+// Webhooks payload shape). The event id travels beside it, as the SSE id or
+// the webhook-id header.
+type Payload struct {
+	Type      EventType `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      EventData `json:"data"`
+}
+
+// Payload returns the event's JSON form.
+func (e Event) Payload() Payload {
+	return Payload{
+		Type:      e.Type,
+		Timestamp: e.Time.UTC(),
+		Data: EventData{
+			Election:  e.Election,
+			Term:      e.Term,
+			Candidate: e.Candidate,
+			Previous:  e.Previous,
+			Reason:    e.Reason,
+			Detail:    e.Detail,
+		},
+	}
+}
+
+// MarshalJSON encodes the event as its Payload.
+func (e Event) MarshalJSON() ([]byte, error) { return json.Marshal(e.Payload()) }

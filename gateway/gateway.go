@@ -1,0 +1,295 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults and bounds of a Gateway's Config.
+const (
+	DefaultTTL              = 10 * time.Second
+	DefaultMinTTL           = time.Second
+	DefaultMaxTTL           = time.Hour
+	DefaultMaxMetadataBytes = 1024
+	// MaxReasonBytes bounds the reason of an error report.
+	MaxReasonBytes = 1024
+	// MaxSetting bounds error_cooldown and handover_delay.
+	MaxSetting = time.Hour
+)
+
+// Config is the policy a Gateway applies in front of its Backend.
+type Config struct {
+	// Defaults are the settings of an election created by its first campaign.
+	// Zero value: DefaultSettings().
+	Defaults *Settings
+	// DefaultTTL is the TTL of a candidate that names none. Default DefaultTTL.
+	DefaultTTL time.Duration
+	// MinTTL and MaxTTL bound a candidate's TTL. Default 1s and 1h.
+	MinTTL, MaxTTL time.Duration
+	// MaxMetadataBytes bounds a candidate's metadata, compacted. Default 1024.
+	MaxMetadataBytes int
+	// Logger receives the Gateway's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Defaults == nil {
+		d := DefaultSettings()
+		c.Defaults = &d
+	}
+	if c.DefaultTTL == 0 {
+		c.DefaultTTL = DefaultTTL
+	}
+	if c.MinTTL == 0 {
+		c.MinTTL = DefaultMinTTL
+	}
+	if c.MaxTTL == 0 {
+		c.MaxTTL = DefaultMaxTTL
+	}
+	if c.MaxMetadataBytes == 0 {
+		c.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports the first setting of c that cannot work.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.MinTTL <= 0 || c.MaxTTL < c.MinTTL {
+		return fmt.Errorf("gateway: ttl bounds [%s, %s] are empty: %w", c.MinTTL, c.MaxTTL, ErrInvalid)
+	}
+	if c.DefaultTTL < c.MinTTL || c.DefaultTTL > c.MaxTTL {
+		return fmt.Errorf("gateway: default ttl %s is outside [%s, %s]: %w", c.DefaultTTL, c.MinTTL, c.MaxTTL, ErrInvalid)
+	}
+	if c.MaxMetadataBytes < 2 {
+		return fmt.Errorf("gateway: max metadata bytes %d is too small: %w", c.MaxMetadataBytes, ErrInvalid)
+	}
+	return validateSettings(*c.Defaults)
+}
+
+// Gateway is the service the API calls: it validates every input, issues
+// candidate tokens, and delegates every decision about leadership to its
+// Backend. It holds no election state, so any number of Gateways may share
+// one Backend.
+type Gateway struct {
+	b   Backend
+	cfg Config
+}
+
+// New returns a Gateway over b. It does not check cfg; call cfg.Validate.
+func New(b Backend, cfg Config) *Gateway {
+	return &Gateway{b: b, cfg: cfg.withDefaults()}
+}
+
+// Config returns the Gateway's configuration with defaults filled in.
+func (g *Gateway) Config() Config { return g.cfg }
+
+// Run runs the backend's background loop, if it has one, until ctx ends.
+func (g *Gateway) Run(ctx context.Context) error {
+	if r, ok := g.b.(Runner); ok {
+		return r.Run(ctx)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// Ready reports whether the backend can serve.
+func (g *Gateway) Ready(ctx context.Context) error {
+	if p, ok := g.b.(Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
+// CampaignRequest is a candidate's request to join an election.
+type CampaignRequest struct {
+	ID       string
+	Metadata json.RawMessage // a JSON object or nil
+	TTL      time.Duration   // 0 means the Gateway's DefaultTTL
+}
+
+// Campaign validates r and puts the candidate at the back of the line. It
+// returns the candidate's status and its token, which Heartbeat, Resign and
+// ReportError require. Errors: ErrInvalid (a *ValidationError),
+// ErrCandidateExists, ErrUnavailable.
+func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignRequest) (Status, string, error) {
+	if err := ValidateElectionName(election); err != nil {
+		return Status{}, "", err
+	}
+	if err := ValidateCandidateID(r.ID); err != nil {
+		return Status{}, "", err
+	}
+	ttl := r.TTL
+	if ttl == 0 {
+		ttl = g.cfg.DefaultTTL
+	}
+	if err := validateDuration("ttl", ttl, g.cfg.MinTTL, g.cfg.MaxTTL); err != nil {
+		return Status{}, "", err
+	}
+	meta, err := compactObject("metadata", r.Metadata, g.cfg.MaxMetadataBytes)
+	if err != nil {
+		return Status{}, "", err
+	}
+	token := NewToken()
+	st, err := g.b.Campaign(ctx, election, Candidacy{ID: r.ID, Metadata: meta, TTL: ttl, TokenHash: HashToken(token)}, *g.cfg.Defaults)
+	if err != nil {
+		return Status{}, "", err
+	}
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "campaign",
+		slog.String("election", election), slog.String("candidate", r.ID),
+		slog.String("state", string(st.Candidate.State)), slog.Uint64("term", st.Term))
+	return st, token, nil
+}
+
+func (g *Gateway) checkCandidate(election, id, token string) error {
+	if err := ValidateElectionName(election); err != nil {
+		return err
+	}
+	if err := ValidateCandidateID(id); err != nil {
+		return err
+	}
+	if token == "" {
+		return invalid("token", "the candidate token returned by the campaign is required")
+	}
+	return nil
+}
+
+// Heartbeat keeps a candidate alive for another TTL and tells it where it
+// stands. Errors: ErrInvalid, ErrCandidateNotFound (campaign again),
+// ErrTokenMismatch, ErrUnavailable.
+func (g *Gateway) Heartbeat(ctx context.Context, election, id, token string) (Status, error) {
+	if err := g.checkCandidate(election, id, token); err != nil {
+		return Status{}, err
+	}
+	return g.b.Heartbeat(ctx, election, id, HashToken(token))
+}
+
+// Resign removes a candidate; a leader hands over to the next in line at
+// once. Errors as Heartbeat.
+func (g *Gateway) Resign(ctx context.Context, election, id, token string) error {
+	if err := g.checkCandidate(election, id, token); err != nil {
+		return err
+	}
+	if err := g.b.Resign(ctx, election, id, HashToken(token)); err != nil {
+		return err
+	}
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "resign", slog.String("election", election), slog.String("candidate", id))
+	return nil
+}
+
+// ReportError puts a candidate in error for the election's cooldown; a
+// leader gives up its leadership. Errors as Heartbeat.
+func (g *Gateway) ReportError(ctx context.Context, election, id, token, reason string) (Status, error) {
+	if err := g.checkCandidate(election, id, token); err != nil {
+		return Status{}, err
+	}
+	if err := validateText("reason", reason, MaxReasonBytes); err != nil {
+		return Status{}, err
+	}
+	st, err := g.b.ReportError(ctx, election, id, HashToken(token), reason)
+	if err != nil {
+		return Status{}, err
+	}
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "candidate reported an error",
+		slog.String("election", election), slog.String("candidate", id), slog.String("reason", reason))
+	return st, nil
+}
+
+// Election returns a snapshot of one election. Errors: ErrInvalid,
+// ErrElectionNotFound, ErrUnavailable.
+func (g *Gateway) Election(ctx context.Context, election string) (Election, error) {
+	if err := ValidateElectionName(election); err != nil {
+		return Election{}, err
+	}
+	return g.b.Election(ctx, election)
+}
+
+// Elections returns every election, sorted by name.
+func (g *Gateway) Elections(ctx context.Context) ([]Election, error) {
+	return g.b.Elections(ctx)
+}
+
+// Leader returns the current leader of an election. Errors: ErrInvalid,
+// ErrElectionNotFound, ErrNoLeader, ErrUnavailable.
+func (g *Gateway) Leader(ctx context.Context, election string) (Leader, Election, error) {
+	e, err := g.Election(ctx, election)
+	if err != nil {
+		return Leader{}, Election{}, err
+	}
+	if e.Leader == nil {
+		return Leader{}, e, fmt.Errorf("gateway: %q: %w", election, ErrNoLeader)
+	}
+	return *e.Leader, e, nil
+}
+
+// SettingsPatch changes some settings of an election; nil fields stay.
+type SettingsPatch struct {
+	ErrorCooldown *time.Duration
+	HandoverDelay *time.Duration
+}
+
+// Configure applies p to the election's settings, creating the election
+// with the Gateway's defaults first if it does not exist. Errors:
+// ErrInvalid, ErrUnavailable.
+//
+// Two concurrent Configure calls on one election may lose one of the
+// changes (read, merge, write); settings never affect who leads.
+func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatch) (Election, error) {
+	if err := ValidateElectionName(election); err != nil {
+		return Election{}, err
+	}
+	s := *g.cfg.Defaults
+	e, err := g.b.Election(ctx, election)
+	switch {
+	case err == nil:
+		s = e.Settings
+	case !errors.Is(err, ErrElectionNotFound):
+		return Election{}, err
+	}
+	if p.ErrorCooldown != nil {
+		s.ErrorCooldown = *p.ErrorCooldown
+	}
+	if p.HandoverDelay != nil {
+		s.HandoverDelay = *p.HandoverDelay
+	}
+	if err := validateSettings(s); err != nil {
+		return Election{}, err
+	}
+	e, err = g.b.Configure(ctx, election, s)
+	if err != nil {
+		return Election{}, err
+	}
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "election configured", slog.String("election", election),
+		slog.Duration("error_cooldown", s.ErrorCooldown), slog.Duration("handover_delay", s.HandoverDelay))
+	return e, nil
+}
+
+func validateSettings(s Settings) error {
+	if err := validateDuration("error_cooldown", s.ErrorCooldown, 0, MaxSetting); err != nil {
+		return err
+	}
+	return validateDuration("handover_delay", s.HandoverDelay, 0, MaxSetting)
+}
+
+// Watch streams events of one election (or all, with election "") after the
+// event id after ("" for only new events). Errors: ErrInvalid,
+// ErrCursorExpired (take a snapshot and watch from its Cursor),
+// ErrUnavailable. The channel closes as Backend.Watch says.
+func (g *Gateway) Watch(ctx context.Context, election, after string) (<-chan Event, error) {
+	if election != "" {
+		if err := ValidateElectionName(election); err != nil {
+			return nil, err
+		}
+	}
+	if len(after) > 256 {
+		return nil, fmt.Errorf("gateway: event id of %d bytes: %w", len(after), ErrCursorExpired)
+	}
+	return g.b.Watch(ctx, election, after)
+}
