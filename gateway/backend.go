@@ -43,7 +43,9 @@ type Backend interface {
 	// Election returns a snapshot of one election, or ErrElectionNotFound.
 	Election(ctx context.Context, election string) (Election, error)
 
-	// Elections returns a snapshot of every election, sorted by name.
+	// Elections returns a snapshot of every election, sorted by name, all
+	// taken at one point of the event stream: they share one Cursor, from
+	// which Watch(ctx, "", Cursor) continues without a gap.
 	Elections(ctx context.Context) ([]Election, error)
 
 	// Configure replaces the settings of election, creating it if needed.
