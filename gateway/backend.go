@@ -44,9 +44,10 @@ type Backend interface {
 	Election(ctx context.Context, election string) (Election, error)
 
 	// Elections returns a snapshot of every election, sorted by name, all
-	// taken at one point of the event stream: they share one Cursor, from
-	// which Watch(ctx, "", Cursor) continues without a gap.
-	Elections(ctx context.Context) ([]Election, error)
+	// taken at one point of the event stream, and the id of the last event
+	// reflected in it, from which Watch(ctx, "", cursor) continues without
+	// a gap.
+	Elections(ctx context.Context) (elections []Election, cursor string, err error)
 
 	// Configure replaces the settings of election, creating it if needed.
 	Configure(ctx context.Context, election string, s Settings) (Election, error)

@@ -211,8 +211,9 @@ func (g *Gateway) Election(ctx context.Context, election string) (Election, erro
 	return g.b.Election(ctx, election)
 }
 
-// Elections returns every election, sorted by name.
-func (g *Gateway) Elections(ctx context.Context) ([]Election, error) {
+// Elections returns every election, sorted by name, and the cursor of that
+// snapshot (see Backend.Elections).
+func (g *Gateway) Elections(ctx context.Context) ([]Election, string, error) {
 	return g.b.Elections(ctx)
 }
 
