@@ -1,0 +1,321 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Record is the whole state of one election as a value: the state machine
+// that backends storing an election as one record share (backends/memory
+// holds it under a mutex; a networked backend can store it as one key and
+// write it with compare-and-set). Its methods make every transition of the
+// model and return the events it causes, without ids; the caller assigns
+// ids and persists the Record.
+//
+// Why there is never more than one leader: a Record has exactly one leader
+// slot (Leading with Line[0]); promote fills it only when it is empty, and
+// every path that removes Line[0] while Leading empties it first. Term is
+// incremented in the same step that fills the slot, so successive
+// leaderships get strictly increasing terms as long as each new Record is
+// written only over the one it was computed from (the caller's mutex or
+// compare-and-set guarantees that).
+//
+// A method that fails may still have advanced time (expiries, cooldowns,
+// handovers): the caller persists the Record whenever err is nil or events
+// is not empty.
+type Record struct {
+	Name     string   `json:"name"`
+	Settings Settings `json:"settings"`
+	// Term is the current or last leadership's term.
+	Term uint64 `json:"term"`
+	// Leading says Line[0] is the leader, since LeaderSince.
+	Leading     bool      `json:"leading,omitempty"`
+	LeaderSince time.Time `json:"leader_since,omitzero"`
+	// Previous is the last leadership that ended, and PreviousEnd its reason.
+	Previous    *TermRef `json:"previous,omitempty"`
+	PreviousEnd string   `json:"previous_end,omitempty"`
+	// HandoverUntil holds back promotion after a leader expired.
+	HandoverUntil time.Time `json:"handover_until,omitzero"`
+	// Line is the line in campaign order; Cooling the candidates in error.
+	Line    []Entry `json:"line,omitempty"`
+	Cooling []Entry `json:"cooling,omitempty"`
+}
+
+// Entry is one candidate inside a Record.
+type Entry struct {
+	ID            string          `json:"id"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	TTL           time.Duration   `json:"ttl"`
+	TokenHash     string          `json:"token_hash"`
+	JoinedAt      time.Time       `json:"joined_at"`
+	ExpiresAt     time.Time       `json:"expires_at"`
+	CooldownUntil time.Time       `json:"cooldown_until,omitzero"`
+}
+
+// NewRecord returns an empty election.
+func NewRecord(name string, s Settings) *Record {
+	return &Record{Name: name, Settings: s}
+}
+
+// Campaign appends a candidate to the line. Errors: ErrCandidateExists.
+func (r *Record) Campaign(now time.Time, c Candidacy) ([]Event, error) {
+	ev := r.Advance(now)
+	if _, _, ok := r.find(c.ID); ok {
+		return ev, fmt.Errorf("%q in %q: %w", c.ID, r.Name, ErrCandidateExists)
+	}
+	e := Entry{ID: c.ID, Metadata: c.Metadata, TTL: c.TTL, TokenHash: c.TokenHash, JoinedAt: now, ExpiresAt: now.Add(c.TTL)}
+	r.Line = append(r.Line, e)
+	ev = append(ev, r.event(now, EventCandidateJoined, &e, ReasonCampaign))
+	return r.promote(now, ev), nil
+}
+
+// Heartbeat extends a candidate's life by its TTL. Errors:
+// ErrCandidateNotFound, ErrTokenMismatch.
+func (r *Record) Heartbeat(now time.Time, id, tokenHash string) ([]Event, error) {
+	ev := r.Advance(now)
+	e, err := r.owned(id, tokenHash)
+	if err != nil {
+		return ev, err
+	}
+	e.ExpiresAt = now.Add(e.TTL)
+	return ev, nil
+}
+
+// Resign removes a candidate; a leader's successor is promoted at once.
+// Errors as Heartbeat.
+func (r *Record) Resign(now time.Time, id, tokenHash string) ([]Event, error) {
+	ev := r.Advance(now)
+	if _, err := r.owned(id, tokenHash); err != nil {
+		return ev, err
+	}
+	ev = r.remove(now, id, ReasonResigned, ev)
+	return r.promote(now, ev), nil
+}
+
+// ReportError moves a candidate out of line until the error cooldown has
+// passed; a leader ends its leadership with reason error and its successor
+// is promoted at once. A candidate already in error restarts its cooldown.
+// Errors as Heartbeat.
+func (r *Record) ReportError(now time.Time, id, tokenHash, reason string) ([]Event, error) {
+	ev := r.Advance(now)
+	e, err := r.owned(id, tokenHash)
+	if err != nil {
+		return ev, err
+	}
+	until := now.Add(r.Settings.ErrorCooldown)
+	if i := r.cooling(id); i >= 0 {
+		e.CooldownUntil = until
+		return ev, nil
+	}
+	moved := *e
+	moved.CooldownUntil = until
+	if r.Leading && r.Line[0].ID == id {
+		lead := r.event(now, EventLeaderError, e, "")
+		lead.Detail = reason
+		ev = append(ev, lead)
+		ev = r.endLeadership(now, ReasonError, ev)
+	}
+	r.Line = slices.DeleteFunc(r.Line, func(x Entry) bool { return x.ID == id })
+	r.Cooling = append(r.Cooling, moved)
+	return r.promote(now, ev), nil
+}
+
+// Configure replaces the settings. They apply to cooldowns and handovers
+// that start afterwards.
+func (r *Record) Configure(now time.Time, s Settings) []Event {
+	ev := r.Advance(now)
+	r.Settings = s
+	return ev
+}
+
+// Advance applies, in time order, every expiry, end of cooldown and end of
+// handover delay due at or before now, and promotes the head of the line
+// when the leader slot is free. Events carry the time each step was due.
+func (r *Record) Advance(now time.Time) []Event {
+	var ev []Event
+	for {
+		at, step := r.nextStep()
+		if step == nil || at.After(now) {
+			break
+		}
+		ev = step(at, ev)
+		ev = r.promote(at, ev)
+	}
+	return r.promote(now, ev)
+}
+
+// NextDeadline is when Advance next has work, or ok false if never.
+func (r *Record) NextDeadline() (at time.Time, ok bool) {
+	at, step := r.nextStep()
+	return at, step != nil
+}
+
+// nextStep finds the earliest pending deadline and the step that applies it.
+func (r *Record) nextStep() (time.Time, func(time.Time, []Event) []Event) {
+	var (
+		at   time.Time
+		step func(time.Time, []Event) []Event
+	)
+	consider := func(t time.Time, s func(time.Time, []Event) []Event) {
+		if step == nil || t.Before(at) {
+			at, step = t, s
+		}
+	}
+	for _, e := range r.Line {
+		id := e.ID
+		consider(e.ExpiresAt, func(t time.Time, ev []Event) []Event { return r.remove(t, id, ReasonExpired, ev) })
+	}
+	for _, e := range r.Cooling {
+		id := e.ID
+		consider(e.ExpiresAt, func(t time.Time, ev []Event) []Event { return r.remove(t, id, ReasonExpired, ev) })
+		consider(e.CooldownUntil, func(t time.Time, ev []Event) []Event { return r.rejoin(t, id, ev) })
+	}
+	if !r.HandoverUntil.IsZero() {
+		consider(r.HandoverUntil, func(t time.Time, ev []Event) []Event { r.HandoverUntil = time.Time{}; return ev })
+	}
+	return at, step
+}
+
+// remove takes a candidate out of the election for good.
+func (r *Record) remove(now time.Time, id, reason string, ev []Event) []Event {
+	if i := r.cooling(id); i >= 0 {
+		e := r.Cooling[i]
+		r.Cooling = slices.Delete(r.Cooling, i, i+1)
+		return append(ev, r.event(now, EventCandidateLeft, &e, reason))
+	}
+	i := slices.IndexFunc(r.Line, func(x Entry) bool { return x.ID == id })
+	if i < 0 {
+		return ev
+	}
+	e := r.Line[i]
+	if i == 0 && r.Leading {
+		ev = r.endLeadership(now, reason, ev)
+		if reason == ReasonExpired && r.Settings.HandoverDelay > 0 {
+			r.HandoverUntil = now.Add(r.Settings.HandoverDelay)
+		}
+	}
+	r.Line = slices.Delete(r.Line, i, i+1)
+	return append(ev, r.event(now, EventCandidateLeft, &e, reason))
+}
+
+// endLeadership empties the leader slot; Line[0] stays until the caller
+// removes or moves it.
+func (r *Record) endLeadership(now time.Time, reason string, ev []Event) []Event {
+	lead := r.Line[0]
+	ev = append(ev, r.event(now, EventLeaderEnd, &lead, reason))
+	r.Leading = false
+	r.LeaderSince = time.Time{}
+	r.Previous = &TermRef{ID: lead.ID, Term: r.Term}
+	r.PreviousEnd = reason
+	return ev
+}
+
+// rejoin puts a candidate whose cooldown ended at the back of the line.
+func (r *Record) rejoin(now time.Time, id string, ev []Event) []Event {
+	i := r.cooling(id)
+	e := r.Cooling[i]
+	r.Cooling = slices.Delete(r.Cooling, i, i+1)
+	e.CooldownUntil = time.Time{}
+	e.JoinedAt = now
+	r.Line = append(r.Line, e)
+	return append(ev, r.event(now, EventCandidateJoined, &e, ReasonRejoined))
+}
+
+// promote fills an empty leader slot with the head of the line, unless a
+// handover delay is running. This is the only place a leadership begins.
+func (r *Record) promote(now time.Time, ev []Event) []Event {
+	if r.Leading || len(r.Line) == 0 || !r.HandoverUntil.IsZero() {
+		return ev
+	}
+	r.Leading = true
+	r.Term++
+	r.LeaderSince = now
+	begin := r.event(now, EventLeaderBegin, &r.Line[0], r.PreviousEnd)
+	begin.Previous = r.Previous
+	return append(ev, begin)
+}
+
+func (r *Record) event(now time.Time, t EventType, e *Entry, reason string) Event {
+	return Event{
+		Type: t, Time: now, Election: r.Name, Term: r.Term, Reason: reason,
+		Candidate: &CandidateRef{ID: e.ID, Metadata: e.Metadata},
+	}
+}
+
+// find returns the candidate with id, in line or cooling.
+func (r *Record) find(id string) (*Entry, int, bool) {
+	for i := range r.Line {
+		if r.Line[i].ID == id {
+			return &r.Line[i], i, true
+		}
+	}
+	if i := r.cooling(id); i >= 0 {
+		return &r.Cooling[i], -1, true
+	}
+	return nil, 0, false
+}
+
+func (r *Record) cooling(id string) int {
+	return slices.IndexFunc(r.Cooling, func(x Entry) bool { return x.ID == id })
+}
+
+// owned finds a candidate and checks its token.
+func (r *Record) owned(id, tokenHash string) (*Entry, error) {
+	e, _, ok := r.find(id)
+	if !ok {
+		return nil, fmt.Errorf("%q in %q: %w", id, r.Name, ErrCandidateNotFound)
+	}
+	if !TokenMatches(e.TokenHash, tokenHash) {
+		return nil, fmt.Errorf("%q in %q: %w", id, r.Name, ErrTokenMismatch)
+	}
+	return e, nil
+}
+
+// Snapshot returns the election as the API shows it. Cursor is left empty
+// for the caller to fill.
+func (r *Record) Snapshot() Election {
+	e := Election{Name: r.Name, Settings: r.Settings, Term: r.Term, HandoverUntil: r.HandoverUntil}
+	e.Candidates = make([]Candidate, 0, len(r.Line)+len(r.Cooling))
+	for i, x := range r.Line {
+		c := x.candidate(StateFollower)
+		if i == 0 && r.Leading {
+			c.State, c.Term = StateLeader, r.Term
+			e.Leader = &Leader{ID: x.ID, Metadata: x.Metadata, Term: r.Term, Since: r.LeaderSince, ExpiresAt: x.ExpiresAt}
+		}
+		e.Candidates = append(e.Candidates, c)
+	}
+	cooling := slices.Clone(r.Cooling)
+	slices.SortStableFunc(cooling, func(a, b Entry) int { return a.CooldownUntil.Compare(b.CooldownUntil) })
+	for _, x := range cooling {
+		e.Candidates = append(e.Candidates, x.candidate(StateError))
+	}
+	return e
+}
+
+func (x Entry) candidate(s State) Candidate {
+	return Candidate{ID: x.ID, Metadata: x.Metadata, TTL: x.TTL, State: s, JoinedAt: x.JoinedAt, ExpiresAt: x.ExpiresAt, CooldownUntil: x.CooldownUntil}
+}
+
+// Check verifies the Record's invariants; tests and backends that load a
+// Record from storage call it.
+func (r *Record) Check() error {
+	seen := map[string]bool{}
+	for _, e := range append(slices.Clone(r.Line), r.Cooling...) {
+		if seen[e.ID] {
+			return fmt.Errorf("gateway: record %q: candidate %q appears twice", r.Name, e.ID)
+		}
+		seen[e.ID] = true
+	}
+	if r.Leading && len(r.Line) == 0 {
+		return fmt.Errorf("gateway: record %q: leading with an empty line", r.Name)
+	}
+	if r.Leading && r.Term == 0 {
+		return fmt.Errorf("gateway: record %q: leading with term 0", r.Name)
+	}
+	if r.Leading && !r.HandoverUntil.IsZero() {
+		return fmt.Errorf("gateway: record %q: leading during a handover delay", r.Name)
+	}
+	return nil
+}
