@@ -50,7 +50,7 @@ type Entry struct {
 	TTL           time.Duration   `json:"ttl"`
 	TokenHash     string          `json:"token_hash"`
 	JoinedAt      time.Time       `json:"joined_at"`
-	ExpiresAt     time.Time       `json:"expires_at"`
+	ExpiresAt     time.Time       `json:"expires_at,omitzero"` // zero: see Expire
 	CooldownUntil time.Time       `json:"cooldown_until,omitzero"`
 }
 
@@ -122,6 +122,17 @@ func (r *Record) ReportError(now time.Time, id, tokenHash, reason string) ([]Eve
 	return r.promote(now, ev), nil
 }
 
+// Expire removes a candidate whose liveness ended, as Advance does when its
+// ExpiresAt passes. Backends that track liveness outside the Record (a key
+// with its own TTL, a lease) leave Entry.ExpiresAt zero and call Expire when
+// the liveness ends. An unknown id is not an error: another replica may
+// have expired it already.
+func (r *Record) Expire(now time.Time, id string) []Event {
+	ev := r.Advance(now)
+	ev = r.remove(now, id, ReasonExpired, ev)
+	return r.promote(now, ev)
+}
+
 // Configure replaces the settings. They apply to cooldowns and handovers
 // that start afterwards.
 func (r *Record) Configure(now time.Time, s Settings) []Event {
@@ -163,13 +174,19 @@ func (r *Record) nextStep() (time.Time, func(time.Time, []Event) []Event) {
 			at, step = t, s
 		}
 	}
-	for _, e := range r.Line {
+	expire := func(e Entry) {
+		if e.ExpiresAt.IsZero() {
+			return // liveness tracked outside the Record; see Expire
+		}
 		id := e.ID
 		consider(e.ExpiresAt, func(t time.Time, ev []Event) []Event { return r.remove(t, id, ReasonExpired, ev) })
 	}
+	for _, e := range r.Line {
+		expire(e)
+	}
 	for _, e := range r.Cooling {
+		expire(e)
 		id := e.ID
-		consider(e.ExpiresAt, func(t time.Time, ev []Event) []Event { return r.remove(t, id, ReasonExpired, ev) })
 		consider(e.CooldownUntil, func(t time.Time, ev []Event) []Event { return r.rejoin(t, id, ev) })
 	}
 	if !r.HandoverUntil.IsZero() {
