@@ -1,0 +1,20 @@
+// Package api is elector's HTTP interface: a chi router over a
+// gateway.Gateway that serves the REST API v1 (campaign, heartbeat, resign,
+// error report, candidates, leader, elections and their settings), the
+// Server-Sent Events streams, the probes and the OpenAPI document.
+//
+// The contract is openapi.yaml at the root of the module; this package's
+// tests validate every response they receive against it.
+//
+// Every error is an RFC 9457 application/problem+json document with a stable
+// type, urn:elector:problem:<slug>; problem.go is the one place that maps
+// errors to problems. Bad input is always answered with a 4xx and leaves the
+// elections unchanged.
+//
+// Candidates prove who they are with the token returned by their campaign,
+// sent back in the Elector-Candidate-Token header, a header of its own so
+// that it never collides with API authentication.
+//
+//	h := api.New(gw, api.Config{Logger: logger})
+//	srv := &http.Server{Addr: ":8080", Handler: h, ReadHeaderTimeout: 5 * time.Second}
+package api

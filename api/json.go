@@ -1,0 +1,132 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// DefaultMaxBodyBytes caps a request body unless Config says otherwise.
+const DefaultMaxBodyBytes int64 = 64 << 10
+
+// jsonObject is a decoded request body: its members, still encoded.
+type jsonObject map[string]json.RawMessage
+
+// readObject reads r's body as one JSON object whose members are all in
+// known. mediaTypes are the accepted Content-Types; a request without a
+// Content-Type is read as JSON too, so that a plain `curl --data` works.
+// An empty body is an empty object when emptyOK, else malformed-json.
+// Errors: unsupported-media-type, body-too-large (an *http.MaxBytesError),
+// malformed-json, invalid-request (an unknown member).
+func (a *api) readObject(w http.ResponseWriter, r *http.Request, known []string, emptyOK bool, mediaTypes ...string) (jsonObject, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes))
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if emptyOK {
+			return jsonObject{}, nil
+		}
+		return nil, errorf("malformed-json", "the request body is empty; send a JSON object with the members %s", strings.Join(known, ", "))
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || !slices.Contains(mediaTypes, mt) {
+			return nil, errorf("unsupported-media-type", "Content-Type %q is not accepted here; send %s", ct, strings.Join(mediaTypes, " or "))
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var obj jsonObject
+	if err := dec.Decode(&obj); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, errorf("malformed-json", "the request body must be a JSON object, not a JSON %s", te.Value)
+		}
+		return nil, errorf("malformed-json", "the request body is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if obj == nil {
+		return nil, errorf("malformed-json", "the request body must be a JSON object, not null")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errorf("malformed-json", "the request body has data after its JSON object")
+	}
+	var unknown []string
+	for k := range obj {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, invalidField(clip(unknown[0]), "is not a known member; the known members are %s", strings.Join(known, ", "))
+	}
+	return obj, nil
+}
+
+// isNull reports whether a member is absent or JSON null.
+func (o jsonObject) isNull(name string) bool {
+	raw, ok := o[name]
+	return !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// string returns member name as a string ("" when absent or null).
+func (o jsonObject) string(name string) (string, error) {
+	if o.isNull(name) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(o[name], &s); err != nil {
+		return "", invalidField(name, "must be a JSON string")
+	}
+	return s, nil
+}
+
+// duration returns member name, a Go duration string such as "10s", and
+// whether it was given (neither absent nor null).
+func (o jsonObject) duration(name string) (time.Duration, bool, error) {
+	if o.isNull(name) {
+		return 0, false, nil
+	}
+	var s string
+	if err := json.Unmarshal(o[name], &s); err != nil {
+		return 0, false, invalidField(name, `must be a duration string such as "10s", "1m30s" or "500ms"`)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, false, invalidField(name, `%q is not a duration; use a string such as "10s", "1m30s" or "500ms"`, clip(s))
+	}
+	return d, true, nil
+}
+
+// writeJSON writes v as the JSON response with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeProblem(w, Problem{Type: ProblemTypePrefix + "internal", Title: "Internal error", Status: http.StatusInternalServerError,
+			Detail: fmt.Sprintf("the response could not be encoded: %v", err)})
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// clip shortens a value quoted back to the client.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}

@@ -1,0 +1,67 @@
+package api
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+// requestID returns the id chi's RequestID middleware gave r.
+func requestID(r *http.Request) string { return middleware.GetReqID(r.Context()) }
+
+// logRequests writes one structured line per request once it is answered:
+// method, route pattern, status, bytes, duration and request id. It never
+// logs headers, so the candidate token stays out of the log. It also sends
+// the request id back in the X-Request-Id header.
+func (a *api) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		if id := requestID(r); id != "" {
+			w.Header().Set(middleware.RequestIDHeader, id)
+		}
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+
+		route := ""
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			route = rc.RoutePattern()
+		}
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		a.log.LogAttrs(r.Context(), level, "request",
+			slog.String("method", r.Method),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Int("bytes", ww.BytesWritten()),
+			slog.Duration("duration", time.Since(start)),
+			slog.String("request_id", requestID(r)))
+	})
+}
+
+// recoverPanics turns a panic in a handler into a 500 problem and a log
+// line, so that one bad request cannot take the process down.
+func (a *api) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler { //nolint:errorlint // a sentinel the server itself re-panics with
+				panic(v)
+			}
+			a.writeError(w, r, fmt.Errorf("api: panic: %v", v))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,190 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// ProblemTypePrefix starts the type of every problem elector answers with;
+// the slug that follows it is stable and documented in openapi.yaml.
+const ProblemTypePrefix = "urn:elector:problem:"
+
+// problemKind is one entry of the problem catalogue.
+type problemKind struct {
+	status int
+	title  string
+}
+
+// The problem catalogue: slug → status and title. openapi.yaml lists the
+// same slugs; a test checks that the two agree.
+var problemKinds = map[string]problemKind{
+	"invalid-request":          {http.StatusBadRequest, "Invalid request"},
+	"malformed-json":           {http.StatusBadRequest, "Malformed JSON"},
+	"candidate-token-missing":  {http.StatusBadRequest, "Candidate token missing"},
+	"candidate-token-mismatch": {http.StatusForbidden, "Candidate token does not match"},
+	"election-not-found":       {http.StatusNotFound, "Election not found"},
+	"candidate-not-found":      {http.StatusNotFound, "Candidate not found"},
+	"no-leader":                {http.StatusNotFound, "No leader"},
+	"not-found":                {http.StatusNotFound, "Not found"},
+	"method-not-allowed":       {http.StatusMethodNotAllowed, "Method not allowed"},
+	"candidate-exists":         {http.StatusConflict, "Candidate already campaigning"},
+	"body-too-large":           {http.StatusRequestEntityTooLarge, "Request body too large"},
+	"unsupported-media-type":   {http.StatusUnsupportedMediaType, "Unsupported media type"},
+	"limit-reached":            {http.StatusTooManyRequests, "Limit reached"},
+	"internal":                 {http.StatusInternalServerError, "Internal error"},
+	"backend-unavailable":      {http.StatusServiceUnavailable, "Backend unavailable"},
+}
+
+// Problem is an RFC 9457 problem document. Extension members (field,
+// handover_until, …) are kept in Ext and written beside the standard ones.
+type Problem struct {
+	Type     string
+	Title    string
+	Status   int
+	Detail   string
+	Instance string
+	Ext      map[string]any
+}
+
+// MarshalJSON writes the standard members and the extension members as one
+// object.
+func (p Problem) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, 5+len(p.Ext))
+	for k, v := range p.Ext {
+		m[k] = v
+	}
+	m["type"] = p.Type
+	m["title"] = p.Title
+	m["status"] = p.Status
+	m["detail"] = p.Detail
+	if p.Instance != "" {
+		m["instance"] = p.Instance
+	}
+	return json.Marshal(m)
+}
+
+// apiError is an error raised by this package itself (as opposed to the
+// gateway): it already knows its slug and detail.
+type apiError struct {
+	slug   string
+	detail string
+	ext    map[string]any
+}
+
+func (e *apiError) Error() string { return e.slug + ": " + e.detail }
+
+// errorf returns an *apiError of kind slug.
+func errorf(slug, format string, args ...any) *apiError {
+	return &apiError{slug: slug, detail: fmt.Sprintf(format, args...)}
+}
+
+// invalidField returns a validation error of the gateway's kind, so that
+// the API's own input checks and the gateway's read the same to a client.
+func invalidField(field, format string, args ...any) error {
+	return &gateway.ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// newProblem builds the problem of kind slug for request r.
+func newProblem(r *http.Request, slug, detail string) Problem {
+	k, ok := problemKinds[slug]
+	if !ok {
+		slug, k = "internal", problemKinds["internal"]
+	}
+	return Problem{Type: ProblemTypePrefix + slug, Title: k.title, Status: k.status, Detail: detail, Instance: r.URL.Path}
+}
+
+// problemFor maps err, returned while serving r, to its problem. It is the
+// one place where errors become HTTP statuses. Details are written here
+// from the request, never copied from the error chain, so that backend
+// internals do not leak to clients.
+func problemFor(r *http.Request, err error) Problem {
+	election, id := chi.URLParam(r, "election"), chi.URLParam(r, "id")
+	var ae *apiError
+	var ve *gateway.ValidationError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		p := newProblem(r, ae.slug, ae.detail)
+		p.Ext = ae.ext
+		return p
+	case errors.As(err, &mbe):
+		return newProblem(r, "body-too-large", fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit))
+	case errors.As(err, &ve):
+		p := newProblem(r, "invalid-request", fmt.Sprintf("%s %s", ve.Field, ve.Reason))
+		p.Ext = map[string]any{"field": ve.Field}
+		return p
+	case errors.Is(err, gateway.ErrInvalid):
+		return newProblem(r, "invalid-request", "the request is not valid")
+	case errors.Is(err, gateway.ErrTokenMismatch):
+		return newProblem(r, "candidate-token-mismatch", fmt.Sprintf(
+			"the Elector-Candidate-Token header is not the token of candidate %q in election %q; use the token its campaign returned", id, election))
+	case errors.Is(err, gateway.ErrCandidateNotFound):
+		return newProblem(r, "candidate-not-found", fmt.Sprintf(
+			"candidate %q is not campaigning in election %q (it resigned or its TTL ran out); campaign again with POST /v1/elections/%s/candidates", id, election, election))
+	case errors.Is(err, gateway.ErrElectionNotFound):
+		return newProblem(r, "election-not-found", fmt.Sprintf(
+			"election %q does not exist; it is created by the first campaign or by PATCH /v1/elections/%s", election, election))
+	case errors.Is(err, gateway.ErrCandidateExists):
+		return newProblem(r, "candidate-exists", fmt.Sprintf(
+			"candidate %q is already campaigning in election %q; resign it with its token (DELETE /v1/elections/%s/candidates/%s) or wait for its TTL to run out", id, election, election, id))
+	case errors.Is(err, gateway.ErrNoLeader):
+		return newProblem(r, "no-leader", fmt.Sprintf("election %q has no leader at the moment", election))
+	case errors.Is(err, gateway.ErrLimit):
+		return newProblem(r, "limit-reached", "a limit of the gateway was reached; try again later or with fewer resources")
+	case errors.Is(err, gateway.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return newProblem(r, "backend-unavailable", "the coordination backend cannot serve the request at the moment; retry shortly")
+	default:
+		return newProblem(r, "internal", "an unexpected error occurred; the gateway's log has the details under this request's id")
+	}
+}
+
+// writeError answers r with the problem for err. Unexpected errors are
+// logged (their text comes from the gateway and backends, which never put
+// tokens in errors).
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemFor(r, err)
+	var ae *apiError
+	if p.Status >= 500 && !errors.As(err, &ae) && r.Context().Err() == nil {
+		a.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("path", r.URL.Path), slog.String("request_id", requestID(r)), slog.String("error", err.Error()))
+	}
+	if p.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeProblem(w, p)
+}
+
+// writeProblem writes p as application/problem+json.
+func writeProblem(w http.ResponseWriter, p Problem) {
+	b, err := json.Marshal(p)
+	if err != nil { // cannot happen: every member is a plain value
+		b = []byte(`{"type":"urn:elector:problem:internal","title":"Internal error","status":500}`)
+		p.Status = http.StatusInternalServerError
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	h.Del("Location")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// noLeaderError is ErrNoLeader with the handover deadline, if one is
+// running, as an extension member.
+func noLeaderError(election string, handoverUntil time.Time) error {
+	e := errorf("no-leader", "election %q has no leader at the moment", election)
+	if !handoverUntil.IsZero() {
+		e.detail += "; the next leader is promoted when the handover delay ends at handover_until"
+		e.ext = map[string]any{"handover_until": formatTime(handoverUntil)}
+	}
+	return e
+}
