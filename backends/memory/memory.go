@@ -1,0 +1,186 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// DefaultHistory is how many events a Backend keeps for watchers to resume from.
+const DefaultHistory = 10000
+
+// Backend is an in-memory gateway.Backend. Its zero value is not usable; call New.
+type Backend struct {
+	history int
+
+	mu        sync.Mutex
+	elections map[string]*gateway.Record
+	seq       uint64          // id of the last event appended
+	ring      []gateway.Event // the last events, oldest first; ring[i] has id first+i
+	first     uint64          // id of ring[0]
+	changed   chan struct{}   // closed and replaced whenever events are appended or deadlines move
+}
+
+var (
+	_ gateway.Backend = (*Backend)(nil)
+	_ gateway.Runner  = (*Backend)(nil)
+)
+
+// Option configures a Backend.
+type Option func(*Backend)
+
+// WithHistory sets how many events are kept for resuming watchers
+// (default DefaultHistory). Values below 1 are ignored.
+func WithHistory(n int) Option {
+	return func(b *Backend) {
+		if n > 0 {
+			b.history = n
+		}
+	}
+}
+
+// New returns an empty Backend.
+func New(opts ...Option) *Backend {
+	b := &Backend{history: DefaultHistory, elections: map[string]*gateway.Record{}, first: 1, changed: make(chan struct{})}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// Campaign implements gateway.Backend.
+func (b *Backend) Campaign(_ context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.elections[election]
+	if !ok {
+		r = gateway.NewRecord(election, defaults)
+		b.elections[election] = r
+	}
+	ev, err := r.Campaign(time.Now(), c)
+	b.append(ev)
+	if err != nil {
+		return gateway.Status{}, fmt.Errorf("memory: campaign: %w", err)
+	}
+	return b.status(r, c.ID)
+}
+
+// Heartbeat implements gateway.Backend.
+func (b *Backend) Heartbeat(_ context.Context, election, id, tokenHash string) (gateway.Status, error) {
+	return b.candidateOp("heartbeat", election, id, func(r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+		return r.Heartbeat(now, id, tokenHash)
+	})
+}
+
+// Resign implements gateway.Backend.
+func (b *Backend) Resign(_ context.Context, election, id, tokenHash string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, err := b.record(election)
+	if err != nil {
+		return fmt.Errorf("memory: resign %q: %w", id, err)
+	}
+	ev, err := r.Resign(time.Now(), id, tokenHash)
+	b.append(ev)
+	if err != nil {
+		return fmt.Errorf("memory: resign: %w", err)
+	}
+	return nil
+}
+
+// ReportError implements gateway.Backend.
+func (b *Backend) ReportError(_ context.Context, election, id, tokenHash, reason string) (gateway.Status, error) {
+	return b.candidateOp("report error", election, id, func(r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+		return r.ReportError(now, id, tokenHash, reason)
+	})
+}
+
+func (b *Backend) candidateOp(op, election, id string, f func(*gateway.Record, time.Time) ([]gateway.Event, error)) (gateway.Status, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, err := b.record(election)
+	if err != nil {
+		return gateway.Status{}, fmt.Errorf("memory: %s %q: %w", op, id, err)
+	}
+	ev, err := f(r, time.Now())
+	b.append(ev)
+	if err != nil {
+		return gateway.Status{}, fmt.Errorf("memory: %s: %w", op, err)
+	}
+	if op != "heartbeat" {
+		b.signal() // a cooldown may now be the earliest deadline
+	}
+	return b.status(r, id)
+}
+
+// record returns an election's record, advanced to now. An unknown election
+// is reported as ErrCandidateNotFound by the candidate operations' callers.
+func (b *Backend) record(election string) (*gateway.Record, error) {
+	r, ok := b.elections[election]
+	if !ok {
+		return nil, gateway.ErrCandidateNotFound
+	}
+	b.append(r.Advance(time.Now()))
+	return r, nil
+}
+
+func (b *Backend) status(r *gateway.Record, id string) (gateway.Status, error) {
+	st, ok := gateway.StatusOf(b.snapshot(r), id)
+	if !ok {
+		return gateway.Status{}, fmt.Errorf("memory: %q: %w", id, gateway.ErrCandidateNotFound)
+	}
+	return st, nil
+}
+
+func (b *Backend) snapshot(r *gateway.Record) gateway.Election {
+	e := r.Snapshot()
+	e.Cursor = strconv.FormatUint(b.seq, 10)
+	return e
+}
+
+// Election implements gateway.Backend.
+func (b *Backend) Election(_ context.Context, election string) (gateway.Election, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.elections[election]
+	if !ok {
+		return gateway.Election{}, fmt.Errorf("memory: %q: %w", election, gateway.ErrElectionNotFound)
+	}
+	b.append(r.Advance(time.Now()))
+	return b.snapshot(r), nil
+}
+
+// Elections implements gateway.Backend.
+func (b *Backend) Elections(_ context.Context) ([]gateway.Election, string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	out := make([]gateway.Election, 0, len(b.elections))
+	for _, r := range b.elections {
+		b.append(r.Advance(now))
+	}
+	for _, r := range b.elections {
+		out = append(out, b.snapshot(r))
+	}
+	slices.SortFunc(out, func(x, y gateway.Election) int { return cmp.Compare(x.Name, y.Name) })
+	return out, strconv.FormatUint(b.seq, 10), nil
+}
+
+// Configure implements gateway.Backend.
+func (b *Backend) Configure(_ context.Context, election string, s gateway.Settings) (gateway.Election, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.elections[election]
+	if !ok {
+		r = gateway.NewRecord(election, s)
+		b.elections[election] = r
+	}
+	b.append(r.Configure(time.Now(), s))
+	return b.snapshot(r), nil
+}

@@ -1,0 +1,36 @@
+package backendtest
+
+import (
+	"testing"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+func ev(t gateway.EventType, id string, term uint64) gateway.Event {
+	return gateway.Event{Type: t, Election: "e", Term: term, Candidate: &gateway.CandidateRef{ID: id}}
+}
+
+func TestCheckEvents(t *testing.T) {
+	begin, end, errev := gateway.EventLeaderBegin, gateway.EventLeaderEnd, gateway.EventLeaderError
+	tests := []struct {
+		name   string
+		events []gateway.Event
+		ok     bool
+	}{
+		{"empty", nil, true},
+		{"handover", []gateway.Event{ev(begin, "a", 1), ev(end, "a", 1), ev(begin, "b", 2)}, true},
+		{"error then end", []gateway.Event{ev(begin, "a", 1), ev(errev, "a", 1), ev(end, "a", 1), ev(begin, "b", 5)}, true},
+		{"two leaders", []gateway.Event{ev(begin, "a", 1), ev(begin, "b", 2)}, false},
+		{"term repeats", []gateway.Event{ev(begin, "a", 1), ev(end, "a", 1), ev(begin, "b", 1)}, false},
+		{"term goes back", []gateway.Event{ev(begin, "a", 3), ev(end, "a", 3), ev(begin, "b", 2)}, false},
+		{"end of someone else", []gateway.Event{ev(begin, "a", 1), ev(end, "b", 1)}, false},
+		{"end without begin", []gateway.Event{ev(end, "a", 1)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := CheckEvents(tt.events); (err == nil) != tt.ok {
+				t.Fatalf("CheckEvents = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}

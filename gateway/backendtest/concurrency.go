@@ -1,0 +1,198 @@
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// testConcurrency has many candidates campaign, heartbeat, resign and report
+// errors at random, over one backend or two replicas, while observers check
+// that no two candidates ever hold one term, that a snapshot never shows two
+// leaders, and that the event stream is a valid succession of leaderships.
+func testConcurrency(t *testing.T, h Harness, b gateway.Backend) {
+	n, dur := h.Candidates, h.Duration
+	if n == 0 {
+		n = 100
+	}
+	if dur == 0 {
+		dur = 3 * time.Second
+	}
+	replicas := []gateway.Backend{b}
+	if h.Replica != nil {
+		r := h.Replica(t, b)
+		start(t, r)
+		replicas = append(replicas, r)
+	}
+	e := name("storm")
+	ctx := context.Background()
+	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]*recorder, len(replicas))
+	for i, r := range replicas {
+		recs[i] = watch(t, r, e, snapshot(t, r, e).Cursor)
+	}
+
+	var (
+		mu     sync.Mutex
+		holder = map[uint64]string{} // term → the only candidate ever told it leads that term
+		fails  []string
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(fails) < 10 {
+			fails = append(fails, fmt.Sprintf(format, args...))
+		}
+	}
+	claim := func(st gateway.Status) {
+		if st.Candidate.State != gateway.StateLeader {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if prev, ok := holder[st.Term]; ok && prev != st.Candidate.ID {
+			fails = append(fails, fmt.Sprintf("term %d told to both %s and %s", st.Term, prev, st.Candidate.ID))
+		}
+		holder[st.Term] = st.Candidate.ID
+	}
+
+	stop := time.Now().Add(dur)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			be := replicas[i%len(replicas)]
+			id := fmt.Sprintf("c%03d", i)
+			th := ""
+			for time.Now().Before(stop) {
+				time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
+				var (
+					st  gateway.Status
+					err error
+				)
+				switch p := rand.IntN(100); {
+				case th == "":
+					th = token()
+					st, err = be.Campaign(ctx, e, gateway.Candidacy{ID: id, TTL: 2 * time.Second, TokenHash: th}, defaults)
+				case p < 75:
+					st, err = be.Heartbeat(ctx, e, id, th)
+				case p < 92:
+					err = be.Resign(ctx, e, id, th)
+					th = ""
+				default:
+					st, err = be.ReportError(ctx, e, id, th, "storm")
+				}
+				switch {
+				case errors.Is(err, gateway.ErrCandidateNotFound):
+					th = "" // expired meanwhile: campaign again
+				case err != nil:
+					fail("%s: %v", id, err)
+					return
+				default:
+					claim(st)
+				}
+			}
+			if th != "" {
+				if err := be.Resign(ctx, e, id, th); err != nil && !errors.Is(err, gateway.ErrCandidateNotFound) {
+					fail("final resign %s: %v", id, err)
+				}
+			}
+		}()
+	}
+
+	// Observers: snapshots from every replica, all the time.
+	obsCtx, obsCancel := context.WithCancel(ctx)
+	var obs sync.WaitGroup
+	for _, r := range replicas {
+		obs.Add(1)
+		go func() {
+			defer obs.Done()
+			var lastTerm uint64
+			for obsCtx.Err() == nil {
+				s, err := r.Election(obsCtx, e)
+				if err != nil {
+					if obsCtx.Err() == nil {
+						fail("snapshot: %v", err)
+					}
+					return
+				}
+				leaders := 0
+				for _, c := range s.Candidates {
+					if c.State == gateway.StateLeader {
+						leaders++
+						if s.Leader == nil || s.Leader.ID != c.ID || c.Term != s.Term {
+							fail("snapshot leader %+v disagrees with candidate %+v", s.Leader, c)
+						}
+					}
+				}
+				if leaders > 1 || (s.Leader != nil && leaders != 1) {
+					fail("snapshot with %d leaders: %v", leaders, ids(s.Candidates))
+				}
+				if s.Term < lastTerm {
+					fail("term went back from %d to %d", lastTerm, s.Term)
+				}
+				lastTerm = s.Term
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	obsCancel()
+	obs.Wait()
+	for _, f := range fails {
+		t.Error(f)
+	}
+
+	// Every candidate resigned: the streams end with no leader. Wait for them.
+	var streams [][]gateway.Event
+	for _, rec := range recs {
+		streams = append(streams, rec.wait(t, 30*time.Second, "the stream to catch up", func(ev []gateway.Event) bool {
+			return len(ev) > 0 && ev[len(ev)-1].Type == gateway.EventCandidateLeft && snapshotEmpty(b, e)
+		}))
+	}
+	time.Sleep(200 * time.Millisecond)
+	begins := 0
+	for i, rec := range recs {
+		streams[i] = rec.all()
+		if err := CheckEvents(streams[i]); err != nil {
+			t.Errorf("replica %d stream: %v", i, err)
+		}
+	}
+	for _, ev := range streams[0] {
+		if ev.Type == gateway.EventLeaderBegin {
+			begins++
+		}
+	}
+	if begins < 5 {
+		t.Errorf("only %d leaderships in %s: the test did not exercise handovers", begins, dur)
+	}
+	for i := 1; i < len(streams); i++ {
+		if len(streams[i]) != len(streams[0]) {
+			t.Errorf("replica %d saw %d events, replica 0 saw %d", i, len(streams[i]), len(streams[0]))
+			continue
+		}
+		for j := range streams[0] {
+			if streams[i][j].ID != streams[0][j].ID || streams[i][j].Type != streams[0][j].Type {
+				t.Errorf("event %d: replica %d has %s %s, replica 0 has %s %s", j, i, streams[i][j].ID, streams[i][j].Type, streams[0][j].ID, streams[0][j].Type)
+				break
+			}
+		}
+	}
+	mu.Lock()
+	t.Logf("%d candidates over %d replica(s) for %s: %d events, %d leaderships, %d terms claimed in answers", n, len(replicas), dur, len(streams[0]), begins, len(holder))
+	mu.Unlock()
+}
+
+func snapshotEmpty(b gateway.Backend, e string) bool {
+	s, err := b.Election(context.Background(), e)
+	return err == nil && len(s.Candidates) == 0
+}

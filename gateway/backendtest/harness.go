@@ -1,0 +1,206 @@
+package backendtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// Harness tells the suite how to get a backend.
+type Harness struct {
+	// New returns a fresh backend over a real engine. The suite runs its
+	// Run loop, if it has one, until the test ends.
+	New func(t *testing.T) gateway.Backend
+	// Replica, if set, returns a second backend over the same storage as b,
+	// as a second gateway replica would have; the concurrency test then
+	// spreads its candidates over both.
+	Replica func(t *testing.T, b gateway.Backend) gateway.Backend
+	// Candidates is the number of candidates of the concurrency test.
+	// Default 100.
+	Candidates int
+	// Duration of the concurrency test. Default 3s.
+	Duration time.Duration
+}
+
+// start runs b's loop until t ends.
+func start(t *testing.T, b gateway.Backend) {
+	t.Helper()
+	r, ok := b.(gateway.Runner)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("backend Run: %v", err)
+		}
+	})
+}
+
+// name returns a fresh election name with a readable prefix.
+func name(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+// token returns a fresh token hash.
+func token() string { return gateway.HashToken(gateway.NewToken()) }
+
+// defaults are the settings elections of the suite start with.
+var defaults = gateway.Settings{ErrorCooldown: time.Second}
+
+// campaign campaigns and fails the test on error.
+func campaign(t *testing.T, b gateway.Backend, election, id string, ttl time.Duration) (string, gateway.Status) {
+	t.Helper()
+	th := token()
+	st, err := b.Campaign(context.Background(), election, gateway.Candidacy{ID: id, TTL: ttl, TokenHash: th}, defaults)
+	if err != nil {
+		t.Fatalf("campaign %s/%s: %v", election, id, err)
+	}
+	return th, st
+}
+
+// keepAlive heartbeats every ttl/4 until the returned stop is called or
+// the test ends.
+func keepAlive(t *testing.T, b gateway.Backend, election, id, th string, ttl time.Duration) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(ttl / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				_, _ = b.Heartbeat(ctx, election, id, th)
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func snapshot(t *testing.T, b gateway.Backend, election string) gateway.Election {
+	t.Helper()
+	e, err := b.Election(context.Background(), election)
+	if err != nil {
+		t.Fatalf("election %s: %v", election, err)
+	}
+	return e
+}
+
+// eventually polls cond until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// recorder collects the events of a watch.
+type recorder struct {
+	mu     sync.Mutex
+	events []gateway.Event
+	closed bool
+}
+
+// watch starts recording events of election after cursor until the test ends.
+func watch(t *testing.T, b gateway.Backend, election, after string) *recorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := b.Watch(ctx, election, after)
+	if err != nil {
+		cancel()
+		t.Fatalf("watch %q after %q: %v", election, after, err)
+	}
+	rec := &recorder{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range ch {
+			rec.mu.Lock()
+			rec.events = append(rec.events, e)
+			rec.mu.Unlock()
+		}
+		rec.mu.Lock()
+		rec.closed = true
+		rec.mu.Unlock()
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return rec
+}
+
+func (r *recorder) all() []gateway.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]gateway.Event(nil), r.events...)
+}
+
+// wait returns the recorded events once match finds what it needs in them.
+func (r *recorder) wait(t *testing.T, timeout time.Duration, what string, match func([]gateway.Event) bool) []gateway.Event {
+	t.Helper()
+	var got []gateway.Event
+	eventually(t, timeout, what+"; events: "+describe(r.all()), func() bool {
+		got = r.all()
+		return match(got)
+	})
+	return got
+}
+
+// has reports whether events contain one of type typ about candidate id,
+// with reason if reason is not empty.
+func has(events []gateway.Event, typ gateway.EventType, id, reason string) bool {
+	return find(events, typ, id, reason) >= 0
+}
+
+func find(events []gateway.Event, typ gateway.EventType, id, reason string) int {
+	for i, e := range events {
+		if e.Type == typ && e.Candidate != nil && e.Candidate.ID == id && (reason == "" || e.Reason == reason) {
+			return i
+		}
+	}
+	return -1
+}
+
+func describe(events []gateway.Event) string {
+	s := "["
+	for i, e := range events {
+		if i > 0 {
+			s += " "
+		}
+		id := ""
+		if e.Candidate != nil {
+			id = e.Candidate.ID
+		}
+		s += string(e.Type) + "(" + id + "," + e.Reason + ")"
+	}
+	return s + "]"
+}
+
+func ids(cands []gateway.Candidate) []string {
+	out := make([]string, len(cands))
+	for i, c := range cands {
+		out[i] = c.ID + ":" + string(c.State)
+	}
+	return out
+}
