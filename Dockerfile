@@ -1,0 +1,24 @@
+# Build:  docker build --build-arg VERSION=v0.1.0 -t elector .
+# Run:    docker run -p 8080:8080 -v elector-data:/data elector
+#
+# The builder compiles a static binary; the final image holds only that
+# binary and an empty /data owned by the nonroot user (uid 65532), so that a
+# fresh named volume mounted there is writable by the gateway.
+
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/elector ./cmd/elector \
+ && mkdir -p /out/data
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/elector /elector
+COPY --from=build --chown=65532:65532 /out/data /data
+USER nonroot
+EXPOSE 8080
+VOLUME /data
+ENTRYPOINT ["/elector"]
+CMD ["serve", "--listen", "0.0.0.0:8080"]
