@@ -1,0 +1,34 @@
+// Command elector runs the elector leader-election gateway.
+//
+//	elector serve [flags]   serve the HTTP API until SIGINT or SIGTERM
+//	elector version         print the version
+//
+// # Configuration
+//
+// Every setting of serve has a key in a config file, an environment
+// variable and a flag. A value set by a flag wins over the environment,
+// which wins over the config file, which wins over the default:
+//
+//	key                      environment                      flag
+//	listen                   ELECTOR_LISTEN                   --listen
+//	log.level                ELECTOR_LOG_LEVEL                --log-level
+//	elections.default_ttl    ELECTOR_ELECTIONS_DEFAULT_TTL    --elections-default-ttl
+//
+// The config file is --config (or $ELECTOR_CONFIG), else ./elector.yaml if
+// it exists. configs/elector.yaml lists every key with its default. Unknown
+// keys in the file and values that cannot work are refused with an error
+// naming the key, and serve exits with status 2. Durations need a unit
+// ("10s", "1m"); only 0 may go without.
+//
+// # Shutdown
+//
+// On SIGINT or SIGTERM serve stops accepting connections, ends open event
+// streams (clients reconnect, to another replica if there is one), waits at
+// most http.shutdown_timeout for other requests, then stops the backend.
+// A second signal kills the process at once.
+//
+// # Backends
+//
+// backend.kind chooses the coordination backend; backend.go is the one
+// place that knows the concrete backends.
+package main

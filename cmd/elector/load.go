@@ -1,0 +1,347 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Where serve finds its configuration file when no --config flag is given.
+const (
+	envConfigFile  = "ELECTOR_CONFIG" // a path, like --config
+	configFileName = "elector.yaml"   // read from the working directory if present
+	envPrefix      = "ELECTOR"
+)
+
+// setting is one configuration key: its name in a config file, in the
+// environment and on the command line, and the field of Config it sets.
+type setting struct {
+	key   string // as in a config file: "elections.default_ttl"
+	usage string
+	field func(*Config) any // a *string, *int, *int64 or *time.Duration
+}
+
+// settings lists every configuration key. A key missing here is unknown:
+// a config file that sets it is rejected.
+func settings() []setting {
+	return []setting{
+		{"listen", "TCP address of the HTTP API", func(c *Config) any { return &c.Listen }},
+		{"log.level", "log level: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},
+		{"log.format", "log format: text or json", func(c *Config) any { return &c.Log.Format }},
+		{"backend.kind", "coordination backend: " + strings.Join(backendKinds(), ", "), func(c *Config) any { return &c.Backend.Kind }},
+		{"elections.default_ttl", "TTL of a candidate that names none", func(c *Config) any { return &c.Elections.DefaultTTL }},
+		{"elections.min_ttl", "smallest TTL a candidate may ask for", func(c *Config) any { return &c.Elections.MinTTL }},
+		{"elections.max_ttl", "largest TTL a candidate may ask for", func(c *Config) any { return &c.Elections.MaxTTL }},
+		{"elections.max_metadata_bytes", "largest candidate metadata, in bytes of compact JSON", func(c *Config) any { return &c.Elections.MaxMetadataBytes }},
+		{"elections.error_cooldown", "time a candidate in error stays out of line (new elections)", func(c *Config) any { return &c.Elections.ErrorCooldown }},
+		{"elections.handover_delay", "delay before the next leader after a leader expires (new elections)", func(c *Config) any { return &c.Elections.HandoverDelay }},
+		{"http.max_body_bytes", "largest request body, in bytes", func(c *Config) any { return &c.HTTP.MaxBodyBytes }},
+		{"http.read_header_timeout", "time allowed to read request headers", func(c *Config) any { return &c.HTTP.ReadHeaderTimeout }},
+		{"http.write_timeout", "time allowed to write a response (0: none; event streams lift it)", func(c *Config) any { return &c.HTTP.WriteTimeout }},
+		{"http.idle_timeout", "time an idle keep-alive connection stays open (0: none)", func(c *Config) any { return &c.HTTP.IdleTimeout }},
+		{"http.shutdown_timeout", "time allowed to drain requests on SIGINT or SIGTERM", func(c *Config) any { return &c.HTTP.ShutdownTimeout }},
+		{"sse.keep_alive", "interval of keep-alive comments on an idle event stream", func(c *Config) any { return &c.SSE.KeepAlive }},
+		{"sse.retry", "reconnection delay advised to event stream clients", func(c *Config) any { return &c.SSE.Retry }},
+	}
+}
+
+// env is the environment variable of s: ELECTOR_ELECTIONS_DEFAULT_TTL.
+func (s setting) env() string {
+	return envPrefix + "_" + strings.ToUpper(strings.ReplaceAll(s.key, ".", "_"))
+}
+
+// flag is the command-line flag of s: elections-default-ttl.
+func (s setting) flag() string {
+	return strings.NewReplacer(".", "-", "_", "-").Replace(s.key)
+}
+
+// newServeFlags returns the flags of `elector serve`: --config and one flag
+// per setting, with DefaultConfig's values as defaults.
+func newServeFlags(stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	fs.StringP("config", "c", "", "config file (env "+envConfigFile+"; default ./"+configFileName+" if present)")
+	def := DefaultConfig()
+	for _, s := range settings() {
+		usage := s.usage + " (" + s.key + ", env " + s.env() + ")"
+		switch p := s.field(&def).(type) {
+		case *string:
+			fs.String(s.flag(), *p, usage)
+		case *int:
+			fs.Int(s.flag(), *p, usage)
+		case *int64:
+			fs.Int64(s.flag(), *p, usage)
+		case *time.Duration:
+			fs.Duration(s.flag(), *p, usage)
+		}
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: elector serve [flags]\n\n"+
+			"Starts the gateway. Each setting comes from its flag, else its ELECTOR_* environment\n"+
+			"variable, else the config file, else its default.\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	return fs
+}
+
+// loaded is a configuration and where it came from.
+type loaded struct {
+	Config Config
+	// File is the config file read, "" if none.
+	File string
+	// UnknownEnv lists the ELECTOR_* variables that name no setting.
+	UnknownEnv []string
+}
+
+// loadConfig builds serve's configuration from the parsed flags fs, the
+// environment and the config file, in that order of precedence over the
+// defaults, and validates it. Every error wraps errConfig and names the key
+// at fault.
+func loadConfig(fs *pflag.FlagSet) (loaded, error) {
+	var out loaded
+	file, err := configFile(fs)
+	if err != nil {
+		return out, err
+	}
+	out.File = file
+
+	v := viper.New()
+	def := DefaultConfig()
+	for _, s := range settings() {
+		v.SetDefault(s.key, reflectValue(s.field(&def)))
+	}
+	fileV := viper.New()
+	if file != "" {
+		if fileV, err = readConfigFile(file); err != nil {
+			return out, err
+		}
+		if err := v.MergeConfigMap(fileV.AllSettings()); err != nil {
+			return out, fmt.Errorf("%w: file %s: %w", errConfig, file, err)
+		}
+	}
+	v.SetEnvPrefix(envPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	for _, s := range settings() {
+		if err := v.BindPFlag(s.key, fs.Lookup(s.flag())); err != nil {
+			return out, fmt.Errorf("%w: flag --%s: %w", errConfig, s.flag(), err)
+		}
+	}
+
+	source := func(key string) string { return sourceOf(key, fs, fileV, file) }
+	cfg := DefaultConfig()
+	for _, s := range settings() {
+		if err := decode(s.field(&cfg), v.Get(s.key)); err != nil {
+			return out, configError(s.key, source(s.key), "%s", err)
+		}
+	}
+	if err := cfg.Validate(source); err != nil {
+		return out, err
+	}
+	out.Config = cfg
+	out.UnknownEnv = unknownEnv(os.Environ())
+	return out, nil
+}
+
+// configFile returns the config file to read: --config, else
+// $ELECTOR_CONFIG, else ./elector.yaml if it exists, else "".
+func configFile(fs *pflag.FlagSet) (string, error) {
+	if f := fs.Lookup("config"); f != nil && f.Changed {
+		return f.Value.String(), nil
+	}
+	if p := os.Getenv(envConfigFile); p != "" {
+		return p, nil
+	}
+	switch _, err := os.Stat(configFileName); {
+	case err == nil:
+		return configFileName, nil
+	case errors.Is(err, os.ErrNotExist):
+		return "", nil
+	default:
+		return "", fmt.Errorf("%w: file %s: %w", errConfig, configFileName, err)
+	}
+}
+
+// readConfigFile reads a YAML, JSON or TOML file (YAML for other
+// extensions) and rejects keys that name no setting.
+func readConfigFile(path string) (*viper.Viper, error) {
+	fv := viper.New()
+	fv.SetConfigFile(path)
+	if ext := strings.TrimPrefix(filepath.Ext(path), "."); !slices.Contains(viper.SupportedExts, ext) {
+		fv.SetConfigType("yaml")
+	}
+	if err := fv.ReadInConfig(); err != nil {
+		return nil, fmt.Errorf("%w: file %s: %w", errConfig, path, err)
+	}
+	known := map[string]bool{}
+	for _, s := range settings() {
+		known[s.key] = true
+	}
+	var unknown []string
+	for _, k := range fv.AllKeys() {
+		if known[k] {
+			continue
+		}
+		for _, s := range settings() {
+			if strings.HasPrefix(s.key, k+".") {
+				return nil, fmt.Errorf("%w: file %s: %s must be a map of keys such as %s",
+					errConfig, path, k, strings.TrimPrefix(s.key, k+"."))
+			}
+		}
+		unknown = append(unknown, strconv.Quote(k))
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return nil, fmt.Errorf("%w: file %s: unknown key %s (see configs/elector.yaml for every key)",
+			errConfig, path, strings.Join(unknown, ", "))
+	}
+	return fv, nil
+}
+
+// sourceOf tells where the value of key came from, for error messages.
+func sourceOf(key string, fs *pflag.FlagSet, fileV *viper.Viper, file string) string {
+	for _, s := range settings() {
+		if s.key != key {
+			continue
+		}
+		if f := fs.Lookup(s.flag()); f != nil && f.Changed {
+			return "flag --" + s.flag()
+		}
+		if os.Getenv(s.env()) != "" {
+			return "environment " + s.env()
+		}
+		if fileV.IsSet(key) {
+			return "file " + file
+		}
+		return "default"
+	}
+	return ""
+}
+
+// unknownEnv returns the names of ELECTOR_* variables in environ that name
+// no setting, sorted.
+func unknownEnv(environ []string) []string {
+	known := map[string]bool{envConfigFile: true}
+	for _, s := range settings() {
+		known[s.env()] = true
+	}
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, envPrefix+"_") && !known[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// reflectValue dereferences a field pointer from setting.field.
+func reflectValue(p any) any {
+	switch p := p.(type) {
+	case *string:
+		return *p
+	case *int:
+		return *p
+	case *int64:
+		return *p
+	case *time.Duration:
+		return *p
+	}
+	return nil
+}
+
+// decode stores raw, a value from viper (a default, a flag or environment
+// string, or whatever a config file held), in the field p points to.
+func decode(p any, raw any) error {
+	switch raw.(type) {
+	case map[string]any, []any:
+		return errors.New("must be a single value, not a list or a map")
+	case nil:
+		return errors.New("must have a value")
+	}
+	switch p := p.(type) {
+	case *string:
+		s, ok := raw.(string)
+		if !ok {
+			s = fmt.Sprint(raw)
+		}
+		*p = strings.TrimSpace(s)
+	case *time.Duration:
+		d, err := toDuration(raw)
+		if err != nil {
+			return err
+		}
+		*p = d
+	case *int:
+		n, err := toInt(raw, strconv.IntSize)
+		if err != nil {
+			return err
+		}
+		*p = int(n)
+	case *int64:
+		n, err := toInt(raw, 64)
+		if err != nil {
+			return err
+		}
+		*p = n
+	default:
+		return fmt.Errorf("unsupported field type %T", p)
+	}
+	return nil
+}
+
+// toDuration accepts a time.Duration or a string such as "1m30s". A bare
+// number is refused unless it is 0: "10" could mean seconds or nanoseconds.
+func toDuration(raw any) (time.Duration, error) {
+	switch r := raw.(type) {
+	case time.Duration:
+		return r, nil
+	case string:
+		s := strings.TrimSpace(r)
+		if s == "0" {
+			return 0, nil
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("invalid duration %q: use a number with a unit, such as 500ms, 10s, 5m or 1h", r)
+		}
+		return d, nil
+	case int, int64, float64:
+		if r == 0 || r == int64(0) || r == 0.0 {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("invalid duration %v: give a unit, such as %vs", r, r)
+	}
+	return 0, fmt.Errorf("invalid duration %v: use a number with a unit, such as 10s", raw)
+}
+
+// toInt accepts an integer or a decimal string that fits in bits.
+func toInt(raw any, bits int) (int64, error) {
+	switch r := raw.(type) {
+	case int:
+		return int64(r), nil
+	case int64:
+		return r, nil
+	case float64:
+		if r == math.Trunc(r) && math.Abs(r) < 1<<53 {
+			return int64(r), nil
+		}
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(r), 10, bits)
+		if err == nil {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("invalid integer %q: use a whole number such as 1024", fmt.Sprint(raw))
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/spf13/pflag"
+)
+
+// run is the whole command: main gives it the process's arguments (without
+// the program name), a context that ends on SIGINT or SIGTERM, and its
+// standard streams; tests call it in-process. It returns the exit code:
+// 0 success, 1 failure, 2 bad usage or configuration.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return runServe(ctx, rest, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "elector %s %s %s/%s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return 0
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "elector: unknown command %q\n\n", cmd)
+		usage(stderr)
+		return 2
+	}
+}
+
+// usage prints the list of commands.
+func usage(w io.Writer) {
+	fmt.Fprint(w, `elector is an HTTP leader-election gateway.
+
+Usage:
+  elector serve [flags]   start the gateway (elector serve --help lists the flags)
+  elector version         print the version
+  elector help            print this help
+`)
+}
+
+// usageExit reports a flag parsing error of command and returns the exit
+// code: 0 for --help, which pflag has answered with the usage, else 2.
+func usageExit(stderr io.Writer, command string, err error) int {
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "elector %s: %v\nRun 'elector %s --help' for the flags.\n", command, err, command)
+	return 2
+}

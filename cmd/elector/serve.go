@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/electorhq/elector/api"
+	"github.com/electorhq/elector/gateway"
+)
+
+// runServe is `elector serve`: it loads the configuration and serves until
+// ctx ends. Exit codes: 0 after a clean shutdown, 1 when the server or the
+// backend fails, 2 for bad flags or configuration.
+func runServe(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := newServeFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		return usageExit(stderr, "serve", err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "elector serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	l, err := loadConfig(fs)
+	if err != nil {
+		fmt.Fprintf(stderr, "elector serve: %v\n", err)
+		return 2
+	}
+	log := newLogger(l.Config.Log, stderr)
+	for _, name := range l.UnknownEnv {
+		log.LogAttrs(ctx, slog.LevelWarn, "ignoring environment variable that names no setting", slog.String("name", name))
+	}
+	if err := serve(ctx, l, log); err != nil {
+		log.LogAttrs(ctx, slog.LevelError, "elector stopped", slog.Any("err", err))
+		if errors.Is(err, errConfig) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// newLogger returns the logger cfg describes, writing to w. cfg is valid.
+func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Level)) // validated: debug, info, warn or error
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// serve runs the gateway and its HTTP server until ctx ends, then shuts
+// down: it stops accepting, ends event streams, drains requests for at most
+// http.shutdown_timeout, and only then stops the gateway's backend loop and
+// releases the backend. It returns nil after a shutdown asked for by ctx,
+// or the error that stopped the server or the backend loop.
+func serve(ctx context.Context, l loaded, log *slog.Logger) error {
+	cfg := l.Config
+	backend, release, err := openBackend(ctx, cfg.Backend, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := release(); err != nil {
+			log.LogAttrs(context.Background(), slog.LevelError, "backend release failed", slog.Any("err", err))
+		}
+	}()
+	gw := gateway.New(backend, cfg.gatewayConfig(log))
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	// streams ends when shutdown begins; it ends event streams (endStreamsOn).
+	streams, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	srv := &http.Server{
+		Handler:           endStreamsOn(streams, api.New(gw, cfg.apiConfig(log))),
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
+		WriteTimeout:      cfg.HTTP.WriteTimeout,
+		IdleTimeout:       cfg.HTTP.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	// The backend loop runs on its own context, which outlives ctx: requests
+	// still draining after a signal need the backend.
+	runCtx, stopRun := context.WithCancel(context.Background())
+	defer stopRun()
+	var wg sync.WaitGroup
+	runErr := make(chan error, 1)
+	serveErr := make(chan error, 1)
+	wg.Go(func() { runErr <- gw.Run(runCtx) })
+	wg.Go(func() { serveErr <- srv.Serve(ln) })
+	defer wg.Wait()
+
+	attrs := []slog.Attr{
+		slog.String("listen", ln.Addr().String()),
+		slog.String("backend", cfg.Backend.Kind),
+		slog.String("version", version),
+	}
+	if l.File != "" {
+		attrs = append(attrs, slog.String("config", l.File))
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "elector started", attrs...)
+
+	var serveResult, runResult error
+	serveDone, runDone := false, false
+	select {
+	case <-ctx.Done():
+	case serveResult = <-serveErr:
+		serveDone = true
+	case runResult = <-runErr:
+		runDone = true
+	}
+
+	start := time.Now()
+	log.LogAttrs(ctx, slog.LevelInfo, "shutting down", slog.Duration("timeout", cfg.HTTP.ShutdownTimeout))
+	endStreams()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.LogAttrs(ctx, slog.LevelWarn, "requests still running at the shutdown timeout were cut off", slog.Any("err", err))
+		_ = srv.Close()
+	}
+	if !serveDone {
+		serveResult = <-serveErr
+	}
+	stopRun()
+	if !runDone {
+		runResult = <-runErr
+	}
+
+	switch {
+	case !errors.Is(serveResult, http.ErrServerClosed):
+		return fmt.Errorf("http server: %w", serveResult)
+	case runDone:
+		return fmt.Errorf("backend loop ended before shutdown: %v", runResult)
+	case runResult != nil && !errors.Is(runResult, context.Canceled):
+		return fmt.Errorf("backend loop: %w", runResult)
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "elector stopped", slog.Duration("shutdown", time.Since(start)))
+	return nil
+}
