@@ -1,35 +1,25 @@
 package api
 
 import (
-	"context"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
-
 	"github.com/electorhq/elector"
 )
 
-// loadSpec parses and validates openapi.yaml.
-func loadSpec(t testing.TB) *openapi3.T {
-	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData(elector.OpenAPI)
-	if err != nil {
-		t.Fatalf("openapi.yaml does not parse: %v", err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
+func TestOpenAPIDocumentIsValid(t *testing.T) {
+	if _, err := spec(); err != nil {
 		t.Fatalf("openapi.yaml is not valid OpenAPI 3.0: %v", err)
 	}
-	return doc
-}
-
-func TestOpenAPIDocumentIsValid(t *testing.T) {
-	loadSpec(t)
 }
 
 func TestOpenAPIListsEveryProblemType(t *testing.T) {
-	doc := loadSpec(t)
+	doc, err := spec()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var inSpec []string
 	for _, v := range doc.Components.Schemas["Problem"].Value.Properties["type"].Value.Enum {
 		inSpec = append(inSpec, strings.TrimPrefix(v.(string), ProblemTypePrefix))
@@ -42,5 +32,17 @@ func TestOpenAPIListsEveryProblemType(t *testing.T) {
 	slices.Sort(inCode)
 	if !slices.Equal(inSpec, inCode) {
 		t.Errorf("problem types differ:\nopenapi.yaml %v\nproblem.go   %v", inSpec, inCode)
+	}
+}
+
+func TestOpenAPIIsServed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	r := e.do("GET", "/openapi.yaml", nil).expect(t, http.StatusOK)
+	if ct := r.Header.Get("Content-Type"); ct != "application/yaml" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if string(r.Body) != string(elector.OpenAPI) {
+		t.Error("served document differs from openapi.yaml")
 	}
 }
