@@ -8,11 +8,11 @@ import (
 
 func TestRunCommands(t *testing.T) {
 	tests := []struct {
-		name       string
-		args       []string
-		code       int
-		stdout     string
-		stderr     string
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
 	}{
 		{name: "version", args: []string{"version"}, code: 0, stdout: "elector dev go"},
 		{name: "help", args: []string{"help"}, code: 0, stdout: "elector serve"},
