@@ -3,6 +3,7 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,42 +71,71 @@ func New(gw *gateway.Gateway, cfg Config) http.Handler {
 		a.writeError(w, req, errorf("not-found", "there is no resource at %s; see /openapi.yaml for the API", clip(req.URL.Path)))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		allowed := allowedMethods(r, req.URL.Path)
+		allowed := allowedMethods(a.routes(), req.URL.Path)
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		a.writeError(w, req, errorf("method-not-allowed", "%s is not allowed on %s; use %s", req.Method, clip(req.URL.Path), strings.Join(allowed, ", ")))
 	})
 
-	r.Get("/healthz", a.healthz)
-	r.Get("/readyz", a.readyz)
-	r.Get("/openapi.yaml", a.openapi)
-
-	r.Route("/v1", func(r chi.Router) {
-		r.Get("/events", a.streamAll)
-		r.Get("/elections", a.listElections)
-		r.Route("/elections/{election}", func(r chi.Router) {
-			r.Get("/", a.getElection)
-			r.Patch("/", a.patchElection)
-			r.Get("/leader", a.getLeader)
-			r.Get("/events", a.streamElection)
-			r.Get("/candidates", a.listCandidates)
-			r.Post("/candidates", a.campaign)
-			r.Get("/candidates/{id}", a.getCandidate)
-			r.Delete("/candidates/{id}", a.resign)
-			r.Put("/candidates/{id}/heartbeat", a.heartbeat)
-			r.Post("/candidates/{id}/error", a.reportError)
-		})
-	})
+	for _, rt := range a.routes() {
+		r.Method(rt.method, rt.pattern, rt.handler)
+	}
 	return r
 }
 
-// allowedMethods lists the methods routes has for path, for the Allow
-// header of a 405.
-func allowedMethods(routes chi.Routes, path string) []string {
+// route is one operation of the API.
+type route struct {
+	method, pattern string
+	handler         http.HandlerFunc
+}
+
+// routes is the API's routing table, as openapi.yaml describes it.
+func (a *api) routes() []route {
+	return []route{
+		{"GET", "/healthz", a.healthz},
+		{"GET", "/readyz", a.readyz},
+		{"GET", "/openapi.yaml", a.openapi},
+		{"GET", "/v1/events", a.streamAll},
+		{"GET", "/v1/elections", a.listElections},
+		{"GET", "/v1/elections/{election}", a.getElection},
+		{"PATCH", "/v1/elections/{election}", a.patchElection},
+		{"GET", "/v1/elections/{election}/leader", a.getLeader},
+		{"GET", "/v1/elections/{election}/events", a.streamElection},
+		{"GET", "/v1/elections/{election}/candidates", a.listCandidates},
+		{"POST", "/v1/elections/{election}/candidates", a.campaign},
+		{"GET", "/v1/elections/{election}/candidates/{id}", a.getCandidate},
+		{"DELETE", "/v1/elections/{election}/candidates/{id}", a.resign},
+		{"PUT", "/v1/elections/{election}/candidates/{id}/heartbeat", a.heartbeat},
+		{"POST", "/v1/elections/{election}/candidates/{id}/error", a.reportError},
+	}
+}
+
+// allowedMethods lists the methods of the routes whose pattern matches
+// path, for the Allow header of a 405. (chi's own Match reports a match for
+// any method once a path matches, so it cannot answer this.)
+func allowedMethods(routes []route, path string) []string {
 	var out []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		if routes.Match(chi.NewRouteContext(), m, path) {
-			out = append(out, m)
+	for _, rt := range routes {
+		if patternMatches(rt.pattern, path) && !slices.Contains(out, rt.method) {
+			out = append(out, rt.method)
 		}
 	}
 	return out
+}
+
+// patternMatches matches a chi pattern of literal and {param} segments.
+func patternMatches(pattern, path string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i, p := range ps {
+		if strings.HasPrefix(p, "{") {
+			if xs[i] == "" {
+				return false
+			}
+		} else if p != xs[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestElectionsListAndGet(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	if got := e.do("GET", "/v1/elections", nil).expect(t, http.StatusOK).json(t)["elections"].([]any); len(got) != 0 {
+		t.Errorf("elections of a fresh gateway: %v", got)
+	}
+	e.campaign("zeta", "node-a", "1m")
+	e.campaign("alpha", "node-a", "1m")
+	e.campaign("alpha", "node-b", "1m")
+
+	list := e.do("GET", "/v1/elections", nil).expect(t, http.StatusOK).json(t)["elections"].([]any)
+	if len(list) != 2 || list[0].(map[string]any)["name"] != "alpha" || list[1].(map[string]any)["name"] != "zeta" {
+		t.Fatalf("elections %v, want alpha then zeta", list)
+	}
+	m := e.do("GET", "/v1/elections/alpha", nil).expect(t, http.StatusOK).json(t)
+	s := m["settings"].(map[string]any)
+	if m["name"] != "alpha" || m["term"] != 1.0 || m["candidates"] != 2.0 || s["error_cooldown"] != "10s" || s["handover_delay"] != "0s" {
+		t.Errorf("election %v", m)
+	}
+	if l := m["leader"].(map[string]any); l["id"] != "node-a" || l["term"] != 1.0 {
+		t.Errorf("leader %v", l)
+	}
+	if _, ok := m["handover_until"]; ok {
+		t.Errorf("handover_until without a handover: %v", m)
+	}
+}
+
+func TestPatchCreatesAndConfiguresElection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	m := e.do("PATCH", "/v1/elections/billing", `{"error_cooldown":"5s","handover_delay":"2s"}`,
+		contentType("application/merge-patch+json")).expect(t, http.StatusOK).json(t)
+	s := m["settings"].(map[string]any)
+	if m["name"] != "billing" || s["error_cooldown"] != "5s" || s["handover_delay"] != "2s" || m["leader"] != nil || m["candidates"] != 0.0 {
+		t.Errorf("created election %v", m)
+	}
+	// A member left out stays; application/json is accepted too.
+	s = e.do("PATCH", "/v1/elections/billing", `{"handover_delay":"1m30s"}`).expect(t, http.StatusOK).json(t)["settings"].(map[string]any)
+	if s["error_cooldown"] != "5s" || s["handover_delay"] != "1m30s" {
+		t.Errorf("after a partial patch: %v", s)
+	}
+	// null goes back to the default; {} changes nothing.
+	s = e.do("PATCH", "/v1/elections/billing", `{"error_cooldown":null}`).expect(t, http.StatusOK).json(t)["settings"].(map[string]any)
+	if s["error_cooldown"] != "10s" || s["handover_delay"] != "1m30s" {
+		t.Errorf("after a null patch: %v", s)
+	}
+	s = e.do("PATCH", "/v1/elections/billing", `{}`).expect(t, http.StatusOK).json(t)["settings"].(map[string]any)
+	if s["error_cooldown"] != "10s" || s["handover_delay"] != "1m30s" {
+		t.Errorf("after an empty patch: %v", s)
+	}
+	if got := e.do("GET", "/v1/elections/billing/leader", nil).expect(t, http.StatusNotFound).problemType(t); got != "no-leader" {
+		t.Errorf("leader of a configured election without candidates: %s", got)
+	}
+}
+
+func TestNoLeaderDuringHandoverDelayTellsWhenItEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	e.do("PATCH", "/v1/elections/slow", `{"handover_delay":"1m"}`).expect(t, http.StatusOK)
+	e.campaign("slow", "node-a", "1s")
+	e.campaign("slow", "node-b", "1h")
+	var p map[string]any
+	eventually(t, "node-a to expire", func() bool {
+		r := e.do("GET", "/v1/elections/slow/leader", nil)
+		if r.Status != http.StatusNotFound {
+			return false
+		}
+		p = r.json(t)
+		return true
+	})
+	until, err := time.Parse(time.RFC3339Nano, p["handover_until"].(string))
+	if err != nil || p["type"] != ProblemTypePrefix+"no-leader" || time.Until(until) < 30*time.Second {
+		t.Errorf("no-leader problem %v", p)
+	}
+	m := e.do("GET", "/v1/elections/slow", nil).expect(t, http.StatusOK).json(t)
+	if m["handover_until"] != p["handover_until"] || m["leader"] != nil {
+		t.Errorf("election during the handover: %v", m)
+	}
+	st := e.do("GET", "/v1/elections/slow/candidates/node-b", nil).expect(t, http.StatusOK).json(t)
+	if st["position"] != 0.0 || st["state"] != "follower" || st["leader"] != nil {
+		t.Errorf("next leader during the handover: %v", st)
+	}
+}
+
+func TestProbes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	e.do("GET", "/healthz", nil).expect(t, http.StatusOK)
+	e.do("GET", "/readyz", nil).expect(t, http.StatusOK)
+}
+
+func TestRequestLogHasRouteAndNoToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	tok := e.campaign("logs", "node-a", "1m")
+	r := e.do("PUT", "/v1/elections/logs/candidates/node-a/heartbeat", nil, token(tok)).expect(t, http.StatusOK)
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		t.Fatal("no X-Request-Id header")
+	}
+	logs := e.log.String()
+	if strings.Contains(logs, tok) || strings.Contains(logs, strings.TrimPrefix(tok, "ect_")) {
+		t.Error("the candidate token is in the log")
+	}
+	var line string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `"request_id":"`+id+`"`) && strings.Contains(l, `"msg":"request"`) {
+			line = l
+		}
+	}
+	for _, want := range []string{`"method":"PUT"`, `"route":"/v1/elections/{election}/candidates/{id}/heartbeat"`, `"status":200`, `"duration":`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("request log line %q lacks %s", line, want)
+		}
+	}
+}
