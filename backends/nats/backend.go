@@ -1,0 +1,250 @@
+package nats
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// Backend is a gateway.Backend over NATS JetStream. Create it with Connect,
+// New or OpenEmbedded; all methods are safe for concurrent use.
+type Backend struct {
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	records jetstream.Stream // election records and their events
+	alive   jetstream.Stream // liveness messages with per-message TTLs
+
+	ownConn  bool    // Close closes nc
+	onClose  func() // extra cleanup, such as an embedded server's shutdown
+	ctx      context.Context // ends when the backend is closed
+	cancel   context.CancelFunc
+	closeMu  sync.Mutex
+	closed   bool
+	watchers sync.WaitGroup
+
+	beatsMu sync.Mutex
+	beats   map[string]time.Time // liveness subject → when it expires, as last seen
+}
+
+var (
+	_ gateway.Backend = (*Backend)(nil)
+	_ gateway.Runner  = (*Backend)(nil)
+	_ gateway.Pinger  = (*Backend)(nil)
+)
+
+// Connect dials NATS as cfg says and returns a Backend that owns the
+// connection. Errors: ErrInvalidConfig, gateway.ErrUnavailable when NATS or
+// JetStream cannot be reached.
+func Connect(ctx context.Context, cfg Config, opts ...Option) (*Backend, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := newOptions(opts)
+	cfg = cfg.withDefaults()
+	nc, err := nats.Connect(strings.Join(cfg.URLs, ","), cfg.natsOptions(o.log)...)
+	if err != nil {
+		return nil, fmt.Errorf("nats: connect: %w: %w", gateway.ErrUnavailable, err)
+	}
+	b, err := New(ctx, nc, cfg, opts...)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	b.ownConn = true
+	return b, nil
+}
+
+// New returns a Backend over an existing connection, creating or updating
+// its streams. The caller keeps ownership of nc. Errors as Connect.
+func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backend, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := newOptions(opts)
+	cfg = cfg.withDefaults()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("nats: jetstream: %w: %w", gateway.ErrUnavailable, err)
+	}
+	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[string]time.Time{}}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	if b.records, err = js.CreateOrUpdateStream(ctx, b.recordStreamConfig()); err != nil {
+		b.cancel()
+		return nil, fmt.Errorf("nats: stream %s: %w", cfg.Stream, translate(err))
+	}
+	if b.alive, err = js.CreateOrUpdateStream(ctx, b.aliveStreamConfig()); err != nil {
+		b.cancel()
+		return nil, fmt.Errorf("nats: stream %s_ALIVE: %w", cfg.Stream, translate(err))
+	}
+	return b, nil
+}
+
+func newOptions(opts []Option) options {
+	o := options{log: slog.Default(), now: time.Now}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// recordStreamConfig keeps History records per election and never ages
+// them out: the latest record of an idle election holds its term, and
+// terms must never restart.
+func (b *Backend) recordStreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              b.cfg.Stream,
+		Description:       "elector: election records and their events",
+		Subjects:          []string{b.recordSubject("*")},
+		Storage:           jetstream.FileStorage,
+		Replicas:          b.cfg.Replicas,
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardOld,
+		MaxMsgsPerSubject: int64(b.cfg.History),
+		DenyDelete:        true,
+		DenyPurge:         true,
+	}
+}
+
+// aliveStreamConfig keeps one liveness message per candidacy. Each message
+// carries its candidate's TTL (Nats-TTL); when the last one of a subject
+// expires the server replaces it with a delete marker, which Run sees.
+func (b *Backend) aliveStreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:                   b.cfg.Stream + "_ALIVE",
+		Description:            "elector: candidate liveness, one message per candidacy with its TTL",
+		Subjects:               []string{b.aliveSubject("*", "*")},
+		Storage:                jetstream.FileStorage,
+		Replicas:               b.cfg.Replicas,
+		Retention:              jetstream.LimitsPolicy,
+		MaxMsgsPerSubject:      1,
+		AllowMsgTTL:            true,
+		SubjectDeleteMarkerTTL: b.cfg.MarkerTTL,
+	}
+}
+
+func (b *Backend) recordSubject(election string) string {
+	return b.cfg.SubjectPrefix + ".election." + election
+}
+
+func (b *Backend) aliveSubject(election, nonce string) string {
+	return b.cfg.SubjectPrefix + ".alive." + election + "." + nonce
+}
+
+// electionOf returns the election of a record subject.
+func (b *Backend) electionOf(subject string) string {
+	return strings.TrimPrefix(subject, b.cfg.SubjectPrefix+".election.")
+}
+
+// aliveParts splits a liveness subject into its election and nonce.
+func (b *Backend) aliveParts(subject string) (election, nonce string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, b.cfg.SubjectPrefix+".alive.")
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, ".")
+}
+
+// nonce names one candidacy in liveness subjects: a hash of its token hash,
+// so that a resigned candidacy's late marker cannot expire a new candidacy
+// with the same id, and so that subjects reveal nothing that checks a token.
+func nonce(tokenHash string) string {
+	sum := sha256.Sum256([]byte("elector liveness\x00" + tokenHash))
+	return hex.EncodeToString(sum[:12])
+}
+
+// opContext bounds ctx by OpTimeout unless it has an earlier deadline.
+func (b *Backend) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= b.cfg.OpTimeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, b.cfg.OpTimeout)
+}
+
+// Ping reports whether the backend can serve: connected to NATS and able to
+// reach the records stream's leader. Errors: gateway.ErrUnavailable.
+func (b *Backend) Ping(ctx context.Context) error {
+	if b.isClosed() {
+		return fmt.Errorf("nats: ping: backend closed: %w", gateway.ErrUnavailable)
+	}
+	if s := b.nc.Status(); s != nats.CONNECTED {
+		return fmt.Errorf("nats: ping: connection %s: %w", s, gateway.ErrUnavailable)
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	if _, err := b.records.Info(ctx); err != nil {
+		return fmt.Errorf("nats: ping: %w", translate(err))
+	}
+	return nil
+}
+
+// Close stops the backend's watches, waits for them, closes the connection
+// if the backend opened it and shuts an embedded server down. It is safe to
+// call more than once.
+func (b *Backend) Close() error {
+	b.closeMu.Lock()
+	if b.closed {
+		b.closeMu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.cancel()
+	b.closeMu.Unlock()
+	b.watchers.Wait()
+	if b.ownConn {
+		b.nc.Close()
+	}
+	if b.onClose != nil {
+		b.onClose()
+	}
+	return nil
+}
+
+func (b *Backend) isClosed() bool { return b.ctx.Err() != nil }
+
+// translate maps NATS errors onto the gateway's sentinels: anything that
+// means NATS could not be reached or did not answer is ErrUnavailable.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, gateway.ErrUnavailable):
+		return err
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining),
+		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionReconnecting),
+		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
+	case errors.As(err, &apiErr) && apiErr.Code == 503:
+		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
+	}
+	return err
+}
+
+// isConflict reports whether err is JetStream's compare-and-set failure:
+// the subject's last sequence was not the one expected.
+func isConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}

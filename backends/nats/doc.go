@@ -1,0 +1,91 @@
+// Package nats is the elector backend over NATS JetStream, and the embedded
+// default: `elector serve` with no backend configured starts an in-process
+// NATS server (StartEmbedded, OpenEmbedded) and uses this same backend over
+// an in-process connection.
+//
+// # Layout
+//
+// Two streams, named after Config.Stream (default ELECTOR) with subjects
+// under Config.SubjectPrefix (default elector):
+//
+//	ELECTOR        elector.election.<election>         one message per transition
+//	ELECTOR_ALIVE  elector.alive.<election>.<nonce>    one liveness message per candidacy
+//
+// A record message is JSON {"v":1,"record":<gateway.Record>,"events":[…]}:
+// the election's whole state after a transition and the events the
+// transition caused, written in one publish, so a crash never keeps a
+// record without its events or events without their record. The stream
+// keeps Config.History messages per election (MaxMsgsPerSubject) and never
+// ages them out, and denies deletes and purges, so the latest record of an
+// idle election, which holds its term, is never lost.
+//
+// # Why two replicas can never promote two leaders
+//
+// gateway.Record has one leader slot, filled only by promote when it is
+// empty, which increments Term in the same step. That argument needs every
+// stored record to be computed from the record stored just before it. Every
+// write here is: load the election's last message and its stream sequence
+// S (from the stream leader, not a cache), apply the Record method, publish
+// with Nats-Expected-Last-Subject-Sequence: S. JetStream appends the
+// message only if the subject's last sequence is still S; otherwise it
+// answers "wrong last sequence" (API error 10071, or 10164 on replicated
+// streams), and the writer reloads and retries with jittered back-off. So
+// the records of an election form one chain, whichever replica wrote each
+// link, and at most one of two racing promotions is stored. On an R3 stream
+// the expectation is checked by the stream leader in the replicated log, so
+// it holds across NATS members too.
+//
+// Terms strictly increase: Term only grows inside the chain above, the
+// chain's latest link is never deleted (no MaxAge, no purge, per-subject
+// limit keeps the newest), and a restarted server recovers the stream from
+// disk (R1) or from the other members (R3).
+//
+// # Liveness: per-candidate TTLs with prompt expiry
+//
+// NATS KV's per-key TTL is set at create time only, so it cannot carry a
+// lease that each heartbeat renews. Instead each candidacy has its own
+// subject on the liveness stream (AllowMsgTTL, MaxMsgsPerSubject 1,
+// SubjectDeleteMarkerTTL). Campaign and every heartbeat publish a message
+// with Nats-TTL set to the candidate's TTL, rounded up to whole seconds
+// (the server's unit), which replaces the previous one. When heartbeats
+// stop, the server removes the last message at its TTL and writes a delete
+// marker on the subject. The reconciler (Run) follows the liveness stream
+// and, on a marker, applies Record.Expire with compare-and-set; whichever
+// replica gets there first wins, the others find nothing left to do. The
+// server's clock, not a replica's, decides when a candidate is dead.
+// Entry.ExpiresAt is therefore zero in stored records; snapshots fill it
+// from the liveness message.
+//
+// The nonce in the subject is a hash of the candidacy's token hash: a late
+// marker of a resigned candidacy cannot expire a new candidacy with the
+// same id, and the subject reveals nothing that checks a token. A
+// heartbeat publishes with Nats-Expected-Last-Subject-Sequence set to the
+// live message it read, so it cannot revive a candidacy whose marker is
+// already written. Campaign publishes the liveness message before the
+// record, so a candidate in a record always had one; every
+// Config.SweepInterval Run reads the liveness of candidates it does not
+// know to be alive and expires those whose message is gone, which covers
+// markers missed while no replica ran.
+//
+// Time-driven steps (end of an error cooldown, end of a handover delay)
+// are applied by Run at each election's Record.NextDeadline, again with
+// compare-and-set; a heartbeat that finds a deadline passed applies it too.
+//
+// # Event ids and watches
+//
+// An event's id is "<stream sequence>-<index>" of the record message that
+// carries it (index from 1), the same on every replica. Watch uses an
+// ordered consumer from that sequence, filtered to one election's subject
+// or all of them. A cursor that does not parse, is past the stream's last
+// sequence, or names a message the stream no longer holds is
+// gateway.ErrCursorExpired. An election's records are dropped oldest
+// first, so a held cursor message means that election's later records are
+// all held; a watch of all elections can miss records of another election
+// that wrote more than History records since the cursor.
+//
+// # Availability
+//
+// Reads go to the stream leader; nothing is served from a cache, so a
+// replica cut off from NATS answers gateway.ErrUnavailable rather than a
+// stale leader, and Ping (the readiness probe) fails until it reconnects.
+package nats

@@ -1,0 +1,145 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// Election implements gateway.Backend: the latest record, read from the
+// stream leader, so a replica never answers from a stale cache. Errors:
+// gateway.ErrElectionNotFound, gateway.ErrUnavailable.
+func (b *Backend) Election(ctx context.Context, election string) (gateway.Election, error) {
+	s, found, err := b.load(ctx, election)
+	if err != nil {
+		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
+	}
+	if !found {
+		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, gateway.ErrElectionNotFound)
+	}
+	e, err := b.view(ctx, s)
+	if err != nil {
+		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
+	}
+	return e, nil
+}
+
+// Configure implements gateway.Backend.
+func (b *Backend) Configure(ctx context.Context, election string, set gateway.Settings) (gateway.Election, error) {
+	s, err := b.apply(ctx, "configure", election, &set, writeOnSuccess, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+		return r.Configure(now, set), nil
+	})
+	if err != nil {
+		return gateway.Election{}, err
+	}
+	e, err := b.view(ctx, s)
+	if err != nil {
+		return gateway.Election{}, fmt.Errorf("nats: configure %q: %w", election, err)
+	}
+	return e, nil
+}
+
+// Elections implements gateway.Backend. It reads the latest record of every
+// election with one ordered consumer (deliver last per subject) until
+// nothing is pending, so all records are as of one stream sequence.
+func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, error) {
+	recs, last, err := b.scan(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("nats: elections: %w", err)
+	}
+	out := make([]gateway.Election, 0, len(recs))
+	for _, s := range recs {
+		e, err := b.view(ctx, s)
+		if err != nil {
+			return nil, "", fmt.Errorf("nats: elections: %w", err)
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(x, y gateway.Election) int { return strings.Compare(x.Name, y.Name) })
+	return out, last.cursor(), nil
+}
+
+// scan returns the latest record of every election, and the record at the
+// highest sequence among them, whose cursor covers all of them.
+func (b *Backend) scan(ctx context.Context) (map[string]stored, stored, error) {
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	info, err := b.records.Info(ctx)
+	if err != nil {
+		return nil, stored{}, translate(err)
+	}
+	recs := map[string]stored{}
+	if info.State.Msgs == 0 {
+		return recs, stored{seq: info.State.LastSeq}, nil
+	}
+	c, err := b.js.OrderedConsumer(ctx, b.cfg.Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{b.recordSubject("*")},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		return nil, stored{}, translate(err)
+	}
+	it, err := c.Messages()
+	if err != nil {
+		return nil, stored{}, translate(err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	var last stored
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return nil, stored{}, translate(err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return nil, stored{}, err
+		}
+		s, err := decode(b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
+		if err != nil {
+			return nil, stored{}, err
+		}
+		recs[s.rec.Name] = s
+		if s.seq > last.seq {
+			last = s
+		}
+		if md.NumPending == 0 {
+			return recs, last, nil
+		}
+	}
+}
+
+// view is a stored record as the API shows it, with each candidate's
+// ExpiresAt taken from its liveness message (cached, or read on a miss).
+func (b *Backend) view(ctx context.Context, s stored) (gateway.Election, error) {
+	e := s.snapshot()
+	for _, x := range slices.Concat(s.rec.Line, s.rec.Cooling) {
+		subject := b.aliveSubject(s.rec.Name, nonce(x.TokenHash))
+		exp, ok := b.expiry(subject)
+		if !ok {
+			var err error
+			if _, exp, _, err = b.lastBeat(ctx, subject); err != nil {
+				return gateway.Election{}, err
+			}
+		}
+		for i := range e.Candidates {
+			if e.Candidates[i].ID == x.ID {
+				e.Candidates[i].ExpiresAt = exp
+			}
+		}
+		if e.Leader != nil && e.Leader.ID == x.ID {
+			e.Leader.ExpiresAt = exp
+		}
+	}
+	return e, nil
+}

@@ -1,0 +1,232 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// Defaults of an EmbeddedConfig.
+const (
+	DefaultDataDir      = "elector-data"
+	DefaultClusterName  = "elector"
+	DefaultReadyTimeout = 10 * time.Second
+)
+
+// EmbeddedConfig configures the in-process NATS server that `elector serve`
+// runs when no backend is configured. The zero value is a single server
+// storing under ./elector-data with no network listener at all.
+type EmbeddedConfig struct {
+	// DataDir is where JetStream stores the streams (under DataDir/jetstream).
+	// Default "elector-data".
+	DataDir string
+	// ServerName names this server; it must differ between the members of
+	// a cluster and stay the same across restarts. Default "elector-" plus
+	// the host name.
+	ServerName string
+	// Listen is a host:port for NATS clients (port 0 or -1 picks a free
+	// one). Default "": no client listener; the backend connects in-process.
+	Listen string
+	// ClusterListen is the host:port this server takes routes from other
+	// members on. Default "": no cluster.
+	ClusterListen string
+	// ClusterName names the JetStream cluster. Default "elector".
+	ClusterName string
+	// Routes are the other members' cluster addresses ("nats://host:port"
+	// or "host:port"). Default none.
+	Routes []string
+	// ReadyTimeout bounds the server's start. Default 10s.
+	ReadyTimeout time.Duration
+}
+
+// Embedded is a running in-process NATS server with JetStream.
+type Embedded struct {
+	srv *server.Server
+}
+
+// StartEmbedded starts an in-process NATS server as cfg says and waits
+// until it accepts connections. Errors: ErrInvalidConfig for a bad address,
+// or the server's own error when it cannot start (a busy port, an
+// unwritable data dir).
+func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	opts, err := cfg.serverOptions()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("nats: embedded server: %w", err)
+	}
+	srv.SetLoggerV2(serverLogger{log.With("component", "nats-server")}, false, false, false)
+	srv.Start()
+	timeout := cfg.ReadyTimeout
+	if timeout == 0 {
+		timeout = DefaultReadyTimeout
+	}
+	if !srv.ReadyForConnections(timeout) {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, fmt.Errorf("nats: embedded server not ready after %s: %w", timeout, gateway.ErrUnavailable)
+	}
+	return &Embedded{srv: srv}, nil
+}
+
+func (cfg EmbeddedConfig) serverOptions() (*server.Options, error) {
+	name := cfg.ServerName
+	if name == "" {
+		host, _ := os.Hostname()
+		name = "elector-" + host
+	}
+	dir := cfg.DataDir
+	if dir == "" {
+		dir = DefaultDataDir
+	}
+	opts := &server.Options{
+		ServerName: name,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+		DontListen: cfg.Listen == "",
+	}
+	if cfg.Listen != "" {
+		host, port, err := splitHostPort(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("%w: listen: %w", ErrInvalidConfig, err)
+		}
+		opts.Host, opts.Port = host, port
+	}
+	if cfg.ClusterListen != "" {
+		host, port, err := splitHostPort(cfg.ClusterListen)
+		if err != nil {
+			return nil, fmt.Errorf("%w: cluster listen: %w", ErrInvalidConfig, err)
+		}
+		opts.Cluster = server.ClusterOpts{Name: cfg.ClusterName, Host: host, Port: port}
+		if opts.Cluster.Name == "" {
+			opts.Cluster.Name = DefaultClusterName
+		}
+		routes := make([]string, len(cfg.Routes))
+		for i, r := range cfg.Routes {
+			if !strings.Contains(r, "://") {
+				r = "nats://" + r
+			}
+			routes[i] = r
+		}
+		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+	} else if len(cfg.Routes) > 0 {
+		return nil, fmt.Errorf("%w: routes need a cluster listen address", ErrInvalidConfig)
+	}
+	return opts, nil
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", p, err)
+	}
+	if port == 0 {
+		port = -1 // the server's "pick a free port"
+	}
+	return host, port, nil
+}
+
+// Server returns the underlying server, for tests and metrics.
+func (e *Embedded) Server() *server.Server { return e.srv }
+
+// ClusterAddr returns the address this server takes routes on, or "".
+func (e *Embedded) ClusterAddr() string {
+	if a := e.srv.ClusterAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
+// Connect opens an in-process connection to the server (no TCP), with the
+// reconnect behaviour of a Backend connection.
+func (e *Embedded) Connect(log *slog.Logger) (*nats.Conn, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	opts := append(Config{}.withDefaults().natsOptions(log), nats.InProcessServer(e.srv))
+	nc, err := nats.Connect("", opts...)
+	if err != nil {
+		return nil, fmt.Errorf("nats: connect in-process: %w: %w", gateway.ErrUnavailable, err)
+	}
+	return nc, nil
+}
+
+// Shutdown stops the server and waits until it has flushed and closed its
+// stores.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}
+
+// OpenEmbedded starts an embedded server as ecfg says and returns a Backend
+// over an in-process connection to it; closing the Backend shuts the
+// server down. In a cluster (ecfg.Routes set) Replicas defaults to 3 and
+// OpenEmbedded waits, until ctx ends, for enough members to create the
+// streams. Errors as StartEmbedded and New.
+func OpenEmbedded(ctx context.Context, ecfg EmbeddedConfig, cfg Config, opts ...Option) (*Backend, error) {
+	o := newOptions(opts)
+	if len(ecfg.Routes) > 0 && cfg.Replicas == 0 {
+		cfg.Replicas = 3
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e, err := StartEmbedded(ecfg, o.log)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := e.Connect(o.log)
+	if err != nil {
+		e.Shutdown()
+		return nil, err
+	}
+	for {
+		b, err := New(ctx, nc, cfg, opts...)
+		if err == nil {
+			b.ownConn = true
+			b.onClose = e.Shutdown
+			return b, nil
+		}
+		if !errors.Is(err, gateway.ErrUnavailable) || ctx.Err() != nil {
+			nc.Close()
+			e.Shutdown()
+			return nil, err
+		}
+		o.log.Info("nats: waiting for the embedded JetStream cluster", slog.Any("err", err))
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// serverLogger sends the server's log lines to slog.
+type serverLogger struct{ log *slog.Logger }
+
+func (l serverLogger) Noticef(format string, v ...any) { l.log.Info(fmt.Sprintf(format, v...)) }
+func (l serverLogger) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l serverLogger) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l serverLogger) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l serverLogger) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l serverLogger) Tracef(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }

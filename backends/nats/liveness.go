@@ -1,0 +1,166 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// liveTTL is the per-message TTL a candidate's liveness message carries:
+// its TTL rounded up to whole seconds, because the server counts message
+// TTLs in seconds and a candidate must never be expired early.
+func liveTTL(ttl time.Duration) time.Duration {
+	s := (ttl + time.Second - 1) / time.Second
+	return max(s, 1) * time.Second
+}
+
+// beat publishes a liveness message for one candidacy. With expect set it
+// is conditional on the subject's last sequence being *expect, so that a
+// heartbeat cannot revive a candidacy whose expiry marker is already
+// written. It returns when the message expires.
+func (b *Backend) beat(ctx context.Context, subject string, ttl time.Duration, expect *uint64) (time.Time, error) {
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(b.cfg.Stream + "_ALIVE"), jetstream.WithMsgTTL(liveTTL(ttl))}
+	if expect != nil {
+		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expect))
+	}
+	start := time.Now()
+	if _, err := b.js.Publish(ctx, subject, nil, opts...); err != nil {
+		return time.Time{}, err
+	}
+	exp := start.Add(liveTTL(ttl))
+	b.remember(subject, exp)
+	return exp, nil
+}
+
+// lastBeat reads the last liveness message of a candidacy from the stream
+// leader. alive is false when there is none or when it is an expiry
+// marker; seq is the subject's last sequence either way (0 if empty).
+func (b *Backend) lastBeat(ctx context.Context, subject string) (seq uint64, expires time.Time, alive bool, err error) {
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	m, err := b.alive.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		b.forget(subject)
+		return 0, time.Time{}, false, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, false, translate(err)
+	}
+	if m.Header.Get(jetstream.MarkerReasonHeader) != "" {
+		b.forget(subject)
+		return m.Sequence, time.Time{}, false, nil
+	}
+	exp := m.Time.Add(msgTTL(m.Header.Get(jetstream.MsgTTLHeader)))
+	b.remember(subject, exp)
+	return m.Sequence, exp, true, nil
+}
+
+// msgTTL parses a Nats-TTL header as this backend writes it.
+func msgTTL(h string) time.Duration {
+	d, err := time.ParseDuration(h)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// purgeBeats removes a candidacy's liveness message after it resigned.
+// Failure is logged, not returned: the message then expires by itself and
+// its marker matches no candidacy.
+func (b *Backend) purgeBeats(ctx context.Context, subject string) {
+	b.forget(subject)
+	ctx, cancel := b.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	if err := b.alive.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		b.log.Warn("nats: purge liveness", "subject", subject, "err", err)
+	}
+}
+
+func (b *Backend) remember(subject string, expires time.Time) {
+	b.beatsMu.Lock()
+	defer b.beatsMu.Unlock()
+	if expires.After(b.beats[subject]) {
+		b.beats[subject] = expires
+	}
+}
+
+func (b *Backend) forget(subject string) {
+	b.beatsMu.Lock()
+	defer b.beatsMu.Unlock()
+	delete(b.beats, subject)
+}
+
+func (b *Backend) expiry(subject string) (time.Time, bool) {
+	b.beatsMu.Lock()
+	defer b.beatsMu.Unlock()
+	t, ok := b.beats[subject]
+	return t, ok
+}
+
+// entry finds a candidate in a record, in line or cooling.
+func entry(r *gateway.Record, id string) *gateway.Entry {
+	for i := range r.Line {
+		if r.Line[i].ID == id {
+			return &r.Line[i]
+		}
+	}
+	for i := range r.Cooling {
+		if r.Cooling[i].ID == id {
+			return &r.Cooling[i]
+		}
+	}
+	return nil
+}
+
+// expireCandidacy removes the candidacy with nonce n from election, if it
+// is still there, as expired; another replica may have done it already.
+func (b *Backend) expireCandidacy(ctx context.Context, election, n string) (stored, error) {
+	return b.apply(ctx, "expire", election, nil, writeOnEvents, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+		for _, e := range slices.Concat(r.Line, r.Cooling) {
+			if nonce(e.TokenHash) == n {
+				return r.Expire(now, e.ID), nil
+			}
+		}
+		return r.Advance(now), nil
+	})
+}
+
+// owned loads election and checks that candidate id is in it, holds
+// tokenHash and is still alive. A candidate whose liveness has ended is
+// expired on the spot. Errors: gateway.ErrCandidateNotFound,
+// gateway.ErrTokenMismatch, gateway.ErrUnavailable.
+func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string) (s stored, e *gateway.Entry, subject string, seq uint64, err error) {
+	s, found, err := b.load(ctx, election)
+	if err != nil {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q: %w", op, election, err)
+	}
+	if found {
+		e = entry(s.rec, id)
+	}
+	if e == nil {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: %w", op, id, election, gateway.ErrCandidateNotFound)
+	}
+	if !gateway.TokenMatches(e.TokenHash, tokenHash) {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: %w", op, id, election, gateway.ErrTokenMismatch)
+	}
+	subject = b.aliveSubject(election, nonce(e.TokenHash))
+	seq, _, alive, err := b.lastBeat(ctx, subject)
+	if err != nil {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q: %w", op, election, err)
+	}
+	if !alive {
+		if _, err := b.expireCandidacy(ctx, election, nonce(e.TokenHash)); err != nil {
+			return stored{}, nil, "", 0, err
+		}
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: expired: %w", op, id, election, gateway.ErrCandidateNotFound)
+	}
+	return s, e, subject, seq, nil
+}

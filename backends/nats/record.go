@@ -1,0 +1,205 @@
+package nats
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// message is what one record message holds: the election's record after a
+// transition and the events that transition caused, written together so
+// that a crash can never keep one without the other.
+type message struct {
+	Version int               `json:"v"`
+	Record  *gateway.Record   `json:"record"`
+	Events  []gateway.Payload `json:"events,omitempty"`
+}
+
+const messageVersion = 1
+
+// stored is a record as read from the stream, at the sequence it was
+// written at (0 for an election that has no record yet).
+type stored struct {
+	rec    *gateway.Record
+	seq    uint64
+	events []gateway.Event // with ids
+}
+
+// cursor returns the id of the last event reflected in s.
+func (s stored) cursor() string { return eventID(s.seq, len(s.events)) }
+
+// snapshot returns the election as the API shows it, with its cursor.
+func (s stored) snapshot() gateway.Election {
+	e := s.rec.Snapshot()
+	e.Cursor = s.cursor()
+	return e
+}
+
+// eventID is the id of the i-th event (1-based) of the record message at
+// stream sequence seq; eventID(seq, n) with n the message's event count is
+// also the cursor just after that message.
+func eventID(seq uint64, i int) string {
+	return strconv.FormatUint(seq, 10) + "-" + strconv.Itoa(i)
+}
+
+// parseEventID is the inverse of eventID.
+func parseEventID(id string) (seq uint64, i int, err error) {
+	a, c, ok := strings.Cut(id, "-")
+	if !ok {
+		return 0, 0, fmt.Errorf("event id %q has no '-'", id)
+	}
+	if seq, err = strconv.ParseUint(a, 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("event id %q: %w", id, err)
+	}
+	if i, err = strconv.Atoi(c); err != nil || i < 0 {
+		return 0, 0, fmt.Errorf("event id %q: bad index", id)
+	}
+	return seq, i, nil
+}
+
+// decode reads a record message.
+func decode(election string, seq uint64, data []byte) (stored, error) {
+	var m message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
+	}
+	if m.Version != messageVersion || m.Record == nil {
+		return stored{}, fmt.Errorf("nats: record %q at %d: unknown format version %d", election, seq, m.Version)
+	}
+	if err := m.Record.Check(); err != nil {
+		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
+	}
+	s := stored{rec: m.Record, seq: seq, events: make([]gateway.Event, len(m.Events))}
+	for i, p := range m.Events {
+		s.events[i] = gateway.Event{
+			ID: eventID(seq, i+1), Type: p.Type, Time: p.Timestamp, Election: p.Data.Election,
+			Term: p.Data.Term, Candidate: p.Data.Candidate, Previous: p.Data.Previous,
+			Reason: p.Data.Reason, Detail: p.Data.Detail,
+		}
+	}
+	return s, nil
+}
+
+// load reads the latest record of election from the stream leader. found
+// is false when the election has no record yet.
+func (b *Backend) load(ctx context.Context, election string) (s stored, found bool, err error) {
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	m, err := b.records.GetLastMsgForSubject(ctx, b.recordSubject(election))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return stored{}, false, nil
+	}
+	if err != nil {
+		return stored{}, false, translate(err)
+	}
+	s, err = decode(election, m.Sequence, m.Data)
+	return s, err == nil, err
+}
+
+// transition computes a new record from rec at now. It returns the events
+// it caused and the error to report to the caller; see apply.
+type transition func(ctx context.Context, rec *gateway.Record, now time.Time) ([]gateway.Event, error)
+
+// applyMode says when apply writes the record a transition computed.
+type applyMode int
+
+const (
+	// writeOnEvents writes only when the transition caused events (time
+	// passing, an expiry): a heartbeat or a reconciler tick that finds
+	// nothing to do writes nothing.
+	writeOnEvents applyMode = iota
+	// writeOnSuccess also writes when the transition succeeded without
+	// events (new settings, a cooldown restarted).
+	writeOnSuccess
+)
+
+// apply runs one transition of election under compare-and-set: it loads
+// the latest record and its sequence, applies t, and publishes the result
+// with Nats-Expected-Last-Subject-Sequence set to that sequence. If another
+// writer got there first the publish fails with "wrong last sequence", and
+// apply reloads and tries again after a short jittered back-off. This is
+// what keeps gateway.Record's single-leader argument true across replicas:
+// every record stored was computed from the one stored just before it.
+//
+// create gives the settings of an election that has no record yet; with
+// nil, a missing election is gateway.ErrElectionNotFound. apply returns the
+// record as stored (or as loaded, if nothing was written) and t's error.
+func (b *Backend) apply(ctx context.Context, op, election string, create *gateway.Settings, mode applyMode, t transition) (stored, error) {
+	backoff := time.Millisecond
+	for attempt := 0; ; attempt++ {
+		cur, found, err := b.load(ctx, election)
+		if err != nil {
+			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, err)
+		}
+		if !found {
+			if create == nil {
+				return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, gateway.ErrElectionNotFound)
+			}
+			cur = stored{rec: gateway.NewRecord(election, *create)}
+		}
+		ev, terr := t(ctx, cur.rec, b.now())
+		if len(ev) == 0 && (terr != nil || mode == writeOnEvents) {
+			if terr != nil {
+				terr = fmt.Errorf("nats: %s: %w", op, terr)
+			}
+			return cur, terr
+		}
+		next, err := b.publishRecord(ctx, cur, ev)
+		if err == nil {
+			if terr != nil {
+				terr = fmt.Errorf("nats: %s: %w", op, terr)
+			}
+			return next, terr
+		}
+		if !isConflict(err) {
+			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, translate(err))
+		}
+		// Another replica wrote first: reload and try again.
+		if attempt > 0 {
+			sleep := backoff/2 + rand.N(backoff)
+			select {
+			case <-ctx.Done():
+				return stored{}, fmt.Errorf("nats: %s %q: %w: %w", op, election, gateway.ErrUnavailable, ctx.Err())
+			case <-time.After(sleep):
+			}
+			backoff = min(2*backoff, 100*time.Millisecond)
+		}
+	}
+}
+
+// publishRecord writes rec with its events over cur.seq.
+func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Event) (stored, error) {
+	m := message{Version: messageVersion, Record: cur.rec, Events: make([]gateway.Payload, len(ev))}
+	for i, e := range ev {
+		m.Events[i] = e.Payload()
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return stored{}, err
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	ack, err := b.js.Publish(ctx, b.recordSubject(cur.rec.Name), data,
+		jetstream.WithExpectStream(b.cfg.Stream),
+		jetstream.WithExpectLastSequencePerSubject(cur.seq))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) {
+			return stored{}, fmt.Errorf("record of %d bytes: %w", len(data), gateway.ErrLimit)
+		}
+		return stored{}, err
+	}
+	out := stored{rec: cur.rec, seq: ack.Sequence, events: ev}
+	for i := range out.events {
+		out.events[i].ID = eventID(ack.Sequence, i+1)
+	}
+	return out, nil
+}

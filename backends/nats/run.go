@@ -1,0 +1,247 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// Run implements gateway.Runner: the reconciler. It follows both streams
+// with ordered consumers and
+//   - expires a candidacy when the server's expiry marker for its liveness
+//     message arrives (and, every SweepInterval, any candidacy whose
+//     liveness message is gone without a marker having been seen);
+//   - applies Record.Advance at each election's NextDeadline (end of a
+//     cooldown or a handover delay).
+//
+// Every such write is a compare-and-set like any other: when several
+// replicas run Run, they race, exactly one write wins and the others find
+// nothing left to do when they reload. Run returns nil when ctx ends or the
+// backend is closed.
+func (b *Backend) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(b.ctx, cancel)()
+
+	r := &reconciler{b: b, recs: map[string]stored{}, wake: make(chan struct{}, 1)}
+	var wg sync.WaitGroup
+	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.record) })
+	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, r.liveness) })
+	r.loop(ctx)
+	wg.Wait()
+	return nil
+}
+
+// reconciler is Run's state: the latest record of each election, as the
+// records stream delivered it or as this replica wrote it.
+type reconciler struct {
+	b    *Backend
+	mu   sync.Mutex
+	recs map[string]stored
+	wake chan struct{}
+}
+
+// follow feeds every message of subject (the last per subject first, then
+// new ones) to handle, recreating the ordered consumer after failures until
+// ctx ends.
+func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnly bool, handle func(context.Context, jetstream.Msg)) {
+	for ctx.Err() == nil {
+		err := b.followOnce(ctx, stream, subject, headersOnly, handle)
+		if ctx.Err() != nil {
+			return
+		}
+		b.log.LogAttrs(ctx, slog.LevelWarn, "nats: reconciler follow restarts", slog.String("stream", stream), slog.Any("err", err))
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, handle func(context.Context, jetstream.Msg)) error {
+	octx, cancel := b.opContext(ctx)
+	c, err := b.js.OrderedConsumer(octx, stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		HeadersOnly:    headersOnly,
+	})
+	cancel()
+	if err != nil {
+		return err
+	}
+	it, err := c.Messages()
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	defer context.AfterFunc(ctx, it.Stop)()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) && ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		handle(ctx, m)
+	}
+}
+
+// record caches a record message and wakes the loop to re-plan deadlines.
+func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	s, err := decode(r.b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
+	if err != nil {
+		r.b.log.Error("nats: reconciler: bad record", slog.Any("err", err))
+		return
+	}
+	r.put(s)
+}
+
+func (r *reconciler) put(s stored) {
+	r.mu.Lock()
+	if old, ok := r.recs[s.rec.Name]; !ok || s.seq > old.seq {
+		r.recs[s.rec.Name] = s
+	}
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// liveness notes when a candidacy's liveness message expires, and expires
+// the candidacy when the server's marker says it has.
+func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg) {
+	election, n, ok := r.b.aliveParts(m.Subject())
+	if !ok {
+		return
+	}
+	if m.Headers().Get(jetstream.MarkerReasonHeader) == "" {
+		if md, err := m.Metadata(); err == nil {
+			r.b.remember(m.Subject(), md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
+		}
+		return
+	}
+	r.b.forget(m.Subject())
+	s, err := r.b.expireCandidacy(ctx, election, n)
+	if err != nil {
+		if !errors.Is(err, gateway.ErrElectionNotFound) && ctx.Err() == nil {
+			r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: expire", slog.String("election", election), slog.Any("err", err))
+		}
+		return
+	}
+	r.put(s)
+}
+
+// loop fires at each election's next deadline and sweeps periodically.
+func (r *reconciler) loop(ctx context.Context) {
+	sweep := time.NewTimer(time.Second) // first sweep once the caches have filled
+	defer sweep.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := time.Hour
+		if at, ok := r.nextDeadline(); ok {
+			wait = max(time.Until(at), 0)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-timer.C:
+			if !r.advanceDue(ctx) {
+				// NATS refused: do not spin on a deadline that stays due.
+				select {
+				case <-ctx.Done():
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+		case <-sweep.C:
+			r.sweep(ctx)
+			sweep.Reset(r.b.cfg.SweepInterval)
+		}
+	}
+}
+
+func (r *reconciler) nextDeadline() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var next time.Time
+	found := false
+	for _, s := range r.recs {
+		if at, ok := s.rec.NextDeadline(); ok && (!found || at.Before(next)) {
+			next, found = at, true
+		}
+	}
+	return next, found
+}
+
+// advanceDue applies Advance to every election with a deadline due; it
+// reports false if a write failed for another reason than losing a race.
+func (r *reconciler) advanceDue(ctx context.Context) bool {
+	now := r.b.now()
+	var due []string
+	r.mu.Lock()
+	for name, s := range r.recs {
+		if at, ok := s.rec.NextDeadline(); ok && !at.After(now) {
+			due = append(due, name)
+		}
+	}
+	r.mu.Unlock()
+	okAll := true
+	for _, name := range due {
+		s, err := r.b.apply(ctx, "advance", name, nil, writeOnEvents, advance)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: advance", slog.String("election", name), slog.Any("err", err))
+			}
+			okAll = false
+			continue
+		}
+		r.put(s)
+	}
+	return okAll
+}
+
+// sweep expires candidacies whose liveness message is gone although no
+// marker was seen (a replica was down while the marker lived, or a
+// campaign's record write outlived its first liveness message). Only
+// candidacies not known to be alive are read from the stream leader.
+func (r *reconciler) sweep(ctx context.Context) {
+	const grace = 2 * time.Second // the server's expiry timer may run late
+	now := time.Now()
+	r.mu.Lock()
+	recs := make([]stored, 0, len(r.recs))
+	for _, s := range r.recs {
+		recs = append(recs, s)
+	}
+	r.mu.Unlock()
+	for _, s := range recs {
+		for _, e := range slices.Concat(s.rec.Line, s.rec.Cooling) {
+			n := nonce(e.TokenHash)
+			subject := r.b.aliveSubject(s.rec.Name, n)
+			if exp, ok := r.b.expiry(subject); ok && now.Before(exp.Add(grace)) {
+				continue
+			}
+			_, _, alive, err := r.b.lastBeat(ctx, subject)
+			if err != nil || alive {
+				continue
+			}
+			if s, err := r.b.expireCandidacy(ctx, s.rec.Name, n); err == nil {
+				r.put(s)
+			}
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// Watch implements gateway.Backend with an ordered consumer on the records
+// stream, filtered to one election's subject or to all of them. Event ids
+// are "<stream sequence>-<index in that record message>", the same on every
+// replica. A cursor that does not parse, is past the stream's last
+// sequence, or names a record message the stream no longer holds is
+// gateway.ErrCursorExpired. The channel closes when ctx ends, when the
+// backend is closed, or when the consumer cannot be recovered (NATS
+// unreachable); the receiver resumes from the last id it got.
+func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gateway.Event, error) {
+	filter := "*"
+	if election != "" {
+		filter = election
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.recordSubject(filter)}}
+	var skipSeq uint64
+	var skipIdx int
+	if after == "" {
+		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+	} else {
+		seq, idx, err := parseEventID(after)
+		if err != nil {
+			return nil, fmt.Errorf("nats: watch %q: %w: %w", election, gateway.ErrCursorExpired, err)
+		}
+		if err := b.checkCursor(ctx, seq); err != nil {
+			return nil, fmt.Errorf("nats: watch %q after %q: %w", election, after, err)
+		}
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+		if seq > 0 {
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq
+			skipSeq, skipIdx = seq, idx
+		}
+	}
+	octx, cancel := b.opContext(ctx)
+	defer cancel()
+	c, err := b.js.OrderedConsumer(octx, b.cfg.Stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("nats: watch %q: %w", election, translate(err))
+	}
+	it, err := c.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("nats: watch %q: %w", election, translate(err))
+	}
+	ch := make(chan gateway.Event, 64)
+	wctx, wcancel := context.WithCancel(ctx)
+	unlink := context.AfterFunc(b.ctx, wcancel)
+	stop := context.AfterFunc(wctx, it.Stop)
+	b.watchers.Add(1)
+	go func() {
+		defer b.watchers.Done()
+		defer close(ch)
+		defer wcancel()
+		defer unlink()
+		defer stop()
+		defer it.Stop()
+		for {
+			m, err := it.Next()
+			if err != nil {
+				if wctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					b.log.LogAttrs(wctx, slog.LevelWarn, "nats: watch ended", slog.String("election", election), slog.Any("err", err))
+				}
+				return
+			}
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			s, err := decode(b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
+			if err != nil {
+				b.log.LogAttrs(wctx, slog.LevelError, "nats: watch: bad record", slog.Any("err", err))
+				continue
+			}
+			for i, ev := range s.events {
+				if s.seq == skipSeq && i+1 <= skipIdx {
+					continue
+				}
+				select {
+				case ch <- ev:
+				case <-wctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return ch, nil
+}
+
+// checkCursor reports gateway.ErrCursorExpired unless the stream still
+// holds the record message at seq (or, for seq 0, has lost nothing yet).
+// Records of one election are dropped oldest first, so a held message means
+// every later record of its election is held too.
+func (b *Backend) checkCursor(ctx context.Context, seq uint64) error {
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	info, err := b.records.Info(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	st := info.State
+	switch {
+	case seq > st.LastSeq:
+		return fmt.Errorf("sequence %d is past the stream's last %d: %w", seq, st.LastSeq, gateway.ErrCursorExpired)
+	case seq == 0 && st.FirstSeq > 1:
+		return fmt.Errorf("the stream no longer starts at 1: %w", gateway.ErrCursorExpired)
+	case seq == 0:
+		return nil
+	}
+	if _, err := b.records.GetMsg(ctx, seq); err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("sequence %d is no longer held: %w", seq, gateway.ErrCursorExpired)
+		}
+		return translate(err)
+	}
+	return nil
+}
