@@ -28,8 +28,8 @@ type Backend struct {
 	records jetstream.Stream // election records and their events
 	alive   jetstream.Stream // liveness messages with per-message TTLs
 
-	ownConn  bool    // Close closes nc
-	onClose  func() // extra cleanup, such as an embedded server's shutdown
+	ownConn  bool            // Close closes nc
+	onClose  func()          // extra cleanup, such as an embedded server's shutdown
 	ctx      context.Context // ends when the backend is closed
 	cancel   context.CancelFunc
 	closeMu  sync.Mutex

@@ -138,7 +138,9 @@ func (c Config) natsOptions(log *slog.Logger) []nats.Option {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			log.Warn("nats disconnected", slog.Any("err", err))
+			if err != nil { // nil when the connection is closed on purpose
+				log.Warn("nats disconnected", slog.Any("err", err))
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("nats reconnected", slog.String("url", nc.ConnectedUrlRedacted()))
