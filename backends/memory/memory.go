@@ -25,6 +25,8 @@ type Backend struct {
 	ring      []gateway.Event // the last events, oldest first; ring[i] has id first+i
 	first     uint64          // id of ring[0]
 	changed   chan struct{}   // closed and replaced whenever events are appended or deadlines move
+	kv        map[string]kvItem
+	kvRev     uint64 // revision of the last KV write
 }
 
 var (
@@ -47,7 +49,7 @@ func WithHistory(n int) Option {
 
 // New returns an empty Backend.
 func New(opts ...Option) *Backend {
-	b := &Backend{history: DefaultHistory, elections: map[string]*gateway.Record{}, first: 1, changed: make(chan struct{})}
+	b := &Backend{history: DefaultHistory, elections: map[string]*gateway.Record{}, kv: map[string]kvItem{}, first: 1, changed: make(chan struct{})}
 	for _, o := range opts {
 		o(b)
 	}

@@ -17,3 +17,7 @@ func TestConformance(t *testing.T) {
 		New: func(*testing.T) gateway.Backend { return memory.New() },
 	})
 }
+
+func TestKV(t *testing.T) {
+	backendtest.RunKV(t, func(*testing.T) gateway.KV { return memory.New() })
+}

@@ -1,0 +1,48 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+)
+
+// FailBegin is the reconciliation of a begin handler that did not
+// acknowledge a leadership in time (package webhooks calls it when a
+// candidate's own leader.begin webhook gets no 2xx within its deadline): if
+// candidate id still leads election in term, it is put in error as
+// ReportError would, so that it gives up its leadership, the next in line
+// leads, and it rejoins after the election's error cooldown. tokenHash is
+// the candidate's, kept from its campaign. It reports whether it acted; a
+// candidate that no longer leads that term is left alone.
+//
+// The check and the report are two steps: a candidate that lost term and
+// won a later one in between would be put in error for the later term.
+// That needs a leadership to end and begin again within one round trip to
+// the backend, and costs one cooldown, never a second leader.
+//
+// Errors: ErrTokenMismatch, ErrUnavailable.
+func (g *Gateway) FailBegin(ctx context.Context, election, id, tokenHash string, term uint64, reason string) (bool, error) {
+	e, err := g.Election(ctx, election)
+	if errors.Is(err, ErrElectionNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if e.Leader == nil || e.Leader.ID != id || e.Leader.Term != term {
+		return false, nil
+	}
+	if len(reason) > MaxReasonBytes {
+		reason = reason[:MaxReasonBytes]
+	}
+	if _, err := g.b.ReportError(ctx, election, id, tokenHash, reason); err != nil {
+		if errors.Is(err, ErrCandidateNotFound) {
+			return false, nil
+		}
+		return false, fmt.Errorf("gateway: fail begin of %q in %q: %w", id, election, err)
+	}
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "begin handler failed: leader put in error",
+		slog.String("election", election), slog.String("candidate", id), slog.Uint64("term", term), slog.String("reason", reason))
+	return true, nil
+}
