@@ -113,7 +113,9 @@ func (e *env) do(method, path string, body any, headers ...header) response {
 		}
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, e.srv.URL+path, rd)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}
