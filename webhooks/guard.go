@@ -1,0 +1,130 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+)
+
+// ErrDestinationRefused is returned for an endpoint URL, or a dialled
+// address, that the SSRF guard refuses: not http or https, or an address on
+// a loopback, private, link-local (cloud metadata included), CGNAT,
+// multicast, reserved or unspecified network while private networks are
+// not allowed.
+var ErrDestinationRefused = errors.New("webhooks: destination refused")
+
+// refusedPrefixes are the networks a webhook may not reach unless
+// Config.AllowPrivateNetworks is set, and why.
+var refusedPrefixes = []struct {
+	p   netip.Prefix
+	why string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "this-network"},
+	{netip.MustParsePrefix("10.0.0.0/8"), "private"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "carrier-grade NAT"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (cloud metadata)"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "private"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "private"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
+	{netip.MustParsePrefix("::/128"), "unspecified"},
+	{netip.MustParsePrefix("::1/128"), "loopback"},
+	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
+	{netip.MustParsePrefix("fc00::/7"), "unique local (private)"},
+	{netip.MustParsePrefix("fe80::/10"), "link-local"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast"},
+}
+
+// refusal says why ip may not be dialled, or "" if it may.
+func refusal(ip netip.Addr) string {
+	ip = ip.Unmap()
+	for _, r := range refusedPrefixes {
+		if r.p.Contains(ip) {
+			return r.why
+		}
+	}
+	return ""
+}
+
+// dialControl is the net.Dialer Control of the webhook client: it checks
+// the address actually dialled, after DNS resolution, so that a name that
+// resolves to a private address (DNS rebinding included) is refused.
+func dialControl(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: cannot parse dialled address %q", ErrDestinationRefused, address)
+	}
+	if why := refusal(ap.Addr()); why != "" {
+		return fmt.Errorf("%w: %s is a %s address; set webhooks.allow_private_networks to allow it", ErrDestinationRefused, ap.Addr(), why)
+	}
+	return nil
+}
+
+// Resolver resolves host names for CheckURL; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// CheckURL checks an endpoint URL when it is registered: an absolute http
+// or https URL with a host and without user info, and, unless allowPrivate,
+// a host that is not, and does not resolve to, an address the guard
+// refuses. A host that does not resolve yet is accepted: the dialler checks
+// again on every delivery. Errors: ErrDestinationRefused, ErrInvalidURL.
+func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) error {
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+		return fmt.Errorf("%w: %q is not an absolute URL such as https://example.com/hooks/elector", ErrInvalidURL, clip(raw))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%w: scheme %q; only http and https are delivered to", ErrDestinationRefused, u.Scheme)
+	}
+	if u.User != nil {
+		return fmt.Errorf("%w: the URL has user info; put credentials in the path or verify the signature instead", ErrInvalidURL)
+	}
+	if len(raw) > MaxURLBytes {
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidURL, MaxURLBytes)
+	}
+	if allowPrivate {
+		return nil
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if why := refusal(ip); why != "" {
+			return fmt.Errorf("%w: %s is a %s address; set webhooks.allow_private_networks to allow it", ErrDestinationRefused, ip, why)
+		}
+		return nil
+	}
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return fmt.Errorf("%w: %s is loopback; set webhooks.allow_private_networks to allow it", ErrDestinationRefused, host)
+	}
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil // not resolvable now; checked again when dialled
+	}
+	for _, ip := range addrs {
+		if why := refusal(ip); why != "" {
+			return fmt.Errorf("%w: %s resolves to %s, a %s address; set webhooks.allow_private_networks to allow it", ErrDestinationRefused, host, ip, why)
+		}
+	}
+	return nil
+}
+
+// clip shortens a value quoted back in an error.
+func clip(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}
