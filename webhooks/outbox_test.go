@@ -150,7 +150,7 @@ func TestCrashedReplicaLosesNothing(t *testing.T) {
 	e.campaign("ha", "x")
 	e.campaign("ha", "y")
 	eventually(t, 5*time.Second, "replica a tries while the receiver is down", func() bool { return len(rc.requests()) >= 2 })
-	stopA() // the crash: a stops in the middle of its retries
+	stopA()            // the crash: a stops in the middle of its retries
 	rc.setRespond(nil) // the receiver comes back
 	eventually(t, 10*time.Second, "replica b delivers the three events", func() bool { return len(rc.successes()) >= 3 })
 	time.Sleep(300 * time.Millisecond)

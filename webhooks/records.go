@@ -28,13 +28,13 @@ const (
 // wh/ep/<election>/<id>. Secrets never leave the KV except in the answer
 // that creates them and in signatures.
 type Endpoint struct {
-	ID        string              `json:"id"`
-	Kind      Kind                `json:"kind"`
-	Election  string              `json:"election"`
-	URL       string              `json:"url"`
-	Types     []gateway.EventType `json:"types,omitempty"` // subscriptions: empty means all
-	Secrets   []Secret            `json:"secrets"`         // newest first
-	Disabled  bool                `json:"disabled,omitempty"`
+	ID       string              `json:"id"`
+	Kind     Kind                `json:"kind"`
+	Election string              `json:"election"`
+	URL      string              `json:"url"`
+	Types    []gateway.EventType `json:"types,omitempty"` // subscriptions: empty means all
+	Secrets  []Secret            `json:"secrets"`         // newest first
+	Disabled bool                `json:"disabled,omitempty"`
 	// DisabledReason says why deliveries stopped (410 Gone, …).
 	DisabledReason string    `json:"disabled_reason,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
@@ -145,7 +145,7 @@ func endpointsKey(election string) string { return "wh/ep/" + election }
 func endpointKey(election, id string) string {
 	return endpointsKey(election) + "/" + id
 }
-func cursorKey(id string) string        { return "wh/cur/" + id }
+func cursorKey(id string) string           { return "wh/cur/" + id }
 func deliveriesKey(endpoint string) string { return "wh/dl/" + endpoint }
 func deliveryKey(endpoint, id string) string {
 	return deliveriesKey(endpoint) + "/" + id
