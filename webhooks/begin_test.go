@@ -1,0 +1,131 @@
+package webhooks
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// campaignWithWebhook campaigns id with its own endpoint, as the API does.
+func (e *env) campaignWithWebhook(s *Service, election, id, url string, beginTimeout time.Duration) (token, secret string) {
+	e.t.Helper()
+	ctx := context.Background()
+	p, err := s.PrepareCandidate(ctx, election, CandidateWebhook{URL: url, BeginTimeout: beginTimeout})
+	if err != nil {
+		e.t.Fatalf("prepare %s: %v", id, err)
+	}
+	_, tok, err := e.gw.Campaign(ctx, election, gateway.CampaignRequest{ID: id, TTL: 5 * time.Second})
+	if err != nil {
+		e.t.Fatalf("campaign %s: %v", id, err)
+	}
+	secret, err = p.Register(ctx, id, tok)
+	if err != nil {
+		e.t.Fatalf("register %s: %v", id, err)
+	}
+	e.keepAlive(election, id, tok)
+	return tok, secret
+}
+
+func TestUnacknowledgedBeginPutsLeaderInError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	cooldown := 2 * time.Second
+	if _, err := e.gw.Configure(ctx, "deadline", gateway.SettingsPatch{ErrorCooldown: &cooldown}); err != nil {
+		t.Fatal(err)
+	}
+	rc := newReceiver(t, func(int, *http.Request, http.ResponseWriter) int { return http.StatusInternalServerError })
+	s, _ := e.service(testConfig())
+	tok, _ := e.campaignWithWebhook(s, "deadline", "a", rc.srv.URL, time.Second)
+	e.campaign("deadline", "b")
+
+	eventually(t, 5*time.Second, "b leads after a's begin went unacknowledged", func() bool {
+		l, _, err := e.gw.Leader(ctx, "deadline")
+		return err == nil && l.ID == "b"
+	})
+	el, _ := e.gw.Election(ctx, "deadline")
+	st, _ := gateway.StatusOf(el, "a")
+	if st.Candidate.State != gateway.StateError {
+		t.Fatalf("a is %s, want error", st.Candidate.State)
+	}
+	begins := 0
+	for _, r := range rc.requests() {
+		if r.payload(t).Type == gateway.EventLeaderBegin {
+			begins++
+		}
+	}
+	if begins == 0 {
+		t.Fatal("a's endpoint never got its leader.begin")
+	}
+	eventually(t, 5*time.Second, "a back in line after its cooldown", func() bool {
+		el, _ := e.gw.Election(ctx, "deadline")
+		st, ok := gateway.StatusOf(el, "a")
+		return ok && st.Candidate.State == gateway.StateFollower && st.Position == 1
+	})
+	ds, err := s.CandidateDeliveries(ctx, "deadline", "a", tok, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var begin *Delivery
+	for i := range ds {
+		if ds[i].EventType == gateway.EventLeaderBegin {
+			begin = &ds[i]
+		}
+	}
+	if begin == nil || begin.Status != StatusFailed || len(begin.Attempts) == 0 {
+		t.Fatalf("begin delivery %+v, want failed with attempts", begin)
+	}
+	if _, err := s.CandidateDeliveries(ctx, "deadline", "a", "ect_wrong", 0); err == nil {
+		t.Fatal("deliveries with a wrong token: no error")
+	}
+}
+
+func TestAcknowledgedBeginKeepsLeadership(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	s, _ := e.service(testConfig())
+	_, secret := e.campaignWithWebhook(s, "acked", "a", rc.srv.URL, 0)
+	e.campaign("acked", "b")
+	eventually(t, 5*time.Second, "a's begin delivered", func() bool { return len(rc.successes()) == 1 })
+	time.Sleep(1500 * time.Millisecond) // past the begin timeout
+	l, _, err := e.gw.Leader(ctx, "acked")
+	if err != nil || l.ID != "a" {
+		t.Fatalf("leader %+v, %v; want a", l, err)
+	}
+	r := rc.successes()[0]
+	if p := r.payload(t); p.Type != gateway.EventLeaderBegin || p.Data.Candidate.ID != "a" || p.Data.Term != l.Term {
+		t.Fatalf("a got %+v, want its leader.begin of term %d", p, l.Term)
+	}
+	if err := Verify([]string{secret}, r.Header, r.Body, time.Now(), 0); err != nil {
+		t.Fatalf("signature: %v", err)
+	}
+	// Only a's own leader events reach its endpoint: not b's joining.
+	if n := len(rc.requests()); n != 1 {
+		t.Fatalf("a's endpoint got %d requests, want 1", n)
+	}
+}
+
+func TestCandidateEndpointGoesAwayWhenTheCandidateLeaves(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	s, _ := e.service(testConfig())
+	tok, _ := e.campaignWithWebhook(s, "leaving", "a", rc.srv.URL, 0)
+	if err := e.gw.Resign(ctx, "leaving", "a", tok); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "begin and end delivered, endpoint removed", func() bool {
+		kv, _ := e.gw.KV()
+		items, _ := kv.List(ctx, "wh")
+		return len(rc.successes()) == 2 && len(items) == 0
+	})
+	if p := rc.successes()[1].payload(t); p.Type != gateway.EventLeaderEnd || p.Data.Reason != gateway.ReasonResigned {
+		t.Fatalf("second delivery %+v, want leader.end resigned", p)
+	}
+}
