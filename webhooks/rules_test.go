@@ -239,7 +239,7 @@ func TestParseRetryAfter(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	for v, want := range map[string]time.Duration{
 		"": 0, "120": 2 * time.Minute, "-1": 0, "soon": 0,
-		now.Add(time.Minute).Format(http.TimeFormat): time.Minute,
+		now.Add(time.Minute).Format(http.TimeFormat):  time.Minute,
 		now.Add(-time.Minute).Format(http.TimeFormat): 0,
 	} {
 		h := http.Header{}
