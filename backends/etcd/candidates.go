@@ -1,0 +1,216 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// maxAttempts bounds the retries of a transaction whose comparison failed
+// because the election moved between reading it and writing.
+const maxAttempts = 20
+
+// Campaign implements gateway.Backend: it grants the candidate a lease of
+// its TTL (rounded up to whole seconds, and at least etcd's minimum lease
+// TTL), and in one transaction creates its candidacy key at the back of the
+// line and its id key, both on the lease, plus the election's settings if
+// it has none. If the line was empty it then acknowledges itself as leader.
+// Errors: gateway.ErrCandidateExists, gateway.ErrUnavailable.
+func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
+	op := fmt.Sprintf("campaign %q", c.ID)
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	secs := int64((c.TTL + time.Second - 1) / time.Second)
+	grant, err := b.cli.Grant(rctx, secs)
+	if err != nil {
+		return gateway.Status{}, translate(ctx, op, err)
+	}
+	now := time.Now()
+	b.leases.note(int64(grant.ID), grant.TTL, grant.TTL, now)
+	hex := leaseHex(int64(grant.ID))
+	val := candidateValue{Elector: 1, ID: c.ID, Metadata: c.Metadata, TTLms: c.TTL.Milliseconds(), TokenHash: c.TokenHash, At: now}
+	idKey, setKey := b.keys.candidateID(election, c.ID), b.keys.settings(election)
+	lease := clientv3.WithLease(grant.ID)
+	resp, err := b.cli.Txn(rctx).
+		If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).
+		Then(
+			clientv3.OpPut(idKey, hex, lease),
+			clientv3.OpPut(b.keys.candidacy(election, hex), mustJSON(val), lease),
+			clientv3.OpTxn(
+				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(setKey), "=", 0)},
+				[]clientv3.Op{clientv3.OpPut(setKey, mustJSON(settingsOf(defaults, now)))}, nil),
+		).Commit()
+	if err != nil || !resp.Succeeded {
+		b.revoke(grant.ID)
+		if err != nil {
+			return gateway.Status{}, translate(ctx, op, err)
+		}
+		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrCandidateExists)
+	}
+	if err := b.waitRev(ctx, resp.Header.Revision); err != nil {
+		return gateway.Status{}, err
+	}
+	if err := b.reconcile(ctx, election); err != nil {
+		return gateway.Status{}, err
+	}
+	return b.status(ctx, "campaign", election, c.ID)
+}
+
+// revoke ends a lease that nothing needs any more, in the background of
+// the caller's request; a failure only leaves the lease to expire.
+func (b *Backend) revoke(id clientv3.LeaseID) {
+	b.leases.forget(int64(id))
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.RequestTimeout)
+	defer cancel()
+	_, _ = b.cli.Revoke(ctx, id)
+}
+
+// owned finds an elector candidate and checks its token; when the cache
+// does not know it or the token differs, it syncs with etcd and looks once
+// more (the candidate may have campaigned again through another replica).
+func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string, fresh bool) (view, *entry, bool, error) {
+	for attempt := 0; ; attempt++ {
+		v, _, err := b.current(ctx, election, fresh || attempt > 0)
+		if err != nil {
+			return view{}, nil, false, err
+		}
+		x, cooling, ok := v.find(id)
+		switch {
+		case !ok && attempt > 0:
+			return view{}, nil, false, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrCandidateNotFound)
+		case ok && gateway.TokenMatches(x.value.TokenHash, tokenHash):
+			return v, x, cooling, nil
+		case ok && attempt > 0:
+			return view{}, nil, false, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrTokenMismatch)
+		}
+	}
+}
+
+// Heartbeat implements gateway.Backend: a keep-alive of the candidate's
+// lease. Errors: gateway.ErrCandidateNotFound (unknown, or its lease
+// expired), gateway.ErrTokenMismatch, gateway.ErrUnavailable.
+func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
+	op := fmt.Sprintf("heartbeat %q", id)
+	_, x, _, err := b.owned(ctx, "heartbeat", election, id, tokenHash, false)
+	if err != nil {
+		return gateway.Status{}, err
+	}
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	ka, err := b.cli.KeepAliveOnce(rctx, clientv3.LeaseID(x.lease))
+	if err != nil {
+		return gateway.Status{}, translate(ctx, op, err)
+	}
+	b.leases.note(x.lease, ka.TTL, ka.TTL, time.Now())
+	return b.status(ctx, "heartbeat", election, id)
+}
+
+// Resign implements gateway.Backend. One transaction deletes the
+// candidate's keys and writes a mark saying it resigned; if it led, the
+// same transaction hands the lead record to the next in line (or records
+// that the leadership ended), so there is no handover delay. The lease is
+// revoked afterwards. Errors: gateway.ErrCandidateNotFound,
+// gateway.ErrTokenMismatch, gateway.ErrUnavailable.
+func (b *Backend) Resign(ctx context.Context, election, id, tokenHash string) error {
+	x, err := b.remove(ctx, "resign", election, id, tokenHash, gateway.ReasonResigned, "")
+	if err != nil {
+		return err
+	}
+	b.revoke(clientv3.LeaseID(x.lease))
+	return nil
+}
+
+// ReportError implements gateway.Backend. One transaction moves the
+// candidate's key from the line to the cooling directory (still on its
+// lease, with the end of its cooldown) and writes a mark with the reason;
+// if it led, the lead record goes to the next in line in the same
+// transaction. A candidate already cooling restarts its cooldown. A
+// reconciler puts it back at the end of the line when the cooldown ends.
+// Errors: gateway.ErrCandidateNotFound, gateway.ErrTokenMismatch,
+// gateway.ErrUnavailable.
+func (b *Backend) ReportError(ctx context.Context, election, id, tokenHash, reason string) (gateway.Status, error) {
+	if _, err := b.remove(ctx, "report error", election, id, tokenHash, gateway.ReasonError, reason); err != nil {
+		return gateway.Status{}, err
+	}
+	return b.status(ctx, "report error", election, id)
+}
+
+// remove takes a candidate out of the line, for good (resigned) or into
+// cooldown (error), retrying while the election moves under it.
+func (b *Backend) remove(ctx context.Context, op, election, id, tokenHash, reason, detail string) (*entry, error) {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		v, x, cooling, err := b.owned(ctx, op, election, id, tokenHash, attempt > 0)
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		idKey := b.keys.candidateID(election, id)
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(idKey), "=", v.ids[id].create)}
+		var ops []clientv3.Op
+		mark := clientv3.OpPut(b.keys.mark(election), mustJSON(markValue{Key: x.hex, Reason: reason, Detail: detail, At: now}))
+		coolKey := b.keys.cooling(election, x.hex)
+		cooled := x.value
+		cooled.CooldownUntil, cooled.At = now.Add(v.settings.ErrorCooldown), now
+		switch {
+		case cooling && reason == gateway.ReasonError:
+			// Already cooling: restart the cooldown, nothing else moves.
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod))
+			ops = append(ops, clientv3.OpPut(coolKey, mustJSON(cooled), clientv3.WithLease(clientv3.LeaseID(x.lease))))
+		case cooling:
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod))
+			ops = append(ops, clientv3.OpDelete(coolKey), clientv3.OpDelete(idKey), mark)
+		default:
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keys.candidacy(election, x.hex)), "=", x.create))
+			ops = append(ops, clientv3.OpDelete(b.keys.candidacy(election, x.hex)), mark)
+			if reason == gateway.ReasonError {
+				ops = append(ops, clientv3.OpPut(coolKey, mustJSON(cooled), clientv3.WithLease(clientv3.LeaseID(x.lease))))
+			} else {
+				ops = append(ops, clientv3.OpDelete(idKey))
+			}
+			if x == v.leader {
+				c, o := b.handOver(v, reason, now)
+				cmps, ops = append(cmps, c...), append(ops, o...)
+			}
+		}
+		rctx, cancel := b.reqCtx(ctx)
+		resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return nil, translate(ctx, fmt.Sprintf("%s %q", op, id), err)
+		}
+		if err := b.waitRev(ctx, resp.Header.Revision); err != nil {
+			return nil, err
+		}
+		if resp.Succeeded {
+			return x, nil
+		}
+	}
+	return nil, fmt.Errorf("etcd: %s %q: the election kept changing: %w", op, id, gateway.ErrUnavailable)
+}
+
+// handOver returns the comparisons and writes that end the leadership of
+// v.leader with reason inside the transaction that removes it: the lead
+// record names the next in line (whose key must still exist, so it is
+// still next) or, with nobody waiting, records the end.
+func (b *Backend) handOver(v view, reason string, now time.Time) ([]clientv3.Cmp, []clientv3.Op) {
+	leadKey := b.keys.lead(v.name)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(leadKey), "=", v.leadMod)}
+	prev := &gateway.TermRef{ID: v.leader.value.ID, Term: v.term}
+	if len(v.line) > 1 {
+		next := v.line[1]
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keys.candidacy(v.name, next.hex)), "=", next.create))
+		return cmps, []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(acknowledge(next, prev, reason, now)))}
+	}
+	ended := *v.lead
+	ended.Ended, ended.At, ended.Until = reason, now, time.Time{}
+	return cmps, []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(ended))}
+}
+
+// acknowledge is the lead record that makes x the leader.
+func acknowledge(x *entry, prev *gateway.TermRef, prevEnd string, now time.Time) leadValue {
+	return leadValue{Term: uint64(x.create), Key: x.hex, ID: x.value.ID, Metadata: x.value.Metadata, Since: now, At: now, Previous: prev, PreviousEnd: prevEnd}
+}

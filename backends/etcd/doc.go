@@ -1,0 +1,114 @@
+// Package etcd is a gateway.Backend over etcd v3 that shares its elections
+// with etcd's own election recipe (go.etcd.io/etcd/client/v3/concurrency,
+// etcdctl elect): native clients and elector candidates wait in one line.
+//
+//	b, err := etcd.New(etcd.Config{Endpoints: []string{"10.0.0.1:2379"}, Prefix: "elector"})
+//	…
+//	defer b.Close()
+//	g := gateway.New(b, gateway.Config{})
+//	go g.Run(ctx) // the reconciler
+//
+// # Keys
+//
+// Each candidate has one lease with its TTL; a heartbeat is one keep-alive
+// of the lease. Under the prefix p (Config.Prefix):
+//
+//	p/<election>/<lease-hex>                  candidacy, on the lease: the line
+//	p/_elector/ids/<election>/<candidate-id>  the candidate's lease hex, on the lease
+//	p/_elector/cooling/<election>/<lease-hex> candidate in error cooldown, on the lease
+//	p/_elector/settings/<election>            error cooldown and handover delay
+//	p/_elector/lead/<election>                the lead record: who elector says leads
+//	p/_elector/mark/<election>                why elector last removed a key
+//
+// The candidacy key is concurrency.Election's layout, so
+// concurrency.NewElection(session, "p/<election>") and
+// `etcdctl elect p/<election> <value>` join the same line. Elector's value
+// there is JSON (see candidateValue: {"elector":1,"id":…,"metadata":…,
+// "ttl_ms":…,"token_hash":…,"at":…}); a native client's value is whatever
+// it proclaimed, and elector shows it as a candidate whose id is that
+// value (or "etcd:<lease-hex>" when the value is not a valid candidate id)
+// and whose metadata is {"etcd_value": value}. Everything else elector
+// keeps is under p/_elector/, which no election's line can include: an
+// election name starts with a letter or digit, never '_'.
+//
+// # Who leads
+//
+// The line is the candidacy keys of an election ordered by create revision,
+// as concurrency.Election orders them. Elector reports as leader the head of
+// the line only once the lead record names it (its key and create
+// revision); the term is that create revision.
+//
+// The lead record is written only in a transaction that compares the named
+// key's create revision, and (when it replaces a record) the record's own
+// mod revision. Its writers are Campaign (first in an empty line), Resign
+// and ReportError (the leader hands over to the next in line in the same
+// transaction that deletes its key), and the reconciler that any replica
+// runs (Run): it acknowledges the head of a line nobody leads, and after an
+// expiry it first starts the handover delay and then acknowledges the next.
+// Every one of those transactions names the head of the line, and no key can
+// ever get ahead of it: keys created later get higher revisions. Therefore:
+//
+//   - At most one leader: the view of an election at a revision has one lead
+//     record naming one key; it counts only while that key exists, and it is
+//     then the head of the line.
+//   - Terms strictly increase: each leadership is a new key (a candidate that
+//     rejoins after cooldown gets a new key), acknowledged only while it is
+//     the head of the line, when every key of an earlier leadership is gone;
+//     so its create revision is greater than every earlier term.
+//   - Replicas cannot disagree: leadership is a pure function of the keys at
+//     a revision (see view). A replica's answers come from its cache at some
+//     revision, so two replicas may be at different revisions, but at a
+//     given revision they compute the same leader and term, and a term is
+//     the create revision of one key of one candidate: no two candidates can
+//     ever be told they hold the same term. Concurrent writers race only on
+//     transactions whose comparisons fail for all but one of them.
+//   - Native clients agree: elector's leader is always the head of the line,
+//     which is what concurrency.Election waits for. A native client may
+//     consider itself leader before elector reports it (until the lead
+//     record names it, a few milliseconds, or during a handover delay), never
+//     while elector reports another leader.
+//
+// # Error cooldown and handover delay
+//
+// ReportError moves the candidate's key from the line to
+// p/_elector/cooling/ in one transaction (still on its lease, so it expires
+// there if the candidate stops heartbeating); leadership ends at once and
+// the lead record goes to the next in line. When the cooldown ends, the
+// reconciler of one replica (a transaction guarded by the cooling key's mod
+// revision) re-creates the candidacy key: a new create revision, the back of
+// the line. A native client sees the candidate leave the line and join it
+// again at the back.
+//
+// When the leader's key disappears without elector ending the leadership
+// (its lease expired, or a native client resigned), the lead record still
+// names the missing key: that is a pending handover, and nobody leads. The
+// reconciler writes the end of the handover delay into the record, then,
+// once it has passed, acknowledges the head of the line. A native client at
+// the head of the line does not know about the delay: it considers itself
+// leader as soon as its predecessor's key is gone (etcd's recipe has no
+// such notion); elector reports no leader until the delay has passed.
+//
+// # Events
+//
+// Events are derived from a watch on the prefix by comparing the views of
+// the touched elections before and after each revision; they depend only on
+// etcd's history, so every replica derives the same events with the same
+// ids, "<revision>-<index>". A leader.end is reported when the leader's key
+// goes (etcd's Observe never reports that): Resign and ReportError write a
+// mark naming the key in the same transaction that deletes it, so a key
+// deleted in a revision without a mark naming it expired. A native client's
+// resignation is therefore reported as an expiry. The time of an event is
+// the "at" that elector wrote in that revision, or the observing replica's
+// clock when there is none (an expiry). Snapshots carry "<revision>" as
+// their cursor. A cursor older than etcd's last compaction, in the future,
+// or not one of ours gives gateway.ErrCursorExpired.
+//
+// # Connections
+//
+// The client fails over between Config.Endpoints. Leases live in etcd, and
+// etcd extends every lease by its TTL when a new raft leader takes over, so
+// a member or leader change drops no candidate that keeps heartbeating.
+// Every request is bounded by Config.RequestTimeout; failures to reach etcd
+// are gateway.ErrUnavailable, and Ping fails while etcd cannot serve a
+// linearizable read.
+package etcd

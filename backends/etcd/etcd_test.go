@@ -1,0 +1,131 @@
+package etcd_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"github.com/electorhq/elector/backends/etcd"
+)
+
+// member is one embedded etcd server of a test cluster.
+type member struct {
+	name       string
+	dir        string
+	client     url.URL
+	peer       url.URL
+	cluster    string
+	state      string
+	e          *embed.Etcd
+}
+
+// freeURL returns an http URL on a free local port.
+func freeURL(t *testing.T) url.URL {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return url.URL{Scheme: "http", Host: l.Addr().String()}
+}
+
+// startCluster starts n etcd members in temp dirs and stops them when the
+// test ends.
+func startCluster(t *testing.T, n int) []*member {
+	t.Helper()
+	ms := make([]*member, n)
+	var initial []string
+	for i := range ms {
+		m := &member{name: fmt.Sprintf("m%d", i), dir: t.TempDir(), client: freeURL(t), peer: freeURL(t), state: embed.ClusterStateFlagNew}
+		initial = append(initial, m.name+"="+m.peer.String())
+		ms[i] = m
+	}
+	for _, m := range ms {
+		m.cluster = strings.Join(initial, ",")
+	}
+	done := make(chan error, n)
+	for _, m := range ms {
+		go func() { done <- m.start() }()
+	}
+	for range ms {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, m := range ms {
+			m.stop()
+		}
+	})
+	return ms
+}
+
+func (m *member) start() error {
+	cfg := embed.NewConfig()
+	cfg.Name = m.name
+	cfg.Dir = m.dir
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{m.client}, []url.URL{m.client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{m.peer}, []url.URL{m.peer}
+	cfg.InitialCluster = m.cluster
+	cfg.ClusterState = m.state
+	cfg.InitialClusterToken = "elector-test"
+	// Short ticks: faster leader elections, and a minimum lease TTL of
+	// 1.5 × 10 ticks = 750ms, so one-second candidates get one-second leases.
+	cfg.TickMs, cfg.ElectionMs = 50, 500
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		e.Close()
+		return fmt.Errorf("etcd member %s not ready after 30s", m.name)
+	}
+	m.e = e
+	m.state = embed.ClusterStateFlagExisting
+	return nil
+}
+
+func (m *member) stop() {
+	if m.e != nil {
+		m.e.Close()
+		<-m.e.Server.StopNotify()
+		m.e = nil
+	}
+}
+
+func endpoints(ms []*member) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.client.String())
+	}
+	return out
+}
+
+// newBackend returns a backend over ms, closed when the test ends.
+func newBackend(t *testing.T, ms []*member, prefix string) *etcd.Backend {
+	t.Helper()
+	b, err := etcd.New(etcd.Config{
+		Endpoints:      endpoints(ms),
+		Prefix:         prefix,
+		DialTimeout:    2 * time.Second,
+		RequestTimeout: 3 * time.Second,
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}

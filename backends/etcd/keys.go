@@ -1,0 +1,92 @@
+package etcd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// internalDir is the directory, under the prefix, of everything that is
+// elector's own. Election names start with a letter or digit, so no
+// election's line (<prefix>/<election>/) can ever include it.
+const internalDir = "_elector"
+
+// keys is the key layout under one prefix p (no trailing slash):
+//
+//	p/<election>/<lease-hex>                  candidacy: the line, shared with concurrency.Election
+//	p/_elector/settings/<election>            settings (no lease)
+//	p/_elector/lead/<election>                lead record: the acknowledged leadership (no lease)
+//	p/_elector/mark/<election>                why the last key removed by elector went (no lease)
+//	p/_elector/cooling/<election>/<lease-hex> candidate in error cooldown (on its lease)
+//	p/_elector/ids/<election>/<candidate-id>  candidate id → lease hex (on its lease)
+type keys struct{ p string }
+
+func (k keys) root() string              { return k.p + "/" }
+func (k keys) line(e string) string      { return k.p + "/" + e + "/" }
+func (k keys) internal(kind, e string) string {
+	return k.p + "/" + internalDir + "/" + kind + "/" + e
+}
+func (k keys) settings(e string) string        { return k.internal("settings", e) }
+func (k keys) lead(e string) string            { return k.internal("lead", e) }
+func (k keys) mark(e string) string            { return k.internal("mark", e) }
+func (k keys) candidacy(e, hex string) string  { return k.line(e) + hex }
+func (k keys) cooling(e, hex string) string    { return k.internal("cooling", e) + "/" + hex }
+func (k keys) candidateID(e, id string) string { return k.internal("ids", e) + "/" + id }
+
+// leaseHex names a lease the way concurrency.Election names its key.
+func leaseHex(lease int64) string { return fmt.Sprintf("%x", lease) }
+
+type keyKind int
+
+const (
+	kindOther keyKind = iota
+	kindCandidacy
+	kindSettings
+	kindLead
+	kindMark
+	kindCooling
+	kindID
+)
+
+// parsedKey is what a key under the prefix stands for: its kind, its
+// election, and its last component (lease hex or candidate id).
+type parsedKey struct {
+	kind     keyKind
+	election string
+	name     string
+}
+
+// parse classifies key. Keys that fit no part of the layout, or name an
+// invalid election, are kindOther and ignored.
+func (k keys) parse(key string) parsedKey {
+	rest, ok := strings.CutPrefix(key, k.root())
+	if !ok {
+		return parsedKey{}
+	}
+	if in, ok := strings.CutPrefix(rest, internalDir+"/"); ok {
+		kind, tail, _ := strings.Cut(in, "/")
+		e, name, nested := strings.Cut(tail, "/")
+		if gateway.ValidateElectionName(e) != nil {
+			return parsedKey{}
+		}
+		switch {
+		case kind == "settings" && !nested:
+			return parsedKey{kind: kindSettings, election: e}
+		case kind == "lead" && !nested:
+			return parsedKey{kind: kindLead, election: e}
+		case kind == "mark" && !nested:
+			return parsedKey{kind: kindMark, election: e}
+		case kind == "cooling" && nested && name != "":
+			return parsedKey{kind: kindCooling, election: e, name: name}
+		case kind == "ids" && nested && name != "":
+			return parsedKey{kind: kindID, election: e, name: name}
+		}
+		return parsedKey{}
+	}
+	e, name, ok := strings.Cut(rest, "/")
+	if !ok || name == "" || strings.Contains(name, "/") || gateway.ValidateElectionName(e) != nil {
+		return parsedKey{}
+	}
+	return parsedKey{kind: kindCandidacy, election: e, name: name}
+}

@@ -1,0 +1,233 @@
+package etcd
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// action is one transition a reconciler makes: a transaction whose
+// comparisons hold only if the election is still as the reconciler saw it,
+// so that when several replicas try the same action, exactly one succeeds.
+type action struct {
+	what string
+	cmps []clientv3.Cmp
+	ops  []clientv3.Op
+}
+
+// plan returns the actions due in v at now and when the next one will be.
+//
+//   - No acknowledged leader, no handover pending, a line: acknowledge the
+//     head of the line (write the lead record naming it).
+//   - A handover pending (the named leader's key went without elector ending
+//     it): start the delay (write "until"), or once it has passed
+//     acknowledge the head of the line, or record the end if nobody waits.
+//   - A cooling candidate whose cooldown ended: re-create its candidacy key,
+//     at the back of the line, on its lease.
+func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
+	leadKey := b.keys.lead(v.name)
+	leadIs := clientv3.Compare(clientv3.ModRevision(leadKey), "=", v.leadMod)
+	ack := func(prevEnd string) action {
+		x := v.line[0]
+		var prev *gateway.TermRef
+		if v.lead != nil {
+			prev = &gateway.TermRef{ID: v.lead.ID, Term: v.lead.Term}
+		}
+		return action{what: "acknowledge leader",
+			cmps: []clientv3.Cmp{leadIs, clientv3.Compare(clientv3.CreateRevision(b.keys.candidacy(v.name, x.hex)), "=", x.create)},
+			ops:  []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(acknowledge(x, prev, prevEnd, now)))}}
+	}
+	soonest := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	switch {
+	case v.pending && v.lead.Until.IsZero() && v.settings.HandoverDelay > 0:
+		l := *v.lead
+		l.Until, l.At = now.Add(v.settings.HandoverDelay), now
+		acts = append(acts, action{what: "start handover delay", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))}})
+		soonest(l.Until)
+	case v.pending && now.Before(v.lead.Until):
+		soonest(v.lead.Until)
+	case v.pending && len(v.line) > 0:
+		acts = append(acts, ack(gateway.ReasonExpired))
+	case v.pending:
+		l := *v.lead
+		l.Ended, l.Until, l.At = gateway.ReasonExpired, time.Time{}, now
+		acts = append(acts, action{what: "end expired leadership", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))}})
+	case v.leader == nil && len(v.line) > 0:
+		prevEnd := ""
+		if v.lead != nil {
+			prevEnd = v.lead.Ended
+		}
+		acts = append(acts, ack(prevEnd))
+	}
+	for _, x := range v.cooling {
+		if now.Before(x.value.CooldownUntil) {
+			soonest(x.value.CooldownUntil)
+			continue
+		}
+		ie, ok := v.ids[x.value.ID]
+		if !ok || ie.hex != x.hex {
+			continue // expiring: its id key is already gone
+		}
+		back := x.value
+		back.CooldownUntil, back.At = time.Time{}, now
+		k := b.keys.candidacy(v.name, x.hex)
+		coolKey := b.keys.cooling(v.name, x.hex)
+		acts = append(acts, action{what: "rejoin after cooldown",
+			cmps: []clientv3.Cmp{
+				clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod),
+				clientv3.Compare(clientv3.CreateRevision(b.keys.candidateID(v.name, x.value.ID)), "=", ie.create),
+				clientv3.Compare(clientv3.CreateRevision(k), "=", 0),
+			},
+			ops: []clientv3.Op{clientv3.OpDelete(coolKey), clientv3.OpPut(k, mustJSON(back), clientv3.WithLease(clientv3.LeaseID(x.lease)))}})
+	}
+	return acts, next
+}
+
+// do runs one action and waits until the cache holds its outcome (ours or
+// the write that beat it). ok reports whether it applied.
+func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, err error) {
+	rctx, cancel := b.reqCtx(ctx)
+	resp, err := b.cli.Txn(rctx).If(a.cmps...).Then(a.ops...).Commit()
+	cancel()
+	if err != nil {
+		return false, translate(ctx, a.what+" in "+election, err)
+	}
+	if resp.Succeeded {
+		b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: "+a.what, slog.String("election", election), slog.Int64("revision", resp.Header.Revision))
+	}
+	return resp.Succeeded, b.waitRev(ctx, resp.Header.Revision)
+}
+
+// reconcile makes the actions due in one election now, as a writer does
+// right after its own write so that its answer already reflects them.
+func (b *Backend) reconcile(ctx context.Context, election string) error {
+	for range 3 {
+		v, _, err := b.current(ctx, election, false)
+		if err != nil {
+			return err
+		}
+		acts, _ := b.plan(v, time.Now())
+		if len(acts) == 0 {
+			return nil
+		}
+		if _, err := b.do(ctx, election, acts[0]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run implements gateway.Runner: the reconciler. Whenever the cache moves
+// or a deadline (end of handover delay or cooldown) comes, it makes the
+// due actions of every election; any number of replicas may run it at
+// once, as every action is a guarded transaction. It also refreshes what
+// the replica knows of lease expiries. It returns nil when ctx ends.
+func (b *Backend) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		b.refreshLeases(ctx)
+	}()
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	failed := map[string]int64{} // election → cache revision at which its action failed
+	backoff := time.Duration(0)
+	for {
+		changed := b.cache.changes()
+		var (
+			views []view
+			rev   int64
+		)
+		_ = b.cache.read(ctx, func(st *state) {
+			rev = st.rev
+			for n := range st.elections {
+				views = append(views, st.view(n))
+			}
+		})
+		now := time.Now()
+		var next time.Time
+		for _, v := range views {
+			acts, at := b.plan(v, now)
+			if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
+			if len(acts) == 0 || failed[v.name] == rev {
+				continue
+			}
+			for _, a := range acts {
+				ok, err := b.do(ctx, v.name, a)
+				if err != nil {
+					if ctx.Err() == nil {
+						b.log.LogAttrs(ctx, slog.LevelWarn, "etcd: reconcile", slog.String("election", v.name), slog.String("action", a.what), slog.String("error", err.Error()))
+					}
+					backoff = min(max(2*backoff, 100*time.Millisecond), 2*time.Second)
+					break
+				}
+				if !ok {
+					failed[v.name] = rev
+					break
+				}
+				backoff = 0
+			}
+		}
+		for n, r := range failed {
+			if r != rev {
+				delete(failed, n)
+			}
+		}
+		wait := time.Hour
+		if !next.IsZero() {
+			wait = max(time.Until(next), 0)
+		}
+		if backoff > 0 {
+			wait = min(wait, backoff)
+			changed = nil
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-timer.C:
+		}
+	}
+}
+
+// refreshLeases keeps the lease book current for every candidate's lease.
+func (b *Backend) refreshLeases(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		live := map[int64]bool{}
+		_ = b.cache.read(ctx, func(st *state) {
+			for _, e := range st.elections {
+				for _, x := range e.line {
+					if x.lease != 0 {
+						live[x.lease] = true
+					}
+				}
+				for _, x := range e.cooling {
+					live[x.lease] = true
+				}
+			}
+		})
+		b.leases.refresh(ctx, b.cli, live, b.cfg.RequestTimeout)
+	}
+}

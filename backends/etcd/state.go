@@ -1,0 +1,168 @@
+package etcd
+
+import (
+	"encoding/json"
+	"maps"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// state mirrors the keys under the prefix at one revision, parsed and
+// grouped by election. Every replica's cache and every Watch keeps one; as
+// it is built only from etcd's keys at a revision (and the changes at that
+// revision), two states at the same revision are equal on every replica.
+// A state is not safe for concurrent use.
+type state struct {
+	keys      keys
+	rev       int64
+	elections map[string]*estate
+}
+
+// estate is the keys of one election.
+type estate struct {
+	settings *settingsValue
+	lead     *leadValue
+	leadMod  int64
+	mark     *markValue
+	markMod  int64
+	line     map[string]*entry // by lease hex
+	cooling  map[string]*entry // by lease hex
+	ids      map[string]idEntry
+	at       time.Time // the latest "at" written in the revision being applied
+}
+
+// entry is one candidacy or cooling key.
+type entry struct {
+	hex    string
+	create int64
+	mod    int64
+	lease  int64
+	value  candidateValue
+	native bool
+}
+
+// idEntry is one candidate id key.
+type idEntry struct {
+	hex    string
+	create int64
+}
+
+func newState(k keys) *state {
+	return &state{keys: k, elections: map[string]*estate{}}
+}
+
+func newEstate() *estate {
+	return &estate{line: map[string]*entry{}, cooling: map[string]*entry{}, ids: map[string]idEntry{}}
+}
+
+// clone returns a deep enough copy: entries and values are never mutated
+// in place, only replaced.
+func (s *state) clone() *state {
+	c := &state{keys: s.keys, rev: s.rev, elections: make(map[string]*estate, len(s.elections))}
+	for n, e := range s.elections {
+		x := *e
+		x.line, x.cooling, x.ids = maps.Clone(e.line), maps.Clone(e.cooling), maps.Clone(e.ids)
+		c.elections[n] = &x
+	}
+	return c
+}
+
+func (s *state) election(name string, create bool) *estate {
+	e := s.elections[name]
+	if e == nil && create {
+		e = newEstate()
+		s.elections[name] = e
+	}
+	return e
+}
+
+// put applies one key's new value; it returns the election it touched, or "".
+func (s *state) put(kv *mvccpb.KeyValue) string {
+	pk := s.keys.parse(string(kv.Key))
+	if pk.kind == kindOther {
+		return ""
+	}
+	e := s.election(pk.election, true)
+	switch pk.kind {
+	case kindCandidacy:
+		v, native := parseCandidate(kv.Value, pk.name)
+		e.line[pk.name] = &entry{hex: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v, native: native}
+		if !native {
+			e.touch(v.At)
+		}
+	case kindCooling:
+		var v candidateValue
+		if json.Unmarshal(kv.Value, &v) != nil {
+			return "" // not ours: ignore
+		}
+		e.cooling[pk.name] = &entry{hex: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v}
+		e.touch(v.At)
+	case kindID:
+		e.ids[pk.name] = idEntry{hex: string(kv.Value), create: kv.CreateRevision}
+	case kindSettings:
+		var v settingsValue
+		if json.Unmarshal(kv.Value, &v) != nil {
+			return ""
+		}
+		e.settings = &v
+		e.touch(v.At)
+	case kindLead:
+		var v leadValue
+		if json.Unmarshal(kv.Value, &v) != nil {
+			return ""
+		}
+		e.lead, e.leadMod = &v, kv.ModRevision
+		e.touch(v.At)
+	case kindMark:
+		var v markValue
+		if json.Unmarshal(kv.Value, &v) != nil {
+			return ""
+		}
+		e.mark, e.markMod = &v, kv.ModRevision
+		e.touch(v.At)
+	}
+	return pk.election
+}
+
+// del applies the deletion of one key; it returns the election it touched.
+func (s *state) del(key []byte) string {
+	pk := s.keys.parse(string(key))
+	e := s.election(pk.election, false)
+	if pk.kind == kindOther || e == nil {
+		return ""
+	}
+	switch pk.kind {
+	case kindCandidacy:
+		delete(e.line, pk.name)
+	case kindCooling:
+		delete(e.cooling, pk.name)
+	case kindID:
+		delete(e.ids, pk.name)
+	case kindSettings:
+		e.settings = nil
+	case kindLead:
+		e.lead, e.leadMod = nil, 0
+	case kindMark:
+		e.mark, e.markMod = nil, 0
+	}
+	return pk.election
+}
+
+func (e *estate) touch(at time.Time) {
+	if at.After(e.at) {
+		e.at = at
+	}
+}
+
+// load replaces the state with the keys of a range response at rev.
+func (s *state) load(kvs []*mvccpb.KeyValue, rev int64) {
+	s.elections = map[string]*estate{}
+	for _, kv := range kvs {
+		s.put(kv)
+	}
+	for _, e := range s.elections {
+		e.at = time.Time{}
+	}
+	s.rev = rev
+}

@@ -1,0 +1,113 @@
+package etcd
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// The values elector stores are JSON. Durations are whole milliseconds,
+// times RFC 3339 with nanoseconds, and every record carries "at", the
+// writer's clock when it wrote the value (events take their time from it).
+
+// candidateValue is the value of an elector candidacy key
+// (<prefix>/<election>/<lease-hex>) and of its cooling key:
+//
+//	{"elector":1,"id":"node-a","metadata":{"addr":"10.0.0.7:8080"},"ttl_ms":10000,
+//	 "token_hash":"<hex sha-256 of the candidate token>","at":"2026-11-22T10:00:00.1Z"}
+//
+// A cooling key adds "cooldown_until". The token hash is what the gateway
+// compares; it does not give its reader the power to act for the candidate.
+type candidateValue struct {
+	Elector       int             `json:"elector"`
+	ID            string          `json:"id"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	TTLms         int64           `json:"ttl_ms"`
+	TokenHash     string          `json:"token_hash"`
+	At            time.Time       `json:"at"` // when it joined the line (or went cooling)
+	CooldownUntil time.Time       `json:"cooldown_until,omitzero"`
+}
+
+func (v candidateValue) ttl() time.Duration { return time.Duration(v.TTLms) * time.Millisecond }
+
+// parseCandidate reads a candidacy key's value. A value that is not an
+// elector record was proclaimed by a native client (concurrency.Election,
+// etcdctl elect): it is shown with the proclaimed value as its id when that
+// is a valid candidate id, else as "etcd:<lease-hex>", and the value itself
+// in metadata {"etcd_value": "..."}.
+func parseCandidate(raw []byte, hex string) (v candidateValue, native bool) {
+	if err := json.Unmarshal(raw, &v); err == nil && v.Elector == 1 && gateway.ValidateCandidateID(v.ID) == nil {
+		return v, false
+	}
+	id := string(raw)
+	if gateway.ValidateCandidateID(id) != nil {
+		id = "etcd:" + hex
+	}
+	meta, _ := json.Marshal(map[string]string{"etcd_value": string(raw)})
+	return candidateValue{ID: id, Metadata: meta}, true
+}
+
+// leadValue is the lead record (<prefix>/_elector/lead/<election>): the
+// last leadership elector acknowledged, written by the transaction that
+// starts it.
+//
+//	{"term":41,"key":"694d7d3a1c2b0f05","id":"node-b","since":"…","at":"…",
+//	 "previous":{"id":"node-a","term":37},"previous_end":"resigned",
+//	 "ended":"", "until":"…"}
+//
+// Term is the create revision of the leader's candidacy key Key. Ended is
+// set when elector ended the leadership itself (resigned, error) and no
+// successor was waiting; Until is the end of a handover delay that
+// started because the named key disappeared without Ended (an expiry).
+type leadValue struct {
+	Term        uint64           `json:"term"`
+	Key         string           `json:"key"`
+	ID          string           `json:"id"`
+	Metadata    json.RawMessage  `json:"metadata,omitempty"`
+	Since       time.Time        `json:"since"`
+	At          time.Time        `json:"at"`
+	Previous    *gateway.TermRef `json:"previous,omitempty"`
+	PreviousEnd string           `json:"previous_end,omitempty"`
+	Ended       string           `json:"ended,omitempty"`
+	Until       time.Time        `json:"until,omitzero"`
+}
+
+// markValue (<prefix>/_elector/mark/<election>) is written by the
+// transaction that removes a candidacy or cooling key on elector's behalf,
+// naming the key's lease and why: {"key":"<lease-hex>","reason":"resigned",
+// "detail":"","at":"…"}. A key that disappears in a revision without a mark
+// naming it expired (or was deleted by a native client).
+type markValue struct {
+	Key    string    `json:"key"`
+	Reason string    `json:"reason"`
+	Detail string    `json:"detail,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// settingsValue (<prefix>/_elector/settings/<election>):
+// {"error_cooldown_ms":10000,"handover_delay_ms":0,"at":"…"}.
+type settingsValue struct {
+	ErrorCooldownMs int64     `json:"error_cooldown_ms"`
+	HandoverDelayMs int64     `json:"handover_delay_ms"`
+	At              time.Time `json:"at"`
+}
+
+func settingsOf(s gateway.Settings, at time.Time) settingsValue {
+	return settingsValue{ErrorCooldownMs: s.ErrorCooldown.Milliseconds(), HandoverDelayMs: s.HandoverDelay.Milliseconds(), At: at}
+}
+
+func (v settingsValue) settings() gateway.Settings {
+	return gateway.Settings{
+		ErrorCooldown: time.Duration(v.ErrorCooldownMs) * time.Millisecond,
+		HandoverDelay: time.Duration(v.HandoverDelayMs) * time.Millisecond,
+	}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only our own plain structs are marshalled
+	}
+	return string(b)
+}

@@ -1,0 +1,105 @@
+package etcd
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// view is what one election is at a revision: a pure function of its keys.
+//
+// Leadership. The line is the candidacy keys ordered by create revision,
+// exactly as concurrency.Election orders them. Elector reports a leader
+// only when the lead record names the head of the line (its key and create
+// revision): the transaction that writes the lead record checks that the
+// key it names exists with that create revision and is the oldest in the
+// line, and keys created later have higher revisions, so a key named by the
+// lead record stays the head of the line for as long as it exists. Hence
+// elector's leader is always the candidate every native client also
+// considers the leader, the view has at most one leader, and its term (that
+// create revision) is larger than any term before it.
+type view struct {
+	name     string
+	exists   bool
+	settings gateway.Settings
+	line     []*entry // by create revision
+	cooling  []*entry // by end of cooldown
+	lead     *leadValue
+	leadMod  int64
+	leader   *entry // the acknowledged leader, line[0], or nil
+	term     uint64
+	// pending: the leadership the lead record names ended without elector
+	// ending it (an expiry), and the next leader is held back until a
+	// reconciler writes the lead record again (after the handover delay).
+	pending bool
+	ids     map[string]idEntry
+	mark    *markValue
+	markMod int64
+}
+
+// view derives the view of election name.
+func (s *state) view(name string) view {
+	v := view{name: name, settings: gateway.DefaultSettings()}
+	e := s.elections[name]
+	if e == nil {
+		return v
+	}
+	v.exists = e.settings != nil || len(e.line) > 0 || len(e.cooling) > 0 || e.lead != nil
+	if e.settings != nil {
+		v.settings = e.settings.settings()
+	}
+	for _, x := range e.line {
+		v.line = append(v.line, x)
+	}
+	slices.SortFunc(v.line, func(a, b *entry) int { return cmp.Compare(a.create, b.create) })
+	for _, x := range e.cooling {
+		v.cooling = append(v.cooling, x)
+	}
+	slices.SortFunc(v.cooling, func(a, b *entry) int {
+		return cmp.Or(a.value.CooldownUntil.Compare(b.value.CooldownUntil), cmp.Compare(a.create, b.create))
+	})
+	v.lead, v.leadMod, v.ids, v.mark, v.markMod = e.lead, e.leadMod, e.ids, e.mark, e.markMod
+	if l := e.lead; l != nil {
+		v.term = l.Term
+		if l.Ended == "" {
+			if len(v.line) > 0 && v.line[0].hex == l.Key && uint64(v.line[0].create) == l.Term {
+				v.leader = v.line[0]
+			} else if !slices.ContainsFunc(v.line, func(x *entry) bool { return x.hex == l.Key && uint64(x.create) == l.Term }) {
+				v.pending = true
+			}
+		}
+	}
+	return v
+}
+
+// find returns the candidate with id, in line or cooling.
+func (v view) find(id string) (x *entry, cooling bool, ok bool) {
+	ie, ok := v.ids[id]
+	if !ok {
+		return nil, false, false
+	}
+	for _, c := range v.line {
+		if c.hex == ie.hex && !c.native && c.value.ID == id {
+			return c, false, true
+		}
+	}
+	for _, c := range v.cooling {
+		if c.hex == ie.hex && c.value.ID == id {
+			return c, true, true
+		}
+	}
+	return nil, false, false
+}
+
+// names lists the elections of s, sorted.
+func (s *state) names() []string {
+	out := make([]string, 0, len(s.elections))
+	for n := range s.elections {
+		if s.view(n).exists {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,97 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// watchBuffer is how many events a watcher's channel holds.
+const watchBuffer = 64
+
+// Watch implements gateway.Backend. Each watcher follows etcd with its own
+// watch from the revision after its cursor and derives the events from the
+// keys at the revision before (see applyRevision), so it resumes on any
+// replica with the same ids. With after "" it starts at this replica's
+// cache. It returns gateway.ErrCursorExpired when after does not parse,
+// names a revision etcd has not reached, or one it has compacted, and
+// gateway.ErrUnavailable when etcd cannot be read. The channel closes when
+// ctx ends, when the backend closes, or when the etcd watch breaks (a
+// compaction, a member without leader); the receiver resumes with the id
+// of the last event it got.
+func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gateway.Event, error) {
+	st := newState(b.keys)
+	skip := -1 // the events of revision from with an index up to skip were delivered
+	var from int64
+	if after == "" {
+		rctx, cancel := b.reqCtx(ctx)
+		defer cancel()
+		if err := b.cache.read(rctx, func(c *state) { st = c.clone() }); err != nil {
+			return nil, err
+		}
+		from = st.rev + 1
+	} else {
+		rev, index, ok := parseCursor(after)
+		if !ok {
+			return nil, fmt.Errorf("etcd: watch after %q: %w", after, gateway.ErrCursorExpired)
+		}
+		load := rev
+		from = rev + 1
+		if index >= 0 {
+			load, from, skip = rev-1, rev, index
+		}
+		if load < 1 {
+			return nil, fmt.Errorf("etcd: watch after %q: %w", after, gateway.ErrCursorExpired)
+		}
+		rctx, cancel := b.reqCtx(ctx)
+		resp, err := b.cli.Get(rctx, b.keys.root(), clientv3.WithPrefix(), clientv3.WithRev(load))
+		cancel()
+		if err != nil {
+			return nil, translate(ctx, fmt.Sprintf("watch after %q", after), err)
+		}
+		if resp.Header.Revision < rev {
+			return nil, fmt.Errorf("etcd: watch after %q: revision %d is in the future: %w", after, rev, gateway.ErrCursorExpired)
+		}
+		st.load(resp.Kvs, load)
+	}
+
+	// The watch ends with ctx or with the backend.
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	stop := context.AfterFunc(b.done, cancel)
+	wch := b.cli.Watch(wctx, b.keys.root(), clientv3.WithPrefix(), clientv3.WithRev(from))
+	out := make(chan gateway.Event, watchBuffer)
+	go func() {
+		defer close(out)
+		defer stop()
+		defer cancel()
+		for wr := range wch {
+			if wr.Err() != nil || wr.Canceled {
+				return
+			}
+			for _, batch := range byRevision(wr.Events) {
+				rev := batch[0].Kv.ModRevision
+				for _, e := range st.applyRevision(rev, batch, time.Now(), true) {
+					if (election != "" && e.Election != election) || (rev == from && skip >= 0 && indexOf(e.ID) <= skip) {
+						continue
+					}
+					select {
+					case out <- e:
+					case <-wctx.Done():
+						return
+					}
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// indexOf returns the index part of an event id made by eventID.
+func indexOf(id string) int {
+	_, i, _ := parseCursor(id)
+	return i
+}
