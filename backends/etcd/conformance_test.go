@@ -10,7 +10,7 @@ import (
 func TestConformanceSingleMember(t *testing.T) {
 	ms := startCluster(t, 1)
 	backendtest.Run(t, backendtest.Harness{
-		New:        func(t *testing.T) gateway.Backend { return newBackend(t, ms, "elector") },
-		Replica:    func(t *testing.T, _ gateway.Backend) gateway.Backend { return newBackend(t, ms, "elector") },
+		New:     func(t *testing.T) gateway.Backend { return newBackend(t, ms, "elector") },
+		Replica: func(t *testing.T, _ gateway.Backend) gateway.Backend { return newBackend(t, ms, "elector") },
 	})
 }

@@ -18,13 +18,13 @@ import (
 
 // member is one embedded etcd server of a test cluster.
 type member struct {
-	name       string
-	dir        string
-	client     url.URL
-	peer       url.URL
-	cluster    string
-	state      string
-	e          *embed.Etcd
+	name    string
+	dir     string
+	client  url.URL
+	peer    url.URL
+	cluster string
+	state   string
+	e       *embed.Etcd
 }
 
 // freeURL returns an http URL on a free local port.

@@ -22,8 +22,8 @@ const internalDir = "_elector"
 //	p/_elector/ids/<election>/<candidate-id>  candidate id → lease hex (on its lease)
 type keys struct{ p string }
 
-func (k keys) root() string              { return k.p + "/" }
-func (k keys) line(e string) string      { return k.p + "/" + e + "/" }
+func (k keys) root() string         { return k.p + "/" }
+func (k keys) line(e string) string { return k.p + "/" + e + "/" }
 func (k keys) internal(kind, e string) string {
 	return k.p + "/" + internalDir + "/" + kind + "/" + e
 }
