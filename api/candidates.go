@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/webhooks"
 )
 
 // TokenHeader carries the candidate token that campaign returns; heartbeat,
@@ -26,12 +28,17 @@ func (a *api) campaign(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	obj, err := a.readObject(w, r, []string{"id", "ttl", "metadata"}, false, jsonTypes...)
+	obj, err := a.readObject(w, r, []string{"id", "ttl", "metadata", "webhook"}, false, jsonTypes...)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	req, err := a.campaignRequest(obj)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	hook, err := a.prepareWebhook(r, election, obj)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -43,8 +50,44 @@ func (a *api) campaign(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	doc := statusOf(st, token)
+	if hook != nil {
+		if doc.WebhookSecret, err = hook.Register(r.Context(), req.ID, token); err != nil {
+			// Without its endpoint the candidate would lead with no begin
+			// handler: take the candidacy back.
+			_ = a.gw.Resign(context.WithoutCancel(r.Context()), election, req.ID, token)
+			a.writeError(w, r, err)
+			return
+		}
+	}
 	w.Header().Set("Location", "/v1/elections/"+election+"/candidates/"+url.PathEscape(req.ID))
-	writeJSON(w, http.StatusCreated, statusOf(st, token))
+	writeJSON(w, http.StatusCreated, doc)
+}
+
+// prepareWebhook reads and checks the campaign's optional webhook member,
+// {"url": "…", "begin_timeout": "10s"}, before the campaign. Errors:
+// invalid-request, webhook-destination-refused, webhooks-unavailable.
+func (a *api) prepareWebhook(r *http.Request, election string, obj jsonObject) (*webhooks.PendingCandidate, error) {
+	hook, err := obj.object("webhook", []string{"url", "begin_timeout"})
+	if err != nil || hook == nil {
+		return nil, err
+	}
+	if a.cfg.Webhooks == nil {
+		return nil, errNoWebhooks()
+	}
+	var cw webhooks.CandidateWebhook
+	if cw.URL, err = hook.string("url"); err != nil {
+		return nil, invalidField("webhook.url", "must be a JSON string")
+	}
+	bt, given, err := hook.duration("begin_timeout")
+	if err != nil {
+		return nil, invalidField("webhook.begin_timeout", `must be a duration string such as "10s"`)
+	}
+	if given && bt <= 0 {
+		return nil, invalidField("webhook.begin_timeout", "must be between %s and %s, got %s", webhooks.MinBeginTimeout, webhooks.MaxBeginTimeout, bt)
+	}
+	cw.BeginTimeout = bt
+	return a.cfg.Webhooks.PrepareCandidate(r.Context(), election, cw)
 }
 
 // campaignRequest reads the members of a campaign body. The gateway

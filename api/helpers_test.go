@@ -21,6 +21,7 @@ import (
 	"github.com/electorhq/elector"
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/webhooks"
 )
 
 // spec is openapi.yaml, loaded and validated once for all tests.
@@ -62,6 +63,11 @@ func newEnv(t testing.TB, cfg Config, configure ...func(*httptest.Server)) *env 
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	gw := gateway.New(b, gateway.Config{Logger: logger})
+	if cfg.Webhooks == nil {
+		// Webhooks are managed but not delivered (nobody runs the service):
+		// tests that need deliveries run one themselves.
+		cfg.Webhooks = webhooks.New(gw, b, webhooks.Config{AllowPrivateNetworks: true, Logger: logger})
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = logger
 	}

@@ -90,6 +90,37 @@ func (o jsonObject) string(name string) (string, error) {
 	return s, nil
 }
 
+// strings returns member name as a list of strings (nil when absent or
+// null).
+func (o jsonObject) strings(name string) ([]string, error) {
+	if o.isNull(name) {
+		return nil, nil
+	}
+	var out []string
+	if err := json.Unmarshal(o[name], &out); err != nil {
+		return nil, invalidField(name, "must be a JSON array of strings")
+	}
+	return out, nil
+}
+
+// object returns member name as an object whose members are all in known
+// (nil when absent or null). Errors name the member as name.member.
+func (o jsonObject) object(name string, known []string) (jsonObject, error) {
+	if o.isNull(name) {
+		return nil, nil
+	}
+	var obj jsonObject
+	if err := json.Unmarshal(o[name], &obj); err != nil || obj == nil {
+		return nil, invalidField(name, "must be a JSON object with the members %s", strings.Join(known, ", "))
+	}
+	for k := range obj {
+		if !slices.Contains(known, k) {
+			return nil, invalidField(name+"."+clip(k), "is not a known member; the known members are %s", strings.Join(known, ", "))
+		}
+	}
+	return obj, nil
+}
+
 // duration returns member name, a Go duration string such as "10s", and
 // whether it was given (neither absent nor null).
 func (o jsonObject) duration(name string) (time.Duration, bool, error) {

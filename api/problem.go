@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/webhooks"
 )
 
 // ProblemTypePrefix starts the type of every problem elector answers with;
@@ -27,21 +29,26 @@ type problemKind struct {
 // The problem catalogue: slug → status and title. openapi.yaml lists the
 // same slugs; a test checks that the two agree.
 var problemKinds = map[string]problemKind{
-	"invalid-request":          {http.StatusBadRequest, "Invalid request"},
-	"malformed-json":           {http.StatusBadRequest, "Malformed JSON"},
-	"candidate-token-missing":  {http.StatusBadRequest, "Candidate token missing"},
-	"candidate-token-mismatch": {http.StatusForbidden, "Candidate token does not match"},
-	"election-not-found":       {http.StatusNotFound, "Election not found"},
-	"candidate-not-found":      {http.StatusNotFound, "Candidate not found"},
-	"no-leader":                {http.StatusNotFound, "No leader"},
-	"not-found":                {http.StatusNotFound, "Not found"},
-	"method-not-allowed":       {http.StatusMethodNotAllowed, "Method not allowed"},
-	"candidate-exists":         {http.StatusConflict, "Candidate already campaigning"},
-	"body-too-large":           {http.StatusRequestEntityTooLarge, "Request body too large"},
-	"unsupported-media-type":   {http.StatusUnsupportedMediaType, "Unsupported media type"},
-	"limit-reached":            {http.StatusTooManyRequests, "Limit reached"},
-	"internal":                 {http.StatusInternalServerError, "Internal error"},
-	"backend-unavailable":      {http.StatusServiceUnavailable, "Backend unavailable"},
+	"invalid-request":             {http.StatusBadRequest, "Invalid request"},
+	"malformed-json":              {http.StatusBadRequest, "Malformed JSON"},
+	"candidate-token-missing":     {http.StatusBadRequest, "Candidate token missing"},
+	"candidate-token-mismatch":    {http.StatusForbidden, "Candidate token does not match"},
+	"election-not-found":          {http.StatusNotFound, "Election not found"},
+	"candidate-not-found":         {http.StatusNotFound, "Candidate not found"},
+	"no-leader":                   {http.StatusNotFound, "No leader"},
+	"not-found":                   {http.StatusNotFound, "Not found"},
+	"method-not-allowed":          {http.StatusMethodNotAllowed, "Method not allowed"},
+	"candidate-exists":            {http.StatusConflict, "Candidate already campaigning"},
+	"body-too-large":              {http.StatusRequestEntityTooLarge, "Request body too large"},
+	"unsupported-media-type":      {http.StatusUnsupportedMediaType, "Unsupported media type"},
+	"limit-reached":               {http.StatusTooManyRequests, "Limit reached"},
+	"webhook-destination-refused": {http.StatusUnprocessableEntity, "Webhook destination refused"},
+	"webhook-not-found":           {http.StatusNotFound, "Webhook not found"},
+	"delivery-not-found":          {http.StatusNotFound, "Delivery not found"},
+	"not-redeliverable":           {http.StatusConflict, "Delivery cannot be redelivered"},
+	"webhooks-unavailable":        {http.StatusNotImplemented, "Webhooks unavailable"},
+	"internal":                    {http.StatusInternalServerError, "Internal error"},
+	"backend-unavailable":         {http.StatusServiceUnavailable, "Backend unavailable"},
 }
 
 // Problem is an RFC 9457 problem document. Extension members (field,
@@ -122,6 +129,19 @@ func problemFor(r *http.Request, err error) Problem {
 		p := newProblem(r, "invalid-request", fmt.Sprintf("%s %s", ve.Field, ve.Reason))
 		p.Ext = map[string]any{"field": ve.Field}
 		return p
+	case errors.Is(err, webhooks.ErrDestinationRefused):
+		return newProblem(r, "webhook-destination-refused", "the webhook URL is refused: "+
+			strings.TrimPrefix(err.Error(), webhooks.ErrDestinationRefused.Error()+": ")+
+			"; use a public http(s) URL, or set webhooks.allow_private_networks for local development")
+	case errors.Is(err, webhooks.ErrEndpointNotFound):
+		if sub := chi.URLParam(r, "sub"); sub != "" {
+			return newProblem(r, "webhook-not-found", fmt.Sprintf("election %q has no subscription %q", election, clip(sub)))
+		}
+		return newProblem(r, "webhook-not-found", fmt.Sprintf("candidate %q in election %q campaigned without a webhook", id, election))
+	case errors.Is(err, webhooks.ErrDeliveryNotFound):
+		return newProblem(r, "delivery-not-found", fmt.Sprintf("there is no delivery %q in this log (old deliveries are pruned)", clip(chi.URLParam(r, "delivery"))))
+	case errors.Is(err, webhooks.ErrNotRedeliverable):
+		return newProblem(r, "not-redeliverable", "this record is a gap in the log (events the backend no longer held), not a delivery; there is nothing to send again")
 	case errors.Is(err, gateway.ErrInvalid):
 		return newProblem(r, "invalid-request", "the request is not valid")
 	case errors.Is(err, gateway.ErrTokenMismatch):

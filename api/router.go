@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/webhooks"
 )
 
 // Defaults of Config.
@@ -33,6 +34,10 @@ type Config struct {
 	// RetryHint is the reconnection delay an SSE stream suggests to its
 	// client in its `retry:` line. Default DefaultRetryHint (2s).
 	RetryHint time.Duration
+	// Webhooks, if set, serves webhook subscriptions, delivery logs and
+	// candidates' own webhooks; without it those answer 501
+	// webhooks-unavailable.
+	Webhooks *webhooks.Service
 }
 
 func (c Config) withDefaults() Config {
@@ -106,6 +111,16 @@ func (a *api) routes() []route {
 		{"DELETE", "/v1/elections/{election}/candidates/{id}", a.resign},
 		{"PUT", "/v1/elections/{election}/candidates/{id}/heartbeat", a.heartbeat},
 		{"POST", "/v1/elections/{election}/candidates/{id}/error", a.reportError},
+		{"GET", "/v1/elections/{election}/candidates/{id}/deliveries", a.candidateDeliveries},
+		{"POST", "/v1/elections/{election}/candidates/{id}/deliveries/{delivery}/redeliver", a.redeliverCandidate},
+		{"GET", "/v1/elections/{election}/subscriptions", a.listSubscriptions},
+		{"POST", "/v1/elections/{election}/subscriptions", a.createSubscription},
+		{"GET", "/v1/elections/{election}/subscriptions/{sub}", a.getSubscription},
+		{"DELETE", "/v1/elections/{election}/subscriptions/{sub}", a.deleteSubscription},
+		{"POST", "/v1/elections/{election}/subscriptions/{sub}/rotate-secret", a.rotateSecret},
+		{"GET", "/v1/elections/{election}/subscriptions/{sub}/deliveries", a.listDeliveries},
+		{"GET", "/v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}", a.getDelivery},
+		{"POST", "/v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}/redeliver", a.redeliver},
 	}
 }
 

@@ -58,6 +58,9 @@ type statusDoc struct {
 	CooldownUntil string          `json:"cooldown_until,omitempty"`
 	Leader        *leaderView     `json:"leader"`
 	Token         string          `json:"token,omitempty"`
+	// WebhookSecret signs the candidate's own webhook; set only in the
+	// answer of a campaign that gave one.
+	WebhookSecret string `json:"webhook_secret,omitempty"`
 }
 
 // candidatesDoc is the answer of GET /v1/elections/{election}/candidates.

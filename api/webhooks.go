@@ -1,0 +1,238 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/webhooks"
+)
+
+// Bounds of the limit query parameter of delivery logs.
+const (
+	defaultDeliveryLimit = 100
+	maxDeliveryLimit     = 500
+)
+
+// errNoWebhooks answers webhook requests on a gateway whose backend cannot
+// keep the webhook outbox.
+func errNoWebhooks() error {
+	return errorf("webhooks-unavailable", "this gateway does not deliver webhooks: its backend cannot keep the webhook outbox")
+}
+
+// hooks returns the webhook service or writes the problem saying there is none.
+func (a *api) hooks(w http.ResponseWriter, r *http.Request) (*webhooks.Service, bool) {
+	if a.cfg.Webhooks == nil {
+		a.writeError(w, r, errNoWebhooks())
+		return nil, false
+	}
+	return a.cfg.Webhooks, true
+}
+
+// createSubscription: POST /v1/elections/{election}/subscriptions.
+func (a *api) createSubscription(w http.ResponseWriter, r *http.Request) {
+	election := chi.URLParam(r, "election")
+	if err := gateway.ValidateElectionName(election); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	svc, ok := a.hooks(w, r)
+	if !ok {
+		return
+	}
+	obj, err := a.readObject(w, r, []string{"url", "types", "secret"}, false, jsonTypes...)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var req webhooks.SubscriptionRequest
+	if req.URL, err = obj.string("url"); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if req.Secret, err = obj.string("secret"); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	types, err := obj.strings("types")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	for _, t := range types {
+		req.Types = append(req.Types, gateway.EventType(t))
+	}
+	ep, secret, err := svc.CreateSubscription(r.Context(), election, req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/elections/"+election+"/subscriptions/"+ep.ID)
+	writeJSON(w, http.StatusCreated, subscriptionOf(ep, secret))
+}
+
+// listSubscriptions: GET /v1/elections/{election}/subscriptions.
+func (a *api) listSubscriptions(w http.ResponseWriter, r *http.Request) {
+	svc, ok := a.hooks(w, r)
+	if !ok {
+		return
+	}
+	eps, err := svc.Subscriptions(r.Context(), chi.URLParam(r, "election"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	doc := subscriptionsDoc{Subscriptions: make([]subscriptionDoc, 0, len(eps))}
+	for _, ep := range eps {
+		doc.Subscriptions = append(doc.Subscriptions, subscriptionOf(ep, ""))
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+// getSubscription: GET /v1/elections/{election}/subscriptions/{sub}.
+func (a *api) getSubscription(w http.ResponseWriter, r *http.Request) {
+	svc, ok := a.hooks(w, r)
+	if !ok {
+		return
+	}
+	ep, err := svc.Subscription(r.Context(), chi.URLParam(r, "election"), chi.URLParam(r, "sub"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, subscriptionOf(ep, ""))
+}
+
+// deleteSubscription: DELETE /v1/elections/{election}/subscriptions/{sub}.
+func (a *api) deleteSubscription(w http.ResponseWriter, r *http.Request) {
+	svc, ok := a.hooks(w, r)
+	if !ok {
+		return
+	}
+	if err := svc.DeleteSubscription(r.Context(), chi.URLParam(r, "election"), chi.URLParam(r, "sub")); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// rotateSecret: POST /v1/elections/{election}/subscriptions/{sub}/rotate-secret.
+func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
+	svc, ok := a.hooks(w, r)
+	if !ok {
+		return
+	}
+	ep, secret, err := svc.RotateSecret(r.Context(), chi.URLParam(r, "election"), chi.URLParam(r, "sub"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, subscriptionOf(ep, secret))
+}
+
+// deliveryLimit reads the limit query parameter.
+func deliveryLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return defaultDeliveryLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxDeliveryLimit {
+		return 0, invalidField("limit", "must be a whole number from 1 to %d", maxDeliveryLimit)
+	}
+	return n, nil
+}
+
+// listDeliveries: GET /v1/elections/{election}/subscriptions/{sub}/deliveries.
+func (a *api) listDeliveries(w http.ResponseWriter, r *http.Request) {
+	svc, ok := a.hooks(w, r)
+	if !ok {
+		return
+	}
+	limit, err := deliveryLimit(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	ds, err := svc.Deliveries(r.Context(), chi.URLParam(r, "election"), chi.URLParam(r, "sub"), limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deliveriesOf(ds))
+}
+
+// getDelivery: GET /v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}.
+func (a *api) getDelivery(w http.ResponseWriter, r *http.Request) {
+	svc, ok := a.hooks(w, r)
+	if !ok {
+		return
+	}
+	d, err := svc.Delivery(r.Context(), chi.URLParam(r, "election"), chi.URLParam(r, "sub"), chi.URLParam(r, "delivery"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deliveryOf(d))
+}
+
+// redeliver: POST /v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}/redeliver.
+func (a *api) redeliver(w http.ResponseWriter, r *http.Request) {
+	svc, ok := a.hooks(w, r)
+	if !ok {
+		return
+	}
+	d, err := svc.Redeliver(r.Context(), chi.URLParam(r, "election"), chi.URLParam(r, "sub"), chi.URLParam(r, "delivery"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deliveryOf(d))
+}
+
+// candidateDeliveries: GET /v1/elections/{election}/candidates/{id}/deliveries,
+// the log of the candidate's own webhook, with its token.
+func (a *api) candidateDeliveries(w http.ResponseWriter, r *http.Request) {
+	election, id, token, err := candidateParams(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	svc, ok := a.hooks(w, r)
+	if !ok {
+		return
+	}
+	limit, err := deliveryLimit(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	ds, err := svc.CandidateDeliveries(r.Context(), election, id, token, limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deliveriesOf(ds))
+}
+
+// redeliverCandidate: POST /v1/elections/{election}/candidates/{id}/deliveries/{delivery}/redeliver.
+func (a *api) redeliverCandidate(w http.ResponseWriter, r *http.Request) {
+	election, id, token, err := candidateParams(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	svc, ok := a.hooks(w, r)
+	if !ok {
+		return
+	}
+	d, err := svc.RedeliverCandidate(r.Context(), election, id, token, chi.URLParam(r, "delivery"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deliveryOf(d))
+}
