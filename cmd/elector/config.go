@@ -10,6 +10,7 @@ import (
 
 	"github.com/electorhq/elector/api"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/webhooks"
 )
 
 // Config is the configuration of `elector serve`. Each field's comment gives
@@ -24,6 +25,7 @@ type Config struct {
 	Elections ElectionsConfig
 	HTTP      HTTPConfig
 	SSE       SSEConfig
+	Webhooks  WebhooksConfig
 }
 
 // LogConfig configures the logs written to stderr.
@@ -88,6 +90,25 @@ type SSEConfig struct {
 	Retry time.Duration
 }
 
+// WebhooksConfig tunes the delivery of webhooks (when the backend keeps
+// the webhook outbox: gateway.KV).
+type WebhooksConfig struct {
+	// AllowPrivateNetworks lets webhooks reach loopback, private,
+	// link-local and CGNAT addresses. Key webhooks.allow_private_networks,
+	// default false.
+	AllowPrivateNetworks bool
+	// RequestTimeout bounds one delivery attempt.
+	// Key webhooks.request_timeout, default 10s.
+	RequestTimeout time.Duration
+	// RetrySchedule is the wait before each retry of a delivery.
+	// Key webhooks.retry_schedule, default 5s,30s,2m,10m,30m,1h,2h.
+	RetrySchedule []time.Duration
+	// BeginTimeout is how long a candidate's own leader.begin may go
+	// unacknowledged before it is put in error.
+	// Key webhooks.begin_timeout, default 10s.
+	BeginTimeout time.Duration
+}
+
 // DefaultListen is the default listen address: loopback only, so that a
 // gateway started on a laptop is not reachable from the network.
 const DefaultListen = "127.0.0.1:8080"
@@ -114,6 +135,11 @@ func DefaultConfig() Config {
 			ShutdownTimeout:   15 * time.Second,
 		},
 		SSE: SSEConfig{KeepAlive: 15 * time.Second, Retry: 2 * time.Second},
+		Webhooks: WebhooksConfig{
+			RequestTimeout: webhooks.DefaultRequestTimeout,
+			RetrySchedule:  webhooks.DefaultRetrySchedule(),
+			BeginTimeout:   webhooks.DefaultBeginTimeout,
+		},
 	}
 }
 
@@ -189,6 +215,23 @@ func (c Config) Validate(source func(key string) string) error {
 		func() error { return atLeast("http.shutdown_timeout", h.ShutdownTimeout, 0) },
 		func() error { return atLeast("sse.keep_alive", c.SSE.KeepAlive, time.Second) },
 		func() error { return atLeast("sse.retry", c.SSE.Retry, 100*time.Millisecond) },
+		func() error {
+			return within("webhooks.request_timeout", c.Webhooks.RequestTimeout, time.Second, 5*time.Minute)
+		},
+		func() error {
+			return within("webhooks.begin_timeout", c.Webhooks.BeginTimeout, webhooks.MinBeginTimeout, webhooks.MaxBeginTimeout)
+		},
+		func() error {
+			if len(c.Webhooks.RetrySchedule) > 20 {
+				return configError("webhooks.retry_schedule", source("webhooks.retry_schedule"), "%d retries; at most 20", len(c.Webhooks.RetrySchedule))
+			}
+			for _, d := range c.Webhooks.RetrySchedule {
+				if d < 100*time.Millisecond || d > 24*time.Hour {
+					return configError("webhooks.retry_schedule", source("webhooks.retry_schedule"), "wait %s is outside [100ms, 24h]", d)
+				}
+			}
+			return nil
+		},
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -212,6 +255,18 @@ func (c Config) gatewayConfig(log *slog.Logger) gateway.Config {
 		MaxTTL:           e.MaxTTL,
 		MaxMetadataBytes: e.MaxMetadataBytes,
 		Logger:           log,
+	}
+}
+
+// webhooksConfig is the part of c that webhook delivery applies.
+func (c Config) webhooksConfig(log *slog.Logger) webhooks.Config {
+	w := c.Webhooks
+	return webhooks.Config{
+		AllowPrivateNetworks: w.AllowPrivateNetworks,
+		RequestTimeout:       w.RequestTimeout,
+		RetrySchedule:        slices.Clone(w.RetrySchedule),
+		BeginTimeout:         w.BeginTimeout,
+		Logger:               log,
 	}
 }
 

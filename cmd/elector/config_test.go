@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -243,7 +244,7 @@ func TestConfigsElectorYAMLStatesTheDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Config != DefaultConfig() {
+	if !reflect.DeepEqual(l.Config, DefaultConfig()) {
 		t.Errorf("configs/elector.yaml gives\n%+v\nbut the defaults are\n%+v", l.Config, DefaultConfig())
 	}
 }
@@ -294,6 +295,11 @@ func TestDecode(t *testing.T) {
 		{"int64 overflow", "99999999999999999999", nil, func() any { return new(int64) }},
 		{"string trimmed", " 0.0.0.0:80 ", "0.0.0.0:80", func() any { return new(string) }},
 		{"string from map", map[string]any{"a": 1}, nil, func() any { return new(string) }},
+		{"bool", true, true, func() any { return new(bool) }},
+		{"bool from string", "true", true, func() any { return new(bool) }},
+		{"bool from junk", "yes please", nil, func() any { return new(bool) }},
+		{"durations", "5s, 30s,2m", "5s,30s,2m0s", func() any { return new([]time.Duration) }},
+		{"durations without unit", "5s,30", nil, func() any { return new([]time.Duration) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,7 +28,7 @@ const (
 type setting struct {
 	key   string // as in a config file: "elections.default_ttl"
 	usage string
-	field func(*Config) any // a *string, *int, *int64 or *time.Duration
+	field func(*Config) any // a *string, *bool, *int, *int64, *time.Duration or *[]time.Duration
 }
 
 // settings lists every configuration key. A key missing here is unknown:
@@ -52,6 +52,10 @@ func settings() []setting {
 		{"http.shutdown_timeout", "time allowed to drain requests on SIGINT or SIGTERM", func(c *Config) any { return &c.HTTP.ShutdownTimeout }},
 		{"sse.keep_alive", "interval of keep-alive comments on an idle event stream", func(c *Config) any { return &c.SSE.KeepAlive }},
 		{"sse.retry", "reconnection delay advised to event stream clients", func(c *Config) any { return &c.SSE.Retry }},
+		{"webhooks.allow_private_networks", "let webhooks reach loopback, private and link-local addresses", func(c *Config) any { return &c.Webhooks.AllowPrivateNetworks }},
+		{"webhooks.request_timeout", "time allowed for one webhook delivery attempt", func(c *Config) any { return &c.Webhooks.RequestTimeout }},
+		{"webhooks.retry_schedule", "comma-separated waits before each webhook retry", func(c *Config) any { return &c.Webhooks.RetrySchedule }},
+		{"webhooks.begin_timeout", "time a new leader's own begin webhook has to answer 2xx", func(c *Config) any { return &c.Webhooks.BeginTimeout }},
 	}
 }
 
@@ -84,6 +88,10 @@ func newServeFlags(stderr io.Writer) *pflag.FlagSet {
 			fs.Int64(s.flag(), *p, usage)
 		case *time.Duration:
 			fs.Duration(s.flag(), *p, usage)
+		case *bool:
+			fs.Bool(s.flag(), *p, usage)
+		case *[]time.Duration:
+			fs.String(s.flag(), formatDurations(*p), usage)
 		}
 	}
 	fs.Usage = func() {
@@ -257,8 +265,21 @@ func reflectValue(p any) any {
 		return *p
 	case *time.Duration:
 		return *p
+	case *bool:
+		return *p
+	case *[]time.Duration:
+		return formatDurations(*p)
 	}
 	return nil
+}
+
+// formatDurations writes a list of durations as a setting's value: "5s,30s".
+func formatDurations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.String()
+	}
+	return strings.Join(parts, ",")
 }
 
 // decode stores raw, a value from viper (a default, a flag or environment
@@ -283,6 +304,31 @@ func decode(p any, raw any) error {
 			return err
 		}
 		*p = d
+	case *bool:
+		switch r := raw.(type) {
+		case bool:
+			*p = r
+		default:
+			b, err := strconv.ParseBool(strings.TrimSpace(fmt.Sprint(raw)))
+			if err != nil {
+				return fmt.Errorf("invalid boolean %q: use true or false", fmt.Sprint(raw))
+			}
+			*p = b
+		}
+	case *[]time.Duration:
+		s, ok := raw.(string)
+		if !ok {
+			return fmt.Errorf("invalid list %v: use comma-separated durations such as 5s,30s,2m", raw)
+		}
+		var ds []time.Duration
+		for _, part := range strings.Split(s, ",") {
+			d, err := toDuration(part)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d)
+		}
+		*p = ds
 	case *int:
 		n, err := toInt(raw, strconv.IntSize)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/electorhq/elector/api"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/webhooks"
 )
 
 // runServe is `elector serve`: it loads the configuration and serves until
@@ -74,6 +75,14 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 		}
 	}()
 	gw := gateway.New(backend, cfg.gatewayConfig(log))
+	apiCfg := cfg.apiConfig(log)
+	var hooks *webhooks.Service
+	if kv, ok := gw.KV(); ok {
+		hooks = webhooks.New(gw, kv, cfg.webhooksConfig(log))
+		apiCfg.Webhooks = hooks
+	} else {
+		log.LogAttrs(ctx, slog.LevelWarn, "this backend cannot keep the webhook outbox: webhooks are off", slog.String("backend", cfg.Backend.Kind))
+	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -83,7 +92,7 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	srv := &http.Server{
-		Handler:           endStreamsOn(streams, api.New(gw, cfg.apiConfig(log))),
+		Handler:           endStreamsOn(streams, api.New(gw, apiCfg)),
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
 		WriteTimeout:      cfg.HTTP.WriteTimeout,
 		IdleTimeout:       cfg.HTTP.IdleTimeout,
@@ -100,6 +109,21 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	serveErr := make(chan error, 1)
 	wg.Go(func() { runErr <- gw.Run(runCtx) })
 	wg.Go(func() { serveErr <- srv.Serve(ln) })
+	// Webhook delivery stops before the backend loop, so that it can still
+	// release its claims for another replica to continue at once.
+	hooksCtx, stopHooks := context.WithCancel(context.Background())
+	defer stopHooks()
+	hooksDone := make(chan struct{})
+	if hooks != nil {
+		wg.Go(func() {
+			defer close(hooksDone)
+			if err := hooks.Run(hooksCtx); err != nil {
+				log.LogAttrs(hooksCtx, slog.LevelError, "webhook delivery stopped", slog.Any("err", err))
+			}
+		})
+	} else {
+		close(hooksDone)
+	}
 	defer wg.Wait()
 
 	attrs := []slog.Attr{
@@ -134,6 +158,8 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	if !serveDone {
 		serveResult = <-serveErr
 	}
+	stopHooks()
+	<-hooksDone
 	stopRun()
 	if !runDone {
 		runResult = <-runErr
