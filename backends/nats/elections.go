@@ -85,7 +85,7 @@ func (b *Backend) scan(ctx context.Context) (map[string]stored, stored, error) {
 	if err != nil {
 		return nil, stored{}, translate(err)
 	}
-	it, err := c.Messages()
+	it, err := c.Messages(pullOpts()...)
 	if err != nil {
 		return nil, stored{}, translate(err)
 	}

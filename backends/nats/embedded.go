@@ -36,7 +36,9 @@ type EmbeddedConfig struct {
 	// the host name.
 	ServerName string
 	// Listen is a host:port for NATS clients (port 0 or -1 picks a free
-	// one). Default "": no client listener; the backend connects in-process.
+	// one). Default "": no client listener; the backend connects
+	// in-process. In a cluster the default is a free port on 127.0.0.1,
+	// because nats-server starts routing only after its client listener.
 	Listen string
 	// ClusterListen is the host:port this server takes routes from other
 	// members on. Default "": no cluster.
@@ -95,15 +97,19 @@ func (cfg EmbeddedConfig) serverOptions() (*server.Options, error) {
 	if dir == "" {
 		dir = DefaultDataDir
 	}
+	listen := cfg.Listen
+	if listen == "" && cfg.ClusterListen != "" {
+		listen = "127.0.0.1:0"
+	}
 	opts := &server.Options{
 		ServerName: name,
 		JetStream:  true,
 		StoreDir:   dir,
 		NoSigs:     true,
-		DontListen: cfg.Listen == "",
+		DontListen: listen == "",
 	}
-	if cfg.Listen != "" {
-		host, port, err := splitHostPort(cfg.Listen)
+	if listen != "" {
+		host, port, err := splitHostPort(listen)
 		if err != nil {
 			return nil, fmt.Errorf("%w: listen: %w", ErrInvalidConfig, err)
 		}

@@ -98,6 +98,18 @@ func (b *Backend) forget(subject string) {
 	delete(b.beats, subject)
 }
 
+// pruneBeats forgets liveness messages that expired before t, including
+// those of candidacies another replica purged.
+func (b *Backend) pruneBeats(t time.Time) {
+	b.beatsMu.Lock()
+	defer b.beatsMu.Unlock()
+	for subject, exp := range b.beats {
+		if exp.Before(t) {
+			delete(b.beats, subject)
+		}
+	}
+}
+
 func (b *Backend) expiry(subject string) (time.Time, bool) {
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()

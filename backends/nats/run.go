@@ -76,7 +76,7 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 	if err != nil {
 		return err
 	}
-	it, err := c.Messages()
+	it, err := c.Messages(pullOpts()...)
 	if err != nil {
 		return err
 	}
@@ -222,6 +222,7 @@ func (r *reconciler) advanceDue(ctx context.Context) bool {
 func (r *reconciler) sweep(ctx context.Context) {
 	const grace = 2 * time.Second // the server's expiry timer may run late
 	now := time.Now()
+	r.b.pruneBeats(now.Add(-grace))
 	r.mu.Lock()
 	recs := make([]stored, 0, len(r.recs))
 	for _, s := range r.recs {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -28,7 +29,14 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 	var skipSeq uint64
 	var skipIdx int
 	if after == "" {
-		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+		// Not DeliverNewPolicy: an ordered consumer recreated before its
+		// first message would start at "new" again and skip what came in
+		// between. Start at an explicit sequence instead.
+		last, err := b.lastSeq(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("nats: watch %q: %w", election, err)
+		}
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
 	} else {
 		seq, idx, err := parseEventID(after)
 		if err != nil {
@@ -49,7 +57,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 	if err != nil {
 		return nil, fmt.Errorf("nats: watch %q: %w", election, translate(err))
 	}
-	it, err := c.Messages()
+	it, err := c.Messages(pullOpts()...)
 	if err != nil {
 		return nil, fmt.Errorf("nats: watch %q: %w", election, translate(err))
 	}
@@ -124,4 +132,22 @@ func (b *Backend) checkCursor(ctx context.Context, seq uint64) error {
 		return translate(err)
 	}
 	return nil
+}
+
+// pullOpts make an ordered consumer notice a lost server consumer (its
+// JetStream member died, or the connection dropped) within a few seconds
+// and recreate it after the last message delivered.
+func pullOpts() []jetstream.PullMessagesOpt {
+	return []jetstream.PullMessagesOpt{jetstream.PullExpiry(10 * time.Second), jetstream.PullHeartbeat(2 * time.Second)}
+}
+
+// lastSeq returns the records stream's last sequence.
+func (b *Backend) lastSeq(ctx context.Context) (uint64, error) {
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	info, err := b.records.Info(ctx)
+	if err != nil {
+		return 0, translate(err)
+	}
+	return info.State.LastSeq, nil
 }

@@ -1,0 +1,149 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/gateway/backendtest"
+)
+
+// startCluster starts three embedded servers routed to each other, as
+// three `elector serve` processes with cluster settings would.
+func startCluster(t *testing.T) []*Embedded {
+	t.Helper()
+	addrs := make([]string, 3)
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs[i] = l.Addr().String()
+		_ = l.Close()
+	}
+	servers := make([]*Embedded, 3)
+	for i := range servers {
+		var routes []string
+		for j, a := range addrs {
+			if j != i {
+				routes = append(routes, a)
+			}
+		}
+		e, err := StartEmbedded(EmbeddedConfig{
+			DataDir: t.TempDir(), ServerName: fmt.Sprintf("n%d", i),
+			ClusterListen: addrs[i], Routes: routes,
+		}, slog.New(slog.DiscardHandler)) // route errors while members come and go
+		if err != nil {
+			t.Fatalf("start n%d: %v", i, err)
+		}
+		servers[i] = e
+		t.Cleanup(e.Shutdown)
+	}
+	return servers
+}
+
+// openWhenReady opens a backend on e with R3 streams, retrying while the
+// cluster has no JetStream leader yet.
+func openWhenReady(t *testing.T, e *Embedded, cfg Config) *Backend {
+	t.Helper()
+	cfg.Replicas = 3
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		nc, err := e.Connect(testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		b, err := New(ctx, nc, cfg, WithLogger(testLogger(t)))
+		cancel()
+		if err == nil {
+			b.ownConn = true
+			t.Cleanup(func() { _ = b.Close() })
+			return b
+		}
+		nc.Close()
+		if !errors.Is(err, gateway.ErrUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("open on cluster: %v", err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func TestConformanceCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-server cluster")
+	}
+	servers := startCluster(t)
+	next := 0
+	backendtest.Run(t, backendtest.Harness{
+		New: func(t *testing.T) gateway.Backend {
+			next++
+			return openWhenReady(t, servers[next%3], freshConfig())
+		},
+		Replica: func(t *testing.T, b gateway.Backend) gateway.Backend {
+			next++
+			return openWhenReady(t, servers[next%3], b.(*Backend).cfg)
+		},
+	})
+}
+
+// TestClusterSurvivesLosingOneServer kills one of three servers; campaign,
+// heartbeat, leader and events go on through the other two.
+func TestClusterSurvivesLosingOneServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-server cluster")
+	}
+	servers := startCluster(t)
+	cfg := freshConfig()
+	a := openWhenReady(t, servers[0], cfg)
+	b := openWhenReady(t, servers[1], cfg)
+	run(t, a)
+	run(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const ttl = 15 * time.Second // outlives the move of stream leaders
+	th, _ := campaignT(t, a, "jobs", "node-a", ttl)
+	events, err := b.Watch(ctx, "jobs", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	servers[2].Shutdown()
+	killed := time.Now()
+
+	// The stream leaders may have been on n2: retry while they move.
+	var st gateway.Status
+	for {
+		st, err = b.Campaign(ctx, "jobs", gateway.Candidacy{ID: "node-b", TTL: ttl, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, gateway.ErrUnavailable) || ctx.Err() != nil {
+			t.Fatalf("campaign with one server down: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("campaign succeeded %s after the kill", time.Since(killed).Round(time.Millisecond))
+	if st.Candidate.State != gateway.StateFollower || st.Leader == nil || st.Leader.ID != "node-a" {
+		t.Fatalf("campaign with one server down: %+v", st)
+	}
+	if _, err := a.Heartbeat(ctx, "jobs", "node-a", th); err != nil {
+		t.Fatalf("heartbeat with one server down: %v", err)
+	}
+	for {
+		select {
+		case ev := <-events:
+			t.Logf("event %s %s %s after the kill", ev.ID, ev.Type, time.Since(killed).Round(time.Millisecond))
+			if ev.Type == gateway.EventCandidateJoined && ev.Candidate.ID == "node-b" {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no candidate.joined event with one server down")
+		}
+	}
+}
