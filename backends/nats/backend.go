@@ -176,14 +176,23 @@ func (b *Backend) opContext(ctx context.Context) (context.Context, context.Cance
 	return context.WithTimeout(ctx, b.cfg.OpTimeout)
 }
 
+// connected fails fast with gateway.ErrUnavailable while the connection is
+// down or reconnecting, instead of letting a request wait out its timeout.
+func (b *Backend) connected() error {
+	if s := b.nc.Status(); s != nats.CONNECTED {
+		return fmt.Errorf("%w: nats connection %s", gateway.ErrUnavailable, s)
+	}
+	return nil
+}
+
 // Ping reports whether the backend can serve: connected to NATS and able to
 // reach the records stream's leader. Errors: gateway.ErrUnavailable.
 func (b *Backend) Ping(ctx context.Context) error {
 	if b.isClosed() {
 		return fmt.Errorf("nats: ping: backend closed: %w", gateway.ErrUnavailable)
 	}
-	if s := b.nc.Status(); s != nats.CONNECTED {
-		return fmt.Errorf("nats: ping: connection %s: %w", s, gateway.ErrUnavailable)
+	if err := b.connected(); err != nil {
+		return fmt.Errorf("nats: ping: %w", err)
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()

@@ -25,6 +25,9 @@ func liveTTL(ttl time.Duration) time.Duration {
 // heartbeat cannot revive a candidacy whose expiry marker is already
 // written. It returns when the message expires.
 func (b *Backend) beat(ctx context.Context, subject string, ttl time.Duration, expect *uint64) (time.Time, error) {
+	if err := b.connected(); err != nil {
+		return time.Time{}, err
+	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
 	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(b.cfg.Stream + "_ALIVE"), jetstream.WithMsgTTL(liveTTL(ttl))}
@@ -44,6 +47,9 @@ func (b *Backend) beat(ctx context.Context, subject string, ttl time.Duration, e
 // leader. alive is false when there is none or when it is an expiry
 // marker; seq is the subject's last sequence either way (0 if empty).
 func (b *Backend) lastBeat(ctx context.Context, subject string) (seq uint64, expires time.Time, alive bool, err error) {
+	if err := b.connected(); err != nil {
+		return 0, time.Time{}, false, err
+	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
 	m, err := b.alive.GetLastMsgForSubject(ctx, subject)

@@ -92,6 +92,9 @@ func decode(election string, seq uint64, data []byte) (stored, error) {
 // load reads the latest record of election from the stream leader. found
 // is false when the election has no record yet.
 func (b *Backend) load(ctx context.Context, election string) (s stored, found bool, err error) {
+	if err := b.connected(); err != nil {
+		return stored{}, false, err
+	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
 	m, err := b.records.GetLastMsgForSubject(ctx, b.recordSubject(election))
