@@ -170,7 +170,6 @@ func (a *api) serveStream(w http.ResponseWriter, r *http.Request, sub subscripti
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 
