@@ -3,6 +3,22 @@
 // NATS server (StartEmbedded, OpenEmbedded) and uses this same backend over
 // an in-process connection.
 //
+// # Wiring
+//
+// The embedded default (data under ./elector-data/jetstream, no network
+// listener, the backend talks to the server in-process):
+//
+//	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{DataDir: dir}, nats.Config{}, nats.WithLogger(log))
+//	defer b.Close() // also shuts the embedded server down
+//
+// Three `elector serve` processes forming one JetStream cluster each set a
+// distinct, stable ServerName, their own ClusterListen and the others'
+// addresses as Routes (Replicas then defaults to 3). An external NATS:
+//
+//	b, err := nats.Connect(ctx, nats.Config{URLs: urls, CredsFile: creds, Replicas: 3}, nats.WithLogger(log))
+//
+// The Gateway runs b.Run (the reconciler) and uses b.Ping for readiness.
+//
 // # Layout
 //
 // Two streams, named after Config.Stream (default ELECTOR) with subjects
