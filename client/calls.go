@@ -1,0 +1,87 @@
+package client
+
+import (
+	"context"
+	"net/http"
+)
+
+// Campaign enters the candidate r.ID in election and returns its status
+// and its token, which Heartbeat, Resign and ReportError need. The
+// election is created by its first campaign.
+//
+// Errors: ErrCandidateExists when r.ID already campaigns (resign it with
+// its token or wait for its TTL), ErrInvalidRequest for a bad name, id,
+// TTL or metadata, ErrLimitReached, ErrUnavailable.
+func (c *Client) Campaign(ctx context.Context, election string, r CampaignRequest) (Status, string, error) {
+	var out struct {
+		Status
+		Token string `json:"token"`
+	}
+	err := c.do(ctx, http.MethodPost, r, "", &out, "v1", "elections", election, "candidates")
+	return out.Status, out.Token, err
+}
+
+// Heartbeat keeps candidate id alive for another TTL and returns its
+// status: whether it leads, its term and the current leader.
+//
+// Errors: ErrCandidateNotFound when the candidacy resigned or expired
+// (campaign again), ErrTokenMismatch, ErrUnavailable.
+func (c *Client) Heartbeat(ctx context.Context, election, id, token string) (Status, error) {
+	var st Status
+	err := c.do(ctx, http.MethodPut, nil, token, &st, "v1", "elections", election, "candidates", id, "heartbeat")
+	return st, err
+}
+
+// Resign withdraws candidate id; a leader resigning hands over to the next
+// in line at once.
+//
+// Errors: ErrCandidateNotFound, ErrTokenMismatch, ErrUnavailable.
+func (c *Client) Resign(ctx context.Context, election, id, token string) error {
+	return c.do(ctx, http.MethodDelete, nil, token, nil, "v1", "elections", election, "candidates", id)
+}
+
+// ReportError tells the gateway that candidate id cannot lead (its begin
+// handler failed, say): a leader gives up leadership at once, and the
+// candidate rejoins the back of the line after the election's error
+// cooldown if it keeps heartbeating. reason is shown in the leader.error
+// event; it must not carry secrets.
+//
+// Errors: ErrCandidateNotFound, ErrTokenMismatch, ErrInvalidRequest (a
+// reason over 1 KiB), ErrUnavailable.
+func (c *Client) ReportError(ctx context.Context, election, id, token, reason string) (Status, error) {
+	var body any
+	if reason != "" {
+		body = map[string]string{"reason": reason}
+	}
+	var st Status
+	err := c.do(ctx, http.MethodPost, body, token, &st, "v1", "elections", election, "candidates", id, "error")
+	return st, err
+}
+
+// Leader returns the current leader of election and its term.
+//
+// Errors: ErrNoLeader (the *Problem's Ext may hold "handover_until"),
+// ErrElectionNotFound, ErrUnavailable.
+func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
+	var l Leader
+	err := c.do(ctx, http.MethodGet, nil, "", &l, "v1", "elections", election, "leader")
+	return l, err
+}
+
+// Candidates returns the line of election, leader first.
+//
+// Errors: ErrElectionNotFound, ErrUnavailable.
+func (c *Client) Candidates(ctx context.Context, election string) (Candidates, error) {
+	var cs Candidates
+	err := c.do(ctx, http.MethodGet, nil, "", &cs, "v1", "elections", election, "candidates")
+	return cs, err
+}
+
+// Election returns election's settings, term and leader.
+//
+// Errors: ErrElectionNotFound, ErrUnavailable.
+func (c *Client) Election(ctx context.Context, election string) (Election, error) {
+	var e Election
+	err := c.do(ctx, http.MethodGet, nil, "", &e, "v1", "elections", election)
+	return e, err
+}

@@ -1,0 +1,115 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/electorhq/elector/client"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestCampaignHeartbeatResignHandsOver(t *testing.T) {
+	srv := newGateway(t)
+	ctx := context.Background()
+	c := client.New(srv.URL)
+	a, tokA, err := c.Campaign(ctx, "billing", client.CampaignRequest{ID: "node-a", TTL: 2 * time.Second, Metadata: []byte(`{"addr":"10.0.0.7:8080"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.State != client.StateLeader || a.Term == 0 || tokA == "" || time.Duration(a.TTL) != 2*time.Second {
+		t.Fatalf("campaign: %+v", a)
+	}
+	_, tokB, err := c.Campaign(ctx, "billing", client.CampaignRequest{ID: "node-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Heartbeat(ctx, "billing", "node-b", tokB)
+	if err != nil || b.State != client.StateFollower || b.Position != 1 || b.Leader == nil || b.Leader.ID != "node-a" {
+		t.Fatalf("heartbeat b: %+v, %v", b, err)
+	}
+	l, err := c.Leader(ctx, "billing")
+	if err != nil || l.ID != "node-a" || l.Term != a.Term || string(l.Metadata) != `{"addr":"10.0.0.7:8080"}` {
+		t.Fatalf("leader: %+v, %v", l, err)
+	}
+	if err := c.Resign(ctx, "billing", "node-a", tokA); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Candidates(ctx, "billing")
+	if err != nil || len(cs.Candidates) != 1 || cs.Candidates[0].ID != "node-b" || cs.Candidates[0].State != client.StateLeader || cs.Term <= a.Term {
+		t.Fatalf("candidates: %+v, %v", cs, err)
+	}
+	e, err := c.Election(ctx, "billing")
+	if err != nil || e.Leader == nil || e.Leader.ID != "node-b" || e.Candidates != 1 || e.Settings.ErrorCooldown == 0 {
+		t.Fatalf("election: %+v, %v", e, err)
+	}
+	st, err := c.ReportError(ctx, "billing", "node-b", tokB, "begin command failed")
+	if err != nil || st.State != client.StateError || st.Position != -1 || st.CooldownUntil.IsZero() {
+		t.Fatalf("report error: %+v, %v", st, err)
+	}
+}
+
+func TestErrorsMatchTheirSentinels(t *testing.T) {
+	srv := newGateway(t)
+	ctx := context.Background()
+	c := client.New(srv.URL)
+	_, tok, err := c.Campaign(ctx, "e", client.CampaignRequest{ID: "a", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, errExists := c.Campaign(ctx, "e", client.CampaignRequest{ID: "a"})
+	_, _, errInvalid := c.Campaign(ctx, "e", client.CampaignRequest{ID: "a", TTL: 500 * time.Hour})
+	_, errMismatch := c.Heartbeat(ctx, "e", "a", "not-the-token")
+	_, errGone := c.Heartbeat(ctx, "e", "nobody", tok)
+	errMissing := c.Resign(ctx, "e", "a", "")
+	_, errNoElection := c.Candidates(ctx, "nowhere")
+	_, errNoLeader := c.Leader(ctx, "nowhere")
+	if err := c.Resign(ctx, "e", "a", tok); err != nil {
+		t.Fatal(err)
+	}
+	_, errNoLeaderNow := c.Leader(ctx, "e")
+	_, errBadURL := client.New("not a url").Leader(ctx, "e")
+
+	tests := []struct {
+		name     string
+		err      error
+		sentinel error
+		slug     string
+	}{
+		{"exists", errExists, client.ErrCandidateExists, "candidate-exists"},
+		{"invalid ttl", errInvalid, client.ErrInvalidRequest, "invalid-request"},
+		{"token mismatch", errMismatch, client.ErrTokenMismatch, "candidate-token-mismatch"},
+		{"unknown candidate", errGone, client.ErrCandidateNotFound, "candidate-not-found"},
+		{"token missing", errMissing, client.ErrCandidateTokenMissing, "candidate-token-missing"},
+		{"unknown election", errNoElection, client.ErrElectionNotFound, "election-not-found"},
+		{"no leader", errNoLeaderNow, client.ErrNoLeader, "no-leader"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !errors.Is(tt.err, tt.sentinel) {
+				t.Fatalf("%v is not %v", tt.err, tt.sentinel)
+			}
+			var p *client.Problem
+			if !errors.As(tt.err, &p) || p.Slug() != tt.slug || p.Status < 400 || p.Detail == "" {
+				t.Fatalf("problem %+v, want slug %s", p, tt.slug)
+			}
+			if errors.Is(tt.err, client.ErrUnavailable) {
+				t.Errorf("%v matches ErrUnavailable", tt.err)
+			}
+		})
+	}
+	if errNoLeader == nil {
+		t.Error("leader of an election that does not exist: no error")
+	}
+	if errBadURL == nil {
+		t.Error("a client of a bad URL did not fail")
+	}
+	var p *client.Problem
+	if errors.As(errInvalid, &p) && string(p.Ext["field"]) != `"ttl"` {
+		t.Errorf("invalid-request names field %s, want ttl", p.Ext["field"])
+	}
+}

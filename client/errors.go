@@ -1,0 +1,122 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// ProblemTypePrefix starts the type of every problem the gateway answers
+// with; the slug after it names the error.
+const ProblemTypePrefix = "urn:elector:problem:"
+
+// Sentinels for the gateway's problem types; a *Problem matches the one of
+// its type with errors.Is.
+var (
+	ErrInvalidRequest        = errors.New("elector: invalid request")             // invalid-request, malformed-json, …
+	ErrCandidateTokenMissing = errors.New("elector: candidate token missing")     // candidate-token-missing
+	ErrTokenMismatch         = errors.New("elector: candidate token mismatch")    // candidate-token-mismatch
+	ErrElectionNotFound      = errors.New("elector: election not found")          // election-not-found
+	ErrCandidateNotFound     = errors.New("elector: candidate not found")         // candidate-not-found: campaign again
+	ErrNoLeader              = errors.New("elector: no leader")                   // no-leader
+	ErrNotFound              = errors.New("elector: not found")                   // not-found (no such route)
+	ErrCandidateExists       = errors.New("elector: candidate already campaigns") // candidate-exists
+	ErrLimitReached          = errors.New("elector: limit reached")               // limit-reached
+	ErrUnavailable           = errors.New("elector: backend unavailable")         // backend-unavailable, 5xx without a problem
+	ErrInternal              = errors.New("elector: internal error")              // internal
+)
+
+// problemSentinels maps problem slugs to sentinels.
+var problemSentinels = map[string]error{
+	"invalid-request":          ErrInvalidRequest,
+	"malformed-json":           ErrInvalidRequest,
+	"body-too-large":           ErrInvalidRequest,
+	"unsupported-media-type":   ErrInvalidRequest,
+	"candidate-token-missing":  ErrCandidateTokenMissing,
+	"candidate-token-mismatch": ErrTokenMismatch,
+	"election-not-found":       ErrElectionNotFound,
+	"candidate-not-found":      ErrCandidateNotFound,
+	"no-leader":                ErrNoLeader,
+	"not-found":                ErrNotFound,
+	"candidate-exists":         ErrCandidateExists,
+	"limit-reached":            ErrLimitReached,
+	"backend-unavailable":      ErrUnavailable,
+	"internal":                 ErrInternal,
+}
+
+// Problem is an RFC 9457 problem document the gateway answered with, or,
+// for an answer that was not one (a proxy's error page), a Problem with an
+// empty Type made from the status.
+type Problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail"`
+	Instance string `json:"instance,omitempty"`
+	// Ext holds the extension members, such as "field" or
+	// "handover_until".
+	Ext map[string]json.RawMessage `json:"-"`
+}
+
+// Slug is the part of Type after ProblemTypePrefix ("candidate-not-found"),
+// or "" for a problem of another kind.
+func (p *Problem) Slug() string {
+	s, ok := strings.CutPrefix(p.Type, ProblemTypePrefix)
+	if !ok {
+		return ""
+	}
+	return s
+}
+
+// Error reads "elector: <title> (<status>): <detail>".
+func (p *Problem) Error() string {
+	title := p.Title
+	if title == "" {
+		title = http.StatusText(p.Status)
+	}
+	if p.Detail == "" {
+		return fmt.Sprintf("elector: %s (%d)", title, p.Status)
+	}
+	return fmt.Sprintf("elector: %s (%d): %s", title, p.Status, p.Detail)
+}
+
+// Is matches the sentinel of the problem's type; a 5xx answer that is not
+// a problem document matches ErrUnavailable.
+func (p *Problem) Is(target error) bool {
+	if s, ok := problemSentinels[p.Slug()]; ok {
+		return s == target
+	}
+	return p.Type == "" && p.Status >= 500 && target == ErrUnavailable
+}
+
+// readProblem turns a non-2xx answer into a *Problem.
+func readProblem(resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	p := &Problem{Status: resp.StatusCode}
+	ct := resp.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "application/problem+json") || strings.HasPrefix(ct, "application/json") {
+		var members map[string]json.RawMessage
+		if json.Unmarshal(body, &members) == nil {
+			_ = json.Unmarshal(body, p)
+			for _, k := range []string{"type", "title", "status", "detail", "instance"} {
+				delete(members, k)
+			}
+			if len(members) > 0 {
+				p.Ext = members
+			}
+			if p.Status == 0 {
+				p.Status = resp.StatusCode
+			}
+			return p
+		}
+	}
+	p.Title = http.StatusText(resp.StatusCode)
+	p.Detail = strings.TrimSpace(string(body))
+	if len(p.Detail) > 200 {
+		p.Detail = p.Detail[:200] + "…"
+	}
+	return p
+}

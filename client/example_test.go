@@ -1,0 +1,80 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/electorhq/elector/client"
+)
+
+// A candidate campaigns, learns from its heartbeat that it leads, and
+// resigns; a second candidate takes over with the next term.
+func Example() {
+	srv, stop := startGateway() // an in-process gateway; use your gateway's URL
+	defer stop()
+	ctx := context.Background()
+	c := client.New(srv.URL)
+
+	st, token, err := c.Campaign(ctx, "billing", client.CampaignRequest{ID: "node-a", TTL: 6 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("node-a:", st.State)
+	_, tokenB, _ := c.Campaign(ctx, "billing", client.CampaignRequest{ID: "node-b", TTL: 6 * time.Second})
+
+	// Heartbeat every TTL/3; the answer says whether you lead.
+	st, err = c.Heartbeat(ctx, "billing", "node-a", token)
+	if errors.Is(err, client.ErrCandidateNotFound) {
+		fmt.Println("expired: campaign again")
+		return
+	}
+	first := st.Term
+
+	_ = c.Resign(ctx, "billing", "node-a", token)
+	l, _ := c.Leader(ctx, "billing")
+	fmt.Println("leader:", l.ID, "next term:", l.Term > first)
+	_ = c.Resign(ctx, "billing", "node-b", tokenB)
+
+	_, err = c.Leader(ctx, "billing")
+	fmt.Println(errors.Is(err, client.ErrNoLeader))
+	// Output:
+	// node-a: leader
+	// leader: node-b next term: true
+	// true
+}
+
+// Watch follows an election: a reset snapshot first, then one event per
+// transition, resuming by itself after a dropped connection.
+func ExampleClient_Watch() {
+	srv, stop := startGateway()
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := client.New(srv.URL)
+	_, token, _ := c.Campaign(ctx, "billing", client.CampaignRequest{ID: "node-a"})
+
+	events, err := c.Watch(ctx, "billing", "")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = c.Resign(ctx, "billing", "node-a", token)
+	for ev := range events {
+		switch ev.Type {
+		case client.EventReset:
+			fmt.Println("reset: leader", ev.Snapshot.Leader.ID)
+		case client.EventLeaderEnd:
+			fmt.Println(ev.Type, ev.Data.Candidate.ID, ev.Data.Reason)
+		case client.EventCandidateLeft:
+			fmt.Println(ev.Type, ev.Data.Candidate.ID)
+			cancel() // the channel closes
+		}
+	}
+	// Output:
+	// reset: leader node-a
+	// leader.end node-a resigned
+	// candidate.left node-a
+}

@@ -1,0 +1,162 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// State is where a candidate stands in its election.
+type State string
+
+// The states of a candidate.
+const (
+	StateFollower State = "follower" // in line, waiting its turn
+	StateLeader   State = "leader"   // leads, holding a term
+	StateError    State = "error"    // out of line until its cooldown ends
+)
+
+// CampaignRequest is what a candidate asks for when it campaigns.
+type CampaignRequest struct {
+	// ID names the candidate (a host name fits). Required.
+	ID string
+	// TTL is how long the candidacy lives without a heartbeat; 0 takes the
+	// gateway's default.
+	TTL time.Duration
+	// Metadata is a small JSON object shown with the candidate, or nil.
+	Metadata json.RawMessage
+}
+
+// MarshalJSON writes the campaign body of the API.
+func (r CampaignRequest) MarshalJSON() ([]byte, error) {
+	body := struct {
+		ID       string          `json:"id"`
+		TTL      string          `json:"ttl,omitempty"`
+		Metadata json.RawMessage `json:"metadata,omitempty"`
+	}{ID: r.ID, Metadata: r.Metadata}
+	if r.TTL != 0 {
+		body.TTL = r.TTL.String()
+	}
+	return json.Marshal(body)
+}
+
+// Duration is a time.Duration that reads and writes the API's duration
+// strings ("10s").
+type Duration time.Duration
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("elector: duration: %w", err)
+	}
+	if s == "" {
+		*d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("elector: duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// String is the Go duration string.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// Time is a time.Time that reads an empty or absent API time as zero.
+type Time struct{ time.Time }
+
+// UnmarshalJSON reads an RFC 3339 string, "" or null.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" || string(b) == `""` {
+		t.Time = time.Time{}
+		return nil
+	}
+	return t.Time.UnmarshalJSON(b)
+}
+
+// MarshalJSON writes RFC 3339, or "" for the zero time.
+func (t Time) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte(`""`), nil
+	}
+	return t.Time.MarshalJSON()
+}
+
+// Leader is the current leader of an election and its fencing term.
+type Leader struct {
+	Election  string          `json:"election,omitempty"` // set by Client.Leader
+	ID        string          `json:"id"`
+	Term      uint64          `json:"term"`
+	Metadata  json.RawMessage `json:"metadata"`
+	Since     Time            `json:"since"`
+	ExpiresAt Time            `json:"expires_at"`
+}
+
+// Status is what a candidate learns from campaign, heartbeat and error
+// report: its own record, its place in line and the leader.
+type Status struct {
+	Election string          `json:"election"`
+	ID       string          `json:"id"`
+	State    State           `json:"state"`
+	Position int             `json:"position"` // candidates ahead in line; -1 in error
+	Term     uint64          `json:"term"`     // the election's term (the leader's, if any)
+	Metadata json.RawMessage `json:"metadata"`
+	TTL      Duration        `json:"ttl"`
+	JoinedAt Time            `json:"joined_at"`
+	// ExpiresAt is when the candidacy ends unless it heartbeats.
+	ExpiresAt     Time    `json:"expires_at"`
+	CooldownUntil Time    `json:"cooldown_until,omitzero"`
+	Leader        *Leader `json:"leader"`
+}
+
+// Candidate is one candidate in the line of an election.
+type Candidate struct {
+	ID            string          `json:"id"`
+	State         State           `json:"state"`
+	Position      int             `json:"position"`
+	Metadata      json.RawMessage `json:"metadata"`
+	TTL           Duration        `json:"ttl"`
+	JoinedAt      Time            `json:"joined_at"`
+	ExpiresAt     Time            `json:"expires_at"`
+	Term          uint64          `json:"term,omitempty"`
+	CooldownUntil Time            `json:"cooldown_until,omitzero"`
+}
+
+// Candidates is an election's line of candidates, leader first.
+type Candidates struct {
+	Election   string      `json:"election"`
+	Term       uint64      `json:"term"`
+	Candidates []Candidate `json:"candidates"`
+}
+
+// Settings are an election's knobs.
+type Settings struct {
+	ErrorCooldown Duration `json:"error_cooldown"`
+	HandoverDelay Duration `json:"handover_delay"`
+}
+
+// Election is one election as GET /v1/elections/{election} shows it.
+type Election struct {
+	Name          string   `json:"name"`
+	Settings      Settings `json:"settings"`
+	Term          uint64   `json:"term"`
+	Leader        *Leader  `json:"leader"`
+	Candidates    int      `json:"candidates"`
+	HandoverUntil Time     `json:"handover_until,omitzero"`
+}
+
+// Snapshot is the whole state of one election, the data of a reset event.
+type Snapshot struct {
+	Election      string      `json:"election"`
+	Settings      Settings    `json:"settings"`
+	Term          uint64      `json:"term"`
+	Leader        *Leader     `json:"leader"`
+	HandoverUntil Time        `json:"handover_until,omitzero"`
+	Candidates    []Candidate `json:"candidates"`
+}

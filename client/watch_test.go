@@ -1,0 +1,96 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/client"
+)
+
+// next receives one event or fails the test after a few seconds.
+func next(t *testing.T, ch <-chan client.Event) client.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("event stream closed")
+		}
+		return ev
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5s")
+		return client.Event{}
+	}
+}
+
+func TestWatchStartsWithResetAndResumesAfterADroppedConnection(t *testing.T) {
+	srv := newGateway(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := client.New(srv.URL, client.WithReconnectDelay(20*time.Millisecond))
+	// Campaigns on fresh connections, which the cut does not touch.
+	camp := client.New(srv.URL, client.WithHTTPClient(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}))
+	if _, _, err := camp.Campaign(ctx, "w", client.CampaignRequest{ID: "first", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := c.Watch(ctx, "w", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reset := next(t, ch)
+	if reset.Type != client.EventReset || reset.Snapshot == nil || reset.Snapshot.Leader == nil || reset.Snapshot.Leader.ID != "first" || reset.ID == "" {
+		t.Fatalf("first event %+v", reset)
+	}
+
+	// Each campaign is one candidate.joined event; the connection is cut
+	// between every two of them.
+	const n = 6
+	seen := map[string]bool{}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("c%d", i)
+		if _, _, err := camp.Campaign(ctx, "w", client.CampaignRequest{ID: id, TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		ev := next(t, ch)
+		if ev.Type != client.EventCandidateJoined || ev.Data.Candidate == nil || ev.Data.Candidate.ID != id {
+			t.Fatalf("event %d: %+v, want candidate.joined of %s", i, ev, id)
+		}
+		if seen[ev.ID] || ev.ID == "" {
+			t.Fatalf("event id %q twice or empty", ev.ID)
+		}
+		seen[ev.ID] = true
+		if i%2 == 0 {
+			srv.CloseClientConnections()
+			// Campaign while the watcher is away: it must get this one
+			// when it resumes, once.
+			i++
+			id := fmt.Sprintf("c%d", i)
+			if _, _, err := camp.Campaign(ctx, "w", client.CampaignRequest{ID: id, TTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			ev := next(t, ch)
+			if ev.Type != client.EventCandidateJoined || ev.Data.Candidate.ID != id || seen[ev.ID] {
+				t.Fatalf("after reconnecting: %+v, want candidate.joined of %s once", ev, id)
+			}
+			seen[ev.ID] = true
+		}
+	}
+	select {
+	case ev := <-ch:
+		t.Fatalf("unexpected event %+v", ev)
+	case <-time.After(200 * time.Millisecond):
+	}
+	cancel()
+	for range ch { // the channel closes once ctx ends
+	}
+}
+
+func TestWatchFailsAtOnceForABadElectionName(t *testing.T) {
+	srv := newGateway(t)
+	_, err := client.New(srv.URL).Watch(context.Background(), "Not Valid", "")
+	if err == nil {
+		t.Fatal("no error")
+	}
+}
