@@ -18,6 +18,8 @@ FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/elector /elector
 COPY --from=build --chown=65532:65532 /out/data /data
 USER nonroot
+# The embedded backend (the default) stores elections in the volume.
+ENV ELECTOR_EMBEDDED_DATA_DIR=/data
 EXPOSE 8080
 VOLUME /data
 ENTRYPOINT ["/elector"]

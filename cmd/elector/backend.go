@@ -2,27 +2,53 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/electorhq/elector/backends/memory"
+	"github.com/electorhq/elector/backends/nats"
 	"github.com/electorhq/elector/gateway"
 )
 
 // backendKinds lists the values backend.kind accepts. A new backend adds
 // its kind here and a case to openBackend; nothing else in cmd changes.
 func backendKinds() []string {
-	return []string{"memory"}
+	return []string{"embedded", "nats", "memory"}
 }
 
-// openBackend returns the backend cfg.Kind names and a function that
-// releases it, which serve calls after the gateway's Run has returned.
-func openBackend(ctx context.Context, cfg BackendConfig, log *slog.Logger) (gateway.Backend, func() error, error) {
-	switch cfg.Kind {
+// openBackend returns the backend cfg.Backend.Kind names and a function
+// that releases it, which serve calls after the gateway's Run has returned.
+func openBackend(ctx context.Context, cfg Config, log *slog.Logger) (gateway.Backend, func() error, error) {
+	switch cfg.Backend.Kind {
+	case "embedded":
+		b, err := nats.OpenEmbedded(ctx, cfg.embeddedConfig(), cfg.natsConfig(), nats.WithLogger(log))
+		if err != nil {
+			return nil, nil, natsError(err)
+		}
+		log.LogAttrs(ctx, slog.LevelInfo, "embedded NATS backend ready", slog.String("data_dir", cfg.Backend.Embedded.DataDir),
+			slog.Int("routes", len(cfg.Backend.Embedded.Routes)))
+		return b, b.Close, nil
+	case "nats":
+		b, err := nats.Connect(ctx, cfg.natsConfig(), nats.WithLogger(log))
+		if err != nil {
+			return nil, nil, natsError(err)
+		}
+		return b, b.Close, nil
 	case "memory":
 		log.LogAttrs(ctx, slog.LevelWarn, "the memory backend keeps elections in this process only: "+
 			"they are lost on restart and not shared with other replicas")
 		return memory.New(), func() error { return nil }, nil
 	default:
-		return nil, nil, configError("backend.kind", "", "unknown backend %q", cfg.Kind)
+		return nil, nil, configError("backend.kind", "", "unknown backend %q", cfg.Backend.Kind)
 	}
+}
+
+// natsError marks the NATS backend's configuration errors as such, so that
+// serve exits 2 for them.
+func natsError(err error) error {
+	if errors.Is(err, nats.ErrInvalidConfig) {
+		return fmt.Errorf("%w: %w", errConfig, err)
+	}
+	return err
 }

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
+
 	"github.com/electorhq/elector/api"
+	"github.com/electorhq/elector/backends/nats"
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/webhooks"
 )
@@ -36,10 +39,60 @@ type LogConfig struct {
 	Format string
 }
 
-// BackendConfig chooses the coordination backend.
+// BackendConfig chooses the coordination backend and configures it.
 type BackendConfig struct {
-	// Kind is one of backendKinds(). Key backend.kind, default memory.
+	// Kind is one of backendKinds(). Key backend.kind, default embedded.
 	Kind string
+	// Embedded configures the in-process NATS server of kind embedded.
+	Embedded EmbeddedConfig
+	// NATS configures how kinds embedded and nats use JetStream, and how
+	// kind nats reaches its servers.
+	NATS NATSConfig
+}
+
+// EmbeddedConfig configures the in-process NATS server (kind embedded).
+type EmbeddedConfig struct {
+	// DataDir is where the embedded server stores elections.
+	// Key embedded.data_dir, default elector-data (in the working directory).
+	DataDir string
+	// ServerName names this server; each member of a cluster needs its own,
+	// stable across restarts. Key embedded.server_name, default
+	// elector-<host name>.
+	ServerName string
+	// Listen is an address for outside NATS clients. Key embedded.listen,
+	// default "" (none; the gateway connects in-process).
+	Listen string
+	// ClusterListen is the address other members route to.
+	// Key embedded.cluster_listen, default "" (no cluster).
+	ClusterListen string
+	// ClusterName names the cluster. Key embedded.cluster_name, default elector.
+	ClusterName string
+	// Routes are the other members' cluster addresses.
+	// Key embedded.routes, default none (comma-separated host:port list).
+	Routes []string
+}
+
+// NATSConfig configures the NATS backend (kinds nats and embedded).
+type NATSConfig struct {
+	// URLs of the servers (kind nats). Key nats.urls, default
+	// nats://127.0.0.1:4222 (comma-separated list).
+	URLs []string
+	// CredsFile, NKeySeedFile, Token, User and Password authenticate (kind
+	// nats). Keys nats.creds_file, nats.nkey_seed_file, nats.token,
+	// nats.user, nats.password; default none.
+	CredsFile, NKeySeedFile, Token, User, Password string
+	// CAFile, CertFile and KeyFile configure TLS (kind nats). Keys
+	// nats.ca_file, nats.cert_file, nats.key_file; default none.
+	CAFile, CertFile, KeyFile string
+	// Stream names the stream of election records. Key nats.stream,
+	// default ELECTOR.
+	Stream string
+	// Replicas of the streams: 1, or 3 on a cluster. Key nats.replicas,
+	// default 0: 1, or 3 for an embedded cluster.
+	Replicas int
+	// History is how many records of each election are kept for resuming
+	// event streams. Key nats.history, default 100.
+	History int
 }
 
 // ElectionsConfig is the policy the gateway applies to candidates and the
@@ -116,9 +169,13 @@ const DefaultListen = "127.0.0.1:8080"
 // DefaultConfig returns the configuration used where nothing else is set.
 func DefaultConfig() Config {
 	return Config{
-		Listen:  DefaultListen,
-		Log:     LogConfig{Level: "info", Format: "text"},
-		Backend: BackendConfig{Kind: "memory"},
+		Listen: DefaultListen,
+		Log:    LogConfig{Level: "info", Format: "text"},
+		Backend: BackendConfig{
+			Kind:     "embedded",
+			Embedded: EmbeddedConfig{DataDir: nats.DefaultDataDir, ClusterName: nats.DefaultClusterName},
+			NATS:     NATSConfig{URLs: []string{natsgo.DefaultURL}, Stream: nats.DefaultStream, History: nats.DefaultHistory},
+		},
 		Elections: ElectionsConfig{
 			DefaultTTL:       gateway.DefaultTTL,
 			MinTTL:           gateway.DefaultMinTTL,
@@ -190,6 +247,23 @@ func (c Config) Validate(source func(key string) string) error {
 		func() error { return oneOf("log.level", c.Log.Level, []string{"debug", "info", "warn", "error"}) },
 		func() error { return oneOf("log.format", c.Log.Format, []string{"text", "json"}) },
 		func() error { return oneOf("backend.kind", c.Backend.Kind, backendKinds()) },
+		func() error {
+			if c.Backend.Kind == "embedded" && c.Backend.Embedded.DataDir == "" {
+				return configError("embedded.data_dir", source("embedded.data_dir"), "a directory is required")
+			}
+			if len(c.Backend.Embedded.Routes) > 0 && c.Backend.Embedded.ClusterListen == "" {
+				return configError("embedded.routes", source("embedded.routes"), "routes need embedded.cluster_listen")
+			}
+			return nil
+		},
+		func() error {
+			if c.Backend.Kind == "nats" || c.Backend.Kind == "embedded" {
+				if err := c.natsConfig().Validate(); err != nil {
+					return configError("nats", "", "%v", err)
+				}
+			}
+			return nil
+		},
 		func() error { return atLeast("elections.min_ttl", e.MinTTL, time.Millisecond) },
 		func() error { return atLeast("elections.max_ttl", e.MaxTTL, e.MinTTL) },
 		func() error { return within("elections.default_ttl", e.DefaultTTL, e.MinTTL, e.MaxTTL) },
@@ -255,6 +329,26 @@ func (c Config) gatewayConfig(log *slog.Logger) gateway.Config {
 		MaxTTL:           e.MaxTTL,
 		MaxMetadataBytes: e.MaxMetadataBytes,
 		Logger:           log,
+	}
+}
+
+// natsConfig is the part of c that the NATS backend applies.
+func (c Config) natsConfig() nats.Config {
+	n := c.Backend.NATS
+	return nats.Config{
+		URLs: slices.Clone(n.URLs), CredsFile: n.CredsFile, NKeySeedFile: n.NKeySeedFile,
+		Token: n.Token, User: n.User, Password: n.Password,
+		CAFile: n.CAFile, CertFile: n.CertFile, KeyFile: n.KeyFile,
+		Stream: n.Stream, Replicas: n.Replicas, History: n.History,
+	}
+}
+
+// embeddedConfig is the part of c that the embedded NATS server applies.
+func (c Config) embeddedConfig() nats.EmbeddedConfig {
+	e := c.Backend.Embedded
+	return nats.EmbeddedConfig{
+		DataDir: e.DataDir, ServerName: e.ServerName, Listen: e.Listen,
+		ClusterListen: e.ClusterListen, ClusterName: e.ClusterName, Routes: slices.Clone(e.Routes),
 	}
 }
 

@@ -28,7 +28,7 @@ const (
 type setting struct {
 	key   string // as in a config file: "elections.default_ttl"
 	usage string
-	field func(*Config) any // a *string, *bool, *int, *int64, *time.Duration or *[]time.Duration
+	field func(*Config) any // a *string, *bool, *int, *int64, *time.Duration, *[]time.Duration or *[]string
 }
 
 // settings lists every configuration key. A key missing here is unknown:
@@ -39,6 +39,24 @@ func settings() []setting {
 		{"log.level", "log level: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},
 		{"log.format", "log format: text or json", func(c *Config) any { return &c.Log.Format }},
 		{"backend.kind", "coordination backend: " + strings.Join(backendKinds(), ", "), func(c *Config) any { return &c.Backend.Kind }},
+		{"embedded.data_dir", "directory where the embedded backend stores elections", func(c *Config) any { return &c.Backend.Embedded.DataDir }},
+		{"embedded.server_name", "name of the embedded NATS server (unique and stable in a cluster)", func(c *Config) any { return &c.Backend.Embedded.ServerName }},
+		{"embedded.listen", "address for outside NATS clients of the embedded server (empty: none)", func(c *Config) any { return &c.Backend.Embedded.Listen }},
+		{"embedded.cluster_listen", "address other embedded members route to (empty: no cluster)", func(c *Config) any { return &c.Backend.Embedded.ClusterListen }},
+		{"embedded.cluster_name", "name of the embedded cluster", func(c *Config) any { return &c.Backend.Embedded.ClusterName }},
+		{"embedded.routes", "comma-separated cluster addresses of the other embedded members", func(c *Config) any { return &c.Backend.Embedded.Routes }},
+		{"nats.urls", "comma-separated NATS server URLs (backend nats)", func(c *Config) any { return &c.Backend.NATS.URLs }},
+		{"nats.creds_file", "NATS user credentials file", func(c *Config) any { return &c.Backend.NATS.CredsFile }},
+		{"nats.nkey_seed_file", "file holding an NATS nkey seed", func(c *Config) any { return &c.Backend.NATS.NKeySeedFile }},
+		{"nats.token", "NATS token (prefer the environment)", func(c *Config) any { return &c.Backend.NATS.Token }},
+		{"nats.user", "NATS user name", func(c *Config) any { return &c.Backend.NATS.User }},
+		{"nats.password", "NATS password (prefer the environment)", func(c *Config) any { return &c.Backend.NATS.Password }},
+		{"nats.ca_file", "PEM bundle trusted to sign the NATS servers' certificates", func(c *Config) any { return &c.Backend.NATS.CAFile }},
+		{"nats.cert_file", "client certificate for NATS mutual TLS", func(c *Config) any { return &c.Backend.NATS.CertFile }},
+		{"nats.key_file", "client key for NATS mutual TLS", func(c *Config) any { return &c.Backend.NATS.KeyFile }},
+		{"nats.stream", "name of the JetStream stream of election records", func(c *Config) any { return &c.Backend.NATS.Stream }},
+		{"nats.replicas", "replicas of the streams: 1, or 3 on a cluster (0: 3 for an embedded cluster, else 1)", func(c *Config) any { return &c.Backend.NATS.Replicas }},
+		{"nats.history", "records kept per election for resuming event streams", func(c *Config) any { return &c.Backend.NATS.History }},
 		{"elections.default_ttl", "TTL of a candidate that names none", func(c *Config) any { return &c.Elections.DefaultTTL }},
 		{"elections.min_ttl", "smallest TTL a candidate may ask for", func(c *Config) any { return &c.Elections.MinTTL }},
 		{"elections.max_ttl", "largest TTL a candidate may ask for", func(c *Config) any { return &c.Elections.MaxTTL }},
@@ -92,6 +110,8 @@ func newServeFlags(stderr io.Writer) *pflag.FlagSet {
 			fs.Bool(s.flag(), *p, usage)
 		case *[]time.Duration:
 			fs.String(s.flag(), formatDurations(*p), usage)
+		case *[]string:
+			fs.String(s.flag(), strings.Join(*p, ","), usage)
 		}
 	}
 	fs.Usage = func() {
@@ -269,6 +289,8 @@ func reflectValue(p any) any {
 		return *p
 	case *[]time.Duration:
 		return formatDurations(*p)
+	case *[]string:
+		return strings.Join(*p, ",")
 	}
 	return nil
 }
@@ -285,6 +307,9 @@ func formatDurations(ds []time.Duration) string {
 // decode stores raw, a value from viper (a default, a flag or environment
 // string, or whatever a config file held), in the field p points to.
 func decode(p any, raw any) error {
+	if list, ok := p.(*[]string); ok {
+		return decodeList(list, raw)
+	}
 	switch raw.(type) {
 	case map[string]any, []any:
 		return errors.New("must be a single value, not a list or a map")
@@ -390,4 +415,34 @@ func toInt(raw any, bits int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("invalid integer %q: use a whole number such as 1024", fmt.Sprint(raw))
+}
+
+// decodeList stores a list setting: a comma-separated string (flags,
+// environment, defaults) or a list of strings (a config file).
+func decodeList(p *[]string, raw any) error {
+	var parts []string
+	switch r := raw.(type) {
+	case string:
+		parts = strings.Split(r, ",")
+	case []any:
+		for _, x := range r {
+			s, ok := x.(string)
+			if !ok {
+				return fmt.Errorf("invalid list item %v: use strings", x)
+			}
+			parts = append(parts, s)
+		}
+	case []string:
+		parts = r
+	default:
+		return fmt.Errorf("invalid list %v: use a list of strings, or one comma-separated string", raw)
+	}
+	var out []string
+	for _, s := range parts {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	*p = out
+	return nil
 }

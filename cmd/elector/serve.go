@@ -65,7 +65,7 @@ func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
 // or the error that stopped the server or the backend loop.
 func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	cfg := l.Config
-	backend, release, err := openBackend(ctx, cfg.Backend, log)
+	backend, release, err := openBackend(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

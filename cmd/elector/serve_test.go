@@ -180,7 +180,7 @@ func TestServeEndToEndCampaignLeaderResignAndCleanShutdown(t *testing.T) {
 		t.Errorf("event stream did not end cleanly: %v", err)
 	}
 	out := logs.String()
-	for _, want := range []string{`"msg":"elector started"`, `"backend":"memory"`, `"version":"dev"`, `"msg":"shutting down"`, `"msg":"elector stopped"`} {
+	for _, want := range []string{`"msg":"elector started"`, `"backend":"embedded"`, `"version":"dev"`, `"msg":"shutting down"`, `"msg":"elector stopped"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %s:\n%s", want, out)
 		}
