@@ -23,9 +23,10 @@ type Backend struct {
 	cache  *cache
 	leases *leaseBook
 
-	done context.Context // ends with Close
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	revokes chan clientv3.LeaseID // leases to revoke, see revoke
+	done    context.Context       // ends with Close
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 var (
@@ -49,11 +50,15 @@ func New(cfg Config) (*Backend, error) {
 	}
 	k := keys{p: cfg.Prefix}
 	ctx, stop := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, cli: cli, keys: k, log: cfg.Logger, cache: newCache(cli, k, cfg.Logger), leases: newLeaseBook(), done: ctx, stop: stop}
-	b.wg.Add(1)
+	b := &Backend{cfg: cfg, cli: cli, keys: k, log: cfg.Logger, cache: newCache(cli, k, cfg.Logger), leases: newLeaseBook(), revokes: make(chan clientv3.LeaseID, 1024), done: ctx, stop: stop}
+	b.wg.Add(2)
 	go func() {
 		defer b.wg.Done()
 		b.cache.run(ctx, cfg.RequestTimeout)
+	}()
+	go func() {
+		defer b.wg.Done()
+		b.revoker(ctx)
 	}()
 	return b, nil
 }

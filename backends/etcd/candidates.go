@@ -60,13 +60,28 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	return b.status(ctx, "campaign", election, c.ID)
 }
 
-// revoke ends a lease that nothing needs any more, in the background of
-// the caller's request; a failure only leaves the lease to expire.
+// revoke ends a lease that nothing needs any more. A worker does it after
+// the caller's answer; when it is behind, the lease is left to expire.
 func (b *Backend) revoke(id clientv3.LeaseID) {
 	b.leases.forget(int64(id))
-	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.RequestTimeout)
-	defer cancel()
-	_, _ = b.cli.Revoke(ctx, id)
+	select {
+	case b.revokes <- id:
+	default:
+	}
+}
+
+// revoker revokes the leases queued by revoke until ctx ends.
+func (b *Backend) revoker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-b.revokes:
+			rctx, cancel := b.reqCtx(ctx)
+			_, _ = b.cli.Revoke(rctx, id)
+			cancel()
+		}
+	}
 }
 
 // owned finds an elector candidate and checks its token; when the cache

@@ -81,6 +81,9 @@ func (m *member) start() error {
 	// Short ticks: faster leader elections, and a minimum lease TTL of
 	// 1.5 × 10 ticks = 750ms, so one-second candidates get one-second leases.
 	cfg.TickMs, cfg.ElectionMs = 50, 500
+	// No fsync: these tests are about elections, not disk durability, and
+	// a member stopped cleanly finds its data in the page cache.
+	cfg.UnsafeNoFsync = true
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestConformanceThreeMembers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three etcd members: not in -short")
 	}
@@ -58,6 +59,7 @@ func candidate(t *testing.T, b gateway.Backend, e, id string, ttl time.Duration)
 // to all three members: nobody is dropped, the leader keeps its term, and
 // a handover and a new campaign work on the two members left.
 func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three etcd members: not in -short")
 	}
@@ -102,6 +104,7 @@ func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
 // calls fail with ErrUnavailable; once it is back, the candidates whose
 // leases are valid are still there, with the same leader and term.
 func TestRestartKeepsCandidates(t *testing.T) {
+	t.Parallel()
 	ms := startCluster(t, 1)
 	b := newBackend(t, ms, "elector")
 	run(t, b)
@@ -150,6 +153,7 @@ func TestRestartKeepsCandidates(t *testing.T) {
 // TestCompactedCursorIsExpired resumes from an event older than etcd's
 // compaction.
 func TestCompactedCursorIsExpired(t *testing.T) {
+	t.Parallel()
 	ms := startCluster(t, 1)
 	b := newBackend(t, ms, "elector")
 	run(t, b)

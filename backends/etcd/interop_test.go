@@ -79,6 +79,7 @@ func waitLine(t *testing.T, b gateway.Backend, e string, want ...string) {
 // that elector's events report the native client's leadership and that the
 // native client sees elector's leader.
 func TestNativeClientSharesTheLine(t *testing.T) {
+	t.Parallel()
 	ms := startCluster(t, 1)
 	b := newBackend(t, ms, "elector")
 	run(t, b)

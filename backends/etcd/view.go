@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/electorhq/elector/gateway"
@@ -59,7 +60,9 @@ func (s *state) view(name string) view {
 	slices.SortFunc(v.cooling, func(a, b *entry) int {
 		return cmp.Or(a.value.CooldownUntil.Compare(b.value.CooldownUntil), cmp.Compare(a.create, b.create))
 	})
-	v.lead, v.leadMod, v.ids, v.mark, v.markMod = e.lead, e.leadMod, e.ids, e.mark, e.markMod
+	// A view outlives the cache's lock: it shares only values that are
+	// replaced, never changed in place (entries, records), and copies maps.
+	v.lead, v.leadMod, v.ids, v.mark, v.markMod = e.lead, e.leadMod, maps.Clone(e.ids), e.mark, e.markMod
 	if l := e.lead; l != nil {
 		v.term = l.Term
 		if l.Ended == "" {
