@@ -225,13 +225,22 @@ func (b *Backend) snapshot(v view, rev int64, now time.Time) gateway.Election {
 
 func (b *Backend) candidate(x *entry, s gateway.State) gateway.Candidate {
 	c := gateway.Candidate{ID: x.value.ID, Metadata: x.value.Metadata, TTL: x.value.ttl(), State: s, JoinedAt: x.value.At}
-	if i, ok := b.leases.get(x.lease); ok {
+	if x.native {
+		c.JoinedAt = x.seen
+	}
+	i, known := b.leases.get(x.lease)
+	switch {
+	case known:
 		c.ExpiresAt = i.expires
 		if x.native {
 			c.TTL = i.ttl
 		}
-	} else if !x.value.At.IsZero() {
-		c.ExpiresAt = x.value.At.Add(c.TTL)
+	case !x.native:
+		c.ExpiresAt = x.value.At.Add(c.TTL) // at least until then
+	default:
+		// A native lease this replica has not looked up yet (Run does
+		// within a second): unknown, shown as "now" rather than left empty.
+		c.ExpiresAt = time.Now()
 	}
 	return c
 }

@@ -40,6 +40,9 @@ type entry struct {
 	lease  int64
 	value  candidateValue
 	native bool
+	// seen is when this replica first saw a native candidate's key (etcd
+	// keeps no time); it is shown as its joined_at and never used in events.
+	seen time.Time
 }
 
 // idEntry is one candidate id key.
@@ -87,10 +90,15 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 	switch pk.kind {
 	case kindCandidacy:
 		v, native := parseCandidate(kv.Value, pk.name)
-		e.line[pk.name] = &entry{hex: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v, native: native}
+		x := &entry{hex: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v, native: native}
 		if !native {
 			e.touch(v.At)
+		} else if old := e.line[pk.name]; old != nil && old.create == x.create {
+			x.seen = old.seen
+		} else {
+			x.seen = time.Now()
 		}
+		e.line[pk.name] = x
 	case kindCooling:
 		var v candidateValue
 		if json.Unmarshal(kv.Value, &v) != nil {

@@ -1,0 +1,82 @@
+package etcd
+
+import "testing"
+
+func TestKeyLayoutParses(t *testing.T) {
+	k := keys{p: "elector"}
+	tests := []struct {
+		key  string
+		want parsedKey
+	}{
+		{"elector/billing/694d7d3a1c2b0f05", parsedKey{kindCandidacy, "billing", "694d7d3a1c2b0f05"}},
+		{"elector/_elector/settings/billing", parsedKey{kindSettings, "billing", ""}},
+		{"elector/_elector/lead/billing", parsedKey{kindLead, "billing", ""}},
+		{"elector/_elector/mark/billing", parsedKey{kindMark, "billing", ""}},
+		{"elector/_elector/cooling/billing/694d", parsedKey{kindCooling, "billing", "694d"}},
+		{"elector/_elector/ids/billing/node-a.example:8080", parsedKey{kindID, "billing", "node-a.example:8080"}},
+		{"elector/Billing/694d", parsedKey{}},            // not an election name
+		{"elector/billing/x/694d", parsedKey{}},          // nested: not concurrency.Election's layout
+		{"elector/billing/", parsedKey{}},                // no lease
+		{"elector/_elector/settings/_ping", parsedKey{}}, // not an election name
+		{"elector/_elector/other/billing", parsedKey{}},
+		{"electorate/billing/694d", parsedKey{}}, // another prefix
+	}
+	for _, tt := range tests {
+		if got := k.parse(tt.key); got != tt.want {
+			t.Errorf("parse(%q) = %+v, want %+v", tt.key, got, tt.want)
+		}
+	}
+	if got := k.parse(k.candidacy("billing", leaseHex(0x694d7d3a1c2b0f05))); got.kind != kindCandidacy || got.name != "694d7d3a1c2b0f05" {
+		t.Errorf("candidacy key does not parse back: %+v", got)
+	}
+}
+
+func TestCursorsParse(t *testing.T) {
+	tests := []struct {
+		s     string
+		rev   int64
+		index int
+		ok    bool
+	}{
+		{"42-0", 42, 0, true},
+		{"42-3", 42, 3, true},
+		{"42", 42, -1, true},
+		{"", 0, 0, false},
+		{"-1", 0, 0, false},
+		{"0", 0, 0, false},
+		{"042", 0, 0, false},
+		{"42-", 0, 0, false},
+		{"42--1", 0, 0, false},
+		{"not-a-cursor", 0, 0, false},
+		{"9999999999999999999999999999999999999999", 0, 0, false},
+	}
+	for _, tt := range tests {
+		rev, index, ok := parseCursor(tt.s)
+		if ok != tt.ok || (ok && (rev != tt.rev || index != tt.index)) {
+			t.Errorf("parseCursor(%q) = %d, %d, %v; want %d, %d, %v", tt.s, rev, index, ok, tt.rev, tt.index, tt.ok)
+		}
+	}
+	if rev, index, ok := parseCursor(eventID(7, 2)); !ok || rev != 7 || index != 2 {
+		t.Errorf("eventID does not parse back")
+	}
+}
+
+func TestNativeValuesAreShownAsCandidates(t *testing.T) {
+	tests := []struct {
+		value, id string
+		native    bool
+	}{
+		{`{"elector":1,"id":"node-a","ttl_ms":1000,"token_hash":"x","at":"2026-01-01T00:00:00Z"}`, "node-a", false},
+		{"node-b", "node-b", true},
+		{"10.0.0.7:8080", "10.0.0.7:8080", true},
+		{"hello world", "etcd:694d", true},
+		{`{"id":"spoof"}`, "etcd:694d", true},
+		{"", "etcd:694d", true},
+	}
+	for _, tt := range tests {
+		v, native := parseCandidate([]byte(tt.value), "694d")
+		if v.ID != tt.id || native != tt.native {
+			t.Errorf("parseCandidate(%q) = %q native %v, want %q native %v", tt.value, v.ID, native, tt.id, tt.native)
+		}
+	}
+}
