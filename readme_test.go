@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/api"
-	"github.com/electorhq/elector/backends/memory"
+	"github.com/electorhq/elector/backends/nats"
 	"github.com/electorhq/elector/gateway"
 )
 
@@ -55,7 +55,11 @@ func TestREADMEWalkthrough(t *testing.T) {
 	blocks := walkthroughBlocks(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	b := memory.New()
+	// The backend `elector serve` uses by default: embedded NATS.
+	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{DataDir: t.TempDir()}, nats.Config{}, nats.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = b.Run(ctx) }()
 	quiet := slog.New(slog.DiscardHandler)
@@ -63,7 +67,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	srv := httptest.NewServer(api.New(gw, api.Config{Logger: quiet, KeepAlive: time.Second}))
 	// Cleanups run last-registered first: the event stream's curl (below)
 	// ends before the server closes, which waits for open requests.
-	t.Cleanup(func() { srv.Close(); cancel(); <-done })
+	t.Cleanup(func() { srv.Close(); cancel(); <-done; _ = b.Close() })
 	local := func(script string) string { return strings.ReplaceAll(script, "http://127.0.0.1:8080", srv.URL) }
 
 	state := filepath.Join(t.TempDir(), "tokens")
