@@ -102,7 +102,7 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 	case kindCooling:
 		var v candidateValue
 		if json.Unmarshal(kv.Value, &v) != nil {
-			return "" // not ours: ignore
+			return s.del(kv.Key) // not ours: as if absent, as a fresh load sees it
 		}
 		e.cooling[pk.name] = &entry{hex: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v}
 		e.touch(v.At)
@@ -111,21 +111,21 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 	case kindSettings:
 		var v settingsValue
 		if json.Unmarshal(kv.Value, &v) != nil {
-			return ""
+			return s.del(kv.Key)
 		}
 		e.settings = &v
 		e.touch(v.At)
 	case kindLead:
 		var v leadValue
 		if json.Unmarshal(kv.Value, &v) != nil {
-			return ""
+			return s.del(kv.Key)
 		}
 		e.lead, e.leadMod = &v, kv.ModRevision
 		e.touch(v.At)
 	case kindMark:
 		var v markValue
 		if json.Unmarshal(kv.Value, &v) != nil {
-			return ""
+			return s.del(kv.Key)
 		}
 		e.mark, e.markMod = &v, kv.ModRevision
 		e.touch(v.At)
