@@ -24,8 +24,14 @@ import (
 	"github.com/electorhq/elector/webhooks"
 )
 
-// spec is openapi.yaml, loaded and validated once for all tests.
+// spec is openapi.yaml, loaded and validated once for all tests. It also
+// teaches the response validator the media types of /docs (kin-openapi
+// knows only text/plain among text types).
 var spec = sync.OnceValues(func() (*openapi3.T, error) {
+	for _, ct := range []string{"text/html", "text/javascript", "text/css"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
+	openapi3filter.RegisterBodyDecoder("image/png", openapi3filter.FileBodyDecoder)
 	doc, err := openapi3.NewLoader().LoadFromData(elector.OpenAPI)
 	if err != nil {
 		return nil, err

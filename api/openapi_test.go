@@ -11,7 +11,7 @@ import (
 
 func TestOpenAPIDocumentIsValid(t *testing.T) {
 	if _, err := spec(); err != nil {
-		t.Fatalf("openapi.yaml is not valid OpenAPI 3.0: %v", err)
+		t.Fatalf("openapi.yaml is not valid OpenAPI 3.1: %v", err)
 	}
 }
 
