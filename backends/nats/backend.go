@@ -25,8 +25,9 @@ type Backend struct {
 	now     func() time.Time
 	nc      *nats.Conn
 	js      jetstream.JetStream
-	records jetstream.Stream // election records and their events
-	alive   jetstream.Stream // liveness messages with per-message TTLs
+	records jetstream.Stream   // election records and their events
+	alive   jetstream.Stream   // liveness messages with per-message TTLs
+	kv      jetstream.KeyValue // the gateway.KV, bucket Stream+"_KV"
 
 	ownConn  bool            // Close closes nc
 	onClose  func()          // extra cleanup, such as an embedded server's shutdown
@@ -69,7 +70,8 @@ func Connect(ctx context.Context, cfg Config, opts ...Option) (*Backend, error) 
 }
 
 // New returns a Backend over an existing connection, creating or updating
-// its streams. The caller keeps ownership of nc. Errors as Connect.
+// its streams and its KV bucket. The caller keeps ownership of nc. Errors
+// as Connect.
 func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -91,6 +93,10 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	if b.alive, err = js.CreateOrUpdateStream(ctx, b.aliveStreamConfig()); err != nil {
 		b.cancel()
 		return nil, fmt.Errorf("nats: stream %s_ALIVE: %w", cfg.Stream, translate(err))
+	}
+	if err := b.openKV(ctx); err != nil {
+		b.cancel()
+		return nil, fmt.Errorf("nats: kv bucket %s: %w", b.kvBucket(), err)
 	}
 	return b, nil
 }

@@ -90,6 +90,10 @@ func TestConformanceCluster(t *testing.T) {
 			return openWhenReady(t, servers[next%3], b.(*Backend).cfg)
 		},
 	})
+	// The KV on R3, on the same cluster: conflicts come back as 10164 there.
+	t.Run("KV", func(t *testing.T) {
+		backendtest.RunKV(t, func(t *testing.T) gateway.KV { return openWhenReady(t, servers[1], freshConfig()) })
+	})
 }
 
 // TestClusterSurvivesLosingOneServer kills one of three servers; campaign,

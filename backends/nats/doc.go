@@ -99,6 +99,21 @@
 // all held; a watch of all elections can miss records of another election
 // that wrote more than History records since the cursor.
 //
+// # KV
+//
+// The Backend is also a gateway.KV (webhook endpoints, secrets, delivery
+// claims and log), kept in the JetStream KV bucket Config.Stream+"_KV"
+// (stream KV_ELECTOR_KV by default), with Config.Replicas and one revision
+// per key. A key's "/" is written as "." and its revision is the stream
+// sequence of its latest write. Create, Update and Delete are conditional
+// publishes (Nats-Expected-Last-Subject-Sequence) checked by the stream
+// leader, so compare-and-set holds across replicas and NATS members; a
+// refused one is gateway.ErrRevisionMismatch, whether the server answers
+// 10071 or, on replicated streams, 10164. Delete is a purge whose marker
+// expires after Config.MarkerTTL, so deleted keys leave nothing behind.
+// The bucket has direct gets turned off, so Get reads from the stream
+// leader and a replica always reads its own writes.
+//
 // # Availability
 //
 // Reads go to the stream leader; nothing is served from a cache, so a

@@ -1,0 +1,211 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+var _ gateway.KV = (*Backend)(nil)
+
+// kvBucket is the name of the backend's KV bucket; its stream is
+// "KV_" + kvBucket, its subjects "$KV.<bucket>.<key>".
+func (b *Backend) kvBucket() string { return b.cfg.Stream + "_KV" }
+
+// kvStreamConfig is what jetstream.KeyValueConfig{History: 1} would make,
+// with two differences. AllowDirect is off, so reads go to the stream
+// leader: a direct get may be answered by a lagging follower, and a replica
+// would not read its own writes. AllowMsgTTL is on, so that the markers
+// Delete leaves expire after MarkerTTL instead of piling up for every key
+// ever deleted.
+func (b *Backend) kvStreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              "KV_" + b.kvBucket(),
+		Description:       "elector: key-value store (webhook endpoints, secrets, deliveries)",
+		Subjects:          []string{"$KV." + b.kvBucket() + ".>"},
+		Storage:           jetstream.FileStorage,
+		Replicas:          b.cfg.Replicas,
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardNew,
+		MaxMsgsPerSubject: 1,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		MaxConsumers:      -1,
+		// Room for the headers of a conditional write beside the value.
+		MaxMsgSize:  gateway.MaxValueBytes + 4<<10,
+		AllowRollup: true,
+		DenyDelete:  true,
+		AllowMsgTTL: true,
+	}
+}
+
+// openKV creates or updates the KV stream and binds to it as a bucket.
+func (b *Backend) openKV(ctx context.Context) error {
+	if _, err := b.js.CreateOrUpdateStream(ctx, b.kvStreamConfig()); err != nil {
+		return translate(err)
+	}
+	kv, err := b.js.KeyValue(ctx, b.kvBucket())
+	if err != nil {
+		return translate(err)
+	}
+	b.kv = kv
+	return nil
+}
+
+// kvKey maps a gateway key onto a NATS KV key: "/" becomes ".". The
+// gateway's key charset has no '.', so the mapping is one to one.
+func kvKey(key string) string { return strings.ReplaceAll(key, "/", ".") }
+
+// gatewayKey is the inverse of kvKey.
+func gatewayKey(key string) string { return strings.ReplaceAll(key, ".", "/") }
+
+// kvCheck validates a key and a value's size and that NATS is connected.
+func (b *Backend) kvCheck(op, key string, value []byte) error {
+	if err := gateway.ValidateKey(key); err != nil {
+		return fmt.Errorf("nats: kv %s: %w", op, err)
+	}
+	if len(value) > gateway.MaxValueBytes {
+		return fmt.Errorf("nats: kv %s %q: value of %d bytes: %w", op, key, len(value), gateway.ErrInvalid)
+	}
+	if err := b.connected(); err != nil {
+		return fmt.Errorf("nats: kv %s %q: %w", op, key, err)
+	}
+	return nil
+}
+
+// Get implements gateway.KV, reading from the stream leader. A deleted key
+// is gateway.ErrKeyNotFound. Errors: gateway.ErrKeyNotFound,
+// gateway.ErrInvalid, gateway.ErrUnavailable.
+func (b *Backend) Get(ctx context.Context, key string) (gateway.Item, error) {
+	if err := b.kvCheck("get", key, nil); err != nil {
+		return gateway.Item{}, err
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	e, err := b.kv.Get(ctx, kvKey(key))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return gateway.Item{}, fmt.Errorf("nats: kv get %q: %w", key, gateway.ErrKeyNotFound)
+	}
+	if err != nil {
+		return gateway.Item{}, fmt.Errorf("nats: kv get %q: %w", key, translate(err))
+	}
+	return gateway.Item{Key: key, Value: e.Value(), Revision: e.Revision()}, nil
+}
+
+// Create implements gateway.KV. Errors: gateway.ErrRevisionMismatch when
+// key exists, gateway.ErrInvalid, gateway.ErrUnavailable.
+func (b *Backend) Create(ctx context.Context, key string, value []byte) (uint64, error) {
+	if err := b.kvCheck("create", key, value); err != nil {
+		return 0, err
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	// jetstream's Create writes over a delete marker at the marker's
+	// revision. If the marker expires between its two requests, the second
+	// fails although the key does not exist: look, and try again.
+	for attempt := 0; ; attempt++ {
+		rev, err := b.kv.Create(ctx, kvKey(key), value)
+		if err == nil {
+			return rev, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !isConflict(err) {
+			return 0, fmt.Errorf("nats: kv create %q: %w", key, translate(err))
+		}
+		if attempt < 2 {
+			if _, gerr := b.kv.Get(ctx, kvKey(key)); errors.Is(gerr, jetstream.ErrKeyNotFound) {
+				continue
+			}
+		}
+		return 0, fmt.Errorf("nats: kv create %q: %w", key, gateway.ErrRevisionMismatch)
+	}
+}
+
+// Update implements gateway.KV: the write is published with
+// Nats-Expected-Last-Subject-Sequence rev, so the stream leader refuses it
+// if the key was written or deleted since. Errors:
+// gateway.ErrRevisionMismatch, gateway.ErrInvalid, gateway.ErrUnavailable.
+func (b *Backend) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	if err := b.kvCheck("update", key, value); err != nil {
+		return 0, err
+	}
+	if rev == 0 { // no key has revision 0; NATS would read it as "create"
+		return 0, fmt.Errorf("nats: kv update %q at revision 0: %w", key, gateway.ErrRevisionMismatch)
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	next, err := b.kv.Update(ctx, kvKey(key), value, rev)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isConflict(err) {
+		return 0, fmt.Errorf("nats: kv update %q: %w", key, gateway.ErrRevisionMismatch)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("nats: kv update %q: %w", key, translate(err))
+	}
+	return next, nil
+}
+
+// Delete implements gateway.KV with a purge: the key's value is removed and
+// a marker, which expires after Config.MarkerTTL, takes its place. With rev
+// not 0 the purge is conditional on the key's revision. Errors:
+// gateway.ErrRevisionMismatch, gateway.ErrInvalid, gateway.ErrUnavailable.
+func (b *Backend) Delete(ctx context.Context, key string, rev uint64) error {
+	if err := b.kvCheck("delete", key, nil); err != nil {
+		return err
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	opts := []jetstream.KVDeleteOpt{jetstream.PurgeTTL(b.cfg.MarkerTTL)}
+	if rev != 0 {
+		opts = append(opts, jetstream.LastRevision(rev))
+	}
+	err := b.kv.Purge(ctx, kvKey(key), opts...)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isConflict(err) {
+		return fmt.Errorf("nats: kv delete %q: %w", key, gateway.ErrRevisionMismatch)
+	}
+	if err != nil {
+		return fmt.Errorf("nats: kv delete %q: %w", key, translate(err))
+	}
+	return nil
+}
+
+// List implements gateway.KV. It reads the latest entry of every key under
+// prefix with one watcher (deliver last per subject, deletes skipped) up to
+// the end of its initial values, so values come with the keys and need no
+// Get each. Errors: gateway.ErrInvalid, gateway.ErrUnavailable.
+func (b *Backend) List(ctx context.Context, prefix string) ([]gateway.Item, error) {
+	filter := jetstream.AllKeys
+	if prefix != "" {
+		if err := b.kvCheck("list", prefix, nil); err != nil {
+			return nil, err
+		}
+		filter = kvKey(prefix) + ".>"
+	} else if err := b.connected(); err != nil {
+		return nil, fmt.Errorf("nats: kv list: %w", err)
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	w, err := b.kv.WatchFiltered(ctx, []string{filter}, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("nats: kv list %q: %w", prefix, translate(err))
+	}
+	defer func() { _ = w.Stop() }()
+	var out []gateway.Item
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("nats: kv list %q: %w: watcher closed", prefix, gateway.ErrUnavailable)
+			}
+			if e == nil { // every initial value delivered
+				return out, nil
+			}
+			out = append(out, gateway.Item{Key: gatewayKey(e.Key()), Value: e.Value(), Revision: e.Revision()})
+		case <-ctx.Done():
+			return nil, fmt.Errorf("nats: kv list %q: %w", prefix, translate(ctx.Err()))
+		}
+	}
+}
