@@ -3,6 +3,10 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,10 +58,81 @@ func candidate(t *testing.T, b gateway.Backend, e, id string, ttl time.Duration)
 	return th, st
 }
 
+// follow records the events of election e until the test ends, resuming
+// from the last event whenever the stream closes (its member lost its
+// leader or stopped).
+func follow(t *testing.T, b gateway.Backend, e string) (get func() []gateway.Event) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		mu  sync.Mutex
+		got []gateway.Event
+	)
+	first, err := b.Watch(ctx, e, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ch, last := first, ""
+		for ctx.Err() == nil {
+			for ev := range ch {
+				mu.Lock()
+				got = append(got, ev)
+				mu.Unlock()
+				last = ev.ID
+			}
+			for ctx.Err() == nil {
+				if ch, err = b.Watch(ctx, e, last); err == nil {
+					break
+				}
+				if errors.Is(err, gateway.ErrCursorExpired) {
+					t.Errorf("resume after %q: %v", last, err)
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return func() []gateway.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
+// churn has n candidates campaign and resign in turn in election e until
+// stop is called, ignoring failures while etcd is between leaders.
+func churn(b gateway.Backend, e string, n int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("churn-%d", i)
+			for ctx.Err() == nil {
+				th := gateway.HashToken(gateway.NewToken())
+				if _, err := b.Campaign(ctx, e, gateway.Candidacy{ID: id, TTL: 2 * time.Second, TokenHash: th}, gateway.DefaultSettings()); err != nil {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond)
+				_ = b.Resign(ctx, e, id, th)
+			}
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
 // TestStoppingRaftLeaderKeepsElectionsWorking stops the member that is
-// etcd's raft leader while candidates heartbeat through a backend connected
-// to all three members: nobody is dropped, the leader keeps its term, and
-// a handover and a new campaign work on the two members left.
+// etcd's raft leader while candidates heartbeat and others campaign and
+// resign, through a backend connected to all three members: nobody who
+// heartbeats is dropped, the leader keeps its term, the elections go on on
+// the two members left, and the event stream (resumed across the stop) is
+// a valid succession of leaderships.
 func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -67,14 +142,20 @@ func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
 	b := newBackend(t, ms, "elector")
 	run(t, b)
 	ctx := context.Background()
-	const e = "failover"
+	const e, busy = "failover", "failover-churn"
 	tha, a := candidate(t, b, e, "a", 3*time.Second)
 	candidate(t, b, e, "b", 3*time.Second)
 	waitLine(t, b, e, "a:leader", "b:follower")
+	events := follow(t, b, busy)
+	stopChurn := churn(b, busy, 4)
+	defer stopChurn()
 
+	time.Sleep(time.Second)
+	var stopped time.Time
 	for _, m := range ms {
 		if m.e.Server.Leader() == m.e.Server.MemberID() {
 			t.Logf("stopping raft leader %s", m.name)
+			stopped = time.Now()
 			m.stop()
 			break
 		}
@@ -82,6 +163,7 @@ func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
 	// Two TTLs later, through the leader election of the two members left,
 	// both candidates are still there and a still leads its term.
 	time.Sleep(6 * time.Second)
+	stopChurn()
 	s, err := b.Election(ctx, e)
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +180,26 @@ func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
 	waitLine(t, b, e, "b:leader")
 	candidate(t, b, e, "c", 3*time.Second)
 	waitLine(t, b, e, "b:leader", "c:follower")
+
+	time.Sleep(500 * time.Millisecond)
+	got := events()
+	if err := backendtest.CheckEvents(got); err != nil {
+		t.Fatalf("churn events across the stop: %v", err)
+	}
+	before, after := 0, 0
+	for _, ev := range got {
+		if ev.Type == gateway.EventLeaderBegin {
+			if ev.Time.Before(stopped) {
+				before++
+			} else {
+				after++
+			}
+		}
+	}
+	t.Logf("churn: %d events, %d leaderships before the stop and %d after", len(got), before, after)
+	if after < 3 {
+		t.Fatalf("only %d leaderships in the churn after the raft leader stopped", after)
+	}
 }
 
 // TestRestartKeepsCandidates stops the only etcd member: Ping fails and
