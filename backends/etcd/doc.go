@@ -22,14 +22,28 @@
 //
 // The candidacy key is concurrency.Election's layout, so
 // concurrency.NewElection(session, "p/<election>") and
-// `etcdctl elect p/<election> <value>` join the same line. Elector's value
-// there is JSON (see candidateValue: {"elector":1,"id":…,"metadata":…,
-// "ttl_ms":…,"token_hash":…,"at":…}); a native client's value is whatever
-// it proclaimed, and elector shows it as a candidate whose id is that
-// value (or "etcd:<lease-hex>" when the value is not a valid candidate id)
-// and whose metadata is {"etcd_value": value}. Everything else elector
-// keeps is under p/_elector/, which no election's line can include: an
-// election name starts with a letter or digit, never '_'.
+// `etcdctl elect p/<election> <value>` join the same line. A native
+// client's value is whatever it proclaimed; elector shows it as a candidate
+// whose id is that value (or "etcd:<lease-hex>" when the value is not a
+// valid candidate id) and whose metadata is {"etcd_value": value}.
+// Everything else elector keeps is under p/_elector/, which no election's
+// line can include: an election name starts with a letter or digit, never
+// '_'.
+//
+// # Values
+//
+// Elector's values are JSON; durations are milliseconds, times RFC 3339,
+// and "at" is the writer's clock when it wrote the value.
+//
+//	candidacy  {"elector":1,"id":"node-a","metadata":{"addr":"10.0.0.7:8080"},
+//	            "ttl_ms":10000,"token_hash":"<sha-256 hex>","at":"…"}
+//	cooling    the same, plus "cooldown_until":"…"
+//	ids        the lease in hex, as in the candidacy key
+//	settings   {"error_cooldown_ms":10000,"handover_delay_ms":0,"at":"…"}
+//	lead       {"term":41,"key":"<lease-hex>","id":"node-b","metadata":…,"since":"…",
+//	            "previous":{"id":"node-a","term":37},"previous_end":"resigned",
+//	            "ended":"","until":"…","at":"…"}
+//	mark       {"key":"<lease-hex>","reason":"resigned"|"error","detail":"…","at":"…"}
 //
 // # Who leads
 //
@@ -102,6 +116,28 @@
 // clock when there is none (an expiry). Snapshots carry "<revision>" as
 // their cursor. A cursor older than etcd's last compaction, in the future,
 // or not one of ours gives gateway.ErrCursorExpired.
+//
+// # Replicas and reads
+//
+// Each Backend follows the prefix with one watch into a cache, and answers
+// reads (Election, Elections, the status in answers) from it. A replica
+// reads its own writes: a write waits until the cache holds its revision;
+// when a candidate or election is missing from the cache, the replica first
+// catches up with etcd's current revision. Another replica may answer from
+// a revision a few milliseconds older, never from a different history.
+//
+// Run (the reconciler) must run on at least one replica: it acknowledges
+// leaders after expiries and native campaigns, ends handover delays and
+// cooldowns. Running it on every replica is safe and is what the gateway
+// does. Leases are granted in whole seconds, rounded up, and etcd raises a
+// TTL below its minimum (1.5 election timeouts: 1.5s, so 2s, with etcd's
+// defaults); expires_at in answers is the lease's real expiry as this
+// replica last learnt it.
+//
+// Anyone who can read the prefix can read candidates' metadata and token
+// hashes (not tokens); anyone who can write it can change elections. Give
+// elector an etcd role on <prefix>/ and native clients one on the election
+// keys they use.
 //
 // # Connections
 //
