@@ -35,10 +35,13 @@ var (
 	_ gateway.Pinger  = (*Backend)(nil)
 )
 
-// New connects to etcd and starts following the keys under cfg.Prefix. It
-// does not wait for etcd: while etcd is unreachable, calls fail with
-// gateway.ErrUnavailable and Ping says so. It returns gateway.ErrInvalid
-// for a configuration that cannot work (see Config.Validate).
+// New connects to etcd and starts following the keys under cfg.Prefix.
+// Without credentials it does not wait for etcd: while etcd is unreachable,
+// calls fail with gateway.ErrUnavailable and Ping says so. With a Username,
+// etcd's client authenticates while connecting, so New fails with
+// gateway.ErrUnavailable if no member answers within DialTimeout or the
+// credentials are refused. It returns gateway.ErrInvalid for a
+// configuration that cannot work (see Config.Validate).
 func New(cfg Config) (*Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

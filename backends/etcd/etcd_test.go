@@ -116,16 +116,21 @@ func endpoints(ms []*member) []string {
 	return out
 }
 
-// newBackend returns a backend over ms, closed when the test ends.
-func newBackend(t *testing.T, ms []*member, prefix string) *etcd.Backend {
+// newBackend returns a backend over ms, closed when the test ends. opts
+// change its Config.
+func newBackend(t *testing.T, ms []*member, prefix string, opts ...func(*etcd.Config)) *etcd.Backend {
 	t.Helper()
-	b, err := etcd.New(etcd.Config{
+	cfg := etcd.Config{
 		Endpoints:      endpoints(ms),
 		Prefix:         prefix,
 		DialTimeout:    2 * time.Second,
 		RequestTimeout: 3 * time.Second,
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	b, err := etcd.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
