@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
@@ -24,6 +25,7 @@ type member struct {
 	peer    url.URL
 	cluster string
 	state   string
+	tls     *transport.TLSInfo // client TLS, nil for plain text
 	e       *embed.Etcd
 }
 
@@ -78,6 +80,9 @@ func (m *member) start() error {
 	cfg.InitialCluster = m.cluster
 	cfg.ClusterState = m.state
 	cfg.InitialClusterToken = "elector-test"
+	if m.tls != nil {
+		cfg.ClientTLSInfo = *m.tls
+	}
 	// Short ticks: faster leader elections, and a minimum lease TTL of
 	// 1.5 × 10 ticks = 750ms, so one-second candidates get one-second leases.
 	cfg.TickMs, cfg.ElectionMs = 50, 500
