@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 
 	"github.com/spf13/pflag"
@@ -22,6 +23,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
 		return runServe(ctx, rest, stderr)
+	case "run":
+		return runSidecar(ctx, rest, os.Stdin, stdout, stderr)
+	case "campaign", "heartbeat", "resign", "leader", "candidates", "watch":
+		return runClient(ctx, cmd, rest, stdout, stderr)
+	case guardCommand:
+		return runGuard(rest, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "elector %s %s %s/%s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0
@@ -41,6 +48,11 @@ func usage(w io.Writer) {
 
 Usage:
   elector serve [flags]   start the gateway (elector serve --help lists the flags)
+  elector run [flags] [-- CMD ARGS]
+                          campaign as a sidecar: run begin / end commands (and CMD)
+                          while leading (elector run --help lists the flags)
+  elector campaign | heartbeat | resign | leader | candidates | watch [flags]
+                          talk to a gateway (elector COMMAND --help); --output json
   elector version         print the version
   elector help            print this help
 `)

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/electorhq/elector/client"
+)
+
+// envToken is where heartbeat and resign find the candidate token when
+// --token is not given.
+const envToken = "ELECTOR_CANDIDATE_TOKEN"
+
+// clientFlags are the flags of the client commands.
+type clientFlags struct {
+	gateway, election, output string
+	id, token, metadata       string
+	ttl                       time.Duration
+	lastEventID               string
+}
+
+// clientUsage describes each client command.
+var clientUsage = map[string]string{
+	"campaign":   "campaign --election E [--id ID] [--ttl 10s] [--metadata JSON]: enter the election; prints the token",
+	"heartbeat":  "heartbeat --election E --id ID --token T: keep the candidacy alive; prints its state",
+	"resign":     "resign --election E --id ID --token T: leave the election (a leader hands over at once)",
+	"leader":     "leader --election E: print the leader and its term (exit 1 when there is none)",
+	"candidates": "candidates --election E: print the line of candidates",
+	"watch":      "watch [--election E] [--last-event-id ID]: print one line per event until interrupted",
+}
+
+func newClientFlags(cmd string, stderr io.Writer, f *clientFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(cmd, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: elector %s\n\nFlags:\n", clientUsage[cmd])
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&f.gateway, "gateway", os.Getenv(envGateway), "the gateway's URL (default $"+envGateway+")")
+	fs.StringVarP(&f.output, "output", "o", "text", "text or json")
+	fs.StringVar(&f.election, "election", "", "the election")
+	switch cmd {
+	case "campaign":
+		host, _ := os.Hostname()
+		fs.StringVar(&f.id, "id", host, "the candidate's id (default the host name)")
+		fs.DurationVar(&f.ttl, "ttl", 0, "the candidacy's TTL (default the gateway's)")
+		fs.StringVar(&f.metadata, "metadata", "", "the candidate's metadata, a JSON object")
+	case "heartbeat", "resign":
+		fs.StringVar(&f.id, "id", "", "the candidate's id")
+		fs.StringVar(&f.token, "token", os.Getenv(envToken), "the token campaign printed (default $"+envToken+")")
+	case "watch":
+		fs.StringVar(&f.lastEventID, "last-event-id", "", "resume after this event id")
+	}
+	return fs
+}
+
+// check reports the first missing or bad flag of cmd.
+func (f *clientFlags) check(cmd string) error {
+	switch {
+	case f.gateway == "":
+		return errors.New("--gateway (or $" + envGateway + ") is required")
+	case client.New(f.gateway).BaseURL() == "":
+		return fmt.Errorf("--gateway %q is not an absolute http(s) URL", f.gateway)
+	case f.output != "text" && f.output != "json":
+		return fmt.Errorf("--output %q: want text or json", f.output)
+	case f.election == "" && cmd != "watch":
+		return errors.New("--election is required")
+	case (cmd == "heartbeat" || cmd == "resign" || cmd == "campaign") && f.id == "":
+		return errors.New("--id is required")
+	case (cmd == "heartbeat" || cmd == "resign") && f.token == "":
+		return errors.New("--token (or $" + envToken + ") is required")
+	}
+	return nil
+}
+
+// runClient runs one client command. Exit codes: 0 success, 1 the gateway
+// refused or could not be reached (the problem's detail is printed), 2 bad
+// usage.
+func runClient(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
+	var f clientFlags
+	fs := newClientFlags(cmd, stderr, &f)
+	if err := fs.Parse(args); err != nil {
+		return usageExit(stderr, cmd, err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "elector %s: unexpected argument %q\n", cmd, fs.Arg(0))
+		return 2
+	}
+	if err := f.check(cmd); err != nil {
+		fmt.Fprintf(stderr, "elector %s: %v\n", cmd, err)
+		return 2
+	}
+	c := client.New(f.gateway, client.WithUserAgent("elector-cli/"+version))
+	out := &printer{w: stdout, json: f.output == "json"}
+	var err error
+	switch cmd {
+	case "campaign":
+		err = campaignCmd(ctx, c, &f, out)
+	case "heartbeat":
+		var st client.Status
+		if st, err = c.Heartbeat(ctx, f.election, f.id, f.token); err == nil {
+			out.status(st, "")
+		}
+	case "resign":
+		if err = c.Resign(ctx, f.election, f.id, f.token); err == nil {
+			out.line(map[string]any{"election": f.election, "id": f.id, "resigned": true}, fmt.Sprintf("%s resigned from %s", f.id, f.election))
+		}
+	case "leader":
+		var l client.Leader
+		if l, err = c.Leader(ctx, f.election); err == nil {
+			out.line(l, fmt.Sprintf("%s (term %d, since %s)", l.ID, l.Term, l.Since.Format(time.RFC3339)))
+		}
+	case "candidates":
+		var cs client.Candidates
+		if cs, err = c.Candidates(ctx, f.election); err == nil {
+			out.candidates(cs)
+		}
+	case "watch":
+		err = watchCmd(ctx, c, &f, out)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "elector %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}
+
+func campaignCmd(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
+	r := client.CampaignRequest{ID: f.id, TTL: f.ttl}
+	if f.metadata != "" {
+		if !json.Valid([]byte(f.metadata)) {
+			return fmt.Errorf("--metadata is not JSON")
+		}
+		r.Metadata = json.RawMessage(f.metadata)
+	}
+	st, token, err := c.Campaign(ctx, f.election, r)
+	if err != nil {
+		return err
+	}
+	out.status(st, token)
+	return nil
+}
+
+// watchCmd prints events until ctx ends (SIGINT), then exits 0.
+func watchCmd(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
+	events, err := c.Watch(ctx, f.election, f.lastEventID)
+	if err != nil {
+		return err
+	}
+	for ev := range events {
+		out.event(ev)
+	}
+	return nil
+}
+
+// printer writes results as text for people or as JSON lines for scripts.
+type printer struct {
+	w    io.Writer
+	json bool
+}
+
+// line prints v as one JSON line, or text.
+func (p *printer) line(v any, text string) {
+	if p.json {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	fmt.Fprintln(p.w, text)
+}
+
+// status prints a candidate's status, with its token after a campaign.
+func (p *printer) status(st client.Status, token string) {
+	if p.json {
+		p.line(struct {
+			client.Status
+			Token string `json:"token,omitempty"`
+		}{st, token}, "")
+		return
+	}
+	leader := "none"
+	if st.Leader != nil {
+		leader = fmt.Sprintf("%s (term %d)", st.Leader.ID, st.Leader.Term)
+	}
+	fmt.Fprintf(p.w, "%s in %s: %s, position %d, leader %s, expires %s\n",
+		st.ID, st.Election, st.State, st.Position, leader, st.ExpiresAt.Format(time.RFC3339))
+	if token != "" {
+		fmt.Fprintf(p.w, "token: %s\n", token)
+	}
+}
+
+func (p *printer) candidates(cs client.Candidates) {
+	if p.json {
+		p.line(cs, "")
+		return
+	}
+	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POSITION\tID\tSTATE\tTERM\tEXPIRES")
+	for _, c := range cs.Candidates {
+		term := ""
+		if c.Term > 0 {
+			term = fmt.Sprint(c.Term)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Position, c.ID, c.State, term, c.ExpiresAt.Format(time.RFC3339))
+	}
+	_ = tw.Flush()
+}
+
+// event prints one event on one line.
+func (p *printer) event(ev client.Event) {
+	if p.json {
+		p.line(struct {
+			ID    string          `json:"id,omitempty"`
+			Event json.RawMessage `json:"event"`
+		}{ev.ID, ev.Raw}, "")
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %-16s", ev.Timestamp.Format("15:04:05.000"), ev.Type)
+	if s := ev.Snapshot; s != nil {
+		leader := "none"
+		if s.Leader != nil {
+			leader = fmt.Sprintf("%s (term %d)", s.Leader.ID, s.Leader.Term)
+		}
+		fmt.Fprintf(&b, " election=%s leader=%s candidates=%d", s.Election, leader, len(s.Candidates))
+	} else {
+		d := ev.Data
+		fmt.Fprintf(&b, " election=%s term=%d", d.Election, d.Term)
+		if d.Candidate != nil {
+			fmt.Fprintf(&b, " candidate=%s", d.Candidate.ID)
+		}
+		if d.Previous != nil {
+			fmt.Fprintf(&b, " previous=%s/%d", d.Previous.ID, d.Previous.Term)
+		}
+		if d.Reason != "" {
+			fmt.Fprintf(&b, " reason=%s", d.Reason)
+		}
+		if d.Detail != "" {
+			fmt.Fprintf(&b, " detail=%q", d.Detail)
+		}
+	}
+	if ev.ID != "" {
+		fmt.Fprintf(&b, " id=%s", ev.ID)
+	}
+	fmt.Fprintln(p.w, b.String())
+}

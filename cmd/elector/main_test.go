@@ -1,0 +1,17 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+)
+
+// TestMain lets the test binary stand in for elector as the guard of a
+// supervised command: the sidecar starts os.Executable() as
+// `elector __guard`, which in tests is this binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == guardCommand {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// errEndFailed is returned by sidecar.Run when the end command failed on
+// every attempt: this host may still be acting as leader.
+var errEndFailed = errors.New("sidecar: the end command failed on every attempt")
+
+// sidecar is roboll/elector's reconciliation loop over a source: it runs
+// the begin command (and starts the supervised child) when the source says
+// this candidate leads, and stops the child and runs the end command when
+// it no longer does.
+type sidecar struct {
+	src              source
+	hooks            *hooks
+	child            *child // nil without `-- CMD ARGS`
+	election, id     string
+	endRetries       int
+	endRetryInterval time.Duration
+	log              *slog.Logger
+
+	// Owned by Run.
+	leading bool
+	term    uint64
+	leader  string
+}
+
+// Run reconciles until ctx ends or the source's input ends, then, if it
+// leads, stops the child, runs the end command and resigns. It returns
+// nil after a clean shutdown, errEndFailed when the end command kept
+// failing, or the source's error.
+func (s *sidecar) Run(ctx context.Context) error {
+	srcCtx, stopSrc := context.WithCancel(context.WithoutCancel(ctx))
+	obs := make(chan observation, 1)
+	srcDone := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		srcDone <- s.src.Run(srcCtx, obs)
+	}()
+	defer func() {
+		stopSrc()
+		wg.Wait()
+	}()
+
+	var srcErr error
+loop:
+	for {
+		var childExited <-chan struct{}
+		if s.child != nil && s.leading {
+			childExited = s.child.exited()
+		}
+		select {
+		case <-ctx.Done():
+			break loop
+		case srcErr = <-srcDone:
+			// Take what the source said last before it ended.
+			select {
+			case o := <-obs:
+				if err := s.reconcile(ctx, o); err != nil {
+					return err
+				}
+			default:
+			}
+			break loop
+		case o := <-obs:
+			if err := s.reconcile(ctx, o); err != nil {
+				return err
+			}
+		case <-childExited:
+			s.log.LogAttrs(ctx, slog.LevelError, "the supervised command exited while leading", slog.String("status", s.child.describe()))
+			if err := s.fail(ctx, "the supervised command exited: "+s.child.describe()); err != nil {
+				return err
+			}
+		}
+	}
+	return errors.Join(s.shutdown(ctx), srcErr)
+}
+
+// shutdown ends a leadership and resigns the candidacy, so that the next
+// candidate leads at once. The source keeps heartbeating meanwhile, so the
+// leadership stays valid while the end command runs.
+func (s *sidecar) shutdown(ctx context.Context) error {
+	var endErr error
+	if s.leading {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "shutting down: ending leadership", slog.Uint64("term", s.term))
+		endErr = s.end(ctx, "shutdown")
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.src.Resign(rctx); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "resign on shutdown failed; the candidacy expires by its TTL", slog.Any("err", err))
+	}
+	return endErr
+}
+
+// reconcile acts on one observation.
+func (s *sidecar) reconcile(ctx context.Context, o observation) error {
+	if o.leader != "" {
+		s.leader = o.leader
+	}
+	switch {
+	case o.errored && s.leading:
+		return s.fail(ctx, "error reported by the source")
+	case o.leading && s.leading && o.term != s.term:
+		// A new leadership we did not see begin: the old one ended.
+		if err := s.end(ctx, "term-changed"); err != nil {
+			return err
+		}
+		return s.begin(ctx, o)
+	case o.leading && !s.leading:
+		return s.begin(ctx, o)
+	case !o.leading && s.leading:
+		if o.leader == "" {
+			s.leader = ""
+		}
+		return s.end(ctx, o.reason)
+	}
+	return nil
+}
+
+// env is the commands' environment for reason.
+func (s *sidecar) env(reason string) hookEnv {
+	return hookEnv{election: s.election, candidate: s.id, term: s.term, leader: s.leader, reason: reason}
+}
+
+// begin runs the begin command and starts the child; if either fails,
+// the leadership is given up through fail.
+func (s *sidecar) begin(ctx context.Context, o observation) error {
+	s.leading, s.term, s.leader = true, o.term, s.id
+	log := s.log.With(slog.Uint64("term", o.term))
+	log.LogAttrs(ctx, slog.LevelInfo, "leading: running the begin command")
+	err := s.hooks.run("begin", s.hooks.begin, s.env(o.reason))
+	if err == nil && s.child != nil {
+		err = s.child.start(s.env(o.reason))
+		if err == nil {
+			log.LogAttrs(ctx, slog.LevelInfo, "started the supervised command", slog.Int("pid", s.child.pid()))
+		}
+	}
+	if err != nil {
+		log.LogAttrs(ctx, slog.LevelError, "begin failed", slog.Any("err", err))
+		return s.fail(ctx, err.Error())
+	}
+	return nil
+}
+
+// end stops the child and runs the end command, retrying it; it returns
+// errEndFailed when the attempts run out.
+func (s *sidecar) end(ctx context.Context, reason string) error {
+	log := s.log.With(slog.Uint64("term", s.term), slog.String("reason", reason))
+	s.leading = false
+	if s.child != nil {
+		s.child.stop()
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "not leading: running the end command")
+	err := s.hooks.runEnd(ctx, s.env(reason), s.endRetries, s.endRetryInterval, func(attempt int, err error) {
+		log.LogAttrs(ctx, slog.LevelError, "end command failed", slog.Int("attempt", attempt),
+			slog.String("of", strconv.Itoa(s.endRetries+1)), slog.Any("err", err))
+	})
+	if err != nil {
+		log.LogAttrs(ctx, slog.LevelError, "the end command failed on every attempt; this host may still act as leader: exiting")
+		return fmt.Errorf("%w: %w", errEndFailed, err)
+	}
+	return nil
+}
+
+// fail is the error path of the reconciliation loop: it ends what the
+// begin command may have started (end command first, so that the next
+// leader never overlaps with a half-started one), then reports the error
+// to the source — the gateway hands leadership over and the candidate
+// sits out the error timeout — and runs the error command.
+func (s *sidecar) fail(ctx context.Context, reason string) error {
+	endErr := s.end(ctx, "error")
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := s.src.Fail(fctx, reason); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "reporting the error failed", slog.Any("err", err))
+	}
+	if endErr != nil {
+		return endErr
+	}
+	if err := s.hooks.run("error", s.hooks.onError, s.env("error")); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "error command failed", slog.Any("err", err))
+	}
+	return nil
+}

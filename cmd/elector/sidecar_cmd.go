@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/electorhq/elector/client"
+)
+
+// Defaults of `elector run`.
+const (
+	DefaultSidecarTTL       = 10 * time.Second
+	DefaultErrorTimeout     = 10 * time.Second
+	DefaultEndRetries       = 12
+	DefaultEndRetryInterval = 5 * time.Second
+	DefaultChildGrace       = 10 * time.Second
+)
+
+// envGateway names the gateway when --gateway is not given.
+const envGateway = "ELECTOR_GATEWAY"
+
+// sidecarConfig is what `elector run` is told.
+type sidecarConfig struct {
+	gateway, election, id string
+	ttl                   time.Duration
+	metadata              string
+	begin, end, onError   string
+	errorTimeout          time.Duration
+	endRetries            int
+	endRetryInterval      time.Duration
+	childGrace            time.Duration
+	commandTimeout        time.Duration
+	console               bool
+	logLevel, logFormat   string
+	childArgv             []string
+	stdin                 io.Reader
+	stdout, stderr        io.Writer
+}
+
+func newRunFlags(stderr io.Writer, c *sidecarConfig) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: elector run [flags] [-- CMD ARGS]
+
+Campaign in an election through the gateway and run the begin command while
+this candidate leads, the end command when it stops leading. With -- CMD ARGS,
+also keep CMD running while leading (SIGTERM to its process group on end,
+SIGKILL after --child-grace). Commands get ELECTOR_ELECTION,
+ELECTOR_CANDIDATE, ELECTOR_TERM (the fencing token), ELECTOR_LEADER and
+ELECTOR_REASON in their environment.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	host, _ := os.Hostname()
+	fs.StringVar(&c.gateway, "gateway", os.Getenv(envGateway), "the gateway's URL, e.g. http://127.0.0.1:8080 (default $"+envGateway+")")
+	fs.StringVar(&c.election, "election", "", "the election to campaign in (required)")
+	fs.StringVar(&c.id, "id", host, "this candidate's id (default the host name)")
+	fs.DurationVar(&c.ttl, "ttl", DefaultSidecarTTL, "the candidacy's TTL; heartbeats go every TTL/3")
+	fs.StringVar(&c.metadata, "metadata", "", `the candidate's metadata, a JSON object such as '{"addr":"10.0.0.7:8080"}'`)
+	fs.StringVar(&c.begin, "leader-begin-command", "", "shell command run when this candidate becomes leader")
+	fs.StringVar(&c.end, "leader-end-command", "", "shell command run when this candidate stops being leader")
+	fs.StringVar(&c.onError, "error-command", "", "shell command run after a failed begin command")
+	fs.DurationVar(&c.errorTimeout, "error-timeout", DefaultErrorTimeout, "how long to sit out after a failed begin command before campaigning again")
+	fs.IntVar(&c.endRetries, "end-retries", DefaultEndRetries, "how often a failing end command is retried before elector run exits with status 1")
+	fs.DurationVar(&c.endRetryInterval, "end-retry-interval", DefaultEndRetryInterval, "the wait between attempts of a failing end command")
+	fs.DurationVar(&c.childGrace, "child-grace", DefaultChildGrace, "how long the supervised command gets to exit after SIGTERM before SIGKILL")
+	fs.DurationVar(&c.commandTimeout, "command-timeout", 0, "kill a begin, end or error command after this long (0: no limit)")
+	fs.BoolVar(&c.console, "console", false, "read LEADER, NOTLEADER and ERROR lines from stdin instead of using a gateway")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
+	return fs
+}
+
+// check reports the first setting that cannot work.
+func (c *sidecarConfig) check() error {
+	switch {
+	case !c.console && c.gateway == "":
+		return errors.New("--gateway (or $" + envGateway + ") is required, e.g. --gateway http://127.0.0.1:8080")
+	case !c.console && client.New(c.gateway).BaseURL() == "":
+		return fmt.Errorf("--gateway %q is not an absolute http(s) URL", c.gateway)
+	case !c.console && c.election == "":
+		return errors.New("--election is required")
+	case c.id == "":
+		return errors.New("--id is required (the host name is unknown)")
+	case c.ttl < time.Second:
+		return fmt.Errorf("--ttl %s is below 1s", c.ttl)
+	case c.errorTimeout < 0, c.endRetryInterval < 0, c.childGrace < 0, c.commandTimeout < 0:
+		return errors.New("durations must not be negative")
+	case c.endRetries < 0:
+		return errors.New("--end-retries must not be negative")
+	case c.logLevel != "debug" && c.logLevel != "info" && c.logLevel != "warn" && c.logLevel != "error":
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", c.logLevel)
+	case c.logFormat != "text" && c.logFormat != "json":
+		return fmt.Errorf("--log-format %q: want text or json", c.logFormat)
+	}
+	if c.metadata != "" {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(c.metadata), &obj); err != nil {
+			return fmt.Errorf("--metadata must be a JSON object: %v", err)
+		}
+	}
+	return nil
+}
+
+// runSidecar is `elector run`. Exit codes: 0 after a clean shutdown (a
+// leader has run its end command and resigned), 1 when the end command
+// failed on every attempt or the sidecar could not run, 2 for bad flags.
+func runSidecar(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &sidecarConfig{stdin: stdin, stdout: stdout, stderr: stderr}
+	fs := newRunFlags(stderr, c)
+	if err := fs.Parse(args); err != nil {
+		return usageExit(stderr, "run", err)
+	}
+	if dash := fs.ArgsLenAtDash(); dash >= 0 {
+		if dash > 0 {
+			fmt.Fprintf(stderr, "elector run: unexpected argument %q (put the supervised command after --)\n", fs.Arg(0))
+			return 2
+		}
+		c.childArgv = fs.Args()
+	} else if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "elector run: unexpected argument %q (put the supervised command after --)\n", fs.Arg(0))
+		return 2
+	}
+	if err := c.check(); err != nil {
+		fmt.Fprintf(stderr, "elector run: %v\n", err)
+		return 2
+	}
+	log := newLogger(LogConfig{Level: c.logLevel, Format: c.logFormat}, stderr)
+	if err := newSidecar(c, log).Run(ctx); err != nil {
+		log.LogAttrs(ctx, slog.LevelError, "elector run stopped", slog.Any("err", err))
+		return 1
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "elector run stopped")
+	return 0
+}
+
+// newSidecar wires the sidecar c describes.
+func newSidecar(c *sidecarConfig, log *slog.Logger) *sidecar {
+	var src source
+	if c.console {
+		src = newConsoleSource(c.stdin, c.id, c.errorTimeout, log)
+	} else {
+		cl := client.New(c.gateway, client.WithUserAgent("elector-run/"+version))
+		src = newGatewaySource(cl, c.election, c.id, c.ttl, json.RawMessage(c.metadata), c.errorTimeout, log)
+	}
+	s := &sidecar{
+		src:              src,
+		hooks:            &hooks{begin: c.begin, end: c.end, onError: c.onError, timeout: c.commandTimeout, stdout: c.stdout, stderr: c.stderr},
+		election:         c.election,
+		id:               c.id,
+		endRetries:       c.endRetries,
+		endRetryInterval: c.endRetryInterval,
+		log:              log.With(slog.String("election", c.election), slog.String("candidate", c.id)),
+	}
+	if len(c.childArgv) > 0 {
+		s.child = &child{argv: c.childArgv, grace: c.childGrace, stdout: c.stdout, stderr: c.stderr}
+	}
+	return s
+}

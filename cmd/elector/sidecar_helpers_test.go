@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/api"
+	"github.com/electorhq/elector/backends/memory"
+	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/gateway"
+)
+
+// testGateway is a real gateway over a memory backend, served in-process,
+// with a proxy in front of it whose requests a test can make fail.
+type testGateway struct {
+	srv     *httptest.Server // the gateway itself
+	proxy   *httptest.Server // the proxy in front of it
+	blocked atomic.Bool      // the proxy drops every request while set
+	c       *client.Client   // a client of the gateway (not through the proxy)
+}
+
+func newTestGateway(t *testing.T) *testGateway {
+	t.Helper()
+	b := memory.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = b.Run(ctx)
+	}()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	gw := gateway.New(b, gateway.Config{Logger: log, Defaults: &gateway.Settings{ErrorCooldown: 30 * time.Second}})
+	g := &testGateway{}
+	g.srv = httptest.NewServer(api.New(gw, api.Config{Logger: log, RetryHint: 50 * time.Millisecond}))
+	target, _ := url.Parse(g.srv.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ErrorLog = nil
+	g.proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.blocked.Load() {
+			panic(http.ErrAbortHandler) // the connection is cut, no answer
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	g.proxy.Config.ErrorLog = nil
+	g.c = client.New(g.srv.URL)
+	t.Cleanup(func() {
+		g.proxy.CloseClientConnections()
+		g.proxy.Close()
+		g.srv.CloseClientConnections()
+		g.srv.Close()
+		cancel()
+		<-done
+	})
+	return g
+}
+
+// waitFor polls cond every 20ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readLines returns the lines of a file the commands append to.
+func readLines(path string) []string {
+	b, _ := os.ReadFile(path)
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// hookArgs are flags that make the begin, end and error commands append a
+// line "begin|end|error <candidate> <term> <reason>" to log.
+func hookArgs(log string) []string {
+	line := func(what string) string {
+		return `echo "` + what + ` $ELECTOR_CANDIDATE $ELECTOR_TERM $ELECTOR_REASON" >> ` + log
+	}
+	return []string{"--leader-begin-command", line("begin"), "--leader-end-command", line("end"), "--error-command", line("error")}
+}
+
+// inProcess runs `elector run args…` in-process; stop cancels its context
+// (as SIGTERM would) and returns the exit code.
+func inProcess(t *testing.T, args ...string) (logs *syncBuffer, stop func() int) {
+	t.Helper()
+	logs = &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	code := make(chan int, 1)
+	go func() { code <- runSidecar(ctx, args, strings.NewReader(""), logs, logs) }()
+	var once sync.Once
+	var c int
+	stop = func() int {
+		once.Do(func() {
+			cancel()
+			select {
+			case c = <-code:
+			case <-time.After(20 * time.Second):
+				t.Errorf("elector run did not return; logs:\n%s", logs)
+			}
+		})
+		return c
+	}
+	t.Cleanup(func() { stop() })
+	return logs, stop
+}
+
+// builtElector is the elector binary, built once for the tests that need a
+// real process (signals).
+var builtElector = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "elector-test-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "elector")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", &buildError{out: string(out), err: err}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+// startProcess starts the built elector with args; its output goes to the
+// returned buffer.
+func startProcess(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	bin, err := builtElector()
+	if err != nil {
+		t.Fatalf("go build: %v", err)
+	}
+	out := &syncBuffer{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, out
+}
+
+// fmtSscan reads one value from s.
+func fmtSscan(s string, v any) (int, error) { return fmt.Sscan(s, v) }

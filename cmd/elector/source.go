@@ -1,0 +1,45 @@
+package main
+
+import "context"
+
+// observation is what a source learned of this candidate's standing. The
+// reconciler acts on the latest one.
+type observation struct {
+	leading bool
+	term    uint64 // the leadership's term while leading
+	leader  string // the current leader's id, "" when unknown or none
+	reason  string // why the standing changed: ELECTOR_REASON
+	errored bool   // the source says the candidate is in error (console ERROR)
+}
+
+// source tells the reconciler whether this candidate leads: the gateway
+// (campaign and heartbeats) or, for trying handlers out, the console.
+type source interface {
+	// Run sends observations on out until ctx ends. A source whose input
+	// ends (the console's stdin) returns nil early: the sidecar then
+	// shuts down.
+	Run(ctx context.Context, out chan observation) error
+	// Fail says this candidate cannot lead (its begin command failed): it
+	// gives up leadership and sits out the error timeout.
+	Fail(ctx context.Context, reason string) error
+	// Resign ends the candidacy for good; Run campaigns no more.
+	Resign(ctx context.Context) error
+}
+
+// offer puts o in out, a channel of capacity 1 that only the caller
+// writes, replacing an observation the reconciler has not taken yet: the
+// reconciler acts on the latest standing, and a source must never block
+// on a reconciler busy running a command.
+func offer(out chan observation, o observation) {
+	for {
+		select {
+		case out <- o:
+			return
+		default:
+		}
+		select {
+		case <-out:
+		default:
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// consoleSource is roboll/elector's console backend: it reads LEADER,
+// NOTLEADER and ERROR lines (any case; blank lines and lines starting with
+// # are skipped) and reports them, so that the begin, end and error
+// commands can be tried without a gateway. Each LEADER line is a new term.
+// A LEADER line during the error timeout is ignored, as the gateway
+// source would not lead then either.
+type consoleSource struct {
+	in           io.Reader
+	id           string
+	errorTimeout time.Duration
+	log          *slog.Logger
+	pauses       chan time.Time // Fail tells Run when the error timeout ends
+}
+
+func newConsoleSource(in io.Reader, id string, errorTimeout time.Duration, log *slog.Logger) *consoleSource {
+	return &consoleSource{in: in, id: id, errorTimeout: errorTimeout, log: log, pauses: make(chan time.Time, 1)}
+}
+
+// Run reads lines until the input ends (it returns nil then) or ctx ends.
+// Unlike the gateway's, the console's observations are never replaced:
+// Run waits for the reconciler to take each one, so every line counts.
+//
+// The goroutine reading the input stops at the next line or at the end of
+// the input: a read from a terminal cannot be interrupted.
+func (s *consoleSource) Run(ctx context.Context, out chan observation) error {
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(s.in)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var term uint64
+	var pauseUntil time.Time
+	for {
+		var line string
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil
+		case pauseUntil = <-s.pauses:
+			continue
+		case line, ok = <-lines:
+			if !ok {
+				return nil
+			}
+		}
+		var o observation
+		switch word := strings.ToUpper(strings.TrimSpace(line)); word {
+		case "", "#":
+			continue
+		case "LEADER":
+			if time.Now().Before(pauseUntil) {
+				s.log.LogAttrs(ctx, slog.LevelWarn, "LEADER ignored during the error timeout", slog.Time("until", pauseUntil))
+				continue
+			}
+			term++
+			o = observation{leading: true, term: term, leader: s.id, reason: "elected"}
+		case "NOTLEADER":
+			o = observation{leading: false, reason: "lost"}
+		case "ERROR":
+			o = observation{errored: true, reason: "error"}
+		default:
+			if strings.HasPrefix(word, "#") {
+				continue
+			}
+			s.log.LogAttrs(ctx, slog.LevelWarn, "unknown console line; want LEADER, NOTLEADER or ERROR", slog.String("line", line))
+			continue
+		}
+		select {
+		case out <- o:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// Fail starts the error timeout.
+func (s *consoleSource) Fail(ctx context.Context, reason string) error {
+	s.log.LogAttrs(ctx, slog.LevelInfo, "error (console: nothing to report to)", slog.String("reason", reason), slog.Duration("error_timeout", s.errorTimeout))
+	select {
+	case <-s.pauses:
+	default:
+	}
+	s.pauses <- time.Now().Add(s.errorTimeout)
+	return nil
+}
+
+// Resign does nothing: the console has no candidacy.
+func (s *consoleSource) Resign(context.Context) error { return nil }
