@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 	"time"
 )
@@ -166,20 +165,4 @@ func exitStatus(err error) int {
 		return 1
 	}
 	return 0
-}
-
-// pidAlive reports whether a process with pid exists and is not a zombie.
-func pidAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil
-	}
-	// The state follows the command name in parentheses.
-	s := string(b)
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == ')' && i+2 < len(s) {
-			return s[i+2] != 'Z'
-		}
-	}
-	return true
 }

@@ -66,14 +66,14 @@ loop:
 			// Take what the source said last before it ended.
 			select {
 			case o := <-obs:
-				if err := s.reconcile(ctx, o); err != nil {
+				if err := s.reconcileAck(ctx, o); err != nil {
 					return err
 				}
 			default:
 			}
 			break loop
 		case o := <-obs:
-			if err := s.reconcile(ctx, o); err != nil {
+			if err := s.reconcileAck(ctx, o); err != nil {
 				return err
 			}
 		case <-childExited:
@@ -101,6 +101,15 @@ func (s *sidecar) shutdown(ctx context.Context) error {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "resign on shutdown failed; the candidacy expires by its TTL", slog.Any("err", err))
 	}
 	return endErr
+}
+
+// reconcileAck reconciles o and tells a source that wants to know.
+func (s *sidecar) reconcileAck(ctx context.Context, o observation) error {
+	err := s.reconcile(ctx, o)
+	if a, ok := s.src.(acker); ok {
+		a.processed()
+	}
+	return err
 }
 
 // reconcile acts on one observation.

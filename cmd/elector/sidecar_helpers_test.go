@@ -12,9 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -169,3 +171,24 @@ func startProcess(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 
 // fmtSscan reads one value from s.
 func fmtSscan(s string, v any) (int, error) { return fmt.Sscan(s, v) }
+
+// pidAlive reports whether a process with pid exists and is not a zombie.
+func pidAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	// The state follows the command name in parentheses.
+	s := string(b)
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == ')' && i+2 < len(s) {
+			return s[i+2] != 'Z'
+		}
+	}
+	return true
+}
+
+// campaignReq is a campaign of id with a TTL of a minute.
+func campaignReq(id string) client.CampaignRequest {
+	return client.CampaignRequest{ID: id, TTL: time.Minute}
+}

@@ -26,6 +26,10 @@ type source interface {
 	Resign(ctx context.Context) error
 }
 
+// acker is a source that wants to know when the reconciler has acted on
+// each observation (the console, whose every line counts).
+type acker interface{ processed() }
+
 // offer puts o in out, a channel of capacity 1 that only the caller
 // writes, replacing an observation the reconciler has not taken yet: the
 // reconciler acts on the latest standing, and a source must never block

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,16 +21,20 @@ type consoleSource struct {
 	id           string
 	errorTimeout time.Duration
 	log          *slog.Logger
-	pauses       chan time.Time // Fail tells Run when the error timeout ends
+	acks         chan struct{} // the reconciler has acted on the last observation
+
+	mu         sync.Mutex
+	pauseUntil time.Time // the error timeout, set by Fail
 }
 
 func newConsoleSource(in io.Reader, id string, errorTimeout time.Duration, log *slog.Logger) *consoleSource {
-	return &consoleSource{in: in, id: id, errorTimeout: errorTimeout, log: log, pauses: make(chan time.Time, 1)}
+	return &consoleSource{in: in, id: id, errorTimeout: errorTimeout, log: log, acks: make(chan struct{}, 1)}
 }
 
 // Run reads lines until the input ends (it returns nil then) or ctx ends.
 // Unlike the gateway's, the console's observations are never replaced:
-// Run waits for the reconciler to take each one, so every line counts.
+// Run waits for the reconciler to act on each one (processed), so every
+// line counts and a LEADER after an ERROR sees the error timeout.
 //
 // The goroutine reading the input stops at the next line or at the end of
 // the input: a read from a terminal cannot be interrupted.
@@ -47,15 +52,12 @@ func (s *consoleSource) Run(ctx context.Context, out chan observation) error {
 		}
 	}()
 	var term uint64
-	var pauseUntil time.Time
 	for {
 		var line string
 		var ok bool
 		select {
 		case <-ctx.Done():
 			return nil
-		case pauseUntil = <-s.pauses:
-			continue
 		case line, ok = <-lines:
 			if !ok {
 				return nil
@@ -66,6 +68,9 @@ func (s *consoleSource) Run(ctx context.Context, out chan observation) error {
 		case "", "#":
 			continue
 		case "LEADER":
+			s.mu.Lock()
+			pauseUntil := s.pauseUntil
+			s.mu.Unlock()
 			if time.Now().Before(pauseUntil) {
 				s.log.LogAttrs(ctx, slog.LevelWarn, "LEADER ignored during the error timeout", slog.Time("until", pauseUntil))
 				continue
@@ -88,17 +93,28 @@ func (s *consoleSource) Run(ctx context.Context, out chan observation) error {
 		case <-ctx.Done():
 			return nil
 		}
+		select {
+		case <-s.acks:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// processed is called by the reconciler after it acted on an observation.
+func (s *consoleSource) processed() {
+	select {
+	case s.acks <- struct{}{}:
+	default:
 	}
 }
 
 // Fail starts the error timeout.
 func (s *consoleSource) Fail(ctx context.Context, reason string) error {
 	s.log.LogAttrs(ctx, slog.LevelInfo, "error (console: nothing to report to)", slog.String("reason", reason), slog.Duration("error_timeout", s.errorTimeout))
-	select {
-	case <-s.pauses:
-	default:
-	}
-	s.pauses <- time.Now().Add(s.errorTimeout)
+	s.mu.Lock()
+	s.pauseUntil = time.Now().Add(s.errorTimeout)
+	s.mu.Unlock()
 	return nil
 }
 

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cli runs one client command in-process and returns its exit code and
+// output.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr syncBuffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestClientCommandsCampaignHeartbeatLeaderCandidatesResign(t *testing.T) {
+	g := newTestGateway(t)
+	t.Setenv(envGateway, g.srv.URL)
+	code, out, errOut := cli(t, "campaign", "--election", "e", "--id", "a", "--ttl", "1m", "--metadata", `{"addr":"x"}`, "--output", "json")
+	if code != 0 {
+		t.Fatalf("campaign: %d %s", code, errOut)
+	}
+	var st struct{ ID, State, Token string }
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Token == "" || st.State != "leader" {
+		t.Fatalf("campaign json %q: %v", out, err)
+	}
+	if code, out, _ := cli(t, "campaign", "--election", "e", "--id", "b"); code != 0 || !strings.Contains(out, "b in e: follower, position 1, leader a") || !strings.Contains(out, "token: ") {
+		t.Fatalf("campaign text: %d %q", code, out)
+	}
+	if code, out, _ := cli(t, "heartbeat", "--election", "e", "--id", "a", "--token", st.Token); code != 0 || !strings.HasPrefix(out, "a in e: leader, position 0") {
+		t.Fatalf("heartbeat: %d %q", code, out)
+	}
+	if code, out, _ := cli(t, "leader", "--election", "e"); code != 0 || !strings.HasPrefix(out, "a (term 1, since ") {
+		t.Fatalf("leader: %d %q", code, out)
+	}
+	if code, out, _ := cli(t, "candidates", "--election", "e"); code != 0 || !strings.Contains(out, "POSITION") || !strings.Contains(out, "1         b   follower") {
+		t.Fatalf("candidates: %d %q", code, out)
+	}
+	if code, _, errOut := cli(t, "heartbeat", "--election", "e", "--id", "a", "--token", "wrong"); code != 1 || !strings.Contains(errOut, "token does not match") {
+		t.Fatalf("heartbeat with a wrong token: %d %q", code, errOut)
+	}
+	t.Setenv(envToken, st.Token)
+	if code, out, _ := cli(t, "resign", "--election", "e", "--id", "a", "-o", "json"); code != 0 || !strings.Contains(out, `"resigned":true`) {
+		t.Fatalf("resign: %d %q", code, out)
+	}
+	if code, out, _ := cli(t, "leader", "--election", "e", "-o", "json"); code != 0 || !strings.Contains(out, `"id":"b"`) {
+		t.Fatalf("leader after resign: %d %q", code, out)
+	}
+	if code, _, errOut := cli(t, "leader", "--election", "nothing-here"); code != 1 || errOut == "" {
+		t.Fatalf("leader of no election: %d %q", code, errOut)
+	}
+	if code, _, errOut := cli(t, "heartbeat", "--election", "e"); code != 2 || !strings.Contains(errOut, "--id is required") {
+		t.Fatalf("heartbeat without id: %d %q", code, errOut)
+	}
+}
+
+func TestWatchCommandPrintsOneLinePerEvent(t *testing.T) {
+	g := newTestGateway(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"watch", "--gateway", g.srv.URL, "--election", "e"}, &out, &errOut) }()
+	time.Sleep(200 * time.Millisecond) // the stream is open
+	_, token, err := g.c.Campaign(ctx, "e", campaignReq("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.c.Resign(ctx, "e", "a", token); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "four event lines", func() bool { return strings.Count(out.String(), "\n") >= 4 })
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("watch exit %d: %s", code, &errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	for i, want := range []string{"candidate.joined", "leader.begin", "leader.end", "candidate.left"} {
+		if !strings.Contains(lines[i], want) || !strings.Contains(lines[i], "candidate=a") || !strings.Contains(lines[i], " id=") {
+			t.Errorf("line %d %q, want %s of a with an id", i, lines[i], want)
+		}
+	}
+}
