@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/backends/nats"
 	"github.com/electorhq/elector/gateway"
@@ -14,7 +15,7 @@ import (
 // backendKinds lists the values backend.kind accepts. A new backend adds
 // its kind here and a case to openBackend; nothing else in cmd changes.
 func backendKinds() []string {
-	return []string{"embedded", "nats", "memory"}
+	return []string{"embedded", "nats", "etcd", "memory"}
 }
 
 // openBackend returns the backend cfg.Backend.Kind names and a function
@@ -33,6 +34,15 @@ func openBackend(ctx context.Context, cfg Config, log *slog.Logger) (gateway.Bac
 		b, err := nats.Connect(ctx, cfg.natsConfig(), nats.WithLogger(log))
 		if err != nil {
 			return nil, nil, natsError(err)
+		}
+		return b, b.Close, nil
+	case "etcd":
+		b, err := etcd.New(cfg.etcdConfig(log))
+		if err != nil {
+			if errors.Is(err, gateway.ErrInvalid) {
+				err = fmt.Errorf("%w: %w", errConfig, err)
+			}
+			return nil, nil, err
 		}
 		return b, b.Close, nil
 	case "memory":

@@ -11,6 +11,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/electorhq/elector/api"
+	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/backends/nats"
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/webhooks"
@@ -48,6 +49,29 @@ type BackendConfig struct {
 	// NATS configures how kinds embedded and nats use JetStream, and how
 	// kind nats reaches its servers.
 	NATS NATSConfig
+	// Etcd configures kind etcd.
+	Etcd EtcdConfig
+}
+
+// EtcdConfig configures the etcd backend (kind etcd).
+type EtcdConfig struct {
+	// Endpoints are client URLs or host:port of any members. Key
+	// etcd.endpoints, default 127.0.0.1:2379 (comma-separated list).
+	Endpoints []string
+	// Prefix of every key; a concurrency.Election (or etcdctl elect) on
+	// <prefix>/<election> shares elector's line. Key etcd.prefix, default
+	// elector.
+	Prefix string
+	// Username and Password enable etcd authentication. Keys etcd.username,
+	// etcd.password; default none.
+	Username, Password string
+	// CAFile, CertFile, KeyFile and ServerName configure TLS. Keys
+	// etcd.ca_file, etcd.cert_file, etcd.key_file, etcd.server_name;
+	// default none.
+	CAFile, CertFile, KeyFile, ServerName string
+	// DialTimeout and RequestTimeout bound connecting and each request.
+	// Keys etcd.dial_timeout and etcd.request_timeout, default 5s each.
+	DialTimeout, RequestTimeout time.Duration
 }
 
 // EmbeddedConfig configures the in-process NATS server (kind embedded).
@@ -175,6 +199,10 @@ func DefaultConfig() Config {
 			Kind:     "embedded",
 			Embedded: EmbeddedConfig{DataDir: nats.DefaultDataDir, ClusterName: nats.DefaultClusterName},
 			NATS:     NATSConfig{URLs: []string{natsgo.DefaultURL}, Stream: nats.DefaultStream, History: nats.DefaultHistory},
+			Etcd: EtcdConfig{
+				Endpoints: []string{etcd.DefaultEndpoint}, Prefix: etcd.DefaultPrefix,
+				DialTimeout: etcd.DefaultDialTimeout, RequestTimeout: etcd.DefaultRequestTimeout,
+			},
 		},
 		Elections: ElectionsConfig{
 			DefaultTTL:       gateway.DefaultTTL,
@@ -253,6 +281,14 @@ func (c Config) Validate(source func(key string) string) error {
 			}
 			if len(c.Backend.Embedded.Routes) > 0 && c.Backend.Embedded.ClusterListen == "" {
 				return configError("embedded.routes", source("embedded.routes"), "routes need embedded.cluster_listen")
+			}
+			return nil
+		},
+		func() error {
+			if c.Backend.Kind == "etcd" {
+				if err := c.etcdConfig(nil).Validate(); err != nil {
+					return configError("etcd", "", "%v", err)
+				}
 			}
 			return nil
 		},
@@ -340,6 +376,16 @@ func (c Config) natsConfig() nats.Config {
 		Token: n.Token, User: n.User, Password: n.Password,
 		CAFile: n.CAFile, CertFile: n.CertFile, KeyFile: n.KeyFile,
 		Stream: n.Stream, Replicas: n.Replicas, History: n.History,
+	}
+}
+
+// etcdConfig is the part of c that the etcd backend applies.
+func (c Config) etcdConfig(log *slog.Logger) etcd.Config {
+	e := c.Backend.Etcd
+	return etcd.Config{
+		Endpoints: slices.Clone(e.Endpoints), Prefix: e.Prefix, Username: e.Username, Password: e.Password,
+		CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile, ServerName: e.ServerName,
+		DialTimeout: e.DialTimeout, RequestTimeout: e.RequestTimeout, Logger: log,
 	}
 }
 
