@@ -1,8 +1,8 @@
 // elector's /docs: Swagger UI over the gateway's own openapi.json. Only
 // GET requests can be sent from the page ("Try it out"), so reading the
 // docs never campaigns, resigns or changes a setting. The SSE streams
-// (…/events) never end: a request to one is cut after a few seconds so
-// that the page shows what arrived until then.
+// (…/events) never end: the page reads one for a few seconds and shows
+// what arrived until then.
 "use strict";
 
 // operationParameters moves each path item's parameters into its
@@ -22,6 +22,33 @@ function operationParameters(spec) {
   return spec;
 }
 
+// sampleStream fetches an SSE stream, reads it for a few seconds and
+// answers with what arrived, so that "Try it out" on an endless stream
+// shows its first events instead of waiting forever.
+function sampleStream(url, init) {
+  const ctrl = new AbortController();
+  return fetch(url, Object.assign({}, init, { signal: ctrl.signal })).then(async function (res) {
+    if (!res.ok || !res.body) return res;
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    const stop = setTimeout(function () { reader.cancel(); }, 3000);
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+      }
+    } catch (err) {
+      text += ": " + err.message + "\n";
+    }
+    clearTimeout(stop);
+    ctrl.abort();
+    text += ": (the docs page stopped reading this endless stream after 3 seconds)\n";
+    return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
+  });
+}
+
 function start(spec) {
   window.ui = SwaggerUIBundle({
     spec: operationParameters(spec),
@@ -33,9 +60,7 @@ function start(spec) {
     supportedSubmitMethods: ["get"],
     displayRequestDuration: true,
     requestInterceptor: function (req) {
-      if (/\/events(\?|$)/.test(req.url) && typeof AbortSignal.timeout === "function") {
-        req.signal = AbortSignal.timeout(3000);
-      }
+      if (/\/events(\?|$)/.test(req.url)) req.userFetch = sampleStream;
       return req;
     },
   });

@@ -8,7 +8,8 @@
 // asks nothing of any host but the gateway, and the browser logs no error
 // (a Content-Security-Policy violation is one). It writes a screenshot of
 // the page showing that answer. api's TestDocsPageInBrowser runs it against
-// a gateway it starts.
+// a gateway it starts. It also tries the election's SSE stream, which the
+// page reads for a few seconds.
 import { chromium } from "playwright-core";
 
 const [base, election, leaderID, screenshot] = process.argv.slice(2);
@@ -86,6 +87,20 @@ try {
 
   await op.evaluate((el) => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 140));
   await page.screenshot({ path: screenshot });
+
+  // Try it out on an endless SSE stream: the page shows its first events.
+  const sse = page.locator("#operations-events-streamElectionEvents");
+  await sse.locator(".opblock-summary").first().click();
+  await sse.locator("button.try-out__btn").click();
+  await sse.locator('input[placeholder="election"]').fill(election);
+  await sse.locator("button.execute").click();
+  const stream = sse.locator(".live-responses-table .response").first();
+  await stream.waitFor();
+  const events = await stream.locator(".response-col_description pre").first().textContent();
+  if (!events.includes("event: reset") || !events.includes(`"${leaderID}"`)) {
+    fail(`try it out: the events stream shown has no reset naming ${leaderID}: ${events}`);
+  }
+  console.log(`try it out: GET /v1/elections/${election}/events showed ${events.split("\n")[0]} … event: reset`);
   console.log(`screenshot: ${screenshot}; ${requested.length} requests, all to ${origin}`);
 } catch (err) {
   fail(`${err.name}: ${err.message}`);
