@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/electorhq/elector/gateway"
@@ -49,13 +50,13 @@ func (c *cache) run(ctx context.Context, requestTimeout time.Duration) {
 
 func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error {
 	gctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	resp, err := c.cli.Get(gctx, c.st.keys.root(), clientv3.WithPrefix())
+	kvs, rev, err := loadKeys(gctx, c.cli, c.st.keys, 0)
 	cancel()
 	if err != nil {
 		return err
 	}
 	st := newState(c.st.keys)
-	st.load(resp.Kvs, resp.Header.Revision)
+	st.load(kvs, rev)
 	c.mu.Lock()
 	c.st, c.loaded = st, true
 	c.signal()
@@ -82,6 +83,26 @@ func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error 
 		return nil
 	}
 	return fmt.Errorf("watch closed")
+}
+
+// loadKeys reads the keys under the prefix at revision rev (0: the current
+// one) and returns them with etcd's current revision. It leaves out the
+// KV's keys, with two range reads at that revision: no state needs them,
+// and the KV may hold far more bytes than the elections.
+func loadKeys(ctx context.Context, cli *clientv3.Client, k keys, rev int64) ([]*mvccpb.KeyValue, int64, error) {
+	before, err := cli.Get(ctx, k.root(), clientv3.WithRange(k.kvDir()), clientv3.WithRev(rev))
+	if err != nil {
+		return nil, 0, err
+	}
+	at := rev
+	if at == 0 {
+		at = before.Header.Revision
+	}
+	after, err := cli.Get(ctx, k.kvEnd(), clientv3.WithRange(k.rootEnd()), clientv3.WithRev(at))
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(before.Kvs, after.Kvs...), before.Header.Revision, nil
 }
 
 // byRevision splits a watch response's events by revision (a response

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/electorhq/elector/gateway"
 )
 
@@ -20,6 +22,7 @@ const internalDir = "_elector"
 //	p/_elector/mark/<election>                why the last key removed by elector went (no lease)
 //	p/_elector/cooling/<election>/<lease-hex> candidate in error cooldown (on its lease)
 //	p/_elector/ids/<election>/<candidate-id>  candidate id → lease hex (on its lease)
+//	p/_elector/kv/<key>                       gateway.KV (kv.go), no election's
 type keys struct{ p string }
 
 func (k keys) root() string         { return k.p + "/" }
@@ -33,6 +36,13 @@ func (k keys) mark(e string) string            { return k.internal("mark", e) }
 func (k keys) candidacy(e, hex string) string  { return k.line(e) + hex }
 func (k keys) cooling(e, hex string) string    { return k.internal("cooling", e) + "/" + hex }
 func (k keys) candidateID(e, id string) string { return k.internal("ids", e) + "/" + id }
+
+// kvDir is the directory of the KV's keys: p/_elector/kv/. It is no
+// election's and parse ignores it first thing.
+func (k keys) kvDir() string        { return k.p + "/" + internalDir + "/kv/" }
+func (k keys) kv(key string) string { return k.kvDir() + key }
+func (k keys) kvEnd() string        { return clientv3.GetPrefixRangeEnd(k.kvDir()) }
+func (k keys) rootEnd() string      { return clientv3.GetPrefixRangeEnd(k.root()) }
 
 // leaseHex names a lease the way concurrency.Election names its key.
 func leaseHex(lease int64) string { return fmt.Sprintf("%x", lease) }
@@ -63,6 +73,9 @@ func (k keys) parse(key string) parsedKey {
 	rest, ok := strings.CutPrefix(key, k.root())
 	if !ok {
 		return parsedKey{}
+	}
+	if strings.HasPrefix(key, k.kvDir()) {
+		return parsedKey{} // the KV: no election's
 	}
 	if in, ok := strings.CutPrefix(rest, internalDir+"/"); ok {
 		kind, tail, _ := strings.Cut(in, "/")

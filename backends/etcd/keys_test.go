@@ -20,6 +20,10 @@ func TestKeyLayoutParses(t *testing.T) {
 		{"elector/_elector/settings/_ping", parsedKey{}}, // not an election name
 		{"elector/_elector/other/billing", parsedKey{}},
 		{"electorate/billing/694d", parsedKey{}}, // another prefix
+		// The KV's keys, even those that spell election keys, are no election's.
+		{"elector/_elector/kv/settings/billing", parsedKey{}},
+		{"elector/_elector/kv/ids/billing/node-a", parsedKey{}},
+		{"elector/_elector/kv/billing/694d", parsedKey{}},
 	}
 	for _, tt := range tests {
 		if got := k.parse(tt.key); got != tt.want {

@@ -48,15 +48,15 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 			return nil, fmt.Errorf("etcd: watch after %q: %w", after, gateway.ErrCursorExpired)
 		}
 		rctx, cancel := b.reqCtx(ctx)
-		resp, err := b.cli.Get(rctx, b.keys.root(), clientv3.WithPrefix(), clientv3.WithRev(load))
+		kvs, current, err := loadKeys(rctx, b.cli, b.keys, load)
 		cancel()
 		if err != nil {
 			return nil, translate(ctx, fmt.Sprintf("watch after %q", after), err)
 		}
-		if resp.Header.Revision < rev {
+		if current < rev {
 			return nil, fmt.Errorf("etcd: watch after %q: revision %d is in the future: %w", after, rev, gateway.ErrCursorExpired)
 		}
-		st.load(resp.Kvs, load)
+		st.load(kvs, load)
 	}
 
 	// The watch ends with ctx or with the backend.
