@@ -17,4 +17,8 @@ func TestConformanceSingleMember(t *testing.T) {
 		// acts more often and the leader changes often enough to be tested.
 		Candidates: 50,
 	})
+	// On the same member, beside the elections: the KV must not disturb them.
+	t.Run("KV", func(t *testing.T) {
+		backendtest.RunKV(t, func(t *testing.T) gateway.KV { return newBackend(t, ms, "elector") })
+	})
 }

@@ -19,6 +19,7 @@
 //	p/_elector/settings/<election>            error cooldown and handover delay
 //	p/_elector/lead/<election>                the lead record: who elector says leads
 //	p/_elector/mark/<election>                why elector last removed a key
+//	p/_elector/kv/<key>                       the gateway.KV (webhooks' endpoints, deliveries…)
 //
 // The candidacy key is concurrency.Election's layout, so
 // concurrency.NewElection(session, "p/<election>") and
@@ -29,6 +30,19 @@
 // Everything else elector keeps is under p/_elector/, which no election's
 // line can include: an election name starts with a letter or digit, never
 // '_'.
+//
+// # KV
+//
+// The Backend is a gateway.KV, where package webhooks keeps its state. Item
+// k is the key p/_elector/kv/<k>, its value the item's bytes, its revision
+// the key's mod revision. Create is a put in a transaction guarded by
+// CreateRevision(key) = 0; Update and a conditional Delete are guarded by
+// ModRevision(key) = rev, which a missing key (mod revision 0) never
+// satisfies; List reads p/_elector/kv/<prefix>/ in pages at one revision.
+// Reads are linearizable. These keys are no election's: the state ignores
+// them, and loads of the state read around them. The watch on p/ still
+// receives every KV write, values included, on every replica; a revision of
+// KV writes only moves the replica's revision and derives no event.
 //
 // # Values
 //
@@ -135,7 +149,8 @@
 // replica last learnt it.
 //
 // Anyone who can read the prefix can read candidates' metadata and token
-// hashes (not tokens); anyone who can write it can change elections. Give
+// hashes (not tokens), and the KV: webhook endpoints with their signing
+// secrets. Anyone who can write it can change elections and webhooks. Give
 // elector an etcd role on <prefix>/ and native clients one on the election
 // keys they use.
 //

@@ -28,6 +28,9 @@ func TestConformanceThreeMembers(t *testing.T) {
 		// Three members share this machine's cores with everything else.
 		Candidates: 40,
 	})
+	t.Run("KV", func(t *testing.T) {
+		backendtest.RunKV(t, func(t *testing.T) gateway.KV { return newBackend(t, ms, "elector") })
+	})
 }
 
 // candidate campaigns and heartbeats every ttl/6, ignoring failures (etcd
