@@ -69,16 +69,16 @@ func (c *child) stop() {
 	select {
 	case <-c.done:
 	default:
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		killGroup(pgid, syscall.SIGTERM)
 		select {
 		case <-c.done:
 		case <-time.After(c.grace + time.Second):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			killGroup(pgid, syscall.SIGKILL)
 			<-c.done
 		}
 	}
 	// Whatever is left in the group (the guard is gone) goes now.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	killGroup(pgid, syscall.SIGKILL)
 	c.cmd = nil
 }
 
@@ -131,19 +131,19 @@ func runGuard(args []string, stderr io.Writer) int {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	pgid := syscall.Getpgrp()
+	pgid := processGroup()
 	select {
 	case err := <-done:
-		_ = syscall.Kill(-pgid, syscall.SIGTERM) // leftovers; the guard ignores it
+		killGroup(pgid, syscall.SIGTERM) // leftovers; the guard ignores it
 		return exitStatus(err)
 	case <-sigs:
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		killGroup(pgid, syscall.SIGTERM)
 		select {
 		case err := <-done:
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			killGroup(pgid, syscall.SIGTERM)
 			return exitStatus(err)
 		case <-time.After(grace):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			killGroup(pgid, syscall.SIGKILL)
 			return 137
 		}
 	}

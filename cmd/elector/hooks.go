@@ -66,7 +66,7 @@ func (h *hooks) run(name, line string, env hookEnv) error {
 	if h.timeout > 0 {
 		t := time.AfterFunc(h.timeout, func() {
 			timedOut.Store(true)
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			killGroup(cmd.Process.Pid, syscall.SIGKILL)
 		})
 		defer t.Stop()
 	}

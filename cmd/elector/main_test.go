@@ -13,5 +13,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == guardCommand {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if dir := builtDir.Load(); dir != nil {
+		_ = os.RemoveAll(*dir)
+	}
+	os.Exit(code)
 }

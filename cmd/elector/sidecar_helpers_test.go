@@ -133,6 +133,7 @@ var builtElector = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	builtDir.Store(&dir)
 	bin := filepath.Join(dir, "elector")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -140,6 +141,9 @@ var builtElector = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// builtDir is where builtElector put the binary, for TestMain to remove.
+var builtDir atomic.Pointer[string]
 
 type buildError struct {
 	out string

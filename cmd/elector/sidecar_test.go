@@ -140,3 +140,24 @@ func TestSidecarEndFailingEveryAttemptExitsWithStatus1(t *testing.T) {
 		t.Errorf("logs do not say why:\n%s", logs)
 	}
 }
+
+func TestSidecarSupervisedCommandExitingWhileLeadingIsAnError(t *testing.T) {
+	g := newTestGateway(t)
+	log := filepath.Join(t.TempDir(), "log")
+	args := append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s", "--error-timeout", "1h"}, hookArgs(log)...)
+	logs, stop := inProcess(t, append(args, "--", "/bin/sh", "-c", "exit 5")...)
+	waitFor(t, 5*time.Second, "the error command", func() bool { return len(readLines(log)) == 3 })
+	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 error", "error a 1 error"}) {
+		t.Fatalf("commands ran: %q; logs:\n%s", got, logs)
+	}
+	cs, err := g.c.Candidates(context.Background(), "e")
+	if err != nil || len(cs.Candidates) != 1 || cs.Candidates[0].State != client.StateError {
+		t.Fatalf("candidates: %+v, %v; want a in error", cs, err)
+	}
+	if !strings.Contains(logs.String(), "exit status 5") {
+		t.Errorf("logs do not give the exit status:\n%s", logs)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
