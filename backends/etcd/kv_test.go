@@ -162,3 +162,33 @@ func TestKVIsNotLoadedIntoTheElectionState(t *testing.T) {
 	}
 	expectEvents(t, "watch from the cursor", ch, "zz", gateway.EventLeaderEnd, gateway.EventCandidateLeft)
 }
+
+// TestKVListReadsEveryPage lists more items than one read returns.
+func TestKVListReadsEveryPage(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 1)
+	b := newBackend(t, ms, "elector")
+	ctx := context.Background()
+	const n = 1234 // kvPage is 500
+	for i := range n {
+		if _, err := b.Client().Put(ctx, fmt.Sprintf("elector/_elector/kv/many/%04d", i), fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// "many0" is the end of the range of "many/": exclusive.
+	if _, err := b.Create(ctx, "many0/after", nil); err != nil {
+		t.Fatal(err)
+	}
+	items, err := b.List(ctx, "many")
+	if err != nil || len(items) != n {
+		t.Fatalf("list: %d items, %v; want %d", len(items), err, n)
+	}
+	for i, it := range items {
+		if it.Key != fmt.Sprintf("many/%04d", i) || string(it.Value) != fmt.Sprint(i) {
+			t.Fatalf("item %d: %+v", i, it)
+		}
+	}
+	if all, err := b.List(ctx, ""); err != nil || len(all) != n+1 {
+		t.Fatalf(`list "": %d items, %v; want %d`, len(all), err, n+1)
+	}
+}
