@@ -25,6 +25,9 @@ var (
 	ErrNotFound              = errors.New("elector: not found")                   // not-found (no such route)
 	ErrCandidateExists       = errors.New("elector: candidate already campaigns") // candidate-exists
 	ErrLimitReached          = errors.New("elector: limit reached")               // limit-reached
+	ErrRateLimited           = errors.New("elector: rate limited")                // rate-limited: slow down
+	ErrUnauthenticated       = errors.New("elector: unauthenticated")             // unauthenticated: see WithAPIToken
+	ErrForbidden             = errors.New("elector: forbidden")                   // forbidden: the API token lacks the scope
 	ErrUnavailable           = errors.New("elector: backend unavailable")         // backend-unavailable, 5xx without a problem
 	ErrInternal              = errors.New("elector: internal error")              // internal
 )
@@ -43,6 +46,9 @@ var problemSentinels = map[string]error{
 	"not-found":                ErrNotFound,
 	"candidate-exists":         ErrCandidateExists,
 	"limit-reached":            ErrLimitReached,
+	"rate-limited":             ErrRateLimited,
+	"unauthenticated":          ErrUnauthenticated,
+	"forbidden":                ErrForbidden,
 	"backend-unavailable":      ErrUnavailable,
 	"internal":                 ErrInternal,
 }

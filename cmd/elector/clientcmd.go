@@ -23,6 +23,7 @@ const envToken = "ELECTOR_CANDIDATE_TOKEN"
 // clientFlags are the flags of the client commands.
 type clientFlags struct {
 	gateway, election, output string
+	apiToken                  string
 	id, token, metadata       string
 	ttl                       time.Duration
 	lastEventID               string
@@ -46,6 +47,7 @@ func newClientFlags(cmd string, stderr io.Writer, f *clientFlags) *pflag.FlagSet
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.gateway, "gateway", os.Getenv(envGateway), "the gateway's URL (default $"+envGateway+")")
+	fs.StringVar(&f.apiToken, "api-token", os.Getenv(envAPIToken), "API token sent as Authorization: Bearer (default $"+envAPIToken+")")
 	fs.StringVarP(&f.output, "output", "o", "text", "text or json")
 	fs.StringVar(&f.election, "election", "", "the election")
 	switch cmd {
@@ -99,7 +101,7 @@ func runClient(ctx context.Context, cmd string, args []string, stdout, stderr io
 		fmt.Fprintf(stderr, "elector %s: %v\n", cmd, err)
 		return 2
 	}
-	c := client.New(f.gateway, client.WithUserAgent("elector-cli/"+version))
+	c := client.New(f.gateway, client.WithUserAgent("elector-cli/"+version), client.WithAPIToken(f.apiToken))
 	out := &printer{w: stdout, json: f.output == "json"}
 	var err error
 	switch cmd {

@@ -24,12 +24,16 @@ const (
 	DefaultChildGrace       = 10 * time.Second
 )
 
-// envGateway names the gateway when --gateway is not given.
-const envGateway = "ELECTOR_GATEWAY"
+// Environment variables of the sidecar and client commands.
+const (
+	envGateway  = "ELECTOR_GATEWAY"   // --gateway
+	envAPIToken = "ELECTOR_API_TOKEN" // --api-token
+)
 
 // sidecarConfig is what `elector run` is told.
 type sidecarConfig struct {
 	gateway, election, id string
+	apiToken              string
 	ttl                   time.Duration
 	metadata              string
 	begin, end, onError   string
@@ -64,6 +68,7 @@ Flags:
 	}
 	host, _ := os.Hostname()
 	fs.StringVar(&c.gateway, "gateway", os.Getenv(envGateway), "the gateway's URL, e.g. http://127.0.0.1:8080 (default $"+envGateway+")")
+	fs.StringVar(&c.apiToken, "api-token", os.Getenv(envAPIToken), "API token sent as Authorization: Bearer, for gateways that require one (default $"+envAPIToken+")")
 	fs.StringVar(&c.election, "election", "", "the election to campaign in (required)")
 	fs.StringVar(&c.id, "id", host, "this candidate's id (default the host name)")
 	fs.DurationVar(&c.ttl, "ttl", DefaultSidecarTTL, "the candidacy's TTL; heartbeats go every TTL/3")
@@ -151,7 +156,7 @@ func newSidecar(c *sidecarConfig, log *slog.Logger) *sidecar {
 	if c.console {
 		src = newConsoleSource(c.stdin, c.id, c.errorTimeout, log)
 	} else {
-		cl := client.New(c.gateway, client.WithUserAgent("elector-run/"+version))
+		cl := client.New(c.gateway, client.WithUserAgent("elector-run/"+version), client.WithAPIToken(c.apiToken))
 		src = newGatewaySource(cl, c.election, c.id, c.ttl, json.RawMessage(c.metadata), c.errorTimeout, log)
 	}
 	s := &sidecar{
