@@ -38,6 +38,9 @@ type Config struct {
 	// candidates' own webhooks; without it those answer 501
 	// webhooks-unavailable.
 	Webhooks *webhooks.Service
+	// Metrics, if set, serves GET /metrics and observes requests and event
+	// streams (package metrics); without it /metrics answers not-found.
+	Metrics Metrics
 }
 
 func (c Config) withDefaults() Config {
@@ -71,7 +74,7 @@ func New(gw *gateway.Gateway, cfg Config) http.Handler {
 	a := &api{gw: gw, cfg: cfg, log: cfg.Logger}
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, a.logRequests, a.recoverPanics)
+	r.Use(middleware.RequestID, a.logRequests, a.observeRequests, a.recoverPanics)
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
 		a.writeError(w, req, errorf("not-found", "there is no resource at %s; see /openapi.yaml for the API", clip(req.URL.Path)))
 	})
@@ -98,6 +101,7 @@ func (a *api) routes() []route {
 	return []route{
 		{"GET", "/healthz", a.healthz},
 		{"GET", "/readyz", a.readyz},
+		{"GET", "/metrics", a.metrics},
 		{"GET", "/openapi.yaml", a.openapi},
 		{"GET", "/openapi.json", a.openapiAsJSON},
 		{"GET", "/docs", a.docs},

@@ -164,6 +164,7 @@ func (a *api) subscribeAll(ctx context.Context, last string) (subscription, erro
 // or the watch ends (slow consumer, backend stopping); the client then
 // reconnects with Last-Event-ID.
 func (a *api) serveStream(w http.ResponseWriter, r *http.Request, sub subscription) {
+	defer a.streamStarted()()
 	rc := http.NewResponseController(w)
 	// A server WriteTimeout must not cut a stream that lives for hours.
 	_ = rc.SetWriteDeadline(time.Time{})

@@ -269,6 +269,7 @@ func (s *Service) redeliver(ctx context.Context, ep Endpoint, delivery string) (
 		return Delivery{}, ErrNotRedeliverable
 	}
 	a, o := s.send(ctx, ep, d.EventID, d.Payload, s.cfg.RequestTimeout)
+	s.cfg.Metrics.Attempt(attemptOutcome(a, o), a.Latency)
 	a.Manual = true
 	d, err = modify(ctx, s.kv, deliveryKey(ep.ID, delivery), func(d *Delivery) error {
 		d.Attempts = append(d.Attempts, a)

@@ -19,6 +19,7 @@ type outcome struct {
 	ok         bool          // a 2xx
 	gone       bool          // 410 Gone: stop sending to this endpoint
 	retryAfter time.Duration // the receiver's Retry-After, if any
+	timeout    bool          // no answer within the attempt's timeout
 }
 
 // send makes one signed POST of payload to ep, bounded by timeout, and
@@ -44,7 +45,7 @@ func (s *Service) send(ctx context.Context, ep Endpoint, id string, payload []by
 	a.Latency = s.now().Sub(start)
 	if err != nil {
 		a.Error = describe(err, timeout)
-		return a, outcome{}
+		return a, outcome{timeout: errors.Is(err, context.DeadlineExceeded)}
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))

@@ -67,6 +67,8 @@ type Config struct {
 	// Jitter spreads retry waits. Default ±20% at random; tests pass the
 	// identity.
 	Jitter func(time.Duration) time.Duration
+	// Metrics observes attempts and deliveries. Default NopMetrics{}.
+	Metrics Metrics
 }
 
 func (c Config) withDefaults() Config {
@@ -105,6 +107,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Jitter == nil {
 		c.Jitter = jitter
+	}
+	if c.Metrics == nil {
+		c.Metrics = NopMetrics{}
 	}
 	return c
 }

@@ -170,7 +170,9 @@ func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway
 		if ctx.Err() != nil {
 			return ctx.Err() // a shutdown cut the attempt: not the receiver's fault
 		}
+		s.cfg.Metrics.Attempt(attemptOutcome(a, o), a.Latency)
 		var wait time.Duration
+		settled := false // by this attempt, rather than meanwhile by a redelivery
 		d, err = modify(ctx, s.kv, key, func(d *Delivery) error {
 			d.Attempts = append(d.Attempts, a)
 			if len(d.Attempts) > maxAttempts {
@@ -178,6 +180,7 @@ func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway
 			}
 			d.UpdatedAt = s.now().UTC()
 			d.NextAttemptAt = time.Time{}
+			settled = false
 			if d.Status != StatusPending {
 				return nil // settled meanwhile (a manual redelivery succeeded)
 			}
@@ -202,10 +205,14 @@ func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway
 				}
 				d.NextAttemptAt = s.now().Add(wait).UTC()
 			}
+			settled = d.Status != StatusPending
 			return nil
 		})
 		if err != nil {
 			return err
+		}
+		if settled {
+			s.cfg.Metrics.Delivered(d.Status)
 		}
 		if !o.ok {
 			log.LogAttrs(ctx, slog.LevelInfo, "webhooks: attempt failed", slog.Int("attempt", len(d.Attempts)),
@@ -230,14 +237,19 @@ func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway
 			stale = func() bool { return s.superseded(ctx, ep, ev) }
 		}
 		if sleep(ctx, wait, stale) {
+			changed := false
 			_, err := modify(ctx, s.kv, key, func(d *Delivery) error {
 				if d.Status != StatusPending {
 					return errUnchanged
 				}
 				d.Status, d.Error, d.NextAttemptAt = StatusFailed, "superseded: the candidate leads a later term", time.Time{}
 				d.UpdatedAt = s.now().UTC()
+				changed = true
 				return nil
 			})
+			if err == nil && changed {
+				s.cfg.Metrics.Delivered(StatusFailed)
+			}
 			return err
 		}
 	}
@@ -266,13 +278,18 @@ func (s *Service) failBegin(ctx context.Context, ep Endpoint, key string, ev gat
 	} else {
 		msg += "; the candidate no longer led that term"
 	}
+	changed := false
 	_, err = modify(ctx, s.kv, key, func(d *Delivery) error {
 		if d.Status != StatusPending {
 			return errUnchanged
 		}
 		d.Status, d.Error, d.NextAttemptAt, d.UpdatedAt = StatusFailed, msg, time.Time{}, s.now().UTC()
+		changed = true
 		return nil
 	})
+	if err == nil && changed {
+		s.cfg.Metrics.Delivered(StatusFailed)
+	}
 	return err
 }
 
