@@ -42,6 +42,9 @@ var problemKinds = map[string]problemKind{
 	"body-too-large":              {http.StatusRequestEntityTooLarge, "Request body too large"},
 	"unsupported-media-type":      {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	"limit-reached":               {http.StatusTooManyRequests, "Limit reached"},
+	"rate-limited":                {http.StatusTooManyRequests, "Rate limited"},
+	"unauthenticated":             {http.StatusUnauthorized, "Unauthenticated"},
+	"forbidden":                   {http.StatusForbidden, "Forbidden"},
 	"webhook-destination-refused": {http.StatusUnprocessableEntity, "Webhook destination refused"},
 	"webhook-not-found":           {http.StatusNotFound, "Webhook not found"},
 	"delivery-not-found":          {http.StatusNotFound, "Delivery not found"},
@@ -118,6 +121,7 @@ func problemFor(r *http.Request, err error) Problem {
 	var ae *apiError
 	var ve *gateway.ValidationError
 	var mbe *http.MaxBytesError
+	var le *gateway.LimitError
 	switch {
 	case errors.As(err, &ae):
 		p := newProblem(r, ae.slug, ae.detail)
@@ -158,6 +162,10 @@ func problemFor(r *http.Request, err error) Problem {
 			"candidate %q is already campaigning in election %q; resign it with its token (DELETE /v1/elections/%s/candidates/%s) or wait for its TTL to run out", id, election, election, id))
 	case errors.Is(err, gateway.ErrNoLeader):
 		return newProblem(r, "no-leader", fmt.Sprintf("election %q has no leader at the moment", election))
+	case errors.As(err, &le):
+		p := newProblem(r, "limit-reached", fmt.Sprintf("the limit %s (%d) is reached; resign or remove some before adding more", le.Limit, le.Max))
+		p.Ext = map[string]any{"limit": le.Limit}
+		return p
 	case errors.Is(err, gateway.ErrLimit):
 		return newProblem(r, "limit-reached", "a limit of the gateway was reached; try again later or with fewer resources")
 	case errors.Is(err, gateway.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):

@@ -3,8 +3,10 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -41,6 +43,28 @@ type Config struct {
 	// Metrics, if set, serves GET /metrics and observes requests and event
 	// streams (package metrics); without it /metrics answers not-found.
 	Metrics Metrics
+
+	// Tokens are the API tokens; with none (the default) the API needs no
+	// authentication. See auth.go for the scope each route needs.
+	Tokens []Token
+	// ProtectOperational puts /metrics, /docs and /openapi.* behind the
+	// read scope; the probes stay open. Default false.
+	ProtectOperational bool
+	// WriteRate and WriteBurst are the per-client token bucket of write
+	// requests (every method but GET and HEAD); 0 disables it. Default 0.
+	WriteRate  float64
+	WriteBurst int
+	// TrustedProxies are the addresses whose X-Forwarded-For names the
+	// client for the rate limit. Default none: the remote address counts.
+	TrustedProxies []netip.Prefix
+	// MaxStreams caps the event streams open at once; 0: no cap.
+	MaxStreams int
+	// CheckOutbox makes readiness require Webhooks.Run to be running (serve
+	// runs it; tests that do not leave it false). Default false.
+	CheckOutbox bool
+	// Shutdown, when closed, ends event streams with a retry hint, so that
+	// their clients reconnect (to another replica). Default nil: never.
+	Shutdown <-chan struct{}
 }
 
 func (c Config) withDefaults() Config {
@@ -64,6 +88,9 @@ type api struct {
 	gw  *gateway.Gateway
 	cfg Config
 	log *slog.Logger
+
+	writes  *writeLimiter // nil: no rate limit
+	streams atomic.Int64  // event streams open
 }
 
 // New returns the HTTP handler of elector's API v1 over gw: the routes of
@@ -71,7 +98,7 @@ type api struct {
 // documents for every error, unknown routes and wrong methods included.
 func New(gw *gateway.Gateway, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
-	a := &api{gw: gw, cfg: cfg, log: cfg.Logger}
+	a := &api{gw: gw, cfg: cfg, log: cfg.Logger, writes: newWriteLimiter(cfg.WriteRate, cfg.WriteBurst, cfg.TrustedProxies)}
 
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, a.logRequests, a.observeRequests, a.recoverPanics)
@@ -85,7 +112,7 @@ func New(gw *gateway.Gateway, cfg Config) http.Handler {
 	})
 
 	for _, rt := range a.routes() {
-		r.Method(rt.method, rt.pattern, rt.handler)
+		r.Method(rt.method, rt.pattern, a.guard(rt.method, rt.pattern, rt.handler))
 	}
 	return r
 }

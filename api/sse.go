@@ -188,6 +188,10 @@ func (a *api) serveStream(w http.ResponseWriter, r *http.Request, sub subscripti
 	for {
 		select {
 		case <-r.Context().Done():
+			a.sendRetryHint(w, rc, &b)
+			return
+		case <-a.cfg.Shutdown:
+			a.sendRetryHint(w, rc, &b)
 			return
 		case ev, ok := <-sub.events:
 			if !ok {
@@ -235,4 +239,17 @@ func send(w http.ResponseWriter, rc *http.ResponseController, b *strings.Builder
 		return false
 	}
 	return rc.Flush() == nil
+}
+
+// sendRetryHint ends a stream when the replica shuts down: a retry field
+// and a comment, so that the client reconnects (to another replica) after
+// the hint. A stream whose client went away gets nothing.
+func (a *api) sendRetryHint(w http.ResponseWriter, rc *http.ResponseController, b *strings.Builder) {
+	select {
+	case <-a.cfg.Shutdown:
+	default:
+		return
+	}
+	fmt.Fprintf(b, "retry: %d\n: shutting down; reconnect with Last-Event-ID\n\n", a.cfg.RetryHint.Milliseconds())
+	_ = send(w, rc, b)
 }

@@ -32,6 +32,13 @@ type Config struct {
 	MinTTL, MaxTTL time.Duration
 	// MaxMetadataBytes bounds a candidate's metadata, compacted. Default 1024.
 	MaxMetadataBytes int
+	// MaxCandidates caps the candidates of one election; a campaign beyond
+	// it fails with a *LimitError (ErrLimit). Default 0: no cap.
+	MaxCandidates int
+	// MaxElections caps the number of elections; creating one more (by a
+	// campaign or Configure) fails with a *LimitError. Default 0: no cap.
+	// Both caps are best-effort across replicas (see checkCandidateLimit).
+	MaxElections int
 	// Logger receives the Gateway's logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -118,7 +125,7 @@ type CampaignRequest struct {
 // Campaign validates r and puts the candidate at the back of the line. It
 // returns the candidate's status and its token, which Heartbeat, Resign and
 // ReportError require. Errors: ErrInvalid (a *ValidationError),
-// ErrCandidateExists, ErrUnavailable.
+// ErrCandidateExists, ErrLimit (a *LimitError), ErrUnavailable.
 func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignRequest) (Status, string, error) {
 	if err := ValidateElectionName(election); err != nil {
 		return Status{}, "", err
@@ -135,6 +142,9 @@ func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignReque
 	}
 	meta, err := compactObject("metadata", r.Metadata, g.cfg.MaxMetadataBytes)
 	if err != nil {
+		return Status{}, "", err
+	}
+	if err := g.checkCandidateLimit(ctx, election); err != nil {
 		return Status{}, "", err
 	}
 	token := NewToken()
@@ -238,7 +248,8 @@ type SettingsPatch struct {
 
 // Configure applies p to the election's settings, creating the election
 // with the Gateway's defaults first if it does not exist. Errors:
-// ErrInvalid, ErrUnavailable.
+// ErrInvalid, ErrLimit (a *LimitError, for one election too many),
+// ErrUnavailable.
 //
 // Two concurrent Configure calls on one election may lose one of the
 // changes (read, merge, write); settings never affect who leads.
@@ -253,6 +264,10 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 		s = e.Settings
 	case !errors.Is(err, ErrElectionNotFound):
 		return Election{}, err
+	default:
+		if err := g.checkElectionLimit(ctx); err != nil {
+			return Election{}, err
+		}
 	}
 	if p.ErrorCooldown != nil {
 		s.ErrorCooldown = *p.ErrorCooldown

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/electorhq/elector/gateway"
@@ -144,7 +145,13 @@ type Service struct {
 	created int             // delivery records created, for pruneSoon
 
 	crash bool // tests: workers end without releasing their claims, as if the process died
+
+	runs atomic.Int32 // Run calls in progress, for Running
 }
+
+// Running reports whether Run is delivering (the readiness probe's
+// outbox check).
+func (s *Service) Running() bool { return s.runs.Load() > 0 }
 
 // New returns a Service that delivers the events of gw, keeping its state
 // in kv (usually the gateway's backend; see gateway.Gateway.KV).
@@ -200,6 +207,8 @@ func (s *Service) nudge() {
 // continues at once, and returns nil. Every worker has returned when Run
 // returns.
 func (s *Service) Run(ctx context.Context) error {
+	s.runs.Add(1)
+	defer s.runs.Add(-1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer s.client.CloseIdleConnections()
