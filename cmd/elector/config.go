@@ -30,6 +30,7 @@ type Config struct {
 	HTTP      HTTPConfig
 	SSE       SSEConfig
 	Webhooks  WebhooksConfig
+	Metrics   MetricsConfig
 }
 
 // LogConfig configures the logs written to stderr.
@@ -186,6 +187,15 @@ type WebhooksConfig struct {
 	BeginTimeout time.Duration
 }
 
+// MetricsConfig tunes the Prometheus metrics served at /metrics.
+type MetricsConfig struct {
+	// ElectionLabels labels the per-election series (candidates, leaders,
+	// leader transitions) with the election; false sums them over all
+	// elections, for deployments with very many elections. Key
+	// metrics.election_labels, default true.
+	ElectionLabels bool
+}
+
 // DefaultListen is the default listen address: loopback only, so that a
 // gateway started on a laptop is not reachable from the network.
 const DefaultListen = "127.0.0.1:8080"
@@ -225,6 +235,7 @@ func DefaultConfig() Config {
 			RetrySchedule:  webhooks.DefaultRetrySchedule(),
 			BeginTimeout:   webhooks.DefaultBeginTimeout,
 		},
+		Metrics: MetricsConfig{ElectionLabels: true},
 	}
 }
 

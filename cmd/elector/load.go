@@ -84,6 +84,7 @@ func settings() []setting {
 		{"webhooks.request_timeout", "time allowed for one webhook delivery attempt", func(c *Config) any { return &c.Webhooks.RequestTimeout }},
 		{"webhooks.retry_schedule", "comma-separated waits before each webhook retry", func(c *Config) any { return &c.Webhooks.RetrySchedule }},
 		{"webhooks.begin_timeout", "time a new leader's own begin webhook has to answer 2xx", func(c *Config) any { return &c.Webhooks.BeginTimeout }},
+		{"metrics.election_labels", "label per-election metrics with the election (false: sum over all elections)", func(c *Config) any { return &c.Metrics.ElectionLabels }},
 	}
 }
 

@@ -74,11 +74,18 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 			log.LogAttrs(context.Background(), slog.LevelError, "backend release failed", slog.Any("err", err))
 		}
 	}()
-	gw := gateway.New(backend, cfg.gatewayConfig(log))
+	// Metrics time every backend operation (keeping the backend's optional
+	// abilities), watch the gateway's transitions and count requests.
+	mtr := newMetrics(cfg, log)
+	gw := gateway.New(mtr.Backend(backend), cfg.gatewayConfig(log))
+	transitions := mtr.ObserveGateway(gw)
 	apiCfg := cfg.apiConfig(log)
+	apiCfg.Metrics = mtr
 	var hooks *webhooks.Service
 	if kv, ok := gw.KV(); ok {
-		hooks = webhooks.New(gw, kv, cfg.webhooksConfig(log))
+		hooksCfg := cfg.webhooksConfig(log)
+		hooksCfg.Metrics = mtr.Webhooks()
+		hooks = webhooks.New(gw, kv, hooksCfg)
 		apiCfg.Webhooks = hooks
 	} else {
 		log.LogAttrs(ctx, slog.LevelWarn, "this backend cannot keep the webhook outbox: webhooks are off", slog.String("backend", cfg.Backend.Kind))
@@ -108,6 +115,7 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	runErr := make(chan error, 1)
 	serveErr := make(chan error, 1)
 	wg.Go(func() { runErr <- gw.Run(runCtx) })
+	wg.Go(func() { runTransitions(runCtx, transitions, log) })
 	wg.Go(func() { serveErr <- srv.Serve(ln) })
 	// Webhook delivery stops before the backend loop, so that it can still
 	// release its claims for another replica to continue at once.
