@@ -31,6 +31,9 @@ type Config struct {
 	SSE       SSEConfig
 	Webhooks  WebhooksConfig
 	Metrics   MetricsConfig
+	Auth      AuthConfig
+	TLS       TLSConfig
+	Limits    LimitsConfig
 }
 
 // LogConfig configures the logs written to stderr.
@@ -156,6 +159,10 @@ type HTTPConfig struct {
 	// ShutdownTimeout bounds the draining of requests on SIGINT or SIGTERM.
 	// Key http.shutdown_timeout, default 15s.
 	ShutdownTimeout time.Duration
+	// TrustedProxies are the addresses or CIDR prefixes of proxies whose
+	// X-Forwarded-For names the client, for the rate limit. Key
+	// http.trusted_proxies, default none (comma-separated list).
+	TrustedProxies []string
 }
 
 // SSEConfig tunes the Server-Sent Events streams.
@@ -236,6 +243,8 @@ func DefaultConfig() Config {
 			BeginTimeout:   webhooks.DefaultBeginTimeout,
 		},
 		Metrics: MetricsConfig{ElectionLabels: true},
+		TLS:     TLSConfig{ClientAuth: "none"},
+		Limits:  DefaultLimits(),
 	}
 }
 
@@ -323,6 +332,7 @@ func (c Config) Validate(source func(key string) string) error {
 		},
 		func() error { return within("elections.error_cooldown", e.ErrorCooldown, 0, gateway.MaxSetting) },
 		func() error { return within("elections.handover_delay", e.HandoverDelay, 0, gateway.MaxSetting) },
+		func() error { return c.validateProduction(source) },
 		func() error {
 			if h.MaxBodyBytes < 1024 {
 				return configError("http.max_body_bytes", source("http.max_body_bytes"),
@@ -375,6 +385,8 @@ func (c Config) gatewayConfig(log *slog.Logger) gateway.Config {
 		MinTTL:           e.MinTTL,
 		MaxTTL:           e.MaxTTL,
 		MaxMetadataBytes: e.MaxMetadataBytes,
+		MaxCandidates:    c.Limits.CandidatesPerElection,
+		MaxElections:     c.Limits.Elections,
 		Logger:           log,
 	}
 }

@@ -85,6 +85,18 @@ func settings() []setting {
 		{"webhooks.retry_schedule", "comma-separated waits before each webhook retry", func(c *Config) any { return &c.Webhooks.RetrySchedule }},
 		{"webhooks.begin_timeout", "time a new leader's own begin webhook has to answer 2xx", func(c *Config) any { return &c.Webhooks.BeginTimeout }},
 		{"metrics.election_labels", "label per-election metrics with the election (false: sum over all elections)", func(c *Config) any { return &c.Metrics.ElectionLabels }},
+		{"http.trusted_proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For names the client", func(c *Config) any { return &c.HTTP.TrustedProxies }},
+		{"auth.tokens", "API tokens: {name, sha256|file|env, scopes, elections} (JSON array in flags and the environment)", func(c *Config) any { return &c.Auth.Tokens }},
+		{"auth.protect_operational", "require the read scope for /metrics, /docs and /openapi.*", func(c *Config) any { return &c.Auth.ProtectOperational }},
+		{"tls.cert_file", "PEM certificate of the HTTP API (reloaded on SIGHUP and change)", func(c *Config) any { return &c.TLS.CertFile }},
+		{"tls.key_file", "PEM key of the HTTP API", func(c *Config) any { return &c.TLS.KeyFile }},
+		{"tls.client_ca_file", "PEM bundle trusted to sign client certificates", func(c *Config) any { return &c.TLS.ClientCAFile }},
+		{"tls.client_auth", "client certificates: none, request or require", func(c *Config) any { return &c.TLS.ClientAuth }},
+		{"limits.writes_per_second", "write requests per second per client (0: no limit)", func(c *Config) any { return &c.Limits.WritesPerSecond }},
+		{"limits.write_burst", "burst of write requests per client", func(c *Config) any { return &c.Limits.WriteBurst }},
+		{"limits.candidates_per_election", "most candidates in one election (0: no limit)", func(c *Config) any { return &c.Limits.CandidatesPerElection }},
+		{"limits.elections", "most elections (0: no limit)", func(c *Config) any { return &c.Limits.Elections }},
+		{"limits.sse_subscribers", "most event streams open at once on this replica (0: no limit)", func(c *Config) any { return &c.Limits.SSESubscribers }},
 	}
 }
 
@@ -123,6 +135,8 @@ func newServeFlags(stderr io.Writer) *pflag.FlagSet {
 			fs.String(s.flag(), formatDurations(*p), usage)
 		case *[]string:
 			fs.String(s.flag(), strings.Join(*p, ","), usage)
+		case *[]TokenConfig:
+			fs.String(s.flag(), "", usage)
 		}
 	}
 	fs.Usage = func() {
@@ -302,6 +316,8 @@ func reflectValue(p any) any {
 		return formatDurations(*p)
 	case *[]string:
 		return strings.Join(*p, ",")
+	case *[]TokenConfig:
+		return ""
 	}
 	return nil
 }
@@ -320,6 +336,9 @@ func formatDurations(ds []time.Duration) string {
 func decode(p any, raw any) error {
 	if list, ok := p.(*[]string); ok {
 		return decodeList(list, raw)
+	}
+	if tokens, ok := p.(*[]TokenConfig); ok {
+		return decodeTokens(tokens, raw)
 	}
 	switch raw.(type) {
 	case map[string]any, []any:

@@ -95,9 +95,21 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
+	tcp := ln
+	ln, certs, err := listenTLS(tcp, cfg.TLS, log)
+	if err != nil {
+		_ = tcp.Close()
+		return err
+	}
+	warnIfOpen(ctx, log, cfg, ln.Addr())
 	// streams ends when shutdown begins; it ends event streams (endStreamsOn).
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
+	// Streams also see the shutdown themselves, to send a retry hint.
+	if apiCfg, err = cfg.withProduction(apiCfg, streams.Done()); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	srv := &http.Server{
 		Handler:           endStreamsOn(streams, api.New(gw, apiCfg)),
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
@@ -117,6 +129,7 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	wg.Go(func() { runErr <- gw.Run(runCtx) })
 	wg.Go(func() { runTransitions(runCtx, transitions, log) })
 	wg.Go(func() { serveErr <- srv.Serve(ln) })
+	wg.Go(func() { reloadOnHangup(runCtx, certs) })
 	// Webhook delivery stops before the backend loop, so that it can still
 	// release its claims for another replica to continue at once.
 	hooksCtx, stopHooks := context.WithCancel(context.Background())

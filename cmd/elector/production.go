@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+
+	"github.com/electorhq/elector/api"
+)
+
+// validateProduction checks the auth, TLS, limits and proxy settings,
+// naming the key at fault. It reads token files and variables to do so.
+func (c Config) validateProduction(source func(string) string) error {
+	if _, err := c.Auth.apiTokens(); err != nil {
+		return configError("auth.tokens", source("auth.tokens"), "%v", err)
+	}
+	if err := c.TLS.validate(); err != nil {
+		return configError("tls", "", "%v", err)
+	}
+	if err := c.Limits.validate(); err != nil {
+		return configError("limits", "", "%v", err)
+	}
+	if _, err := parseTrustedProxies(c.HTTP.TrustedProxies); err != nil {
+		return configError("http.trusted_proxies", source("http.trusted_proxies"), "%v", err)
+	}
+	return nil
+}
+
+// withProduction adds auth, limits and the shutdown signal of streams to
+// the API's configuration. cfg is c.apiConfig; c is valid.
+func (c Config) withProduction(cfg api.Config, shutdown <-chan struct{}) (api.Config, error) {
+	tokens, err := c.Auth.apiTokens()
+	if err != nil {
+		return cfg, configError("auth.tokens", "", "%v", err)
+	}
+	proxies, err := parseTrustedProxies(c.HTTP.TrustedProxies)
+	if err != nil {
+		return cfg, configError("http.trusted_proxies", "", "%v", err)
+	}
+	cfg.Tokens = tokens
+	cfg.ProtectOperational = c.Auth.ProtectOperational
+	cfg.WriteRate = float64(c.Limits.WritesPerSecond)
+	cfg.WriteBurst = c.Limits.WriteBurst
+	cfg.TrustedProxies = proxies
+	cfg.MaxStreams = c.Limits.SSESubscribers
+	cfg.CheckOutbox = cfg.Webhooks != nil
+	cfg.Shutdown = shutdown
+	return cfg, nil
+}
+
+// warnIfOpen logs a loud warning when the API listens beyond loopback
+// without API tokens: anybody who can reach it can resign leaders'
+// rivals, change settings and add webhooks.
+func warnIfOpen(ctx context.Context, log *slog.Logger, c Config, addr net.Addr) {
+	if len(c.Auth.Tokens) > 0 {
+		return
+	}
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		if a, ok := netip.AddrFromSlice(ta.IP); ok && a.Unmap().IsLoopback() {
+			return
+		}
+	}
+	log.LogAttrs(ctx, slog.LevelWarn, "SECURITY: the API listens beyond loopback WITHOUT authentication: anybody who can reach "+
+		"it can campaign, resign and reconfigure elections and add webhooks; configure auth.tokens (see configs/auth.yaml) "+
+		"or listen on 127.0.0.1", slog.String("listen", addr.String()))
+}

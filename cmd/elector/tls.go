@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// TLSConfig turns on TLS for the HTTP API.
+type TLSConfig struct {
+	// CertFile and KeyFile are the PEM certificate (chain) and key. Both or
+	// neither. Keys tls.cert_file and tls.key_file, default none (plain
+	// HTTP). They are reloaded on SIGHUP and when their files change.
+	CertFile, KeyFile string
+	// ClientCAFile is a PEM bundle trusted to sign client certificates.
+	// Key tls.client_ca_file, default none.
+	ClientCAFile string
+	// ClientAuth is none, request (verify a certificate if one is given)
+	// or require. Key tls.client_auth, default none.
+	ClientAuth string
+}
+
+// Enabled reports whether the API serves TLS.
+func (c TLSConfig) Enabled() bool { return c.CertFile != "" }
+
+// certPollInterval is how often a handshake may look at the certificate
+// files' modification times.
+const certPollInterval = 2 * time.Second
+
+// certReloader serves the certificate of a cert and key file pair to TLS
+// handshakes and reloads it when the files change (seen by modification
+// time, checked at most every certPollInterval during a handshake) or
+// when Reload is called (SIGHUP). A reload that fails keeps the old
+// certificate and logs why. It needs no goroutine of its own.
+type certReloader struct {
+	certFile, keyFile string
+	log               *slog.Logger
+
+	mu        sync.Mutex
+	cert      *tls.Certificate
+	certMod   time.Time
+	keyMod    time.Time
+	lastCheck time.Time
+}
+
+// newCertReloader loads the pair once; the error is the loading error.
+func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader, error) {
+	r := &certReloader{certFile: certFile, keyFile: keyFile, log: log}
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// load reads the pair; the caller holds mu or owns r exclusively.
+func (r *certReloader) load() error {
+	cm, km := modTime(r.certFile), modTime(r.keyFile)
+	c, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		return fmt.Errorf("tls: load %s and %s: %w", r.certFile, r.keyFile, err)
+	}
+	r.cert, r.certMod, r.keyMod = &c, cm, km
+	return nil
+}
+
+// Reload reads the files again now.
+func (r *certReloader) Reload() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reloadLocked("signal")
+}
+
+func (r *certReloader) reloadLocked(why string) error {
+	if err := r.load(); err != nil {
+		r.log.LogAttrs(context.Background(), slog.LevelError, "TLS certificate reload failed; keeping the old one",
+			slog.String("trigger", why), slog.Any("err", err))
+		return err
+	}
+	r.log.LogAttrs(context.Background(), slog.LevelInfo, "TLS certificate reloaded", slog.String("trigger", why), slog.String("cert_file", r.certFile))
+	return nil
+}
+
+// GetCertificate is tls.Config.GetCertificate.
+func (r *certReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now := time.Now(); now.Sub(r.lastCheck) >= certPollInterval {
+		r.lastCheck = now
+		if !modTime(r.certFile).Equal(r.certMod) || !modTime(r.keyFile).Equal(r.keyMod) {
+			_ = r.reloadLocked("file change")
+		}
+	}
+	return r.cert, nil
+}
+
+func modTime(path string) time.Time {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+// serverTLS returns the tls.Config of the HTTP server and the reloader of
+// its certificate.
+func (c TLSConfig) serverTLS(log *slog.Logger) (*tls.Config, *certReloader, error) {
+	rl, err := newCertReloader(c.CertFile, c.KeyFile, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: rl.GetCertificate, NextProtos: []string{"h2", "http/1.1"}}
+	if c.ClientCAFile != "" {
+		pem, err := os.ReadFile(c.ClientCAFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tls: client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, nil, fmt.Errorf("tls: client CA %s holds no PEM certificate", c.ClientCAFile)
+		}
+		cfg.ClientCAs = pool
+	}
+	switch c.ClientAuth {
+	case "request":
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	case "require":
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return cfg, rl, nil
+}
+
+// validate checks the TLS settings without loading anything.
+func (c TLSConfig) validate() error {
+	switch {
+	case (c.CertFile == "") != (c.KeyFile == ""):
+		return errors.New("tls.cert_file and tls.key_file go together")
+	case c.ClientAuth != "none" && c.ClientAuth != "request" && c.ClientAuth != "require":
+		return fmt.Errorf("tls.client_auth %q is not one of none, request, require", c.ClientAuth)
+	case c.ClientAuth != "none" && c.ClientCAFile == "":
+		return errors.New("tls.client_auth " + c.ClientAuth + " needs tls.client_ca_file")
+	case c.ClientAuth != "none" && !c.Enabled():
+		return errors.New("tls.client_auth needs tls.cert_file and tls.key_file")
+	}
+	return nil
+}
+
+// listenTLS wraps ln in TLS when c is enabled and returns the reloader of
+// the certificate (nil without TLS).
+func listenTLS(ln net.Listener, c TLSConfig, log *slog.Logger) (net.Listener, *certReloader, error) {
+	if !c.Enabled() {
+		return ln, nil, nil
+	}
+	cfg, rl, err := c.serverTLS(log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errConfig, err)
+	}
+	return tls.NewListener(ln, cfg), rl, nil
+}
+
+// reloadOnHangup reloads rl's certificate on every SIGHUP until ctx ends.
+func reloadOnHangup(ctx context.Context, rl *certReloader) {
+	if rl == nil {
+		return
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			_ = rl.Reload()
+		}
+	}
+}
