@@ -7,60 +7,140 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// withAbilities returns ib with the optional abilities of b (Runner, Pinger,
-// KV) and no others: the Gateway finds them by type assertion, so the
-// decorator must neither hide one b has nor claim one it lacks. Each of the
-// eight combinations is a struct embedding exactly the abilities b has.
+// The optional abilities of a backend, as bits.
+const (
+	hasRunner = 1 << iota
+	hasPinger
+	hasKV
+	hasCatchUp
+)
+
+// withAbilities returns ib with the optional abilities of b (Runner,
+// Pinger, KV, CatchUpReporter) and no others: the Gateway finds them by type
+// assertion, so the decorator must neither hide one b has nor claim one it
+// lacks. Each combination is a struct embedding exactly the abilities b has;
+// a new ability doubles the cases (and its test in backend_test.go).
 func withAbilities(ib *instrumented, b gateway.Backend) gateway.Backend {
-	r, isRunner := b.(gateway.Runner)
-	_, isPinger := b.(gateway.Pinger)
-	_, isKV := b.(gateway.KV)
-	p := &instrumentedPinger{ib}
-	kv := &instrumentedKV{ib}
-	switch {
-	case isRunner && isPinger && isKV:
+	r, _ := b.(gateway.Runner)
+	p, kv, cu := &instrumentedPinger{ib}, &instrumentedKV{ib}, &instrumentedCatchUp{ib}
+	mask := 0
+	if _, ok := b.(gateway.Runner); ok {
+		mask |= hasRunner
+	}
+	if _, ok := b.(gateway.Pinger); ok {
+		mask |= hasPinger
+	}
+	if _, ok := b.(gateway.KV); ok {
+		mask |= hasKV
+	}
+	if _, ok := b.(gateway.CatchUpReporter); ok {
+		mask |= hasCatchUp
+	}
+	switch mask {
+	case hasRunner | hasPinger | hasKV | hasCatchUp:
+		return struct {
+			*instrumented
+			gateway.Runner
+			*instrumentedPinger
+			*instrumentedKV
+			*instrumentedCatchUp
+		}{ib, r, p, kv, cu}
+	case hasPinger | hasKV | hasCatchUp:
+		return struct {
+			*instrumented
+			*instrumentedPinger
+			*instrumentedKV
+			*instrumentedCatchUp
+		}{ib, p, kv, cu}
+	case hasRunner | hasKV | hasCatchUp:
+		return struct {
+			*instrumented
+			gateway.Runner
+			*instrumentedKV
+			*instrumentedCatchUp
+		}{ib, r, kv, cu}
+	case hasKV | hasCatchUp:
+		return struct {
+			*instrumented
+			*instrumentedKV
+			*instrumentedCatchUp
+		}{ib, kv, cu}
+	case hasRunner | hasPinger | hasCatchUp:
+		return struct {
+			*instrumented
+			gateway.Runner
+			*instrumentedPinger
+			*instrumentedCatchUp
+		}{ib, r, p, cu}
+	case hasPinger | hasCatchUp:
+		return struct {
+			*instrumented
+			*instrumentedPinger
+			*instrumentedCatchUp
+		}{ib, p, cu}
+	case hasRunner | hasCatchUp:
+		return struct {
+			*instrumented
+			gateway.Runner
+			*instrumentedCatchUp
+		}{ib, r, cu}
+	case hasCatchUp:
+		return struct {
+			*instrumented
+			*instrumentedCatchUp
+		}{ib, cu}
+	case hasRunner | hasPinger | hasKV:
 		return struct {
 			*instrumented
 			gateway.Runner
 			*instrumentedPinger
 			*instrumentedKV
 		}{ib, r, p, kv}
-	case isRunner && isPinger:
-		return struct {
-			*instrumented
-			gateway.Runner
-			*instrumentedPinger
-		}{ib, r, p}
-	case isRunner && isKV:
-		return struct {
-			*instrumented
-			gateway.Runner
-			*instrumentedKV
-		}{ib, r, kv}
-	case isPinger && isKV:
+	case hasPinger | hasKV:
 		return struct {
 			*instrumented
 			*instrumentedPinger
 			*instrumentedKV
 		}{ib, p, kv}
-	case isRunner:
+	case hasRunner | hasKV:
 		return struct {
 			*instrumented
 			gateway.Runner
-		}{ib, r}
-	case isPinger:
-		return struct {
-			*instrumented
-			*instrumentedPinger
-		}{ib, p}
-	case isKV:
+			*instrumentedKV
+		}{ib, r, kv}
+	case hasKV:
 		return struct {
 			*instrumented
 			*instrumentedKV
 		}{ib, kv}
-	default:
-		return ib
+	case hasRunner | hasPinger:
+		return struct {
+			*instrumented
+			gateway.Runner
+			*instrumentedPinger
+		}{ib, r, p}
+	case hasPinger:
+		return struct {
+			*instrumented
+			*instrumentedPinger
+		}{ib, p}
+	case hasRunner:
+		return struct {
+			*instrumented
+			gateway.Runner
+		}{ib, r}
 	}
+	return ib
+}
+
+// instrumentedCatchUp passes gateway.CatchUpReporter through; use it only
+// over a CatchUpReporter. It is a readiness check, not an operation, so it
+// is not timed.
+type instrumentedCatchUp struct{ i *instrumented }
+
+// CaughtUp implements gateway.CatchUpReporter.
+func (c *instrumentedCatchUp) CaughtUp(ctx context.Context) error {
+	return c.i.b.(gateway.CatchUpReporter).CaughtUp(ctx)
 }
 
 // instrumentedPinger times gateway.Pinger; use it only over a Pinger.
@@ -78,8 +158,9 @@ func (p *instrumentedPinger) Ping(ctx context.Context) error {
 type instrumentedKV struct{ i *instrumented }
 
 var (
-	_ gateway.Pinger = (*instrumentedPinger)(nil)
-	_ gateway.KV     = (*instrumentedKV)(nil)
+	_ gateway.Pinger          = (*instrumentedPinger)(nil)
+	_ gateway.KV              = (*instrumentedKV)(nil)
+	_ gateway.CatchUpReporter = (*instrumentedCatchUp)(nil)
 )
 
 func (k *instrumentedKV) kv() gateway.KV { return k.i.b.(gateway.KV) }

@@ -80,9 +80,9 @@ func errorKind(err error) string {
 }
 
 // Backend returns b with every operation timed and its errors counted. The
-// result implements gateway.Runner, gateway.Pinger and gateway.KV exactly
-// when b does, so that the Gateway and package webhooks find the same
-// abilities through it.
+// result implements gateway.Runner, gateway.Pinger, gateway.KV and
+// gateway.CatchUpReporter exactly when b does, so that the Gateway, the
+// readiness probe and package webhooks find the same abilities through it.
 func (m *Metrics) Backend(b gateway.Backend) gateway.Backend {
 	ib := &instrumented{b: b, s: m.backend}
 	return withAbilities(ib, b)

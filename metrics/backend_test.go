@@ -12,15 +12,21 @@ import (
 )
 
 // abilities lists the optional interfaces b implements.
-func abilities(b gateway.Backend) (runner, pinger, kv bool) {
+func abilities(b gateway.Backend) (runner, pinger, kv, catchUp bool) {
 	_, runner = b.(gateway.Runner)
 	_, pinger = b.(gateway.Pinger)
 	_, kv = b.(gateway.KV)
+	_, catchUp = b.(gateway.CatchUpReporter)
 	return
 }
 
 // bare is a Backend with none of the optional abilities.
 type bare struct{ gateway.Backend }
+
+// caughtUp is a memory backend that also reports that it caught up.
+type caughtUp struct{ *memory.Backend }
+
+func (caughtUp) CaughtUp(context.Context) error { return nil }
 
 // TestBackendDecoratorKeepsAbilities checks that the decorated backend has
 // exactly the optional abilities of the backend it wraps.
@@ -34,20 +40,27 @@ func TestBackendDecoratorKeepsAbilities(t *testing.T) {
 	t.Cleanup(func() { _ = nb.Close() })
 
 	for _, tc := range []struct {
-		name               string
-		b                  gateway.Backend
-		runner, pinger, kv bool
+		name                        string
+		b                           gateway.Backend
+		runner, pinger, kv, catchUp bool
 	}{
-		{"memory", memory.New(), true, false, true},
-		{"nats", nb, true, true, true},
-		{"bare", bare{memory.New()}, false, false, false},
+		{"memory", memory.New(), true, false, true, false},
+		{"nats", nb, true, true, true, false},
+		{"bare", bare{memory.New()}, false, false, false, false},
+		{"catch-up reporter", caughtUp{memory.New()}, true, false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := metrics.New()
 			wrapped := m.Backend(tc.b)
-			r, p, kv := abilities(wrapped)
-			if r != tc.runner || p != tc.pinger || kv != tc.kv {
-				t.Fatalf("wrapped: Runner %v Pinger %v KV %v; want %v %v %v", r, p, kv, tc.runner, tc.pinger, tc.kv)
+			r, p, kv, cu := abilities(wrapped)
+			if r != tc.runner || p != tc.pinger || kv != tc.kv || cu != tc.catchUp {
+				t.Fatalf("wrapped: Runner %v Pinger %v KV %v CatchUpReporter %v; want %v %v %v %v",
+					r, p, kv, cu, tc.runner, tc.pinger, tc.kv, tc.catchUp)
+			}
+			if cu {
+				if err := wrapped.(gateway.CatchUpReporter).CaughtUp(ctx); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if kv {
 				store := wrapped.(gateway.KV)
