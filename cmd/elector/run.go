@@ -27,6 +27,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runSidecar(ctx, rest, os.Stdin, stdout, stderr)
 	case "campaign", "heartbeat", "resign", "leader", "candidates", "watch":
 		return runClient(ctx, cmd, rest, stdout, stderr)
+	case "healthcheck":
+		return runHealthcheck(ctx, rest, stdout, stderr)
+	case "token":
+		return runToken(rest, os.Stdin, stdout, stderr)
 	case guardCommand:
 		return runGuard(rest, stderr)
 	case "version":
@@ -53,6 +57,10 @@ Usage:
                           while leading (elector run --help lists the flags)
   elector campaign | heartbeat | resign | leader | candidates | watch [flags]
                           talk to a gateway (elector COMMAND --help); --output json
+  elector healthcheck [--url URL]
+                          exit 0 if the gateway's /readyz answers 2xx, else 1
+  elector token new | hash
+                          make an API token and its sha256, or hash one from stdin
   elector version         print the version
   elector help            print this help
 `)
