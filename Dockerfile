@@ -20,7 +20,11 @@ COPY --from=build --chown=65532:65532 /out/data /data
 USER nonroot
 # The embedded backend (the default) stores elections in the volume.
 ENV ELECTOR_EMBEDDED_DATA_DIR=/data
+# The listen address is in the environment, so that `elector healthcheck`
+# probes the same address (https when ELECTOR_TLS_CERT_FILE is set).
+ENV ELECTOR_LISTEN=0.0.0.0:8080
 EXPOSE 8080
 VOLUME /data
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 CMD ["/elector", "healthcheck"]
 ENTRYPOINT ["/elector"]
-CMD ["serve", "--listen", "0.0.0.0:8080"]
+CMD ["serve"]
