@@ -50,6 +50,11 @@ func (b *Backend) openKV(ctx context.Context) error {
 		return translate(err)
 	}
 	kv, err := b.js.KeyValue(ctx, b.kvBucket())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		// The stream was created a moment ago: in a cluster, its info can
+		// lag behind its creation. Transient, so the caller may try again.
+		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
+	}
 	if err != nil {
 		return translate(err)
 	}
