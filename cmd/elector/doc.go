@@ -1,6 +1,11 @@
 // Command elector runs the elector leader-election gateway.
 //
 //	elector serve [flags]   serve the HTTP API until SIGINT or SIGTERM
+//	elector run [flags] [-- CMD ARGS]
+//	                        the sidecar: campaign, heartbeat, run begin / end
+//	                        commands (and supervise CMD) while leading
+//	elector campaign | heartbeat | resign | leader | candidates | watch
+//	                        one request to a gateway, for scripts and people
 //	elector version         print the version
 //
 // # Configuration

@@ -247,19 +247,44 @@ func TestEmbeddedClusterSurvivesOneMember(t *testing.T) {
 	}
 	members[0].stop = nil
 
+	// While the streams elect new leaders among the two members left, a
+	// write may be answered 503 (retry later), as a client would see it.
 	var st struct{ State string }
 	hdr := http.Header{api.TokenHeader: {tokA}}
-	if code := call(t, c, http.MethodPut, members[1].base+"/v1/elections/ha/candidates/node-a/heartbeat", "", hdr, &st); code != http.StatusOK || st.State != "leader" {
-		t.Fatalf("heartbeat after losing a member: %d %+v", code, st)
-	}
-	campaignVia(t, c, members[2].base, "ha", "node-c", "1m")
-	if code := call(t, c, http.MethodDelete, members[2].base+"/v1/elections/ha/candidates/node-a", "", hdr, nil); code != http.StatusNoContent {
-		t.Fatalf("resign after losing a member: %d", code)
-	}
+	retry(t, "heartbeat after losing a member", func() (int, bool) {
+		code := call(t, c, http.MethodPut, members[1].base+"/v1/elections/ha/candidates/node-a/heartbeat", "", hdr, &st)
+		return code, code == http.StatusOK && st.State == "leader"
+	})
+	retry(t, "campaign after losing a member", func() (int, bool) {
+		code := call(t, c, http.MethodPost, members[2].base+"/v1/elections/ha/candidates", `{"id":"node-c","ttl":"1m"}`, nil, nil)
+		return code, code == http.StatusCreated || code == http.StatusConflict // 409: an earlier try got through
+	})
+	retry(t, "resign after losing a member", func() (int, bool) {
+		code := call(t, c, http.MethodDelete, members[2].base+"/v1/elections/ha/candidates/node-a", "", hdr, nil)
+		return code, code == http.StatusNoContent || code == http.StatusNotFound // 404: likewise
+	})
 	events.waitFor(t, "leader.begin")
 	for _, m := range members[1:] {
 		if l, code := leaderVia(t, c, m.base, "ha"); code != http.StatusOK || l.ID != "node-b" || l.Term <= term {
 			t.Fatalf("leader via %s: %d %+v; want node-b after term %d", m.base, code, l, term)
 		}
+	}
+}
+
+// retry repeats a request answered 503 (the backend's failover in
+// progress) for up to 30s, and fails the test on any other answer that
+// ok does not accept.
+func retry(t *testing.T, what string, do func() (code int, ok bool)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, ok := do()
+		switch {
+		case ok:
+			return
+		case code != http.StatusServiceUnavailable || time.Now().After(deadline):
+			t.Fatalf("%s: status %d", what, code)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
