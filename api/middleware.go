@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -62,6 +63,26 @@ func (a *api) recoverPanics(next http.Handler) http.Handler {
 			}
 			a.writeError(w, r, fmt.Errorf("api: panic: %v", v))
 		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decodeParams percent-decodes the route's path parameters in place. chi
+// routes on the escaped path when the request's differs from the default
+// encoding, and then hands out parameters still escaped: without this, a
+// client that escapes a ':' of a candidate id (encodeURIComponent does)
+// would be told its id is invalid. A parameter that does not decode is
+// left as it is, for the handler's validation to refuse; one that decodes
+// to a '/' is refused there too (no name or id may hold one).
+func decodeParams(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc := chi.RouteContext(r.Context()); rc != nil && r.URL.RawPath != "" {
+			for i, v := range rc.URLParams.Values {
+				if d, err := url.PathUnescape(v); err == nil {
+					rc.URLParams.Values[i] = d
+				}
+			}
+		}
 		next.ServeHTTP(w, r)
 	})
 }
