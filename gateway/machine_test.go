@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -209,5 +210,24 @@ func TestNextDeadlineIsTheEarliest(t *testing.T) {
 	r.ReportError(t0.Add(time.Second), "a", tok, "")
 	if at, _ := r.NextDeadline(); !at.Equal(t0.Add(2 * time.Second)) {
 		t.Fatalf("deadline %v, want a's cooldown end", at)
+	}
+}
+
+func TestRecordStatusAgreesWithStatusOf(t *testing.T) {
+	r := NewRecord("e", Settings{ErrorCooldown: time.Minute})
+	tok := HashToken("t")
+	ids := []string{"a", "b", "c", "d", "e"}
+	for _, id := range ids {
+		r.Campaign(t0, Candidacy{ID: id, TTL: time.Hour, TokenHash: tok})
+	}
+	r.ReportError(t0.Add(time.Second), "a", tok, "")
+	r.ReportError(t0.Add(2*time.Second), "c", tok, "")
+	snap := r.Snapshot()
+	for _, id := range append(ids, "nobody") {
+		got, ok1 := r.Status(id)
+		want, ok2 := StatusOf(snap, id)
+		if ok1 != ok2 || !reflect.DeepEqual(got, want) {
+			t.Errorf("Status(%q) = %+v, %v; StatusOf = %+v, %v", id, got, ok1, want, ok2)
+		}
 	}
 }

@@ -133,7 +133,7 @@ func (b *Backend) record(election string) (*gateway.Record, error) {
 }
 
 func (b *Backend) status(r *gateway.Record, id string) (gateway.Status, error) {
-	st, ok := gateway.StatusOf(b.snapshot(r), id)
+	st, ok := r.Status(id)
 	if !ok {
 		return gateway.Status{}, fmt.Errorf("memory: %q: %w", id, gateway.ErrCandidateNotFound)
 	}
