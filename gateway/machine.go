@@ -174,9 +174,9 @@ type pendingKind int
 
 const (
 	stepNone     pendingKind = iota
-	stepExpire            // a candidate's ExpiresAt passed
-	stepRejoin            // a candidate's cooldown ended
-	stepHandover          // the handover delay ended
+	stepExpire               // a candidate's ExpiresAt passed
+	stepRejoin               // a candidate's cooldown ended
+	stepHandover             // the handover delay ended
 )
 
 // pendingStep is one pending time-driven transition.
