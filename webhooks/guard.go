@@ -38,6 +38,7 @@ var refusedPrefixes = []struct {
 	{netip.MustParsePrefix("::/128"), "unspecified"},
 	{netip.MustParsePrefix("::1/128"), "loopback"},
 	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64"}, // RFC 8215: reaches the site's IPv4, private ranges included
 	{netip.MustParsePrefix("fc00::/7"), "unique local (private)"},
 	{netip.MustParsePrefix("fe80::/10"), "link-local"},
 	{netip.MustParsePrefix("ff00::/8"), "multicast"},
