@@ -162,35 +162,7 @@ func (b *Backend) remove(ctx context.Context, op, election, id, tokenHash, reaso
 		if err != nil {
 			return nil, err
 		}
-		now := time.Now()
-		idKey := b.keys.candidateID(election, id)
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(idKey), "=", v.ids[id].create)}
-		var ops []clientv3.Op
-		mark := clientv3.OpPut(b.keys.mark(election), mustJSON(markValue{Key: x.hex, Reason: reason, Detail: detail, At: now}))
-		coolKey := b.keys.cooling(election, x.hex)
-		cooled := x.value
-		cooled.CooldownUntil, cooled.At = now.Add(v.settings.ErrorCooldown), now
-		switch {
-		case cooling && reason == gateway.ReasonError:
-			// Already cooling: restart the cooldown, nothing else moves.
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod))
-			ops = append(ops, clientv3.OpPut(coolKey, mustJSON(cooled), clientv3.WithLease(clientv3.LeaseID(x.lease))))
-		case cooling:
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod))
-			ops = append(ops, clientv3.OpDelete(coolKey), clientv3.OpDelete(idKey), mark)
-		default:
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keys.candidacy(election, x.hex)), "=", x.create))
-			ops = append(ops, clientv3.OpDelete(b.keys.candidacy(election, x.hex)), mark)
-			if reason == gateway.ReasonError {
-				ops = append(ops, clientv3.OpPut(coolKey, mustJSON(cooled), clientv3.WithLease(clientv3.LeaseID(x.lease))))
-			} else {
-				ops = append(ops, clientv3.OpDelete(idKey))
-			}
-			if x == v.leader {
-				c, o := b.handOver(v, reason, now)
-				cmps, ops = append(cmps, c...), append(ops, o...)
-			}
-		}
+		cmps, ops := b.removeTxn(v, x, cooling, id, reason, detail, time.Now())
 		rctx, cancel := b.reqCtx(ctx)
 		resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()
 		cancel()
@@ -205,6 +177,51 @@ func (b *Backend) remove(ctx context.Context, op, election, id, tokenHash, reaso
 		}
 	}
 	return nil, fmt.Errorf("etcd: %s %q: the election kept changing: %w", op, id, gateway.ErrUnavailable)
+}
+
+// removeTxn returns the transaction that takes candidate x (found in view v
+// of its election, in line or cooling) out of the line, for good or into
+// cooldown. Its comparisons hold only if the keys it acts on are still as v
+// saw them, and, for a candidate in line, only if the lead record is too: v
+// may come from a cache that has not yet seen the lead record name x (a
+// handover or a reconciler on another replica), and removing the leader
+// without handing over would leave a pending handover, as if it had
+// expired (the handover delay, a leader.begin saying "expired").
+func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail string, now time.Time) ([]clientv3.Cmp, []clientv3.Op) {
+	election := v.name
+	idKey := b.keys.candidateID(election, id)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(idKey), "=", v.ids[id].create)}
+	var ops []clientv3.Op
+	mark := clientv3.OpPut(b.keys.mark(election), mustJSON(markValue{Key: x.hex, Reason: reason, Detail: detail, At: now}))
+	coolKey := b.keys.cooling(election, x.hex)
+	cooled := x.value
+	cooled.CooldownUntil, cooled.At = now.Add(v.settings.ErrorCooldown), now
+	switch {
+	case cooling && reason == gateway.ReasonError:
+		// Already cooling: restart the cooldown, nothing else moves.
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod))
+		ops = append(ops, clientv3.OpPut(coolKey, mustJSON(cooled), clientv3.WithLease(clientv3.LeaseID(x.lease))))
+	case cooling:
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod))
+		ops = append(ops, clientv3.OpDelete(coolKey), clientv3.OpDelete(idKey), mark)
+	default:
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keys.candidacy(election, x.hex)), "=", x.create))
+		ops = append(ops, clientv3.OpDelete(b.keys.candidacy(election, x.hex)), mark)
+		if reason == gateway.ReasonError {
+			ops = append(ops, clientv3.OpPut(coolKey, mustJSON(cooled), clientv3.WithLease(clientv3.LeaseID(x.lease))))
+		} else {
+			ops = append(ops, clientv3.OpDelete(idKey))
+		}
+		if x == v.leader {
+			c, o := b.handOver(v, reason, now)
+			cmps, ops = append(cmps, c...), append(ops, o...)
+		} else {
+			// Not the leader as v sees it: only while the lead record is
+			// still the one v saw.
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", v.leadMod))
+		}
+	}
+	return cmps, ops
 }
 
 // handOver returns the comparisons and writes that end the leadership of
