@@ -107,6 +107,12 @@ func (cfg EmbeddedConfig) serverOptions() (*server.Options, error) {
 		StoreDir:   dir,
 		NoSigs:     true,
 		DontListen: listen == "",
+		// fsync every write before it is acknowledged. The file store
+		// otherwise syncs every two minutes, and an acknowledged record
+		// lost with the machine (power loss, kernel panic) would take its
+		// term with it: the next leadership would get a term already
+		// handed out. Elections write little; the cost is one fsync each.
+		SyncAlways: true,
 	}
 	if listen != "" {
 		host, port, err := splitHostPort(listen)
