@@ -129,3 +129,34 @@ func TestCandidateEndpointGoesAwayWhenTheCandidateLeaves(t *testing.T) {
 		t.Fatalf("second delivery %+v, want leader.end resigned", p)
 	}
 }
+
+// TestLatePickupStillGetsAWholeBeginWindow: when no replica sends a new
+// leader's begin in time (here: none runs until well after the deadline),
+// the first replica that does gives the receiver a whole window instead of
+// failing the leader without a single attempt.
+func TestLatePickupStillGetsAWholeBeginWindow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	kv, _ := e.gw.KV()
+	s := New(e.gw, kv, testConfig())
+	p, err := s.PrepareCandidate(ctx, "late", CandidateWebhook{URL: rc.srv.URL, BeginTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := e.gw.Campaign(ctx, "late", gateway.CampaignRequest{ID: "a", TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Register(ctx, "a", tok); err != nil {
+		t.Fatal(err)
+	}
+	e.keepAlive("late", "a", tok)
+	time.Sleep(2 * time.Second) // the begin deadline passes with nobody sending
+	e.run(s)
+	eventually(t, 5*time.Second, "a's begin delivered", func() bool { return len(rc.successes()) == 1 })
+	if l, _, err := e.gw.Leader(ctx, "late"); err != nil || l.ID != "a" {
+		t.Fatalf("leader %+v, %v; want a, whose receiver answered 2xx at its first try", l, err)
+	}
+}

@@ -143,7 +143,15 @@ func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway
 		return err
 	}
 	begin := ep.Kind == KindCandidate && ev.Type == gateway.EventLeaderBegin
+	// The deadline counts from the event, so that a replica taking over a
+	// delivery does not quietly extend it; but a receiver that was never
+	// tried (the replica that should have sent it died, or the backend was
+	// out) gets one whole window from now: a gateway's trouble must not put
+	// a healthy leader in error.
 	deadline := ev.Time.Add(s.beginTimeout(ep))
+	if len(d.Attempts) == 0 {
+		deadline = later(deadline, s.now().Add(s.beginTimeout(ep)))
+	}
 	log := s.log.With(slog.String("election", ep.Election), slog.String("endpoint", ep.ID),
 		slog.String("event", ev.ID), slog.String("type", string(ev.Type)), slog.Uint64("term", ev.Term))
 
@@ -364,4 +372,11 @@ func sleep(ctx context.Context, d time.Duration, stale func() bool) bool {
 		}
 	}
 	return false
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
