@@ -144,7 +144,8 @@ func decodeTokens(p *[]TokenConfig, raw any) error {
 		}
 		b = j
 	default:
-		return fmt.Errorf("invalid token list %v: use a list of {name, sha256|file|env, scopes, elections}", raw)
+		// The value is not quoted back: a mistyped entry may hold a token.
+		return fmt.Errorf("invalid token list (a %T): use a list of {name, sha256|file|env, scopes, elections}", raw)
 	}
 	var ts []TokenConfig
 	dec := json.NewDecoder(strings.NewReader(string(b)))

@@ -129,7 +129,9 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	wg.Go(func() { runErr <- gw.Run(runCtx) })
 	wg.Go(func() { runTransitions(runCtx, transitions, log) })
 	wg.Go(func() { serveErr <- srv.Serve(ln) })
-	wg.Go(func() { reloadOnHangup(runCtx, certs) })
+	hup, stopHangup := catchHangup()
+	defer stopHangup()
+	wg.Go(func() { reloadOnHangup(runCtx, hup, certs) })
 	// Webhook delivery stops before the backend loop, so that it can still
 	// release its claims for another replica to continue at once.
 	hooksCtx, stopHooks := context.WithCancel(context.Background())

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,5 +206,23 @@ func TestServeExitsWithStatus1WhenTheAddressIsTaken(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "listen on "+ln.Addr().String()) {
 		t.Errorf("stderr does not name the address:\n%s", stderr.String())
+	}
+}
+
+// TestServeSurvivesSIGHUPWithoutTLS: a SIGHUP, which operators send by
+// habit to ask for a reload, must not kill a gateway that has no TLS
+// certificate to reload.
+func TestServeSurvivesSIGHUPWithoutTLS(t *testing.T) {
+	base, logs, stop := startServe(t, "--backend-kind", "memory")
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	c := &http.Client{Timeout: 5 * time.Second}
+	if code := call(t, c, http.MethodGet, base+"/healthz", "", nil, nil); code != http.StatusOK {
+		t.Fatalf("healthz after SIGHUP: %d", code)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d; logs:\n%s", code, logs)
 	}
 }

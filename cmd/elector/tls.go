@@ -166,20 +166,27 @@ func listenTLS(ln net.Listener, c TLSConfig, log *slog.Logger) (net.Listener, *c
 	return tls.NewListener(ln, cfg), rl, nil
 }
 
-// reloadOnHangup reloads rl's certificate on every SIGHUP until ctx ends.
-func reloadOnHangup(ctx context.Context, rl *certReloader) {
-	if rl == nil {
-		return
-	}
+// catchHangup starts taking SIGHUP for the process; the caller passes the
+// channel to reloadOnHangup and calls the returned stop when done. Without
+// TLS the signal is taken all the same: it would otherwise kill the gateway,
+// and operators send it by habit to ask for a reload.
+func catchHangup() (<-chan os.Signal, func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	return hup, func() { signal.Stop(hup) }
+}
+
+// reloadOnHangup reloads rl's certificate (if any) on every signal from
+// hup until ctx ends.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, rl *certReloader) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			_ = rl.Reload()
+			if rl != nil {
+				_ = rl.Reload()
+			}
 		}
 	}
 }
