@@ -183,3 +183,10 @@ func (c *cache) changes() <-chan struct{} {
 	defer c.mu.Unlock()
 	return c.changed
 }
+
+// status returns the cache's revision and whether the state is loaded.
+func (c *cache) status() (rev int64, loaded bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.rev, c.loaded
+}
