@@ -139,6 +139,9 @@
 // when a candidate or election is missing from the cache, the replica first
 // catches up with etcd's current revision. Another replica may answer from
 // a revision a few milliseconds older, never from a different history.
+// CaughtUp (the readiness probe's watch check) compares the cache's
+// revision with etcd's current one and fails when the cache does not reach
+// it within a second.
 //
 // Run (the reconciler) must run on at least one replica: it acknowledges
 // leaders after expiries and native campaigns, ends handover delays and

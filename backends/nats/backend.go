@@ -39,6 +39,9 @@ type Backend struct {
 
 	beatsMu sync.Mutex
 	beats   map[string]time.Time // liveness subject → when it expires, as last seen
+
+	runsMu sync.Mutex
+	runs   map[*reconciler]struct{} // the reconcilers of running Run calls, for CaughtUp
 }
 
 var (

@@ -119,4 +119,8 @@
 // Reads go to the stream leader; nothing is served from a cache, so a
 // replica cut off from NATS answers gateway.ErrUnavailable rather than a
 // stale leader, and Ping (the readiness probe) fails until it reconnects.
+// Run alone keeps a cache, of records for its deadlines, fed by its watch
+// of the records stream; CaughtUp (the readiness probe's watch check) says
+// whether that watch has delivered the stream's last sequence, and fails
+// while Run is not running.
 package nats

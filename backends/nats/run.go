@@ -31,6 +31,8 @@ func (b *Backend) Run(ctx context.Context) error {
 	defer context.AfterFunc(b.ctx, cancel)()
 
 	r := &reconciler{b: b, recs: map[string]stored{}, wake: make(chan struct{}, 1)}
+	b.addRun(r)
+	defer b.removeRun(r)
 	var wg sync.WaitGroup
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.record) })
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, r.liveness) })
@@ -45,6 +47,7 @@ type reconciler struct {
 	b    *Backend
 	mu   sync.Mutex
 	recs map[string]stored
+	seen uint64 // the highest records stream sequence the watch delivered
 	wake chan struct{}
 }
 
@@ -100,6 +103,9 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 	if err != nil {
 		return
 	}
+	r.mu.Lock()
+	r.seen = max(r.seen, md.Sequence.Stream)
+	r.mu.Unlock()
 	s, err := decode(r.b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
 	if err != nil {
 		r.b.log.Error("nats: reconciler: bad record", slog.Any("err", err))
