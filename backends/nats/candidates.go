@@ -54,8 +54,16 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 // live one it read: if the server has written the expiry marker in
 // between, the heartbeat fails and the candidate is gone.
 func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
-	const attempts = 5
-	for range attempts {
+	const attempts = 8
+	for i := range attempts {
+		if i > 0 {
+			// Back off: on a clustered stream a conditional publish fails
+			// while another write to the same subject is still in flight,
+			// so retrying at once only collides again.
+			if err := sleepJitter(ctx, i); err != nil {
+				return gateway.Status{}, fmt.Errorf("nats: heartbeat %q: %w", election, err)
+			}
+		}
 		s, e, subject, seq, err := b.owned(ctx, "heartbeat", election, id, tokenHash)
 		if err != nil {
 			return gateway.Status{}, err
