@@ -99,6 +99,19 @@
 // all held; a watch of all elections can miss records of another election
 // that wrote more than History records since the cursor.
 //
+// A record also names the sequence of the record it was computed from
+// ("prev", known to the writer from its compare-and-set), so an election's
+// records form a checkable chain. Watch checks it: a watch that falls more
+// than History records behind (a slow receiver, a consumer on a lagging
+// server or reset under load) finds the records it has not read yet
+// dropped by the per-election limit, and JetStream then delivers the next
+// held message with no sign of the loss. On a break in the chain Watch
+// ends the watch before the record after the gap; the receiver resumes
+// from its last id, which is then no longer held (ErrCursorExpired), or
+// re-reads the gap if it is. The one exception is the case above: a watch
+// of all elections logs, and goes on past, a gap before the first record
+// it gets of an election.
+//
 // # KV
 //
 // The Backend is also a gateway.KV (webhook endpoints, secrets, delivery

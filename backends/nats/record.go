@@ -18,10 +18,18 @@ import (
 // message is what one record message holds: the election's record after a
 // transition and the events that transition caused, written together so
 // that a crash can never keep one without the other.
+//
+// Prev is the stream sequence of the election's record this one was
+// computed from (0 for the election's first record), known to the writer
+// from its compare-and-set. It links the election's records into a chain
+// that a watcher checks, so a record it never received (dropped by the
+// per-election History limit while the watcher lagged) is noticed rather
+// than skipped in silence. Nil in records of writers older than the field.
 type message struct {
 	Version int               `json:"v"`
 	Record  *gateway.Record   `json:"record"`
 	Events  []gateway.Payload `json:"events,omitempty"`
+	Prev    *uint64           `json:"prev,omitempty"`
 }
 
 const messageVersion = 1
@@ -32,6 +40,10 @@ type stored struct {
 	rec    *gateway.Record
 	seq    uint64
 	events []gateway.Event // with ids
+	prev   uint64          // sequence of the record before this one, if hasPrev
+	// hasPrev is false for records written without Prev (older writers)
+	// and for records not read from the stream.
+	hasPrev bool
 }
 
 // cursor returns the id of the last event reflected in s.
@@ -79,6 +91,9 @@ func decode(election string, seq uint64, data []byte) (stored, error) {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
 	s := stored{rec: m.Record, seq: seq, events: make([]gateway.Event, len(m.Events))}
+	if m.Prev != nil {
+		s.prev, s.hasPrev = *m.Prev, true
+	}
 	for i, p := range m.Events {
 		s.events[i] = gateway.Event{
 			ID: eventID(seq, i+1), Type: p.Type, Time: p.Timestamp, Election: p.Data.Election,
@@ -181,7 +196,7 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 
 // publishRecord writes rec with its events over cur.seq.
 func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Event) (stored, error) {
-	m := message{Version: messageVersion, Record: cur.rec, Events: make([]gateway.Payload, len(ev))}
+	m := message{Version: messageVersion, Record: cur.rec, Events: make([]gateway.Payload, len(ev)), Prev: &cur.seq}
 	for i, e := range ev {
 		m.Events[i] = e.Payload()
 	}

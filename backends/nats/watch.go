@@ -18,8 +18,17 @@ import (
 // replica. A cursor that does not parse, is past the stream's last
 // sequence, or names a record message the stream no longer holds is
 // gateway.ErrCursorExpired. The channel closes when ctx ends, when the
-// backend is closed, or when the consumer cannot be recovered (NATS
-// unreachable); the receiver resumes from the last id it got.
+// backend is closed, when the consumer cannot be recovered (NATS
+// unreachable), or when a record is missing from what the consumer
+// delivered (see watchGap): the receiver resumes from the last id it got.
+//
+// Records are checked for continuity because the consumer cannot be
+// trusted to report a loss: a watch that falls more than Config.History
+// records of an election behind (a slow receiver, a consumer on a lagging
+// server, a consumer reset under load) finds the records it has not read
+// yet dropped by the per-subject limit, and JetStream delivers the next
+// held message with the next delivery sequence, so the ordered consumer
+// sees nothing wrong.
 func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gateway.Event, error) {
 	filter := "*"
 	if election != "" {
@@ -28,6 +37,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.recordSubject(filter)}}
 	var skipSeq uint64
 	var skipIdx int
+	var start uint64 = 1 // the first sequence the consumer can deliver
 	if after == "" {
 		// Not DeliverNewPolicy: an ordered consumer recreated before its
 		// first message would start at "new" again and skip what came in
@@ -37,6 +47,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 			return nil, fmt.Errorf("nats: watch %q: %w", election, err)
 		}
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
+		start = last + 1
 	} else {
 		seq, idx, err := parseEventID(after)
 		if err != nil {
@@ -49,6 +60,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 		if seq > 0 {
 			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq
 			skipSeq, skipIdx = seq, idx
+			start = seq
 		}
 	}
 	octx, cancel := b.opContext(ctx)
@@ -65,6 +77,10 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 	wctx, wcancel := context.WithCancel(ctx)
 	unlink := context.AfterFunc(b.ctx, wcancel)
 	stop := context.AfterFunc(wctx, it.Stop)
+	// last is the sequence of the latest record of each election this
+	// watch received: each record names the one before it (message.Prev),
+	// and one at or after start that the consumer never delivered is a gap.
+	last := map[string]uint64{}
 	b.watchers.Add(1)
 	go func() {
 		defer b.watchers.Done()
@@ -83,13 +99,23 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 			}
 			md, err := m.Metadata()
 			if err != nil {
+				b.log.LogAttrs(wctx, slog.LevelError, "nats: watch: bad message metadata", slog.Any("err", err))
 				continue
 			}
-			s, err := decode(b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
+			name := b.electionOf(m.Subject())
+			s, err := decode(name, md.Sequence.Stream, m.Data())
 			if err != nil {
 				b.log.LogAttrs(wctx, slog.LevelError, "nats: watch: bad record", slog.Any("err", err))
 				continue
 			}
+			if s.hasPrev && s.prev >= start {
+				if seen, ok := last[name]; !ok || seen != s.prev {
+					if b.watchGap(wctx, election, name, s, ok) {
+						return
+					}
+				}
+			}
+			last[name] = s.seq
 			for i, ev := range s.events {
 				if s.seq == skipSeq && i+1 <= skipIdx {
 					continue
@@ -103,6 +129,33 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 		}
 	}()
 	return ch, nil
+}
+
+// watchGap handles a record s of election name whose previous record
+// (s.prev) the watch should have received before it and did not. It
+// returns true when the watch is to end, so that the receiver resumes from
+// the last id it got: a record still held is then read again, and one
+// dropped by the History limit (the watch fell that far behind) makes the
+// resumption fail with gateway.ErrCursorExpired, as the receiver's cursor
+// is older still. The exception is a watch of all elections that had not
+// yet received a record of name: its cursor may be one of another election,
+// still held, so ending would only repeat the gap; that loss is logged and
+// the watch goes on (see "Event ids and watches" in the package doc).
+func (b *Backend) watchGap(ctx context.Context, election, name string, s stored, seen bool) bool {
+	attrs := []slog.Attr{slog.String("election", name), slog.Uint64("seq", s.seq), slog.Uint64("missed", s.prev)}
+	if election != "" || seen {
+		b.log.LogAttrs(ctx, slog.LevelWarn, "nats: watch missed a record; ending the watch so that the receiver resumes", attrs...)
+		return true
+	}
+	octx, cancel := b.opContext(ctx)
+	defer cancel()
+	_, err := b.records.GetMsg(octx, s.prev)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		b.log.LogAttrs(ctx, slog.LevelWarn, "nats: watch of all elections starts after records it no longer holds", attrs...)
+		return false
+	}
+	b.log.LogAttrs(ctx, slog.LevelWarn, "nats: watch missed a record; ending the watch so that the receiver resumes", attrs...)
+	return true
 }
 
 // checkCursor reports gateway.ErrCursorExpired unless the stream still
