@@ -15,7 +15,7 @@ const (
 	DefaultStream        = "ELECTOR"
 	DefaultSubjectPrefix = "elector"
 	DefaultReplicas      = 1
-	DefaultHistory       = 100
+	DefaultHistory       = 1000
 	DefaultMarkerTTL     = time.Minute
 	DefaultSweepInterval = 5 * time.Second
 	DefaultOpTimeout     = 5 * time.Second
@@ -58,7 +58,7 @@ type Config struct {
 	// Replicas of both streams: 1, or 3 on a JetStream cluster. Default 1.
 	Replicas int
 	// History is how many records of each election the stream keeps, and so
-	// how far back a watcher can resume. Default 100.
+	// how far back a watcher can resume. Default 1000.
 	History int
 	// MarkerTTL is how long the server keeps the marker it writes when a
 	// candidate's liveness expires. Default one minute.

@@ -119,7 +119,7 @@ type NATSConfig struct {
 	// default 0: 1, or 3 for an embedded cluster.
 	Replicas int
 	// History is how many records of each election are kept for resuming
-	// event streams. Key nats.history, default 100.
+	// event streams. Key nats.history, default 1000.
 	History int
 }
 
