@@ -236,7 +236,9 @@ func OpenEmbedded(ctx context.Context, ecfg EmbeddedConfig, cfg Config, opts ...
 // serverLogger sends the server's log lines to slog.
 type serverLogger struct{ log *slog.Logger }
 
-func (l serverLogger) Noticef(format string, v ...any) { l.log.Info(fmt.Sprintf(format, v...)) }
+// Noticef logs at debug level: the server's notices (its start-up banner,
+// every route and stream change) would drown the gateway's own info lines.
+func (l serverLogger) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
 func (l serverLogger) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
 func (l serverLogger) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
 func (l serverLogger) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
