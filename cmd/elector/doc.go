@@ -6,6 +6,10 @@
 //	                        commands (and supervise CMD) while leading
 //	elector campaign | heartbeat | resign | leader | candidates | watch
 //	                        one request to a gateway, for scripts and people
+//	elector healthcheck     exit 0 if the gateway's /readyz answers 2xx (the
+//	                        container image's HEALTHCHECK)
+//	elector token new | hash
+//	                        make an API token and its sha256, or hash one
 //	elector version         print the version
 //
 // # Configuration
