@@ -245,20 +245,7 @@ func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway
 			stale = func() bool { return s.superseded(ctx, ep, ev) }
 		}
 		if sleep(ctx, wait, stale) {
-			changed := false
-			_, err := modify(ctx, s.kv, key, func(d *Delivery) error {
-				if d.Status != StatusPending {
-					return errUnchanged
-				}
-				d.Status, d.Error, d.NextAttemptAt = StatusFailed, "superseded: the candidate leads a later term", time.Time{}
-				d.UpdatedAt = s.now().UTC()
-				changed = true
-				return nil
-			})
-			if err == nil && changed {
-				s.cfg.Metrics.Delivered(StatusFailed)
-			}
-			return err
+			return s.failPending(ctx, key, "superseded: the candidate leads a later term")
 		}
 	}
 }
@@ -286,12 +273,18 @@ func (s *Service) failBegin(ctx context.Context, ep Endpoint, key string, ev gat
 	} else {
 		msg += "; the candidate no longer led that term"
 	}
+	return s.failPending(ctx, key, msg)
+}
+
+// failPending marks the delivery at key failed with reason, unless it
+// settled meanwhile (a manual redelivery succeeded), and counts it.
+func (s *Service) failPending(ctx context.Context, key, reason string) error {
 	changed := false
-	_, err = modify(ctx, s.kv, key, func(d *Delivery) error {
+	_, err := modify(ctx, s.kv, key, func(d *Delivery) error {
 		if d.Status != StatusPending {
 			return errUnchanged
 		}
-		d.Status, d.Error, d.NextAttemptAt, d.UpdatedAt = StatusFailed, msg, time.Time{}, s.now().UTC()
+		d.Status, d.Error, d.NextAttemptAt, d.UpdatedAt = StatusFailed, reason, time.Time{}, s.now().UTC()
 		changed = true
 		return nil
 	})
