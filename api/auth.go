@@ -160,7 +160,7 @@ func (a *api) authenticate(method, pattern string, next http.Handler) http.Handl
 		}
 		election := chi.URLParam(r, "election")
 		if !slices.Contains(tok.Scopes, scope) {
-			a.writeError(w, r, forbidden(tok, scope, election,
+			a.writeError(w, r, forbidden(scope, election,
 				fmt.Sprintf("API token %q lacks scope %q, which %s %s needs", tok.Name, scope, method, pattern)))
 			return
 		}
@@ -169,7 +169,7 @@ func (a *api) authenticate(method, pattern string, next http.Handler) http.Handl
 			if election == "" {
 				what = "every election (the route spans them all; it needs the pattern \"*\")"
 			}
-			a.writeError(w, r, forbidden(tok, scope, election,
+			a.writeError(w, r, forbidden(scope, election,
 				fmt.Sprintf("API token %q may not act on %s; it covers %s", tok.Name, what, strings.Join(tok.Elections, ", "))))
 			return
 		}
@@ -178,7 +178,7 @@ func (a *api) authenticate(method, pattern string, next http.Handler) http.Handl
 }
 
 // forbidden is the 403 problem with the scope and election as members.
-func forbidden(tok *Token, scope Scope, election, detail string) error {
+func forbidden(scope Scope, election, detail string) error {
 	e := errorf("forbidden", "%s", detail)
 	e.ext = map[string]any{"scope": string(scope)}
 	if election != "" {
