@@ -272,11 +272,7 @@ func (s *Service) redeliver(ctx context.Context, ep Endpoint, delivery string) (
 	s.cfg.Metrics.Attempt(attemptOutcome(a, o), a.Latency)
 	a.Manual = true
 	d, err = modify(ctx, s.kv, deliveryKey(ep.ID, delivery), func(d *Delivery) error {
-		d.Attempts = append(d.Attempts, a)
-		if len(d.Attempts) > maxAttempts {
-			d.Attempts = d.Attempts[len(d.Attempts)-maxAttempts:]
-		}
-		d.UpdatedAt = s.now().UTC()
+		d.record(a, s.now())
 		if o.ok {
 			d.Status, d.Error, d.NextAttemptAt = StatusSucceeded, "", time.Time{}
 		}

@@ -140,6 +140,15 @@ type Attempt struct {
 // redeliveries could grow it without end); the oldest are dropped.
 const maxAttempts = 50
 
+// record appends attempt a to d, keeping the last maxAttempts, as of now.
+func (d *Delivery) record(a Attempt, now time.Time) {
+	d.Attempts = append(d.Attempts, a)
+	if len(d.Attempts) > maxAttempts {
+		d.Attempts = d.Attempts[len(d.Attempts)-maxAttempts:]
+	}
+	d.UpdatedAt = now.UTC()
+}
+
 // Keys of the KV.
 func endpointsKey(election string) string { return "wh/ep/" + election }
 func endpointKey(election, id string) string {

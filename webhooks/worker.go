@@ -182,11 +182,7 @@ func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway
 		var wait time.Duration
 		settled := false // by this attempt, rather than meanwhile by a redelivery
 		d, err = modify(ctx, s.kv, key, func(d *Delivery) error {
-			d.Attempts = append(d.Attempts, a)
-			if len(d.Attempts) > maxAttempts {
-				d.Attempts = d.Attempts[len(d.Attempts)-maxAttempts:]
-			}
-			d.UpdatedAt = s.now().UTC()
+			d.record(a, s.now())
 			d.NextAttemptAt = time.Time{}
 			settled = false
 			if d.Status != StatusPending {
