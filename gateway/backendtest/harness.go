@@ -121,7 +121,6 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 type recorder struct {
 	mu     sync.Mutex
 	events []gateway.Event
-	closed bool
 }
 
 // watch starts recording events of election after cursor until the test ends.
@@ -142,9 +141,6 @@ func watch(t *testing.T, b gateway.Backend, election, after string) *recorder {
 			rec.events = append(rec.events, e)
 			rec.mu.Unlock()
 		}
-		rec.mu.Lock()
-		rec.closed = true
-		rec.mu.Unlock()
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return rec
