@@ -230,13 +230,13 @@ func DefaultConfig() Config {
 			HandoverDelay:    0,
 		},
 		HTTP: HTTPConfig{
-			MaxBodyBytes:      64 << 10,
+			MaxBodyBytes:      api.DefaultMaxBodyBytes,
 			ReadHeaderTimeout: 10 * time.Second,
 			WriteTimeout:      30 * time.Second,
 			IdleTimeout:       120 * time.Second,
 			ShutdownTimeout:   15 * time.Second,
 		},
-		SSE: SSEConfig{KeepAlive: 15 * time.Second, Retry: 2 * time.Second},
+		SSE: SSEConfig{KeepAlive: api.DefaultKeepAlive, Retry: api.DefaultRetryHint},
 		Webhooks: WebhooksConfig{
 			RequestTimeout: webhooks.DefaultRequestTimeout,
 			RetrySchedule:  webhooks.DefaultRetrySchedule(),
