@@ -43,8 +43,9 @@ type Config struct {
 	// MaxRetryAfter caps a receiver's Retry-After. Default 1h.
 	MaxRetryAfter time.Duration
 	// BeginTimeout is how long a candidate's own leader.begin may go
-	// unacknowledged, from the event, before the candidate is put in
-	// error. Default 10s; a candidate may ask for its own.
+	// unacknowledged before the candidate is put in error: from the event,
+	// or, if no attempt was recorded yet, from the first attempt when that
+	// is later. Default 10s; a candidate may ask for its own.
 	BeginTimeout time.Duration
 	// ClaimTTL is how long a replica's claim on an endpoint lasts unless
 	// renewed (every ClaimTTL/3); a dead replica's endpoints wait this long
