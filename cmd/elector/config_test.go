@@ -44,6 +44,20 @@ func load(t *testing.T, args ...string) (loaded, error) {
 	return loadConfig(fs)
 }
 
+// loadFrom isolates the test, sets env, writes file (if not "") as the
+// --config file, and loads the configuration with args after it.
+func loadFrom(t *testing.T, file string, env map[string]string, args []string) (loaded, error) {
+	t.Helper()
+	isolate(t)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	if file != "" {
+		args = append([]string{"--config", writeFile(t, "elector.yaml", file)}, args...)
+	}
+	return load(t, args...)
+}
+
 func TestConfigPrecedenceFlagOverEnvOverFileOverDefault(t *testing.T) {
 	const file = "listen: 127.0.0.1:1111\nelections:\n  default_ttl: 20s\n  max_metadata_bytes: 2048\n"
 	tests := []struct {
@@ -77,15 +91,7 @@ func TestConfigPrecedenceFlagOverEnvOverFileOverDefault(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			isolate(t)
-			for k, v := range tt.env {
-				t.Setenv(k, v)
-			}
-			args := tt.args
-			if tt.file != "" {
-				args = append([]string{"--config", writeFile(t, "elector.yaml", tt.file)}, args...)
-			}
-			l, err := load(t, args...)
+			l, err := loadFrom(t, tt.file, tt.env, tt.args)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,15 +157,7 @@ func TestConfigRejectsNamingTheKeyAndSource(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			isolate(t)
-			for k, v := range tt.env {
-				t.Setenv(k, v)
-			}
-			args := tt.args
-			if tt.file != "" {
-				args = append([]string{"--config", writeFile(t, "elector.yaml", tt.file)}, args...)
-			}
-			_, err := load(t, args...)
+			_, err := loadFrom(t, tt.file, tt.env, tt.args)
 			if err == nil {
 				t.Fatal("loaded; want an error")
 			}
