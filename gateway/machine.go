@@ -62,7 +62,7 @@ func NewRecord(name string, s Settings) *Record {
 // Campaign appends a candidate to the line. Errors: ErrCandidateExists.
 func (r *Record) Campaign(now time.Time, c Candidacy) ([]Event, error) {
 	ev := r.Advance(now)
-	if _, _, ok := r.find(c.ID); ok {
+	if r.Find(c.ID) != nil {
 		return ev, fmt.Errorf("%q in %q: %w", c.ID, r.Name, ErrCandidateExists)
 	}
 	e := Entry{ID: c.ID, Metadata: c.Metadata, TTL: c.TTL, TokenHash: c.TokenHash, JoinedAt: now, ExpiresAt: now.Add(c.TTL)}
@@ -280,17 +280,18 @@ func (r *Record) event(now time.Time, t EventType, e *Entry, reason string) Even
 	}
 }
 
-// find returns the candidate with id, in line or cooling.
-func (r *Record) find(id string) (*Entry, int, bool) {
+// Find returns the candidate with id, in line or cooling, or nil. The
+// Entry points into r: changing it changes the Record.
+func (r *Record) Find(id string) *Entry {
 	for i := range r.Line {
 		if r.Line[i].ID == id {
-			return &r.Line[i], i, true
+			return &r.Line[i]
 		}
 	}
 	if i := r.cooling(id); i >= 0 {
-		return &r.Cooling[i], -1, true
+		return &r.Cooling[i]
 	}
-	return nil, 0, false
+	return nil
 }
 
 func (r *Record) cooling(id string) int {
@@ -299,8 +300,8 @@ func (r *Record) cooling(id string) int {
 
 // owned finds a candidate and checks its token.
 func (r *Record) owned(id, tokenHash string) (*Entry, error) {
-	e, _, ok := r.find(id)
-	if !ok {
+	e := r.Find(id)
+	if e == nil {
 		return nil, fmt.Errorf("%q in %q: %w", id, r.Name, ErrCandidateNotFound)
 	}
 	if !TokenMatches(e.TokenHash, tokenHash) {

@@ -22,7 +22,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	}
 	s, err := b.apply(ctx, "campaign", election, &defaults, writeOnSuccess, func(ctx context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
 		var ev []gateway.Event
-		if old := entry(r, c.ID); old != nil {
+		if old := r.Find(c.ID); old != nil {
 			_, _, alive, err := b.lastBeat(ctx, b.aliveSubject(election, nonce(old.TokenHash)))
 			if err != nil {
 				return nil, err
@@ -35,7 +35,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 		ev = append(ev, more...)
 		if err == nil {
 			// Liveness lives in the liveness stream, not in the record.
-			entry(r, c.ID).ExpiresAt = time.Time{}
+			r.Find(c.ID).ExpiresAt = time.Time{}
 		}
 		return ev, err
 	})

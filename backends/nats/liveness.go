@@ -124,21 +124,6 @@ func (b *Backend) expiry(subject string) (time.Time, bool) {
 	return t, ok
 }
 
-// entry finds a candidate in a record, in line or cooling.
-func entry(r *gateway.Record, id string) *gateway.Entry {
-	for i := range r.Line {
-		if r.Line[i].ID == id {
-			return &r.Line[i]
-		}
-	}
-	for i := range r.Cooling {
-		if r.Cooling[i].ID == id {
-			return &r.Cooling[i]
-		}
-	}
-	return nil
-}
-
 // expireCandidacy removes the candidacy with nonce n from election, if it
 // is still there, as expired; another replica may have done it already.
 func (b *Backend) expireCandidacy(ctx context.Context, election, n string) (stored, error) {
@@ -162,7 +147,7 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string)
 		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q: %w", op, election, err)
 	}
 	if found {
-		e = entry(s.rec, id)
+		e = s.rec.Find(id)
 	}
 	if e == nil {
 		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: %w", op, id, election, gateway.ErrCandidateNotFound)
