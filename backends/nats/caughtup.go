@@ -61,13 +61,10 @@ func (b *Backend) CaughtUp(ctx context.Context) error {
 	if _, running := b.runSeen(); !running {
 		return fmt.Errorf("nats: catch-up: the reconciler (Run) is not running: %w", gateway.ErrUnavailable)
 	}
-	octx, cancel := b.opContext(ctx)
-	info, err := b.records.Info(octx)
-	cancel()
+	want, err := b.lastSeq(ctx)
 	if err != nil {
-		return fmt.Errorf("nats: catch-up: %w", translate(err))
+		return fmt.Errorf("nats: catch-up: %w", err)
 	}
-	want := info.State.LastSeq
 	wctx, wcancel := context.WithTimeout(ctx, catchUpGrace)
 	defer wcancel()
 	tick := time.NewTicker(10 * time.Millisecond)
