@@ -21,10 +21,10 @@ const (
 // lacks. Each combination is a struct embedding exactly the abilities b has;
 // a new ability doubles the cases (and its test in backend_test.go).
 func withAbilities(ib *instrumented, b gateway.Backend) gateway.Backend {
-	r, _ := b.(gateway.Runner)
+	r, isRunner := b.(gateway.Runner)
 	p, kv, cu := &instrumentedPinger{ib}, &instrumentedKV{ib}, &instrumentedCatchUp{ib}
 	mask := 0
-	if _, ok := b.(gateway.Runner); ok {
+	if isRunner {
 		mask |= hasRunner
 	}
 	if _, ok := b.(gateway.Pinger); ok {
