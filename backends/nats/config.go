@@ -50,12 +50,14 @@ type Config struct {
 	CertFile, KeyFile string
 
 	// Stream is the name of the stream holding election records; the
-	// liveness stream is named Stream+"_ALIVE". Default "ELECTOR".
+	// liveness stream is named Stream+"_ALIVE" and the KV bucket
+	// Stream+"_KV". Default "ELECTOR".
 	Stream string
 	// SubjectPrefix is the first token of every subject the backend uses.
 	// Default "elector".
 	SubjectPrefix string
-	// Replicas of both streams: 1, or 3 on a JetStream cluster. Default 1.
+	// Replicas of the records and liveness streams and of the KV bucket:
+	// 1, or 3 on a JetStream cluster. Default 1.
 	Replicas int
 	// History is how many records of each election the stream keeps, and so
 	// how far back a watcher can resume. Default 1000.
