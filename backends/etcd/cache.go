@@ -170,13 +170,6 @@ func (c *cache) waitRev(ctx context.Context, rev int64) error {
 	}
 }
 
-// rev returns the cache's revision.
-func (c *cache) rev() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.st.rev
-}
-
 // changes returns a channel closed at the next change.
 func (c *cache) changes() <-chan struct{} {
 	c.mu.Lock()
