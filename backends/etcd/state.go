@@ -157,6 +157,12 @@ func (s *state) del(key []byte) string {
 	return pk.election
 }
 
+// exists reports whether e has a key that makes its election exist: a
+// mark or id key alone does not.
+func (e *estate) exists() bool {
+	return e.settings != nil || len(e.line) > 0 || len(e.cooling) > 0 || e.lead != nil
+}
+
 func (e *estate) touch(at time.Time) {
 	if at.After(e.at) {
 		e.at = at

@@ -46,7 +46,7 @@ func (s *state) view(name string) view {
 	if e == nil {
 		return v
 	}
-	v.exists = e.settings != nil || len(e.line) > 0 || len(e.cooling) > 0 || e.lead != nil
+	v.exists = e.exists()
 	if e.settings != nil {
 		v.settings = e.settings.settings()
 	}
@@ -98,8 +98,8 @@ func (v view) find(id string) (x *entry, cooling bool, ok bool) {
 // names lists the elections of s, sorted.
 func (s *state) names() []string {
 	out := make([]string, 0, len(s.elections))
-	for n := range s.elections {
-		if s.view(n).exists {
+	for n, e := range s.elections {
+		if e.exists() {
 			out = append(out, n)
 		}
 	}
