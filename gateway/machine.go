@@ -319,7 +319,7 @@ func (r *Record) Snapshot() Election {
 		c := x.candidate(StateFollower)
 		if i == 0 && r.Leading {
 			c.State, c.Term = StateLeader, r.Term
-			e.Leader = &Leader{ID: x.ID, Metadata: x.Metadata, Term: r.Term, Since: r.LeaderSince, ExpiresAt: x.ExpiresAt}
+			e.Leader = r.leader()
 		}
 		e.Candidates = append(e.Candidates, c)
 	}
@@ -335,11 +335,7 @@ func (r *Record) Snapshot() Election {
 // would, without building the whole snapshot: a heartbeat in an election
 // of a thousand candidates costs one scan, not a thousand copies.
 func (r *Record) Status(id string) (Status, bool) {
-	st := Status{Election: r.Name, Term: r.Term}
-	if r.Leading {
-		x := r.Line[0]
-		st.Leader = &Leader{ID: x.ID, Metadata: x.Metadata, Term: r.Term, Since: r.LeaderSince, ExpiresAt: x.ExpiresAt}
-	}
+	st := Status{Election: r.Name, Term: r.Term, Leader: r.leader()}
 	for i, x := range r.Line {
 		if x.ID == id {
 			st.Candidate, st.Position = x.candidate(StateFollower), i
@@ -354,6 +350,15 @@ func (r *Record) Status(id string) (Status, bool) {
 		return st, true
 	}
 	return Status{}, false
+}
+
+// leader returns the current leadership, or nil when the slot is empty.
+func (r *Record) leader() *Leader {
+	if !r.Leading {
+		return nil
+	}
+	x := &r.Line[0]
+	return &Leader{ID: x.ID, Metadata: x.Metadata, Term: r.Term, Since: r.LeaderSince, ExpiresAt: x.ExpiresAt}
 }
 
 func (x Entry) candidate(s State) Candidate {
