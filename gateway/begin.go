@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 )
 
 // FailBegin is the reconciliation of a begin handler that did not
@@ -36,6 +37,7 @@ func (g *Gateway) FailBegin(ctx context.Context, election, id, tokenHash string,
 	if len(reason) > MaxReasonBytes {
 		reason = reason[:MaxReasonBytes]
 	}
+	reason = strings.ToValidUTF8(reason, "") // a cut may split a character; ReportError requires valid text
 	if _, err := g.b.ReportError(ctx, election, id, tokenHash, reason); err != nil {
 		if errors.Is(err, ErrCandidateNotFound) {
 			return false, nil
