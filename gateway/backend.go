@@ -53,13 +53,36 @@ type Backend interface {
 	Configure(ctx context.Context, election string, s Settings) (Election, error)
 
 	// Watch streams the events that follow the event with id after, of one
-	// election or, with election "", of all. With after "" it starts with the
+	// election or, with election "", of all. Ids and cursors are in the
+	// forms Position describes and order as their Positions do. With after "" it starts with the
 	// next event. It returns ErrCursorExpired when after is no longer held
 	// (or was never issued by this backend); the caller then takes a snapshot
 	// with Election and watches from its Cursor. The channel is closed when
 	// ctx ends, when the backend stops, or when the receiver falls too far
 	// behind; the receiver resumes with the id of the last event it got.
 	Watch(ctx context.Context, election, after string) (<-chan Event, error)
+}
+
+// Header is implemented by backends that can tell their latest position
+// with one cheap call that reads no election (a stream's last sequence, a
+// store's revision). The Gateway's hub starts its one watch from it, and
+// backends serving reads from a watch-fed cache use it as a read index:
+// a read waits until the cache has caught up with the head fetched after
+// the read arrived (see ReadIndex), so it reflects every write
+// acknowledged before it.
+type Header interface {
+	// Head returns the position just after the backend's latest write, as a
+	// cursor in the form Position describes: Watch(ctx, "", head)
+	// continues from it without a gap and without the events before it.
+	Head(ctx context.Context) (string, error)
+}
+
+// ElectionCounter is implemented by backends that can count their
+// elections without building them. The count may lag other replicas by
+// the time a write takes to reach this one: the limits it serves are
+// best-effort (see checkCandidateLimit).
+type ElectionCounter interface {
+	CountElections(ctx context.Context) (int, error)
 }
 
 // Runner is implemented by backends that need a background loop (to expire

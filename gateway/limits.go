@@ -59,12 +59,23 @@ func (g *Gateway) checkElectionLimit(ctx context.Context) error {
 	if max <= 0 {
 		return nil
 	}
-	es, _, err := g.b.Elections(ctx)
+	n, err := g.countElections(ctx)
 	if err != nil {
 		return err
 	}
-	if len(es) >= max {
-		return fmt.Errorf("gateway: %d elections exist: %w", len(es), &LimitError{Limit: LimitElections, Max: max})
+	if n >= max {
+		return fmt.Errorf("gateway: %d elections exist: %w", n, &LimitError{Limit: LimitElections, Max: max})
 	}
 	return nil
+}
+
+// countElections counts the elections without building them when the
+// backend can (ElectionCounter), so that the check costs a campaign the
+// same with ten elections as with ten thousand.
+func (g *Gateway) countElections(ctx context.Context) (int, error) {
+	if c, ok := g.b.(ElectionCounter); ok {
+		return c.CountElections(ctx)
+	}
+	es, _, err := g.b.Elections(ctx)
+	return len(es), err
 }

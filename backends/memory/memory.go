@@ -30,8 +30,10 @@ type Backend struct {
 }
 
 var (
-	_ gateway.Backend = (*Backend)(nil)
-	_ gateway.Runner  = (*Backend)(nil)
+	_ gateway.Backend         = (*Backend)(nil)
+	_ gateway.Runner          = (*Backend)(nil)
+	_ gateway.Header          = (*Backend)(nil)
+	_ gateway.ElectionCounter = (*Backend)(nil)
 )
 
 // Option configures a Backend.
@@ -185,4 +187,18 @@ func (b *Backend) Configure(_ context.Context, election string, s gateway.Settin
 	}
 	b.append(r.Configure(time.Now(), s))
 	return b.snapshot(r), nil
+}
+
+// Head implements gateway.Header: the id of the last event appended.
+func (b *Backend) Head(context.Context) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strconv.FormatUint(b.seq, 10), nil
+}
+
+// CountElections implements gateway.ElectionCounter.
+func (b *Backend) CountElections(context.Context) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.elections), nil
 }
