@@ -195,17 +195,30 @@ func (a *api) serveStream(w http.ResponseWriter, r *http.Request, sub subscripti
 			return
 		case ev, ok := <-sub.events:
 			if !ok {
+				// The watch ended: this stream fell further behind than the
+				// replica keeps, or the backend watch broke. The client
+				// resumes where it was.
+				fmt.Fprintf(&b, "retry: %d\n: watch ended; reconnect with Last-Event-ID\n\n", a.cfg.RetryHint.Milliseconds())
+				_ = send(w, rc, &b)
 				return
 			}
 			writeEvent(&b, ev.ID, string(ev.Type), ev.Payload())
 		case <-keepAlive.C:
 			b.WriteString(": keep-alive\n\n")
 		}
+		// A client that stops reading must not hold the stream forever:
+		// each write gets a deadline, and a stream that misses it ends.
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		if !send(w, rc, &b) {
 			return
 		}
 	}
 }
+
+// streamWriteTimeout bounds one write of an event stream: a client that
+// reads nothing for this long is cut off (it reconnects with Last-Event-ID),
+// so that it holds no goroutine and no buffer for ever.
+const streamWriteTimeout = 30 * time.Second
 
 // resetPayload is the data of a reset event, in the shape of every other
 // event's payload.

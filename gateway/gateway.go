@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -39,6 +40,13 @@ type Config struct {
 	// campaign or Configure) fails with a *LimitError. Default 0: no cap.
 	// Both caps are best-effort across replicas (see checkCandidateLimit).
 	MaxElections int
+	// HubEvents is how many recent events the replica's hub keeps for
+	// subscribers to resume from and to read at their own pace; a
+	// subscriber further behind is cut off and resumes. Default
+	// DefaultHubEvents.
+	HubEvents int
+	// Observer is told of every backend call. Default NopObserver.
+	Observer Observer
 	// Logger receives the Gateway's logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -59,6 +67,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMetadataBytes == 0 {
 		c.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	if c.HubEvents == 0 {
+		c.HubEvents = DefaultHubEvents
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -88,20 +102,36 @@ func (c Config) Validate() error {
 type Gateway struct {
 	b   Backend
 	cfg Config
+	hub *hub // nil when the backend cannot tell its head (no Header)
 }
 
 // New returns a Gateway over b. It does not check cfg; call cfg.Validate.
 func New(b Backend, cfg Config) *Gateway {
-	return &Gateway{b: b, cfg: cfg.withDefaults()}
+	g := &Gateway{b: b, cfg: cfg.withDefaults()}
+	if _, ok := b.(Header); ok {
+		g.hub = newHub(b, g.cfg.Logger, g.cfg.HubEvents)
+	}
+	return g
 }
 
 // Config returns the Gateway's configuration with defaults filled in.
 func (g *Gateway) Config() Config { return g.cfg }
 
-// Run runs the backend's background loop, if it has one, until ctx ends.
+// Run runs the replica's event hub and the backend's background loop, if
+// it has one, until ctx ends. Watch serves subscribers from the hub while
+// Run runs.
 func (g *Gateway) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if g.hub != nil {
+		wg.Go(func() { g.hub.run(ctx) })
+	}
 	if r, ok := g.b.(Runner); ok {
-		return r.Run(ctx)
+		err := r.Run(ctx)
+		cancel()
+		return err
 	}
 	<-ctx.Done()
 	return nil
@@ -110,7 +140,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 // Ready reports whether the backend can serve.
 func (g *Gateway) Ready(ctx context.Context) error {
 	if p, ok := g.b.(Pinger); ok {
-		return p.Ping(ctx)
+		start := time.Now()
+		err := p.Ping(ctx)
+		g.observe("ping", start, err)
+		return err
 	}
 	return nil
 }
@@ -148,7 +181,9 @@ func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignReque
 		return Status{}, "", err
 	}
 	token := NewToken()
+	start := time.Now()
 	st, err := g.b.Campaign(ctx, election, Candidacy{ID: r.ID, Metadata: meta, TTL: ttl, TokenHash: HashToken(token)}, *g.cfg.Defaults)
+	g.observe("campaign", start, err)
 	if err != nil {
 		return Status{}, "", err
 	}
@@ -178,7 +213,10 @@ func (g *Gateway) Heartbeat(ctx context.Context, election, id, token string) (St
 	if err := g.checkCandidate(election, id, token); err != nil {
 		return Status{}, err
 	}
-	return g.b.Heartbeat(ctx, election, id, HashToken(token))
+	start := time.Now()
+	st, err := g.b.Heartbeat(ctx, election, id, HashToken(token))
+	g.observe("heartbeat", start, err)
+	return st, err
 }
 
 // Resign removes a candidate; a leader hands over to the next in line at
@@ -187,7 +225,10 @@ func (g *Gateway) Resign(ctx context.Context, election, id, token string) error 
 	if err := g.checkCandidate(election, id, token); err != nil {
 		return err
 	}
-	if err := g.b.Resign(ctx, election, id, HashToken(token)); err != nil {
+	start := time.Now()
+	err := g.b.Resign(ctx, election, id, HashToken(token))
+	g.observe("resign", start, err)
+	if err != nil {
 		return err
 	}
 	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "resign", slog.String("election", election), slog.String("candidate", id))
@@ -203,7 +244,9 @@ func (g *Gateway) ReportError(ctx context.Context, election, id, token, reason s
 	if err := validateText("reason", reason, MaxReasonBytes); err != nil {
 		return Status{}, err
 	}
+	start := time.Now()
 	st, err := g.b.ReportError(ctx, election, id, HashToken(token), reason)
+	g.observe("report_error", start, err)
 	if err != nil {
 		return Status{}, err
 	}
@@ -218,13 +261,23 @@ func (g *Gateway) Election(ctx context.Context, election string) (Election, erro
 	if err := ValidateElectionName(election); err != nil {
 		return Election{}, err
 	}
-	return g.b.Election(ctx, election)
+	return g.election(ctx, election)
+}
+
+func (g *Gateway) election(ctx context.Context, election string) (Election, error) {
+	start := time.Now()
+	e, err := g.b.Election(ctx, election)
+	g.observe("election", start, err)
+	return e, err
 }
 
 // Elections returns every election, sorted by name, and the cursor of that
 // snapshot (see Backend.Elections).
 func (g *Gateway) Elections(ctx context.Context) ([]Election, string, error) {
-	return g.b.Elections(ctx)
+	start := time.Now()
+	es, cursor, err := g.b.Elections(ctx)
+	g.observe("elections", start, err)
+	return es, cursor, err
 }
 
 // Leader returns the current leader of an election. Errors: ErrInvalid,
@@ -258,7 +311,7 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 		return Election{}, err
 	}
 	s := *g.cfg.Defaults
-	e, err := g.b.Election(ctx, election)
+	e, err := g.election(ctx, election)
 	switch {
 	case err == nil:
 		s = e.Settings
@@ -278,7 +331,9 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 	if err := validateSettings(s); err != nil {
 		return Election{}, err
 	}
+	start := time.Now()
 	e, err = g.b.Configure(ctx, election, s)
+	g.observe("configure", start, err)
 	if err != nil {
 		return Election{}, err
 	}
@@ -297,7 +352,13 @@ func validateSettings(s Settings) error {
 // Watch streams events of one election (or all, with election "") after the
 // event id after ("" for only new events). Errors: ErrInvalid,
 // ErrCursorExpired (take a snapshot and watch from its Cursor),
-// ErrUnavailable. The channel closes as Backend.Watch says.
+// ErrUnavailable. The channel closes when ctx ends, when the subscriber
+// falls further behind than the hub holds, or when the watch breaks; the
+// receiver resumes with the id of the last event it got.
+//
+// While Run runs, subscribers share the replica's hub (one backend watch
+// for all of them); a cursor older than the hub's ring is served by a
+// backend watch until it catches up with the ring.
 func (g *Gateway) Watch(ctx context.Context, election, after string) (<-chan Event, error) {
 	if election != "" {
 		if err := ValidateElectionName(election); err != nil {
@@ -307,5 +368,15 @@ func (g *Gateway) Watch(ctx context.Context, election, after string) (<-chan Eve
 	if len(after) > 256 {
 		return nil, fmt.Errorf("gateway: event id of %d bytes: %w", len(after), ErrCursorExpired)
 	}
-	return g.b.Watch(ctx, election, after)
+	start := time.Now()
+	if g.hub != nil {
+		ch, ok, err := g.hub.subscribe(ctx, election, after)
+		if ok {
+			g.observe("watch", start, err)
+			return ch, err
+		}
+	}
+	ch, err := g.b.Watch(ctx, election, after)
+	g.observe("watch", start, err)
+	return ch, err
 }

@@ -82,8 +82,12 @@ func ValidateKey(key string) error {
 	return nil
 }
 
-// KV returns the backend's KV, if it has one.
+// KV returns the backend's KV, if it has one, with its calls reported to
+// the Gateway's Observer.
 func (g *Gateway) KV() (KV, bool) {
 	kv, ok := g.b.(KV)
-	return kv, ok
+	if !ok {
+		return nil, false
+	}
+	return observedKV{kv: kv, g: g}, true
 }

@@ -39,7 +39,7 @@ func (g *Gateway) checkCandidateLimit(ctx context.Context, election string) erro
 	if max <= 0 && g.cfg.MaxElections <= 0 {
 		return nil
 	}
-	e, err := g.b.Election(ctx, election)
+	e, err := g.election(ctx, election)
 	switch {
 	case errors.Is(err, ErrElectionNotFound):
 		return g.checkElectionLimit(ctx)

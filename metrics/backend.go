@@ -39,14 +39,6 @@ func newBackendSeries(reg prometheus.Registerer) backendSeries {
 	return s
 }
 
-// observe records one operation that started at start and ended with err.
-func (s backendSeries) observe(op string, start time.Time, err error) {
-	s.duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
-	if err != nil {
-		s.errors.WithLabelValues(op, errorKind(err)).Inc()
-	}
-}
-
 // errorKinds maps the gateway's sentinels to the kind label, most specific
 // first.
 var errorKinds = []struct {
@@ -79,84 +71,21 @@ func errorKind(err error) string {
 	return "other"
 }
 
-// Backend returns b with every operation timed and its errors counted. The
-// result implements gateway.Runner, gateway.Pinger, gateway.KV and
-// gateway.CatchUpReporter exactly when b does, so that the Gateway, the
-// readiness probe and package webhooks find the same abilities through it.
-func (m *Metrics) Backend(b gateway.Backend) gateway.Backend {
-	ib := &instrumented{b: b, s: m.backend}
-	return withAbilities(ib, b)
-}
+// BackendObserver returns the gateway.Observer that times every backend
+// call of a Gateway and counts its errors:
+//
+//	gw := gateway.New(backend, gateway.Config{Observer: m.BackendObserver()})
+func (m *Metrics) BackendObserver() gateway.Observer { return backendObserver{m.backend} }
 
-// instrumented is the decorator of the gateway.Backend methods.
-type instrumented struct {
-	b gateway.Backend
-	s backendSeries
-}
+// backendObserver implements gateway.Observer over the backend series.
+type backendObserver struct{ s backendSeries }
 
-var _ gateway.Backend = (*instrumented)(nil)
+var _ gateway.Observer = backendObserver{}
 
-// Campaign implements gateway.Backend.
-func (i *instrumented) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
-	start := time.Now()
-	st, err := i.b.Campaign(ctx, election, c, defaults)
-	i.s.observe("campaign", start, err)
-	return st, err
-}
-
-// Heartbeat implements gateway.Backend.
-func (i *instrumented) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
-	start := time.Now()
-	st, err := i.b.Heartbeat(ctx, election, id, tokenHash)
-	i.s.observe("heartbeat", start, err)
-	return st, err
-}
-
-// Resign implements gateway.Backend.
-func (i *instrumented) Resign(ctx context.Context, election, id, tokenHash string) error {
-	start := time.Now()
-	err := i.b.Resign(ctx, election, id, tokenHash)
-	i.s.observe("resign", start, err)
-	return err
-}
-
-// ReportError implements gateway.Backend.
-func (i *instrumented) ReportError(ctx context.Context, election, id, tokenHash, reason string) (gateway.Status, error) {
-	start := time.Now()
-	st, err := i.b.ReportError(ctx, election, id, tokenHash, reason)
-	i.s.observe("report_error", start, err)
-	return st, err
-}
-
-// Election implements gateway.Backend.
-func (i *instrumented) Election(ctx context.Context, election string) (gateway.Election, error) {
-	start := time.Now()
-	e, err := i.b.Election(ctx, election)
-	i.s.observe("election", start, err)
-	return e, err
-}
-
-// Elections implements gateway.Backend.
-func (i *instrumented) Elections(ctx context.Context) ([]gateway.Election, string, error) {
-	start := time.Now()
-	es, cursor, err := i.b.Elections(ctx)
-	i.s.observe("elections", start, err)
-	return es, cursor, err
-}
-
-// Configure implements gateway.Backend.
-func (i *instrumented) Configure(ctx context.Context, election string, s gateway.Settings) (gateway.Election, error) {
-	start := time.Now()
-	e, err := i.b.Configure(ctx, election, s)
-	i.s.observe("configure", start, err)
-	return e, err
-}
-
-// Watch implements gateway.Backend; it times starting the watch, not the
-// stream.
-func (i *instrumented) Watch(ctx context.Context, election, after string) (<-chan gateway.Event, error) {
-	start := time.Now()
-	ch, err := i.b.Watch(ctx, election, after)
-	i.s.observe("watch", start, err)
-	return ch, err
+// BackendCall implements gateway.Observer.
+func (o backendObserver) BackendCall(op string, d time.Duration, err error) {
+	o.s.duration.WithLabelValues(op).Observe(d.Seconds())
+	if err != nil {
+		o.s.errors.WithLabelValues(op, errorKind(err)).Inc()
+	}
 }

@@ -2,96 +2,86 @@ package metrics_test
 
 import (
 	"context"
-	"log/slog"
+	"errors"
 	"testing"
 
 	"github.com/electorhq/elector/backends/memory"
-	"github.com/electorhq/elector/backends/nats"
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/metrics"
 )
 
-// abilities lists the optional interfaces b implements.
-func abilities(b gateway.Backend) (runner, pinger, kv, catchUp bool) {
-	_, runner = b.(gateway.Runner)
-	_, pinger = b.(gateway.Pinger)
-	_, kv = b.(gateway.KV)
-	_, catchUp = b.(gateway.CatchUpReporter)
-	return
-}
-
-// bare is a Backend with none of the optional abilities.
-type bare struct{ gateway.Backend }
-
-// caughtUp is a memory backend that also reports that it caught up.
-type caughtUp struct{ *memory.Backend }
-
-func (caughtUp) CaughtUp(context.Context) error { return nil }
-
-// TestBackendDecoratorKeepsAbilities checks that the decorated backend has
-// exactly the optional abilities of the backend it wraps.
-func TestBackendDecoratorKeepsAbilities(t *testing.T) {
+// TestBackendObserverCountsCallsAndErrors checks that a Gateway observed by
+// the metrics times its backend calls, KV calls included, and counts their
+// errors by kind, while the backend keeps every optional ability.
+func TestBackendObserverCountsCallsAndErrors(t *testing.T) {
 	ctx := context.Background()
-	nb, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{DataDir: t.TempDir(), ServerName: "metrics-test"}, nats.Config{},
-		nats.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
+	m := metrics.New()
+	b := memory.New()
+	gw := gateway.New(b, gateway.Config{Observer: m.BackendObserver()})
+	if _, _, err := gw.Campaign(ctx, "metrics", gateway.CampaignRequest{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = nb.Close() })
-
+	if _, err := gw.Heartbeat(ctx, "metrics", "a", "not-the-token"); !errors.Is(err, gateway.ErrTokenMismatch) {
+		t.Fatalf("heartbeat with a wrong token: %v", err)
+	}
+	kv, ok := gw.KV()
+	if !ok {
+		t.Fatal("the memory backend's KV is not reachable through the gateway")
+	}
+	if _, err := kv.Get(ctx, "metrics/missing"); err == nil {
+		t.Fatal("Get of a missing key succeeded")
+	}
 	for _, tc := range []struct {
-		name                        string
-		b                           gateway.Backend
-		runner, pinger, kv, catchUp bool
+		op, kind string
+		want     float64
 	}{
-		{"memory", memory.New(), true, false, true, false},
-		{"nats", nb, true, true, true, true},
-		{"bare", bare{memory.New()}, false, false, false, false},
-		{"catch-up reporter", caughtUp{memory.New()}, true, false, true, true},
+		{"heartbeat", "token_mismatch", 1},
+		{"kv_get", "not_found", 1},
+		{"campaign", "exists", 0},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := metrics.New()
-			wrapped := m.Backend(tc.b)
-			r, p, kv, cu := abilities(wrapped)
-			if r != tc.runner || p != tc.pinger || kv != tc.kv || cu != tc.catchUp {
-				t.Fatalf("wrapped: Runner %v Pinger %v KV %v CatchUpReporter %v; want %v %v %v %v",
-					r, p, kv, cu, tc.runner, tc.pinger, tc.kv, tc.catchUp)
-			}
-			if _, fake := tc.b.(caughtUp); fake { // the NATS one needs its Run loop
-				if err := wrapped.(gateway.CatchUpReporter).CaughtUp(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if kv {
-				store := wrapped.(gateway.KV)
-				if _, err := store.Create(ctx, "metrics/test", []byte("x")); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := store.Get(ctx, "metrics/missing"); err == nil {
-					t.Fatal("Get of a missing key succeeded")
-				}
-				if got := backendErrors(t, m, "kv_get", "not_found"); got != 1 {
-					t.Errorf("kv_get not_found errors: %v, want 1", got)
-				}
-			}
-			if p {
-				if err := wrapped.(gateway.Pinger).Ping(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
+		if got := backendErrors(t, m, tc.op, tc.kind); got != tc.want {
+			t.Errorf("%s %s errors: %v, want %v", tc.op, tc.kind, got, tc.want)
+		}
+	}
+	if got := backendCalls(t, m, "campaign"); got != 1 {
+		t.Errorf("campaign calls timed: %v, want 1", got)
 	}
 }
 
 // backendErrors is the value of elector_backend_errors_total{op,kind}.
 func backendErrors(t *testing.T, m *metrics.Metrics, op, kind string) float64 {
 	t.Helper()
+	var v float64
+	eachSample(t, m, "elector_backend_errors_total", func(labels map[string]string, value func() float64) {
+		if labels["op"] == op && labels["kind"] == kind {
+			v = value()
+		}
+	})
+	return v
+}
+
+// backendCalls is the sample count of
+// elector_backend_operation_duration_seconds{op}.
+func backendCalls(t *testing.T, m *metrics.Metrics, op string) float64 {
+	t.Helper()
+	var v float64
+	eachSample(t, m, "elector_backend_operation_duration_seconds", func(labels map[string]string, value func() float64) {
+		if labels["op"] == op {
+			v = value()
+		}
+	})
+	return v
+}
+
+// eachSample calls f with the labels and value of every sample of name.
+func eachSample(t *testing.T, m *metrics.Metrics, name string, f func(map[string]string, func() float64)) {
+	t.Helper()
 	mfs, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "elector_backend_errors_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, s := range mf.GetMetric() {
@@ -99,10 +89,12 @@ func backendErrors(t *testing.T, m *metrics.Metrics, op, kind string) float64 {
 			for _, l := range s.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["op"] == op && labels["kind"] == kind {
+			f(labels, func() float64 {
+				if h := s.GetHistogram(); h != nil {
+					return float64(h.GetSampleCount())
+				}
 				return s.GetCounter().GetValue()
-			}
+			})
 		}
 	}
-	return 0
 }

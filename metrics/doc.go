@@ -8,7 +8,7 @@
 // components through small seams, so that none of them imports Prometheus:
 //
 //	m := metrics.New(metrics.WithElectionLabels(true), metrics.WithLogger(log))
-//	backend = m.Backend(backend)             // times every operation, keeps Runner, Pinger, KV, CatchUpReporter
+//	gcfg.Observer = m.BackendObserver()      // times every backend call the gateway makes
 //	gw := gateway.New(backend, gcfg)
 //	transitions := m.ObserveGateway(gw)      // candidates and leaders at scrape time
 //	go transitions.Run(ctx)                  // counts leader.begin / end / error

@@ -27,15 +27,16 @@ type server struct {
 	m   *metrics.Metrics
 }
 
-// newServer wires a memory backend, the metrics decorator, a gateway, the
+// newServer wires a memory backend, a gateway observed by the metrics, the
 // transitions watcher and the API as serve does, and waits until the
 // watcher watches. Everything stops at the end of the test.
 func newServer(t *testing.T, opts ...metrics.Option) *server {
 	t.Helper()
 	discard := slog.New(slog.DiscardHandler)
 	m := metrics.New(append(opts, metrics.WithLogger(discard))...)
-	gw := gateway.New(m.Backend(memory.New()), gateway.Config{
+	gw := gateway.New(memory.New(), gateway.Config{
 		Logger:   discard,
+		Observer: m.BackendObserver(),
 		Defaults: &gateway.Settings{ErrorCooldown: time.Hour},
 	})
 	transitions := m.ObserveGateway(gw)

@@ -74,10 +74,12 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 			log.LogAttrs(context.Background(), slog.LevelError, "backend release failed", slog.Any("err", err))
 		}
 	}()
-	// Metrics time every backend operation (keeping the backend's optional
-	// abilities), watch the gateway's transitions and count requests.
+	// Metrics time every backend operation, watch the gateway's
+	// transitions and count requests.
 	mtr := newMetrics(cfg, log)
-	gw := gateway.New(mtr.Backend(backend), cfg.gatewayConfig(log))
+	gwCfg := cfg.gatewayConfig(log)
+	gwCfg.Observer = mtr.BackendObserver()
+	gw := gateway.New(backend, gwCfg)
 	transitions := mtr.ObserveGateway(gw)
 	apiCfg := cfg.apiConfig(log)
 	apiCfg.Metrics = mtr
