@@ -60,10 +60,10 @@ func TestREADMEWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = b.Run(ctx) }()
 	quiet := slog.New(slog.DiscardHandler)
 	gw := gateway.New(b, gateway.Config{Logger: quiet})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = gw.Run(ctx) }()
 	srv := httptest.NewServer(api.New(gw, api.Config{Logger: quiet, KeepAlive: time.Second}))
 	// Cleanups run last-registered first: the event stream's curl (below)
 	// ends before the server closes, which waits for open requests.

@@ -60,15 +60,15 @@ type env struct {
 func newEnv(t testing.TB, cfg Config, configure ...func(*httptest.Server)) *env {
 	t.Helper()
 	b := memory.New()
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	gw := gateway.New(b, gateway.Config{Logger: logger})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = b.Run(ctx)
+		_ = gw.Run(ctx) // the backend's loop and the event hub
 	}()
-	logs := &syncBuffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	gw := gateway.New(b, gateway.Config{Logger: logger})
 	if cfg.Webhooks == nil {
 		// Webhooks are managed but not delivered (nobody runs the service):
 		// tests that need deliveries run one themselves.

@@ -19,12 +19,12 @@ import (
 func newLimitedEnv(t *testing.T, gcfg gateway.Config, cfg Config) *env {
 	t.Helper()
 	b := memory.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = b.Run(ctx) }()
 	logs := &syncBuffer{}
 	gcfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	gw := gateway.New(b, gcfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = gw.Run(ctx) }()
 	cfg.Logger = gcfg.Logger
 	srv := httptest.NewServer(New(gw, cfg))
 	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close(); cancel(); <-done })

@@ -17,14 +17,14 @@ import (
 // httptest and returns the server; it stops when stop is called.
 func startGateway() (srv *httptest.Server, stop func()) {
 	b := memory.New()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	gw := gateway.New(b, gateway.Config{Logger: log})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = b.Run(ctx)
+		_ = gw.Run(ctx)
 	}()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	gw := gateway.New(b, gateway.Config{Logger: log})
 	srv = httptest.NewServer(api.New(gw, api.Config{Logger: log, RetryHint: 50 * time.Millisecond}))
 	return srv, func() {
 		srv.CloseClientConnections()

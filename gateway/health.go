@@ -1,6 +1,10 @@
 package gateway
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
 // CatchUpReporter is implemented by backends that serve reads from a
 // watch-fed cache and can tell whether it has caught up with the backend.
@@ -11,13 +15,66 @@ type CatchUpReporter interface {
 	CaughtUp(ctx context.Context) error
 }
 
-// CaughtUp reports whether the backend's watch has caught up. known is
-// false when the backend cannot tell (it does not implement
-// CatchUpReporter).
+// hubLagAllowance is how long the hub may take to receive the backend's
+// latest write before the replica counts as behind: writes in flight are
+// not lag, a watch stuck for a second is.
+const hubLagAllowance = time.Second
+
+// CaughtUp reports whether this replica's watches have caught up: the
+// backend's cache (where the backend can tell) and the event hub, which
+// must reach the backend's head within a second. known is false when
+// nothing can tell (no CatchUpReporter and no hub).
 func (g *Gateway) CaughtUp(ctx context.Context) (known bool, err error) {
-	c, ok := g.b.(CatchUpReporter)
-	if !ok {
-		return false, nil
+	if c, ok := g.b.(CatchUpReporter); ok {
+		known = true
+		if err := c.CaughtUp(ctx); err != nil {
+			return true, err
+		}
 	}
-	return true, c.CaughtUp(ctx)
+	if g.hub == nil || !g.hub.hasStarted() {
+		return known, nil // Watch goes to the backend itself
+	}
+	return true, g.hub.caughtUp(ctx)
+}
+
+// hasStarted reports whether the hub ever followed the backend.
+func (h *hub) hasStarted() bool {
+	select {
+	case <-h.started:
+		return true
+	default:
+		return false
+	}
+}
+
+// caughtUp waits up to hubLagAllowance for the hub to receive the
+// backend's head. Errors wrap ErrUnavailable.
+func (h *hub) caughtUp(ctx context.Context) error {
+	h.mu.RLock()
+	ready := h.ready
+	h.mu.RUnlock()
+	if !ready {
+		return fmt.Errorf("gateway: event hub is not following the backend: %w", ErrUnavailable)
+	}
+	target, err := h.headPosition(ctx)
+	if err != nil {
+		return fmt.Errorf("gateway: event hub: %w: %w", ErrUnavailable, err)
+	}
+	deadline := time.NewTimer(hubLagAllowance)
+	defer deadline.Stop()
+	for {
+		h.mu.RLock()
+		head, changed := h.head, h.changed
+		h.mu.RUnlock()
+		if head.Compare(target) >= 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return fmt.Errorf("gateway: event hub at %s, backend at %s: %w", head, target, ErrUnavailable)
+		case <-ctx.Done():
+			return fmt.Errorf("gateway: event hub at %s, backend at %s: %w", head, target, ErrUnavailable)
+		}
+	}
 }

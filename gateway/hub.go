@@ -219,9 +219,7 @@ func (h *hub) after(pos Position) uint64 {
 // watches the backend itself. Errors: ErrCursorExpired for a cursor the
 // backend does not hold, the backend's errors.
 func (h *hub) subscribe(ctx context.Context, election, cursor string) (ch <-chan Event, ok bool, err error) {
-	select {
-	case <-h.started:
-	default:
+	if !h.hasStarted() {
 		return nil, false, nil
 	}
 	var from Position

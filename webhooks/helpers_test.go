@@ -29,11 +29,11 @@ type env struct {
 func newEnv(t *testing.T, opts ...memory.Option) *env {
 	t.Helper()
 	b := memory.New(opts...)
+	gw := gateway.New(b, gateway.Config{Logger: quiet()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = b.Run(ctx) }()
+	go func() { defer close(done); _ = gw.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	gw := gateway.New(b, gateway.Config{Logger: quiet()})
 	return &env{t: t, b: b, gw: gw}
 }
 

@@ -38,14 +38,14 @@ type testGateway struct {
 func newTestGateway(t *testing.T) *testGateway {
 	t.Helper()
 	b := memory.New()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	gw := gateway.New(b, gateway.Config{Logger: log, Defaults: &gateway.Settings{ErrorCooldown: 30 * time.Second}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = b.Run(ctx)
+		_ = gw.Run(ctx)
 	}()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	gw := gateway.New(b, gateway.Config{Logger: log, Defaults: &gateway.Settings{ErrorCooldown: 30 * time.Second}})
 	g := &testGateway{}
 	g.srv = httptest.NewServer(api.New(gw, api.Config{Logger: log, RetryHint: 50 * time.Millisecond}))
 	target, _ := url.Parse(g.srv.URL)
