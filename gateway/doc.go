@@ -20,5 +20,20 @@
 // or transaction in the networked backends), two gateway replicas can never
 // promote two leaders: the second writer's precondition fails.
 //
+// Events. Each replica holds one watch of its backend for all elections
+// (the hub, run by Gateway.Run) and fans it out to every subscriber of that
+// replica: SSE streams, webhook workers, metrics. The hub keeps the last
+// events in a bounded ring, so a subscriber resuming with a recent
+// Last-Event-ID costs the backend nothing; an older cursor is served by a
+// backend watch until it reaches the ring, which is then released. A
+// subscriber that reads too slowly is cut off and resumes. Event ids and
+// cursors order as Positions on every backend, which is what lets the hub
+// tell where a cursor stands.
+//
+// Reads. Backends that keep a watch-fed copy of the elections serve reads
+// from it after a read index (Header, ReadIndex): the backend's latest
+// revision, fetched after the read arrived and shared by concurrent reads,
+// must be reached first, so a read never misses an acknowledged write.
+//
 // Every Backend passes the conformance suite in gateway/backendtest.
 package gateway
