@@ -85,6 +85,17 @@ type ElectionCounter interface {
 	CountElections(ctx context.Context) (int, error)
 }
 
+// LeaderFailer is implemented by backends that can put a leader in error
+// only while it still leads a given term, in one atomic step. FailBegin
+// uses it, so that a late verdict on an old leadership can never end a
+// newer one.
+type LeaderFailer interface {
+	// FailLeader is ReportError conditional on candidate id leading
+	// election in term; otherwise it changes nothing and returns
+	// ErrNotLeader. Errors also as ReportError.
+	FailLeader(ctx context.Context, election, id, tokenHash string, term uint64, reason string) (Status, error)
+}
+
 // Runner is implemented by backends that need a background loop (to expire
 // candidates, end cooldowns and promote after a handover delay). The Gateway
 // runs it; Run returns when ctx ends.
@@ -107,6 +118,7 @@ var (
 	ErrCandidateExists   = errors.New("gateway: candidate already campaigning")
 	ErrTokenMismatch     = errors.New("gateway: candidate token does not match")
 	ErrNoLeader          = errors.New("gateway: election has no leader")
+	ErrNotLeader         = errors.New("gateway: candidate does not lead that term")
 	ErrCursorExpired     = errors.New("gateway: event cursor no longer held")
 	ErrInvalid           = errors.New("gateway: invalid argument")
 	ErrUnavailable       = errors.New("gateway: backend unavailable")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 )
 
 // FailBegin is the reconciliation of a begin handler that did not
@@ -17,31 +18,42 @@ import (
 // the candidate's, kept from its campaign. It reports whether it acted; a
 // candidate that no longer leads that term is left alone.
 //
-// The check and the report are two steps: a candidate that lost term and
-// won a later one in between would be put in error for the later term.
-// That needs a leadership to end and begin again within one round trip to
-// the backend, and costs one cooldown, never a second leader.
+// On a backend that is a LeaderFailer the check and the report are one
+// atomic step. Otherwise they are two: a candidate that lost term and won a
+// later one in between would be put in error for the later term. That
+// needs a leadership to end and begin again within one round trip to the
+// backend, and costs one cooldown, never a second leader.
 //
 // Errors: ErrTokenMismatch, ErrUnavailable.
 func (g *Gateway) FailBegin(ctx context.Context, election, id, tokenHash string, term uint64, reason string) (bool, error) {
-	e, err := g.Election(ctx, election)
-	if errors.Is(err, ErrElectionNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if e.Leader == nil || e.Leader.ID != id || e.Leader.Term != term {
-		return false, nil
-	}
 	if len(reason) > MaxReasonBytes {
 		reason = reason[:MaxReasonBytes]
 	}
 	reason = strings.ToValidUTF8(reason, "") // a cut may split a character; ReportError requires valid text
-	if _, err := g.b.ReportError(ctx, election, id, tokenHash, reason); err != nil {
-		if errors.Is(err, ErrCandidateNotFound) {
+	var err error
+	start := time.Now()
+	if f, ok := g.b.(LeaderFailer); ok {
+		_, err = f.FailLeader(ctx, election, id, tokenHash, term, reason)
+		g.observe("fail_leader", start, err)
+	} else {
+		var e Election
+		e, err = g.Election(ctx, election)
+		switch {
+		case errors.Is(err, ErrElectionNotFound):
+			return false, nil
+		case err != nil:
+			return false, err
+		case e.Leader == nil || e.Leader.ID != id || e.Leader.Term != term:
 			return false, nil
 		}
+		start = time.Now()
+		_, err = g.b.ReportError(ctx, election, id, tokenHash, reason)
+		g.observe("report_error", start, err)
+	}
+	switch {
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrCandidateNotFound), errors.Is(err, ErrElectionNotFound):
+		return false, nil
+	case err != nil:
 		return false, fmt.Errorf("gateway: fail begin of %q in %q: %w", id, election, err)
 	}
 	g.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "begin handler failed: leader put in error",

@@ -122,6 +122,19 @@ func (r *Record) ReportError(now time.Time, id, tokenHash, reason string) ([]Eve
 	return r.promote(now, ev), nil
 }
 
+// FailLeader is ReportError of the leader of term: it changes nothing and
+// returns ErrNotLeader unless candidate id leads in term. Checking and
+// reporting in one step on one Record is what keeps a verdict on an old
+// leadership from ending a newer one. Errors also as ReportError.
+func (r *Record) FailLeader(now time.Time, id, tokenHash string, term uint64, reason string) ([]Event, error) {
+	ev := r.Advance(now)
+	if !r.Leading || r.Line[0].ID != id || r.Term != term {
+		return ev, fmt.Errorf("%q in %q, term %d: %w", id, r.Name, term, ErrNotLeader)
+	}
+	more, err := r.ReportError(now, id, tokenHash, reason)
+	return append(ev, more...), err
+}
+
 // Expire removes a candidate whose liveness ended, as Advance does when its
 // ExpiresAt passes. Backends that track liveness outside the Record (a key
 // with its own TTL, a lease) leave Entry.ExpiresAt zero and call Expire when

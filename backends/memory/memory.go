@@ -34,6 +34,7 @@ var (
 	_ gateway.Runner          = (*Backend)(nil)
 	_ gateway.Header          = (*Backend)(nil)
 	_ gateway.ElectionCounter = (*Backend)(nil)
+	_ gateway.LeaderFailer    = (*Backend)(nil)
 )
 
 // Option configures a Backend.
@@ -102,6 +103,13 @@ func (b *Backend) Resign(_ context.Context, election, id, tokenHash string) erro
 func (b *Backend) ReportError(_ context.Context, election, id, tokenHash, reason string) (gateway.Status, error) {
 	return b.candidateOp("report error", election, id, func(r *gateway.Record, now time.Time) ([]gateway.Event, error) {
 		return r.ReportError(now, id, tokenHash, reason)
+	})
+}
+
+// FailLeader implements gateway.LeaderFailer.
+func (b *Backend) FailLeader(_ context.Context, election, id, tokenHash string, term uint64, reason string) (gateway.Status, error) {
+	return b.candidateOp("fail leader", election, id, func(r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+		return r.FailLeader(now, id, tokenHash, term, reason)
 	})
 }
 

@@ -27,6 +27,7 @@ func Run(t *testing.T, h Harness) {
 		{"ErrorCooldownRejoinsAtTheBack", testErrorCooldown},
 		{"CandidateExpiringInCooldownIsGone", testExpiryDuringCooldown},
 		{"TokenIsChecked", testTokenIsChecked},
+		{"FailLeaderActsOnlyOnItsTerm", testFailLeader},
 		{"DuplicateCampaignIsRefused", testDuplicateCampaign},
 		{"UnknownElectionAndCandidate", testUnknown},
 		{"ConfigureCreatesAndChanges", testConfigure},
@@ -368,5 +369,49 @@ func testConfigure(t *testing.T, b gateway.Backend) {
 	defer cancel()
 	if _, err := b.Watch(wctx, "", cursor); err != nil {
 		t.Fatalf("watch from the elections cursor: %v", err)
+	}
+}
+
+// testFailLeader: a backend that is a gateway.LeaderFailer puts the leader
+// of a term in error, and refuses, changing nothing, for any other term or
+// a follower.
+func testFailLeader(t *testing.T, b gateway.Backend) {
+	f, ok := b.(gateway.LeaderFailer)
+	if !ok {
+		t.Skip("the backend is not a gateway.LeaderFailer")
+	}
+	e := name("fail")
+	ctx := context.Background()
+	ta, a := campaign(t, b, e, "a", 10*time.Second)
+	tb, _ := campaign(t, b, e, "b", 10*time.Second)
+	before := snapshot(t, b, e)
+	for _, tc := range []struct {
+		id, token string
+		term      uint64
+	}{
+		{"a", ta, a.Term + 1}, // a later term than a's
+		{"a", ta, a.Term - 1}, // an earlier one
+		{"b", tb, a.Term},     // a follower
+	} {
+		if _, err := f.FailLeader(ctx, e, tc.id, tc.token, tc.term, "late"); !errors.Is(err, gateway.ErrNotLeader) {
+			t.Errorf("FailLeader(%s, term %d): %v, want ErrNotLeader", tc.id, tc.term, err)
+		}
+	}
+	if after := snapshot(t, b, e); after.Leader == nil || after.Leader.ID != "a" || after.Term != before.Term {
+		t.Fatalf("refused FailLeader changed the leader: %+v term %d", after.Leader, after.Term)
+	}
+	if _, err := f.FailLeader(ctx, e, "a", token(), a.Term, "x"); !errors.Is(err, gateway.ErrTokenMismatch) {
+		t.Errorf("FailLeader with a wrong token: %v, want ErrTokenMismatch", err)
+	}
+	st, err := f.FailLeader(ctx, e, "a", ta, a.Term, "begin timed out")
+	if err != nil {
+		t.Fatalf("FailLeader of the leader in its term: %v", err)
+	}
+	if st.Candidate.State != gateway.StateError {
+		t.Errorf("a after FailLeader: %s, want error", st.Candidate.State)
+	}
+	after := snapshot(t, b, e)
+	if after.Leader == nil || after.Leader.ID != "b" || after.Term <= a.Term {
+		t.Fatalf("after FailLeader: leader %+v term %d, want b with a later term than %d", after.Leader, after.Term, a.Term)
 	}
 }
