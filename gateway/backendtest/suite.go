@@ -35,6 +35,7 @@ func Run(t *testing.T, h Harness) {
 		{"WatchFiltersByElection", testWatchFilter},
 		{"WatchRefusesUnknownCursor", testWatchUnknownCursor},
 		{"WatchClosesWhenContextEnds", testWatchCloses},
+		{"HubAgreesWithTheBackend", testHubAgreesWithTheBackend},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
