@@ -79,7 +79,7 @@ func (a *api) readObject(w http.ResponseWriter, r *http.Request, known []string,
 }
 
 // checkUTF8 refuses a member whose text is not valid UTF-8, naming it
-// (prefix.member). Go's JSON decoder would silently turn the bytes into
+// (prefix.member, down to the innermost object member). Go's JSON decoder would silently turn the bytes into
 // U+FFFD; every member is refused alike, so that a reason is treated as
 // metadata is.
 func (o jsonObject) checkUTF8(prefix string) error {
@@ -93,7 +93,14 @@ func (o jsonObject) checkUTF8(prefix string) error {
 		return nil
 	}
 	sort.Strings(bad)
-	return invalidField(prefix+clip(bad[0]), "must be valid UTF-8")
+	name := prefix + clip(bad[0])
+	var inner jsonObject
+	if json.Unmarshal(o[bad[0]], &inner) == nil && inner != nil {
+		if err := inner.checkUTF8(name + "."); err != nil {
+			return err // the innermost member at fault: webhook.url
+		}
+	}
+	return invalidField(name, "must be valid UTF-8")
 }
 
 // isNull reports whether a member is absent or JSON null.

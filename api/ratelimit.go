@@ -59,7 +59,9 @@ func (l *bucketLimiter[K]) allow(key K, now time.Time) (bool, time.Duration) {
 	defer l.mu.Unlock()
 	b, ok := l.buckets[key]
 	if !ok {
-		if now.Sub(l.lastSweep) > limiterIdle || len(l.buckets) >= maxBuckets {
+		// Sweep now and then; when full, at most once a second, so that a
+		// flood of new keys cannot make every request walk the map.
+		if d := now.Sub(l.lastSweep); d > limiterIdle || (len(l.buckets) >= maxBuckets && d > time.Second) {
 			for k, v := range l.buckets {
 				if now.Sub(v.seen) > limiterIdle {
 					delete(l.buckets, k)
