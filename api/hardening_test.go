@@ -67,16 +67,36 @@ func TestStalledBodyIsAnswered408(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{BodyTimeout: 200 * time.Millisecond})
 	const path = "/v1/elections/slow/candidates"
-	// Announces 1,000 bytes and sends 6: without a body deadline this
-	// connection is held until the client gives up.
-	res := e.rawExchange(t, "POST "+path+" HTTP/1.1\r\nHost: elector\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"id\":")
-	req := httptest.NewRequest("POST", path, nil)
-	r := rawProblem(t, req, res).expect(t, http.StatusRequestTimeout)
-	if p := r.problemType(t); p != "request-timeout" {
-		t.Fatalf("problem %s", p)
+	// Each announces 1,000 bytes and sends 6: without a body deadline
+	// these connections are held until their clients give up.
+	const stalled = 30
+	conns := make([]net.Conn, stalled)
+	for i := range conns {
+		c, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(c, "POST "+path+" HTTP/1.1\r\nHost: elector\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"id\":"); err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
 	}
-	if !res.Close {
-		t.Error("the connection of a stalled body is kept open")
+	for _, c := range conns {
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("no answer to a stalled body: %v", err)
+		}
+		r := rawProblem(t, httptest.NewRequest("POST", path, nil), res).expect(t, http.StatusRequestTimeout)
+		if p := r.problemType(t); p != "request-timeout" {
+			t.Fatalf("problem %s", p)
+		}
+		if !res.Close {
+			t.Error("the connection of a stalled body is kept open")
+		}
 	}
 	if _, err := e.gw.Election(context.Background(), "slow"); err == nil {
 		t.Error("a stalled campaign created the election")

@@ -15,8 +15,8 @@ import (
 // ErrDestinationRefused is returned for an endpoint URL, or a dialled
 // address, that the SSRF guard refuses: not http or https, or an address on
 // a loopback, private, link-local (cloud metadata included), CGNAT,
-// multicast, reserved or unspecified network while private networks are
-// not allowed.
+// multicast, reserved or unspecified network, or scoped by an IPv6 zone,
+// while private networks are not allowed.
 var ErrDestinationRefused = errors.New("webhooks: destination refused")
 
 // refusedPrefixes are the networks a webhook may not reach unless
