@@ -76,6 +76,7 @@ func TestBadRequestsAreProblemsAndChangeNothing(t *testing.T) {
 		{"deliveries limit with a bad escape", "GET", "/v1/elections/billing/candidates/node-a/deliveries?limit=%ZZ", nil, []header{token(tokA)}, 400, "invalid-request", "limit"},
 		{"events with a bad escape", "GET", "/v1/elections/billing/events?last_event_id=%G1", nil, nil, 400, "invalid-request", "last_event_id"},
 		{"all events with a bad query", "GET", "/v1/events?%ZZ", nil, nil, 400, "invalid-request", "query"},
+		{"deliveries limit with a semicolon", "GET", "/v1/elections/billing/candidates/node-a/deliveries?limit=5;x=1", nil, []header{token(tokA)}, 400, "invalid-request", "query"},
 		{"heartbeat without token", "PUT", hb, nil, nil, 400, "candidate-token-missing", ""},
 		{"heartbeat with a wrong token", "PUT", hb, nil, []header{token("ect_wrong")}, 403, "candidate-token-mismatch", ""},
 		{"heartbeat of an unknown candidate", "PUT", "/v1/elections/billing/candidates/node-z/heartbeat", nil, []header{token(tokA)}, 404, "candidate-not-found", ""},

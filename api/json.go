@@ -172,9 +172,9 @@ func (o jsonObject) duration(name string) (time.Duration, bool, error) {
 	return d, true, nil
 }
 
-// query parses r's query string strictly: a malformed percent-escape is
-// refused (url.Values would drop the pair, and with it the client's
-// intent), naming the parameter it is in.
+// query parses r's query string strictly: a malformed percent-escape or a
+// ';' separator is refused (r.URL.Query would drop the pair, and with it
+// the client's intent), naming the parameter it is in, or "query".
 func query(r *http.Request) (url.Values, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err == nil {
@@ -191,7 +191,7 @@ func query(r *http.Request) (url.Values, error) {
 			break
 		}
 	}
-	return nil, invalidField(clip(field), "has an invalid percent-escape in the query string; escape %% as %%25")
+	return nil, invalidField(clip(field), "cannot be read from the query string (%s); escape %% as %%25 and separate parameters with &", clip(err.Error()))
 }
 
 // writeJSON writes v as the JSON response with status.
