@@ -79,9 +79,9 @@ func (a *api) readObject(w http.ResponseWriter, r *http.Request, known []string,
 }
 
 // checkUTF8 refuses a member whose text is not valid UTF-8, naming it
-// (prefix.member, down to the innermost object member). Go's JSON decoder would silently turn the bytes into
-// U+FFFD; every member is refused alike, so that a reason is treated as
-// metadata is.
+// (prefix.member, down to the innermost object member). Go's JSON decoder
+// would silently turn the bytes into U+FFFD; every member is refused
+// alike, so that a reason is treated as metadata is.
 func (o jsonObject) checkUTF8(prefix string) error {
 	var bad []string
 	for k, v := range o {
