@@ -11,6 +11,13 @@
 // errors to problems. Bad input is always answered with a 4xx and leaves the
 // elections unchanged.
 //
+// Every request goes through the same guards (router.go, ratelimit.go,
+// body.go): a deadline for its body (408 past it), heartbeats limited per
+// candidate, other writes and reads optionally per client address, and a cap
+// on the reads and event streams served at once. The zero Config turns the
+// rate limits and the read cap off; elector serve turns on the heartbeat
+// limit and the read cap (DefaultHeartbeatRate, DefaultMaxReads).
+//
 // Candidates prove who they are with the token returned by their campaign,
 // sent back in the Elector-Candidate-Token header, a header of its own so
 // that it never collides with API authentication.

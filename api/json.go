@@ -8,10 +8,12 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultMaxBodyBytes caps a request body unless Config says otherwise.
@@ -25,11 +27,12 @@ type jsonObject map[string]json.RawMessage
 // Content-Type is read as JSON too, so that a plain `curl --data` works.
 // An empty body is an empty object when emptyOK, else malformed-json.
 // Errors: unsupported-media-type, body-too-large (an *http.MaxBytesError),
-// malformed-json, invalid-request (an unknown member).
+// request-timeout, malformed-body, malformed-json, invalid-request (an
+// unknown member, or a member that is not valid UTF-8).
 func (a *api) readObject(w http.ResponseWriter, r *http.Request, known []string, emptyOK bool, mediaTypes ...string) (jsonObject, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes))
 	if err != nil {
-		return nil, err
+		return nil, a.bodyError(err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if emptyOK {
@@ -69,7 +72,35 @@ func (a *api) readObject(w http.ResponseWriter, r *http.Request, known []string,
 		sort.Strings(unknown)
 		return nil, invalidField(clip(unknown[0]), "is not a known member; the known members are %s", strings.Join(known, ", "))
 	}
+	if err := obj.checkUTF8(""); err != nil {
+		return nil, err
+	}
 	return obj, nil
+}
+
+// checkUTF8 refuses a member whose text is not valid UTF-8, naming it
+// (prefix.member, down to the innermost object member). Go's JSON decoder
+// would silently turn the bytes into U+FFFD; every member is refused
+// alike, so that a reason is treated as metadata is.
+func (o jsonObject) checkUTF8(prefix string) error {
+	var bad []string
+	for k, v := range o {
+		if !utf8.Valid(v) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	name := prefix + clip(bad[0])
+	var inner jsonObject
+	if json.Unmarshal(o[bad[0]], &inner) == nil && inner != nil {
+		if err := inner.checkUTF8(name + "."); err != nil {
+			return err // the innermost member at fault: webhook.url
+		}
+	}
+	return invalidField(name, "must be valid UTF-8")
 }
 
 // isNull reports whether a member is absent or JSON null.
@@ -118,6 +149,9 @@ func (o jsonObject) object(name string, known []string) (jsonObject, error) {
 			return nil, invalidField(name+"."+clip(k), "is not a known member; the known members are %s", strings.Join(known, ", "))
 		}
 	}
+	if err := obj.checkUTF8(name + "."); err != nil {
+		return nil, err
+	}
 	return obj, nil
 }
 
@@ -136,6 +170,28 @@ func (o jsonObject) duration(name string) (time.Duration, bool, error) {
 		return 0, false, invalidField(name, `%q is not a duration; use a string such as "10s", "1m30s" or "500ms"`, clip(s))
 	}
 	return d, true, nil
+}
+
+// query parses r's query string strictly: a malformed percent-escape or a
+// ';' separator is refused (r.URL.Query would drop the pair, and with it
+// the client's intent), naming the parameter it is in, or "query".
+func query(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err == nil {
+		return q, nil
+	}
+	field := "query"
+	for _, pair := range strings.Split(r.URL.RawQuery, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		if _, kerr := url.QueryUnescape(k); kerr != nil {
+			break
+		}
+		if _, verr := url.QueryUnescape(v); verr != nil {
+			field, _ = url.QueryUnescape(k)
+			break
+		}
+	}
+	return nil, invalidField(clip(field), "cannot be read from the query string (%s); escape %% as %%25 and separate parameters with &", clip(err.Error()))
 }
 
 // writeJSON writes v as the JSON response with status.

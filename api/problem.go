@@ -20,6 +20,11 @@ import (
 // the slug that follows it is stable and documented in openapi.yaml.
 const ProblemTypePrefix = "urn:elector:problem:"
 
+// statusClientClosedRequest is the status logged and counted for a request
+// whose client went away before its answer (nginx's 499); nobody receives
+// it, and it is not a server error.
+const statusClientClosedRequest = 499
+
 // problemKind is one entry of the problem catalogue.
 type problemKind struct {
 	status int
@@ -31,6 +36,9 @@ type problemKind struct {
 var problemKinds = map[string]problemKind{
 	"invalid-request":             {http.StatusBadRequest, "Invalid request"},
 	"malformed-json":              {http.StatusBadRequest, "Malformed JSON"},
+	"malformed-body":              {http.StatusBadRequest, "Malformed request body"},
+	"request-timeout":             {http.StatusRequestTimeout, "Request body too slow"},
+	"client-closed-request":       {statusClientClosedRequest, "Client closed request"},
 	"candidate-token-missing":     {http.StatusBadRequest, "Candidate token missing"},
 	"candidate-token-mismatch":    {http.StatusForbidden, "Candidate token does not match"},
 	"election-not-found":          {http.StatusNotFound, "Election not found"},
@@ -123,6 +131,8 @@ func problemFor(r *http.Request, err error) Problem {
 	var mbe *http.MaxBytesError
 	var le *gateway.LimitError
 	switch {
+	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
+		return newProblem(r, "client-closed-request", "the client went away before the answer")
 	case errors.As(err, &ae):
 		p := newProblem(r, ae.slug, ae.detail)
 		p.Ext = ae.ext

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/sha256"
 	"math"
 	"net"
 	"net/http"
@@ -10,65 +11,69 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"golang.org/x/time/rate"
 )
 
-// Defaults of the write rate limit (Config.WriteRate, Config.WriteBurst).
-const (
-	DefaultWriteRate  = 20
-	DefaultWriteBurst = 40
-)
-
-// limiterIdle is how long a client's bucket is kept after its last write;
-// a full bucket is the same as a fresh one, so forgetting it loses nothing.
+// limiterIdle is how long a bucket is kept after its last use; a full
+// bucket is the same as a fresh one, so forgetting it loses nothing.
 const limiterIdle = 5 * time.Minute
 
-// writeLimiter is a token bucket per client for write requests. It needs
-// no goroutine: idle buckets are swept while adding new ones.
-type writeLimiter struct {
-	rate    rate.Limit
-	burst   int
-	trusted []netip.Prefix
+// maxBuckets caps the buckets one limiter keeps. Past it (after sweeping
+// the idle ones) a new key is let through unlimited rather than refused:
+// a flood of made-up keys must not cost a real client its requests.
+const maxBuckets = 100_000
+
+// bucketLimiter is a token bucket per key (a client address, a candidate).
+// It needs no goroutine: idle buckets are swept while adding new ones.
+type bucketLimiter[K comparable] struct {
+	rate  rate.Limit
+	burst int
 
 	mu        sync.Mutex
-	clients   map[netip.Addr]*clientBucket
+	buckets   map[K]*bucket
 	lastSweep time.Time
 }
 
-type clientBucket struct {
+type bucket struct {
 	lim  *rate.Limiter
 	seen time.Time
 }
 
-// newWriteLimiter returns a limiter of perSecond writes with burst, or nil
-// for no limit (perSecond <= 0).
-func newWriteLimiter(perSecond float64, burst int, trusted []netip.Prefix) *writeLimiter {
+// newBucketLimiter returns a limiter of perSecond requests per key with
+// burst, or nil for no limit (perSecond <= 0).
+func newBucketLimiter[K comparable](perSecond float64, burst int) *bucketLimiter[K] {
 	if perSecond <= 0 {
 		return nil
 	}
 	if burst < 1 {
 		burst = int(math.Ceil(perSecond))
 	}
-	return &writeLimiter{rate: rate.Limit(perSecond), burst: burst, trusted: trusted, clients: map[netip.Addr]*clientBucket{}}
+	return &bucketLimiter[K]{rate: rate.Limit(perSecond), burst: burst, buckets: map[K]*bucket{}}
 }
 
-// allow takes a token of client's bucket, or says how long until one is
+// allow takes a token of key's bucket, or says how long until one is
 // available.
-func (l *writeLimiter) allow(client netip.Addr, now time.Time) (bool, time.Duration) {
+func (l *bucketLimiter[K]) allow(key K, now time.Time) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b, ok := l.clients[client]
+	b, ok := l.buckets[key]
 	if !ok {
-		if now.Sub(l.lastSweep) > limiterIdle {
-			for k, v := range l.clients {
+		// Sweep now and then; when full, at most once a second, so that a
+		// flood of new keys cannot make every request walk the map.
+		if d := now.Sub(l.lastSweep); d > limiterIdle || (len(l.buckets) >= maxBuckets && d > time.Second) {
+			for k, v := range l.buckets {
 				if now.Sub(v.seen) > limiterIdle {
-					delete(l.clients, k)
+					delete(l.buckets, k)
 				}
 			}
 			l.lastSweep = now
 		}
-		b = &clientBucket{lim: rate.NewLimiter(l.rate, l.burst)}
-		l.clients[client] = b
+		if len(l.buckets) >= maxBuckets {
+			return true, 0
+		}
+		b = &bucket{lim: rate.NewLimiter(l.rate, l.burst)}
+		l.buckets[key] = b
 	}
 	b.seen = now
 	r := b.lim.ReserveN(now, 1)
@@ -84,23 +89,105 @@ func isWrite(method string) bool {
 	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
 }
 
-// limitWrites wraps the handler of a write route with the per-client rate
-// limit: over it, a 429 rate-limited problem with Retry-After.
-func (a *api) limitWrites(method string, next http.Handler) http.Handler {
-	if a.writes == nil || !isWrite(method) {
+// heartbeatPattern is the route of heartbeats, which are limited per
+// candidate rather than per client address.
+const heartbeatPattern = "/v1/elections/{election}/candidates/{id}/heartbeat"
+
+// limitRequests wraps the handler of one route with the rate limits that
+// apply to it: heartbeats per candidate, other writes per client address,
+// reads (but event streams) per client address and by how many run at
+// once. Over a limit: a 429 problem with Retry-After naming the limit.
+// Routes no limit applies to are returned as they are, at no cost.
+func (a *api) limitRequests(method, pattern string, next http.Handler) http.Handler {
+	switch {
+	case pattern == heartbeatPattern:
+		return a.limitHeartbeats(next)
+	case isWrite(method):
+		return a.limitByAddress(a.writes, "writes_per_second", "writes", next)
+	case strings.HasPrefix(pattern, "/v1/") && !strings.HasSuffix(pattern, "/events"):
+		return a.limitByAddress(a.reads, "reads_per_second", "reads", a.capReads(next))
+	}
+	return next
+}
+
+// limitByAddress applies l, keyed by the client's address, to next.
+func (a *api) limitByAddress(l *bucketLimiter[netip.Addr], limit, what string, next http.Handler) http.Handler {
+	if l == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok, wait := a.writes.allow(clientAddr(r, a.writes.trusted), time.Now())
-		if !ok {
-			secs := int(math.Ceil(wait.Seconds()))
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			e := errorf("rate-limited", "this client sent more than %g writes per second (burst %d; limit writes_per_second); retry after %d s",
-				float64(a.writes.rate), a.writes.burst, secs)
-			e.ext = map[string]any{"limit": "writes_per_second"}
+		if ok, wait := l.allow(clientAddr(r, a.cfg.TrustedProxies), time.Now()); !ok {
+			a.rateLimited(w, r, wait, limit, "this client sent more than %g %s per second (burst %d; limit %s)", float64(l.rate), what, l.burst, limit)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitHeartbeats applies the heartbeat limit per candidate: the key is
+// the election, the candidate and the hash of the token sent, so that a
+// fleet behind one proxy address is never refused as a crowd, and nobody
+// without a candidate's token can spend its bucket. Leadership: refusing a
+// heartbeat can at most let a candidate expire, never make a second
+// leader; and a candidate that heartbeats at most HeartbeatRate times a
+// second (far above TTL/3 for the shortest TTL) is never refused.
+func (a *api) limitHeartbeats(next http.Handler) http.Handler {
+	l := a.heartbeats
+	if l == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := r.Header.Get(TokenHeader)
+		if tok == "" {
+			next.ServeHTTP(w, r) // refused as candidate-token-missing
+			return
+		}
+		key := heartbeatKey{election: chi.URLParam(r, "election"), id: chi.URLParam(r, "id"), token: sha256.Sum256([]byte(tok))}
+		if ok, wait := l.allow(key, time.Now()); !ok {
+			a.rateLimited(w, r, wait, "heartbeats_per_second", "candidate %q sent more than %g heartbeats per second (burst %d; limit heartbeats_per_second); heartbeat every TTL/3",
+				clip(key.id), float64(l.rate), l.burst)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// heartbeatKey is a heartbeat bucket's key: the token only as its hash,
+// so that the limiter's memory holds no candidate token.
+type heartbeatKey struct {
+	election, id string
+	token        [sha256.Size]byte
+}
+
+// rateLimited writes a 429 rate-limited problem naming limit, with a
+// Retry-After of wait rounded up.
+func (a *api) rateLimited(w http.ResponseWriter, r *http.Request, wait time.Duration, limit, format string, args ...any) {
+	secs := max(1, int(math.Ceil(wait.Seconds())))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	e := errorf("rate-limited", format, args...)
+	e.detail += "; retry after " + strconv.Itoa(secs) + " s"
+	e.ext = map[string]any{"limit": limit}
+	a.writeError(w, r, e)
+}
+
+// capReads wraps a read route with the cap on reads served at once on this
+// replica (Config.MaxReads): over it, a 429 limit-reached problem naming
+// concurrent_reads, so that the backend's work stays bounded whatever the
+// number of readers.
+func (a *api) capReads(next http.Handler) http.Handler {
+	if a.cfg.MaxReads <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := a.readsNow.Add(1); n > int64(a.cfg.MaxReads) {
+			a.readsNow.Add(-1)
+			w.Header().Set("Retry-After", "1")
+			e := errorf("limit-reached", "this replica is serving its maximum of %d reads at once (limit concurrent_reads); retry shortly", a.cfg.MaxReads)
+			e.ext = map[string]any{"limit": "concurrent_reads"}
 			a.writeError(w, r, e)
 			return
 		}
+		defer a.readsNow.Add(-1)
 		next.ServeHTTP(w, r)
 	})
 }

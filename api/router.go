@@ -22,6 +22,16 @@ const (
 	DefaultRetryHint = 2 * time.Second
 )
 
+// Defaults that elector serve applies (the zero Config has no limits). A
+// candidate heartbeats every TTL/3, at most 3 times a second at the
+// shortest TTL (1s): 10 a second per candidate refuses only a client in a
+// loop, however many candidates share an address.
+const (
+	DefaultHeartbeatRate  = 10
+	DefaultHeartbeatBurst = 20
+	DefaultMaxReads       = 1024
+)
+
 // Config tunes the HTTP API. The zero value is ready to use.
 type Config struct {
 	// Logger receives one line per request and the errors the API did not
@@ -30,6 +40,10 @@ type Config struct {
 	// MaxBodyBytes caps request bodies; a larger body is answered with 413.
 	// Default DefaultMaxBodyBytes (64 KiB).
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time a request body may take to arrive once
+	// its headers are in; a slower body is answered with 408
+	// request-timeout. Default DefaultBodyTimeout (10s).
+	BodyTimeout time.Duration
 	// KeepAlive is the interval of the comment lines that keep an idle SSE
 	// stream open through proxies. Default DefaultKeepAlive (15s).
 	KeepAlive time.Duration
@@ -51,9 +65,25 @@ type Config struct {
 	// read scope; the probes stay open. Default false.
 	ProtectOperational bool
 	// WriteRate and WriteBurst are the per-client token bucket of write
-	// requests (every method but GET and HEAD); 0 disables it. Default 0.
+	// requests (every method but GET and HEAD) other than heartbeats; 0
+	// disables it. Default 0: behind a load balancer every client shares
+	// one address, and a fleet's writes would be refused as a crowd.
 	WriteRate  float64
 	WriteBurst int
+	// HeartbeatRate and HeartbeatBurst are the token bucket of each
+	// candidate's heartbeats (keyed by election, candidate and token, not
+	// by address); 0 disables it. Default 0; elector serve sets
+	// DefaultHeartbeatRate and DefaultHeartbeatBurst.
+	HeartbeatRate  float64
+	HeartbeatBurst int
+	// ReadRate and ReadBurst are the per-client token bucket of reads (GET
+	// of /v1/ routes but event streams); 0 disables it. Default 0.
+	ReadRate  float64
+	ReadBurst int
+	// MaxReads caps the reads (as ReadRate counts them) served at once on
+	// this replica; 0: no cap. Default 0; elector serve sets
+	// DefaultMaxReads.
+	MaxReads int
 	// TrustedProxies are the addresses whose X-Forwarded-For names the
 	// client for the rate limit. Default none: the remote address counts.
 	TrustedProxies []netip.Prefix
@@ -74,6 +104,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
 	if c.KeepAlive <= 0 {
 		c.KeepAlive = DefaultKeepAlive
 	}
@@ -89,8 +122,11 @@ type api struct {
 	cfg Config
 	log *slog.Logger
 
-	writes  *writeLimiter // nil: no rate limit
-	streams atomic.Int64  // event streams open
+	writes     *bucketLimiter[netip.Addr]   // nil: no write rate limit
+	reads      *bucketLimiter[netip.Addr]   // nil: no read rate limit
+	heartbeats *bucketLimiter[heartbeatKey] // nil: no heartbeat limit
+	streams    atomic.Int64                 // event streams open
+	readsNow   atomic.Int64                 // reads being served
 }
 
 // New returns the HTTP handler of elector's API v1 over gw: the routes of
@@ -98,10 +134,14 @@ type api struct {
 // documents for every error, unknown routes and wrong methods included.
 func New(gw *gateway.Gateway, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
-	a := &api{gw: gw, cfg: cfg, log: cfg.Logger, writes: newWriteLimiter(cfg.WriteRate, cfg.WriteBurst, cfg.TrustedProxies)}
+	a := &api{gw: gw, cfg: cfg, log: cfg.Logger,
+		writes:     newBucketLimiter[netip.Addr](cfg.WriteRate, cfg.WriteBurst),
+		reads:      newBucketLimiter[netip.Addr](cfg.ReadRate, cfg.ReadBurst),
+		heartbeats: newBucketLimiter[heartbeatKey](cfg.HeartbeatRate, cfg.HeartbeatBurst),
+	}
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, a.logRequests, a.observeRequests, a.recoverPanics)
+	r.Use(a.limitBodyTime, middleware.RequestID, a.logRequests, a.observeRequests, a.recoverPanics)
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
 		a.writeError(w, req, errorf("not-found", "there is no resource at %s; see /openapi.yaml for the API", clip(req.URL.Path)))
 	})

@@ -47,7 +47,12 @@ func (a *api) streamElection(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	sub, err := a.subscribeElection(r.Context(), election, lastEventID(r))
+	last, err := lastEventID(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	sub, err := a.subscribeElection(r.Context(), election, last)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -58,7 +63,12 @@ func (a *api) streamElection(w http.ResponseWriter, r *http.Request) {
 
 // streamAll: GET /v1/events, the events of every election.
 func (a *api) streamAll(w http.ResponseWriter, r *http.Request) {
-	sub, err := a.subscribeAll(r.Context(), lastEventID(r))
+	last, err := lastEventID(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	sub, err := a.subscribeAll(r.Context(), last)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -70,11 +80,16 @@ func (a *api) streamAll(w http.ResponseWriter, r *http.Request) {
 // lastEventID is where a client resumes: the Last-Event-ID header its
 // EventSource sends on reconnection or, for clients that cannot set
 // headers, the last_event_id query parameter.
-func lastEventID(r *http.Request) string {
-	if id := r.Header.Get("Last-Event-ID"); id != "" {
-		return id
+// Errors: invalid-request, for a malformed query string.
+func lastEventID(r *http.Request) (string, error) {
+	q, err := query(r)
+	if err != nil {
+		return "", err
 	}
-	return r.URL.Query().Get("last_event_id")
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		return id, nil
+	}
+	return q.Get("last_event_id"), nil
 }
 
 // watch starts a watch under its own cancellable context.

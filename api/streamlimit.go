@@ -32,8 +32,8 @@ func (a *api) capStreams(pattern string, next http.Handler) http.Handler {
 }
 
 // guard wraps the handler of one route with what every request to it goes
-// through before the handler: decoding of the path parameters, the write
-// rate limit, authentication and, for event streams, the stream cap.
+// through before the handler: decoding of the path parameters, the rate
+// limits, authentication and, for event streams, the stream cap.
 func (a *api) guard(method, pattern string, h http.Handler) http.Handler {
-	return decodeParams(a.limitWrites(method, a.authenticate(method, pattern, a.capStreams(pattern, h))))
+	return decodeParams(a.limitRequests(method, pattern, a.authenticate(method, pattern, a.capStreams(pattern, h))))
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -135,7 +136,11 @@ func (a *api) rotateSecret(w http.ResponseWriter, r *http.Request) {
 
 // deliveryLimit reads the limit query parameter.
 func deliveryLimit(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
+	q, err := query(r)
+	if err != nil {
+		return 0, err
+	}
+	v := q.Get("limit")
 	if v == "" {
 		return defaultDeliveryLimit, nil
 	}
@@ -193,6 +198,19 @@ func (a *api) redeliver(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, deliveryOf(d))
 }
 
+// candidateHookErr answers "the candidate has no webhook" exactly as "this
+// is not the candidate's token": a webhook's endpoint is the only place the
+// token can be checked without a write, so telling the two apart would
+// tell anybody holding some token whether a candidate has a webhook.
+func candidateHookErr(err error, election, id string) error {
+	if errors.Is(err, webhooks.ErrEndpointNotFound) || errors.Is(err, gateway.ErrTokenMismatch) {
+		return errorf("candidate-token-mismatch",
+			"the %s header is not the token of a webhook of candidate %q in election %q: it is not the token its campaign returned, or the candidate campaigned without a webhook (and so has no delivery log)",
+			TokenHeader, id, election)
+	}
+	return err
+}
+
 // candidateDeliveries: GET /v1/elections/{election}/candidates/{id}/deliveries,
 // the log of the candidate's own webhook, with its token.
 func (a *api) candidateDeliveries(w http.ResponseWriter, r *http.Request) {
@@ -212,7 +230,7 @@ func (a *api) candidateDeliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	ds, err := svc.CandidateDeliveries(r.Context(), election, id, token, limit)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.writeError(w, r, candidateHookErr(err, election, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, deliveriesOf(ds))
@@ -231,7 +249,7 @@ func (a *api) redeliverCandidate(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := svc.RedeliverCandidate(r.Context(), election, id, token, chi.URLParam(r, "delivery"))
 	if err != nil {
-		a.writeError(w, r, err)
+		a.writeError(w, r, candidateHookErr(err, election, id))
 		return
 	}
 	writeJSON(w, http.StatusOK, deliveryOf(d))

@@ -124,6 +124,9 @@ func TestSubscriptionInputIsChecked(t *testing.T) {
 		{"types not a list", map[string]any{"url": "https://example.com/", "types": "leader.begin"}, "types"},
 		{"bad secret", map[string]any{"url": "https://example.com/", "secret": "hunter2"}, "secret"},
 		{"unknown member", map[string]any{"url": "https://example.com/", "filter": 1}, "filter"},
+		{"port above 65535", map[string]any{"url": "https://example.com:99999/"}, "url"},
+		{"port 0", map[string]any{"url": "https://example.com:0/"}, "url"},
+		{"url not UTF-8", "{\"url\":\"https://example.com/\xff\"}", "url"},
 	}
 	for _, tt := range tests {
 		r := e.do("POST", base, tt.body).expect(t, http.StatusBadRequest)
@@ -144,10 +147,15 @@ func TestPrivateDestinationsAreRefusedWithAProblem(t *testing.T) {
 	t.Cleanup(srv.Close)
 	g := &env{t: t, srv: srv, gw: e.gw, log: e.log}
 
-	for _, u := range []string{"http://127.0.0.1:8080/", "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/", "http://localhost/", "http://[::1]/"} {
+	for _, u := range []string{"http://127.0.0.1:8080/", "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/", "http://localhost/", "http://[::1]/",
+		"http://[::1%25lo]:19091/x", "http://[::1%25eth0]/", "http://[fe80::1%25lo]/"} {
 		r := g.do("POST", "/v1/elections/billing/subscriptions", map[string]any{"url": u}).expect(t, 422)
 		if p := r.problemType(t); p != "webhook-destination-refused" || !strings.Contains(r.json(t)["detail"].(string), "allow_private_networks") {
 			t.Errorf("%s: %s", u, r.Body)
+		}
+		r = g.do("POST", "/v1/elections/billing/candidates", map[string]any{"id": "a", "webhook": map[string]any{"url": u}}).expect(t, 422)
+		if p := r.problemType(t); p != "webhook-destination-refused" {
+			t.Errorf("campaign with %s: %s", u, r.Body)
 		}
 	}
 	r := g.do("POST", "/v1/elections/billing/candidates", map[string]any{"id": "a", "webhook": map[string]any{"url": "http://169.254.169.254/"}}).expect(t, 422)
@@ -190,11 +198,19 @@ func TestCampaignWithAWebhook(t *testing.T) {
 	e.do("GET", path, nil).expect(t, http.StatusBadRequest)
 	e.do("GET", path, nil, token("ect_not-it")).expect(t, http.StatusForbidden)
 
-	// A candidate without a webhook has no log.
+	// A candidate without a webhook has no log, and a caller cannot tell
+	// that apart from a wrong token: both are 403, before anything about
+	// the candidate's webhook is revealed.
 	tb := e.campaign("own", "node-b", "10s")
-	if p := e.do("GET", "/v1/elections/own/candidates/node-b/deliveries", nil, token(tb)).expect(t, http.StatusNotFound).problemType(t); p != "webhook-not-found" {
-		t.Fatalf("problem %s", p)
+	for _, tok := range []string{tb, tok, "ect_not-it"} {
+		if p := e.do("GET", "/v1/elections/own/candidates/node-b/deliveries", nil, token(tok)).expect(t, http.StatusForbidden).problemType(t); p != "candidate-token-mismatch" {
+			t.Fatalf("problem %s", p)
+		}
+		if p := e.do("POST", "/v1/elections/own/candidates/node-b/deliveries/dlv_x/redeliver", nil, token(tok)).expect(t, http.StatusForbidden).problemType(t); p != "candidate-token-mismatch" {
+			t.Fatalf("redeliver: problem %s", p)
+		}
 	}
+	e.do("GET", path, nil, token(tb)).expect(t, http.StatusForbidden)
 	for _, bad := range []map[string]any{{"url": 1}, {"url": rcv.URL, "begin_timeout": "0s"}, {"url": rcv.URL, "begin_timeout": "2h"}, {"uri": rcv.URL}, {}} {
 		e.do("POST", "/v1/elections/own/candidates", map[string]any{"id": "node-c", "webhook": bad}).expect(t, http.StatusBadRequest)
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -14,8 +15,8 @@ import (
 // ErrDestinationRefused is returned for an endpoint URL, or a dialled
 // address, that the SSRF guard refuses: not http or https, or an address on
 // a loopback, private, link-local (cloud metadata included), CGNAT,
-// multicast, reserved or unspecified network while private networks are
-// not allowed.
+// multicast, reserved or unspecified network, or scoped by an IPv6 zone,
+// while private networks are not allowed.
 var ErrDestinationRefused = errors.New("webhooks: destination refused")
 
 // refusedPrefixes are the networks a webhook may not reach unless
@@ -37,23 +38,44 @@ var refusedPrefixes = []struct {
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
 	{netip.MustParsePrefix("::/128"), "unspecified"},
 	{netip.MustParsePrefix("::1/128"), "loopback"},
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible (deprecated)"},
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "IPv4-translated"},
 	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64"}, // RFC 8215: reaches the site's IPv4, private ranges included
+	{netip.MustParsePrefix("100::/64"), "discard-only"},
 	{netip.MustParsePrefix("fc00::/7"), "unique local (private)"},
 	{netip.MustParsePrefix("fe80::/10"), "link-local"},
 	{netip.MustParsePrefix("ff00::/8"), "multicast"},
 }
 
-// refusal says why ip may not be dialled, or "" if it may.
+// refusal says why ip may not be dialled, or "" if it may. An address
+// with a zone (fe80::1%eth0, ::1%lo) is refused whatever it is: a zone
+// names a local interface, which no public destination needs, and
+// netip.Prefix.Contains is false for every zoned address, so checking
+// the prefixes alone would let ::1%lo through. A 6to4 address is
+// judged by the IPv4 address it embeds.
 func refusal(ip netip.Addr) string {
+	if z := ip.Zone(); z != "" {
+		return fmt.Sprintf("scoped (zone %q)", clip(z))
+	}
 	ip = ip.Unmap()
 	for _, r := range refusedPrefixes {
 		if r.p.Contains(ip) {
 			return r.why
 		}
 	}
+	if sixToFour.Contains(ip) {
+		b := ip.As16()
+		if why := refusal(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})); why != "" {
+			return "6to4 " + why
+		}
+	}
 	return ""
 }
+
+// sixToFour is the 6to4 prefix (RFC 3056): 2002:AABB:CCDD::/48 reaches
+// the IPv4 address AA.BB.CC.DD through a relay.
+var sixToFour = netip.MustParsePrefix("2002::/16")
 
 // dialControl is the net.Dialer Control of the webhook client: it checks
 // the address actually dialled, after DNS resolution, so that a name that
@@ -87,6 +109,11 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("%w: scheme %q; only http and https are delivered to", ErrDestinationRefused, u.Scheme)
 	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%w: port %s is not a port from 1 to 65535", ErrInvalidURL, clip(p))
+		}
+	}
 	if u.User != nil {
 		return fmt.Errorf("%w: the URL has user info; put credentials in the path or verify the signature instead", ErrInvalidURL)
 	}
@@ -97,13 +124,19 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 		return nil
 	}
 	host := u.Hostname()
+	if strings.Contains(host, "%") {
+		// A zone (http://[::1%25lo]/) or a percent-escaped name: neither is
+		// a public destination, and a zone would hide the address from the
+		// prefix checks.
+		return fmt.Errorf("%w: host %q has a zone or a percent sign; use a public name or address", ErrDestinationRefused, clip(host))
+	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if why := refusal(ip); why != "" {
 			return fmt.Errorf("%w: %s is a %s address; set webhooks.allow_private_networks to allow it", ErrDestinationRefused, ip, why)
 		}
 		return nil
 	}
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+	if name := strings.ToLower(strings.TrimSuffix(host, ".")); name == "localhost" || strings.HasSuffix(name, ".localhost") {
 		return fmt.Errorf("%w: %s is loopback; set webhooks.allow_private_networks to allow it", ErrDestinationRefused, host)
 	}
 	if r == nil {

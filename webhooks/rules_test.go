@@ -22,6 +22,9 @@ func TestRefusal(t *testing.T) {
 		{"169.254.169.254", true}, {"100.64.0.1", true}, {"0.0.0.0", true}, {"224.0.0.1", true}, {"255.255.255.255", true},
 		{"::1", true}, {"::", true}, {"fd00::1", true}, {"fe80::1", true}, {"ff02::1", true}, {"::ffff:127.0.0.1", true},
 		{"::ffff:10.0.0.1", true}, {"64:ff9b::a00:1", true}, {"64:ff9b:1::a9fe:a9fe", true},
+		{"::1%lo", true}, {"::1%eth0", true}, {"fe80::1%lo", true}, {"2606:4700::1111%eth0", true}, {"::ffff:127.0.0.1%lo", true},
+		{"::127.0.0.1", true}, {"::ffff:0:7f00:1", true}, {"2002:7f00:1::1", true}, {"2002:a9fe:a9fe::", true}, {"100::1", true},
+		{"2002:808:808::1", false},
 		{"8.8.8.8", false}, {"172.32.0.1", false}, {"100.128.0.1", false}, {"2606:4700::1111", false}, {"1.1.1.1", false},
 	}
 	for _, tt := range tests {
@@ -64,6 +67,16 @@ func TestCheckURL(t *testing.T) {
 		{"file", "file:///etc/passwd", public, true, ErrInvalidURL},
 		{"relative", "/hooks", public, false, ErrInvalidURL},
 		{"user info", "https://u:p@example.com/", public, false, ErrInvalidURL},
+		{"zoned loopback", "http://[::1%25lo]:19091/x", public, false, ErrDestinationRefused},
+		{"zoned loopback, other interface", "http://[::1%25eth0]/", public, false, ErrDestinationRefused},
+		{"zoned link-local", "http://[fe80::1%25lo]/", public, false, ErrDestinationRefused},
+		{"zoned public address", "http://[2606:4700::1111%25eth0]/", public, false, ErrDestinationRefused},
+		{"escaped IPv4 host", "http://127.0.0.1%25lo/", fakeResolver{}, false, ErrDestinationRefused},
+		{"localhost with a dot", "http://localhost./", fakeResolver{}, false, ErrDestinationRefused},
+		{"port above 65535", "https://hooks.example.com:99999/", public, false, ErrInvalidURL},
+		{"port 0", "https://hooks.example.com:0/", public, false, ErrInvalidURL},
+		{"port above 65535, private allowed", "http://127.0.0.1:99999/", public, true, ErrInvalidURL},
+		{"port 65535", "https://hooks.example.com:65535/", public, false, nil},
 		{"loopback allowed", "http://127.0.0.1:8080/", public, true, nil},
 		{"private name allowed", "https://internal.example.com/", private, true, nil},
 	}

@@ -150,6 +150,9 @@ type HTTPConfig struct {
 	// ReadHeaderTimeout bounds reading request headers.
 	// Key http.read_header_timeout, default 10s.
 	ReadHeaderTimeout time.Duration
+	// ReadBodyTimeout bounds reading a request body; a slower one is
+	// answered 408. Key http.read_body_timeout, default 10s.
+	ReadBodyTimeout time.Duration
 	// WriteTimeout bounds writing a response; event streams lift it for
 	// themselves. Key http.write_timeout, default 30s.
 	WriteTimeout time.Duration
@@ -232,6 +235,7 @@ func DefaultConfig() Config {
 		HTTP: HTTPConfig{
 			MaxBodyBytes:      api.DefaultMaxBodyBytes,
 			ReadHeaderTimeout: 10 * time.Second,
+			ReadBodyTimeout:   api.DefaultBodyTimeout,
 			WriteTimeout:      30 * time.Second,
 			IdleTimeout:       120 * time.Second,
 			ShutdownTimeout:   15 * time.Second,
@@ -341,6 +345,7 @@ func (c Config) Validate(source func(key string) string) error {
 			return nil
 		},
 		func() error { return atLeast("http.read_header_timeout", h.ReadHeaderTimeout, time.Millisecond) },
+		func() error { return atLeast("http.read_body_timeout", h.ReadBodyTimeout, time.Millisecond) },
 		func() error { return atLeast("http.write_timeout", h.WriteTimeout, 0) },
 		func() error { return atLeast("http.idle_timeout", h.IdleTimeout, 0) },
 		func() error { return atLeast("http.shutdown_timeout", h.ShutdownTimeout, 0) },
@@ -438,6 +443,7 @@ func (c Config) apiConfig(log *slog.Logger) api.Config {
 	return api.Config{
 		Logger:       log,
 		MaxBodyBytes: c.HTTP.MaxBodyBytes,
+		BodyTimeout:  c.HTTP.ReadBodyTimeout,
 		KeepAlive:    c.SSE.KeepAlive,
 		RetryHint:    c.SSE.Retry,
 	}

@@ -42,6 +42,11 @@ func (c Config) withProduction(cfg api.Config, shutdown <-chan struct{}) (api.Co
 	cfg.ProtectOperational = c.Auth.ProtectOperational
 	cfg.WriteRate = float64(c.Limits.WritesPerSecond)
 	cfg.WriteBurst = c.Limits.WriteBurst
+	cfg.HeartbeatRate = c.Limits.heartbeatRate(c.Elections.MinTTL)
+	cfg.HeartbeatBurst = c.Limits.HeartbeatBurst
+	cfg.ReadRate = float64(c.Limits.ReadsPerSecond)
+	cfg.ReadBurst = c.Limits.ReadBurst
+	cfg.MaxReads = c.Limits.ConcurrentReads
 	cfg.TrustedProxies = proxies
 	cfg.MaxStreams = c.Limits.SSESubscribers
 	cfg.CheckOutbox = cfg.Webhooks != nil
