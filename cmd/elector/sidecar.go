@@ -120,6 +120,7 @@ func (s *sidecar) reconcileAck(ctx context.Context, o observation) error {
 func (s *sidecar) reconcile(ctx context.Context, o observation) error {
 	if o.leader != "" {
 		s.leader = o.leader
+		s.status.heard(o.leader)
 	}
 	switch {
 	case o.errored && s.leading:

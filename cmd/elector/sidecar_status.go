@@ -93,6 +93,16 @@ func (s *sidecarStatus) ended(transition, leader string) {
 	s.transitions.WithLabelValues(transition).Inc()
 }
 
+// heard records the leader a source named.
+func (s *sidecarStatus) heard(leader string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.leader = leader
+	s.mu.Unlock()
+}
+
 // failed counts a failed command.
 func (s *sidecarStatus) failed(command string) {
 	if s != nil {
