@@ -19,12 +19,12 @@
 //
 // # Leading
 //
-// OnStartedLeading is called, in its own goroutine, when the gateway has
-// confirmed with a heartbeat that this candidate leads. Its context is
-// cancelled the moment leadership may be lost: a heartbeat says another
-// leads, the candidacy expired, Resign or ReportError was called, Run's
-// context ended, or the step-down deadline passed. Do the leader's work
-// under that context and stop when it ends. OnStoppedLeading follows,
+// OnStartedLeading is called, in a goroutine other than Run's, when the
+// gateway has confirmed with a heartbeat that this candidate leads. Its
+// context is cancelled the moment leadership may be lost: a heartbeat says
+// another leads, the candidacy expired, Resign or ReportError was called,
+// Run's context ended, or the step-down deadline passed. Do the leader's
+// work under that context and stop when it ends. OnStoppedLeading follows,
 // after OnStartedLeading has returned; callbacks never overlap and come in
 // order.
 //
