@@ -88,6 +88,12 @@ type CandidacyConfig struct {
 	// OnStartedLeading returned, with the term and one of the Reason…
 	// constants. Optional.
 	OnStoppedLeading func(term uint64, reason string)
+	// KeepOnExit leaves the candidacy to expire by its TTL when Run's
+	// context ends, instead of resigning it. For callers that resign
+	// themselves with Resign when they are done, and want no handover
+	// when they stop for another reason (their leader's work may not have
+	// stopped). Default false: Run resigns on the way out.
+	KeepOnExit bool
 	// Logger receives the candidacy's transitions and failures. Default:
 	// discard.
 	Logger *slog.Logger
@@ -283,7 +289,7 @@ func (c *Candidacy) Observe(ctx context.Context) (<-chan Leader, error) {
 
 // Run campaigns and keeps the candidacy alive until ctx ends or Resign is
 // called. When ctx ends, a leader stops leading and the candidacy is
-// resigned, so the next candidate leads at once. Run returns after the
+// resigned (unless KeepOnExit), so the next candidate leads at once. Run returns after the
 // callbacks have returned and States has closed: nil, ErrAlreadyRunning,
 // or an error the gateway will keep answering (ErrInvalidRequest for a bad
 // election name, id or metadata; ErrUnauthenticated; ErrForbidden).
@@ -307,7 +313,7 @@ func (c *Candidacy) Run(ctx context.Context) error {
 	stopWatch()
 	<-watchDone
 	c.lose(ReasonResigned)
-	if !c.resigned {
+	if !c.resigned && !c.cfg.KeepOnExit {
 		c.resign(context.WithoutCancel(ctx))
 	}
 	c.callbacks.close()

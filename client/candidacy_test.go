@@ -311,3 +311,23 @@ func TestObserveReportsLeaderChangesAndNoLeader(t *testing.T) {
 		t.Fatalf("leaders %q, want %q", got, want)
 	}
 }
+
+func TestCandidacyKeepOnExitLeavesTheCandidacyToExpire(t *testing.T) {
+	srv := newGateway(t)
+	var j journal
+	cfg := client.CandidacyConfig{Gateways: []string{srv.URL}, Election: "e", ID: "a", TTL: time.Minute, KeepOnExit: true}
+	j.record(&cfg)
+	a := newCandidacy(t, cfg)
+	stop := run(t, a)
+	waitUntil(t, 5*time.Second, "a leads", func() bool { return a.Standing().Leading })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// It stopped acting as leader, but did not hand over.
+	if want := []string{"started 1", "returned 1", "stopped 1 resigned"}; !slices.Equal(j.get(), want) {
+		t.Fatalf("callbacks %q, want %q", j.get(), want)
+	}
+	if l, err := client.New(srv.URL).Leader(context.Background(), "e"); err != nil || l.ID != "a" {
+		t.Fatalf("leader %+v, %v; want a until its TTL runs out", l, err)
+	}
+}

@@ -202,7 +202,12 @@ func newSidecar(c *sidecarConfig, log *slog.Logger) (*sidecar, error) {
 			// The candidacy reads 0 as its default; --error-timeout 0
 			// means no timeout.
 			ErrorTimeout: max(c.errorTimeout, time.Nanosecond),
-			Logger:       log,
+			// The sidecar resigns itself after its end command ran; when
+			// it stops because the end command failed, this host may
+			// still act as leader, and handing over at once would make
+			// two: the candidacy expires by its TTL instead.
+			KeepOnExit: true,
+			Logger:     log,
 		})
 		if err != nil {
 			return nil, err
