@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/electorhq/elector/api"
 	"github.com/electorhq/elector/client"
 )
 
@@ -330,4 +334,51 @@ func TestCandidacyKeepOnExitLeavesTheCandidacyToExpire(t *testing.T) {
 	if l, err := client.New(srv.URL).Leader(context.Background(), "e"); err != nil || l.ID != "a" {
 		t.Fatalf("leader %+v, %v; want a until its TTL runs out", l, err)
 	}
+}
+
+func TestCandidacyWaitsAsLongAsRetryAfterSays(t *testing.T) {
+	srv, stop := startGatewayWith(api.Config{WriteRate: 0.5, WriteBurst: 1})
+	t.Cleanup(stop)
+	ctx := context.Background()
+	c := client.New(srv.URL)
+	if _, _, err := c.Campaign(ctx, "other", client.CampaignRequest{ID: "x", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	// The burst is spent: the next write is refused for two seconds.
+	_, _, err := c.Campaign(ctx, "other", client.CampaignRequest{ID: "y", TTL: time.Minute})
+	var p *client.Problem
+	if !errors.Is(err, client.ErrRateLimited) || !errors.As(err, &p) || p.RetryAfter != 2*time.Second {
+		t.Fatalf("campaign over the rate: %v (%+v), want ErrRateLimited with RetryAfter 2s", err, p)
+	}
+
+	var logs syncLog
+	a := newCandidacy(t, client.CandidacyConfig{Gateways: []string{srv.URL}, Election: "e", ID: "a", TTL: 3 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	run(t, a)
+	waitUntil(t, 10*time.Second, "a leads after its wait", func() bool { return a.Standing().Leading })
+	m := regexp.MustCompile(`campaign failed; retrying with back-off".* retry_in=(\S+)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no rate-limited campaign in the logs:\n%s", logs.String())
+	}
+	if d, err := time.ParseDuration(m[1]); err != nil || d < 2*time.Second {
+		t.Fatalf("retried after %s (%v), want at least the 2s of Retry-After", m[1], err)
+	}
+}
+
+// syncLog is a buffer a logger writes to while a test reads it.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

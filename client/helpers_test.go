@@ -21,6 +21,12 @@ import (
 // startGateway serves a gateway over a fresh memory backend with
 // httptest and returns the server; it stops when stop is called.
 func startGateway() (srv *httptest.Server, stop func()) {
+	return startGatewayWith(api.Config{})
+}
+
+// startGatewayWith is startGateway with cfg for the API (its logger and
+// retry hint are set here).
+func startGatewayWith(cfg api.Config) (srv *httptest.Server, stop func()) {
 	b := memory.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -30,7 +36,8 @@ func startGateway() (srv *httptest.Server, stop func()) {
 	}()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	gw := gateway.New(b, gateway.Config{Logger: log})
-	srv = httptest.NewServer(api.New(gw, api.Config{Logger: log, RetryHint: 50 * time.Millisecond}))
+	cfg.Logger, cfg.RetryHint = log, 50*time.Millisecond
+	srv = httptest.NewServer(api.New(gw, cfg))
 	return srv, func() {
 		srv.CloseClientConnections()
 		srv.Close()
