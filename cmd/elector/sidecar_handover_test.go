@@ -85,3 +85,17 @@ func BenchmarkSidecarHandoverOnSIGTERM(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
 	b.Logf("handover latencies: %v", lat)
 }
+
+func TestSidecarTriesGatewaysInTurn(t *testing.T) {
+	g := newTestGateway(t)
+	g.blocked.Store(true) // the first gateway drops every request
+	log := filepath.Join(t.TempDir(), "log")
+	logs, stop := inProcess(t, append([]string{"--gateway", g.proxy.URL + ", " + g.srv.URL, "--election", "e", "--id", "a", "--ttl", "3s"}, hookArgs(log)...)...)
+	waitFor(t, 5*time.Second, "the begin command", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
+	if !strings.Contains(logs.String(), "switched gateway") {
+		t.Errorf("logs do not say which gateway answered:\n%s", logs)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit code %d; logs:\n%s", code, logs)
+	}
+}
