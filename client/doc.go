@@ -1,32 +1,90 @@
-// Package client is a Go client for elector's HTTP API v1: campaign,
-// heartbeat, resign and report errors as a candidate, read the leader and
-// the line of candidates, and follow an election's events over
-// Server-Sent Events with automatic resumption.
+// Package client is the Go client of elector, a leader-election gateway.
+// A Candidacy campaigns for you and runs your code while you lead:
 //
-// A candidate campaigns once, keeps the token the campaign returns, and
-// heartbeats within its TTL (TTL/3 is the advice). The heartbeat's answer
-// says whether it leads:
+//	cand, err := client.NewCandidacy(client.CandidacyConfig{
+//		Gateways: []string{"http://127.0.0.1:8080"},
+//		Election: "billing", ID: hostname, TTL: 10 * time.Second,
+//		OnStartedLeading: func(ctx context.Context, term uint64) {
+//			runBilling(ctx, term) // until ctx ends; pass term to what you guard
+//		},
+//	})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	err = cand.Run(ctx) // until ctx ends; then it stops leading and resigns
 //
-//	c := client.New("http://127.0.0.1:8080")
-//	st, token, err := c.Campaign(ctx, "billing", client.CampaignRequest{ID: "node-a", TTL: 6 * time.Second})
-//	...
-//	st, err = c.Heartbeat(ctx, "billing", "node-a", token)
-//	if errors.Is(err, client.ErrCandidateNotFound) {
-//		// expired or resigned: campaign again
-//	}
-//	if st.State == client.StateLeader {
-//		// lead, and pass st.Term (the fencing token) to what you guard
-//	}
+// That is the whole program: Run campaigns, heartbeats every TTL/3,
+// campaigns again when the candidacy expired, obeys the step-down rule,
+// and resigns on the way out so the next candidate leads at once.
+//
+// # Leading
+//
+// OnStartedLeading is called, in a goroutine other than Run's, when the
+// gateway has confirmed with a heartbeat that this candidate leads. Its
+// context is cancelled the moment leadership may be lost: a heartbeat says
+// another leads, the candidacy expired, Resign or ReportError was called,
+// Run's context ended, or the step-down deadline passed. Do the leader's
+// work under that context and stop when it ends. OnStoppedLeading follows,
+// after OnStartedLeading has returned; callbacks never overlap and come in
+// order.
+//
+// A follower learns that it leads from the election's event stream, within
+// a round trip of the handover, not at its next heartbeat; it still waits
+// for a heartbeat's answer before it acts.
+//
+// The same standings come as values on Candidacy.States (the latest one,
+// with the term and the current leader), for programs that prefer a loop
+// to callbacks; Candidacy.Standing reads the current one.
 //
 // # Step-down rule
 //
-// A leader that has had no successful heartbeat for its TTL minus a
-// safety margin must stop acting as leader, whatever it last heard: the
-// gateway may already have handed leadership to another candidate. The
-// elector sidecar (`elector run`) obeys this rule; programs using this
-// package directly must obey it themselves.
+// A leader that has had no successful heartbeat for its TTL minus a safety
+// margin (StepDownMargin: the larger of TTL/10 and 500ms) must stop acting
+// as leader, whatever it last heard: the gateway may already have handed
+// leadership to another candidate. The gateway counts the TTL from when it
+// received the last heartbeat, the leader from when it sent it, so the
+// leader stops first. A Candidacy obeys the rule: the context of
+// OnStartedLeading ends at the deadline at the latest, and its Err looks at
+// the clock itself, so a process that was paused past the deadline sees
+// the leadership over at its first check. Programs using the plain calls
+// (Campaign, Heartbeat) must obey the rule themselves.
 //
-// # Errors
+// # Guarding a resource with the term
+//
+// Every leadership carries a term, a fencing token that strictly increases
+// from one leadership of an election to the next. Pass it to what the
+// leader writes to, and have that refuse writes from an older term than
+// it has seen: then not even a leader that lost its leadership without
+// knowing can do harm. See the fencing example of Candidacy.
+//
+// # Failures
+//
+// A request that fails in transport or with a 5xx answer goes to the next
+// of the Gateways at once. When all fail, or the gateway asks it to slow
+// down (429, 503 with Retry-After), the candidacy backs off with jitter:
+// from TTL/10 doubling up to TTL/3 while it holds a candidacy, so a short
+// outage does not cost it its place in line, and up to MaxRetryDelay while
+// it cannot campaign. ReportError gives the leadership up when the work
+// cannot start; the candidacy sits out its ErrorTimeout and campaigns again
+// at the back of the line.
+//
+// # Observing
+//
+// Client.Observe (and Candidacy.Observe) follows who leads an election,
+// including "no leader", as etcd's Election.Observe does. Client.Watch
+// follows all of an election's events, reconnecting after a dropped
+// connection and resuming from the last event id it saw, so that every
+// event arrives once. A "reset" event carries a Snapshot of the whole
+// election: it comes first on a fresh stream, and again when the gateway
+// no longer holds the point a resumption asked for.
+//
+// # The API call by call
+//
+// Client has one method per call of the HTTP API v1: Campaign returns a
+// token that Heartbeat, Resign and ReportError need; the heartbeat's
+// answer says whether the candidate leads; an expired candidacy answers
+// ErrCandidateNotFound and must campaign again. Leader, Candidates and
+// Election read an election.
 //
 // The gateway answers errors with RFC 9457 problem documents. They come
 // back as a *Problem, which matches the sentinels of this package with
@@ -34,14 +92,6 @@
 // can be taken apart with errors.As. Transport errors are returned as the
 // http.Client returned them.
 //
-// # Events
-//
-// Watch follows an election's event stream, reconnecting after a dropped
-// connection and resuming from the last event id it saw, so that every
-// event arrives once. A "reset" event carries a Snapshot of the whole
-// election: it comes first on a fresh stream, and again when the gateway
-// no longer holds the point a resumption asked for.
-//
-// A Client is safe for concurrent use. Tokens are sent only in the
-// Elector-Candidate-Token header and never appear in errors.
+// Client and Candidacy are safe for concurrent use. Tokens are sent only
+// in the Elector-Candidate-Token header and never appear in errors or logs.
 package client

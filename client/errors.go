@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // ProblemTypePrefix starts the type of every problem the gateway answers
@@ -65,6 +67,9 @@ type Problem struct {
 	// Ext holds the extension members, such as "field" or
 	// "handover_until".
 	Ext map[string]json.RawMessage `json:"-"`
+	// RetryAfter is the wait the answer's Retry-After header asked for
+	// (429 and 503 answers carry one), or 0.
+	RetryAfter time.Duration `json:"-"`
 }
 
 // Slug is the part of Type after ProblemTypePrefix ("candidate-not-found"),
@@ -101,7 +106,7 @@ func (p *Problem) Is(target error) bool {
 // readProblem turns a non-2xx answer into a *Problem.
 func readProblem(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	p := &Problem{Status: resp.StatusCode}
+	p := &Problem{Status: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	ct := resp.Header.Get("Content-Type")
 	if strings.HasPrefix(ct, "application/problem+json") || strings.HasPrefix(ct, "application/json") {
 		var members map[string]json.RawMessage
@@ -125,4 +130,21 @@ func readProblem(resp *http.Response) error {
 		p.Detail = p.Detail[:200] + "…"
 	}
 	return p
+}
+
+// parseRetryAfter reads a Retry-After header, delay-seconds or an
+// HTTP-date (RFC 9110, section 10.2.3), as a wait from now; 0 when absent,
+// malformed or past.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }

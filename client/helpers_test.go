@@ -3,8 +3,13 @@ package client_test
 import (
 	"context"
 	"io"
+	"log"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +21,12 @@ import (
 // startGateway serves a gateway over a fresh memory backend with
 // httptest and returns the server; it stops when stop is called.
 func startGateway() (srv *httptest.Server, stop func()) {
+	return startGatewayWith(api.Config{})
+}
+
+// startGatewayWith is startGateway with cfg for the API (its logger and
+// retry hint are set here).
+func startGatewayWith(cfg api.Config) (srv *httptest.Server, stop func()) {
 	b := memory.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	gw := gateway.New(b, gateway.Config{Logger: log})
@@ -25,7 +36,8 @@ func startGateway() (srv *httptest.Server, stop func()) {
 		defer close(done)
 		_ = gw.Run(ctx)
 	}()
-	srv = httptest.NewServer(api.New(gw, api.Config{Logger: log, RetryHint: 50 * time.Millisecond}))
+	cfg.Logger, cfg.RetryHint = log, 50*time.Millisecond
+	srv = httptest.NewServer(api.New(gw, cfg))
 	return srv, func() {
 		srv.CloseClientConnections()
 		srv.Close()
@@ -40,4 +52,49 @@ func newGateway(t *testing.T) *httptest.Server {
 	srv, stop := startGateway()
 	t.Cleanup(stop)
 	return srv
+}
+
+// cuttableProxy is a reverse proxy in front of target whose connections a
+// test can cut: while cut is set, every request is dropped unanswered.
+type cuttableProxy struct {
+	*httptest.Server
+	cut atomic.Bool
+}
+
+func newCuttableProxy(t *testing.T, target string) *cuttableProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1 // event streams pass at once
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	p := &cuttableProxy{}
+	p.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.cut.Load() {
+			panic(http.ErrAbortHandler) // the connection is cut, no answer
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	p.Config.ErrorLog = log.New(io.Discard, "", 0)
+	p.Start()
+	t.Cleanup(func() {
+		p.CloseClientConnections()
+		p.Close()
+	})
+	return p
+}
+
+// waitUntil polls cond every 10ms until it holds, failing the test after
+// timeout.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -26,6 +26,7 @@ type sidecar struct {
 	endRetries       int
 	endRetryInterval time.Duration
 	log              *slog.Logger
+	status           *sidecarStatus // nil without --status-listen
 
 	// Owned by Run.
 	leading bool
@@ -38,6 +39,8 @@ type sidecar struct {
 // nil after a clean shutdown, errEndFailed when the end command kept
 // failing, or the source's error.
 func (s *sidecar) Run(ctx context.Context) error {
+	s.status.setRunning(true)
+	defer s.status.setRunning(false)
 	srcCtx, stopSrc := context.WithCancel(context.WithoutCancel(ctx))
 	obs := make(chan observation, 1)
 	srcDone := make(chan error, 1)
@@ -77,6 +80,7 @@ loop:
 				return err
 			}
 		case <-childExited:
+			s.status.failed("child")
 			s.log.LogAttrs(ctx, slog.LevelError, "the supervised command exited while leading", slog.String("status", s.child.describe()))
 			if err := s.fail(ctx, "the supervised command exited: "+s.child.describe()); err != nil {
 				return err
@@ -116,6 +120,7 @@ func (s *sidecar) reconcileAck(ctx context.Context, o observation) error {
 func (s *sidecar) reconcile(ctx context.Context, o observation) error {
 	if o.leader != "" {
 		s.leader = o.leader
+		s.status.heard(o.leader)
 	}
 	switch {
 	case o.errored && s.leading:
@@ -146,6 +151,7 @@ func (s *sidecar) env(reason string) hookEnv {
 // the leadership is given up through fail.
 func (s *sidecar) begin(ctx context.Context, o observation) error {
 	s.leading, s.term, s.leader = true, o.term, s.id
+	s.status.began(o.term)
 	log := s.log.With(slog.Uint64("term", o.term))
 	log.LogAttrs(ctx, slog.LevelInfo, "leading: running the begin command")
 	err := s.hooks.run("begin", s.hooks.begin, s.env(o.reason))
@@ -156,6 +162,7 @@ func (s *sidecar) begin(ctx context.Context, o observation) error {
 		}
 	}
 	if err != nil {
+		s.status.failed("begin")
 		log.LogAttrs(ctx, slog.LevelError, "begin failed", slog.Any("err", err))
 		return s.fail(ctx, err.Error())
 	}
@@ -167,11 +174,13 @@ func (s *sidecar) begin(ctx context.Context, o observation) error {
 func (s *sidecar) end(ctx context.Context, reason string) error {
 	log := s.log.With(slog.Uint64("term", s.term), slog.String("reason", reason))
 	s.leading = false
+	s.status.ended("end", s.leaderAfter(reason))
 	if s.child != nil {
 		s.child.stop()
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "not leading: running the end command")
 	err := s.hooks.runEnd(ctx, s.env(reason), s.endRetries, s.endRetryInterval, func(attempt int, err error) {
+		s.status.failed("end")
 		log.LogAttrs(ctx, slog.LevelError, "end command failed", slog.Int("attempt", attempt),
 			slog.String("of", strconv.Itoa(s.endRetries+1)), slog.Any("err", err))
 	})
@@ -189,6 +198,7 @@ func (s *sidecar) end(ctx context.Context, reason string) error {
 // sits out the error timeout — and runs the error command.
 func (s *sidecar) fail(ctx context.Context, reason string) error {
 	endErr := s.end(ctx, "error")
+	s.status.ended("error", "")
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := s.src.Fail(fctx, reason); err != nil {
@@ -198,7 +208,17 @@ func (s *sidecar) fail(ctx context.Context, reason string) error {
 		return endErr
 	}
 	if err := s.hooks.run("error", s.hooks.onError, s.env("error")); err != nil {
+		s.status.failed("error")
 		s.log.LogAttrs(ctx, slog.LevelWarn, "error command failed", slog.Any("err", err))
 	}
 	return nil
+}
+
+// leaderAfter is the leader as heard when a leadership ends for reason:
+// another candidate when the gateway named one, else nobody.
+func (s *sidecar) leaderAfter(reason string) string {
+	if s.leader == s.id || reason == "shutdown" {
+		return ""
+	}
+	return s.leader
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -42,6 +43,7 @@ type sidecarConfig struct {
 	endRetryInterval      time.Duration
 	childGrace            time.Duration
 	commandTimeout        time.Duration
+	statusListen          string
 	console               bool
 	logLevel, logFormat   string
 	childArgv             []string
@@ -66,11 +68,10 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	host, _ := os.Hostname()
-	fs.StringVar(&c.gateway, "gateway", os.Getenv(envGateway), "the gateway's URL, e.g. http://127.0.0.1:8080 (default $"+envGateway+")")
+	fs.StringVar(&c.gateway, "gateway", os.Getenv(envGateway), "the gateway's URL, e.g. http://127.0.0.1:8080, or several separated by commas, tried in turn (default $"+envGateway+")")
 	fs.StringVar(&c.apiToken, "api-token", os.Getenv(envAPIToken), "API token sent as Authorization: Bearer, for gateways that require one (default $"+envAPIToken+")")
 	fs.StringVar(&c.election, "election", "", "the election to campaign in (required)")
-	fs.StringVar(&c.id, "id", host, "this candidate's id (default the host name)")
+	fs.StringVar(&c.id, "id", "", "this candidate's id (default the host name)")
 	fs.DurationVar(&c.ttl, "ttl", DefaultSidecarTTL, "the candidacy's TTL; heartbeats go every TTL/3")
 	fs.StringVar(&c.metadata, "metadata", "", `the candidate's metadata, a JSON object such as '{"addr":"10.0.0.7:8080"}'`)
 	fs.StringVar(&c.begin, "leader-begin-command", "", "shell command run when this candidate becomes leader")
@@ -81,19 +82,36 @@ Flags:
 	fs.DurationVar(&c.endRetryInterval, "end-retry-interval", DefaultEndRetryInterval, "the wait between attempts of a failing end command")
 	fs.DurationVar(&c.childGrace, "child-grace", DefaultChildGrace, "how long the supervised command gets to exit after SIGTERM before SIGKILL")
 	fs.DurationVar(&c.commandTimeout, "command-timeout", 0, "kill a begin, end or error command after this long (0: no limit)")
+	fs.StringVar(&c.statusListen, "status-listen", "", "serve /healthz, /leader and /metrics on this address, e.g. 127.0.0.1:4040 (default: off)")
 	fs.BoolVar(&c.console, "console", false, "read LEADER, NOTLEADER and ERROR lines from stdin instead of using a gateway")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
 	return fs
 }
 
+// gateways are the URLs of --gateway.
+func (c *sidecarConfig) gateways() []string {
+	var out []string
+	for g := range strings.SplitSeq(c.gateway, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // check reports the first setting that cannot work.
 func (c *sidecarConfig) check() error {
+	if !c.console {
+		for _, g := range c.gateways() {
+			if client.New(g).BaseURL() == "" {
+				return fmt.Errorf("--gateway %q is not an absolute http(s) URL", g)
+			}
+		}
+	}
 	switch {
-	case !c.console && c.gateway == "":
+	case !c.console && len(c.gateways()) == 0:
 		return errors.New("--gateway (or $" + envGateway + ") is required, e.g. --gateway http://127.0.0.1:8080")
-	case !c.console && client.New(c.gateway).BaseURL() == "":
-		return fmt.Errorf("--gateway %q is not an absolute http(s) URL", c.gateway)
 	case !c.console && c.election == "":
 		return errors.New("--election is required")
 	case c.id == "":
@@ -137,12 +155,28 @@ func runSidecar(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "elector run: unexpected argument %q (put the supervised command after --)\n", fs.Arg(0))
 		return 2
 	}
+	if c.id == "" {
+		c.id, _ = os.Hostname()
+	}
 	if err := c.check(); err != nil {
 		fmt.Fprintf(stderr, "elector run: %v\n", err)
 		return 2
 	}
 	log := newLogger(LogConfig{Level: c.logLevel, Format: c.logFormat}, stderr)
-	if err := newSidecar(c, log).Run(ctx); err != nil {
+	s, err := newSidecar(c, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "elector run: %v\n", err)
+		return 2
+	}
+	if c.statusListen != "" {
+		stop, err := serveStatus(ctx, c.statusListen, s.status, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "elector run: --status-listen: %v\n", err)
+			return 1
+		}
+		defer stop()
+	}
+	if err := s.Run(ctx); err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "elector run stopped", slog.Any("err", err))
 		return 1
 	}
@@ -151,13 +185,34 @@ func runSidecar(ctx context.Context, args []string, stdin io.Reader, stdout, std
 }
 
 // newSidecar wires the sidecar c describes.
-func newSidecar(c *sidecarConfig, log *slog.Logger) *sidecar {
+func newSidecar(c *sidecarConfig, log *slog.Logger) (*sidecar, error) {
 	var src source
+	var lastOK func() time.Time
+	var alive func() bool
 	if c.console {
 		src = newConsoleSource(c.stdin, c.id, c.errorTimeout, log)
 	} else {
-		cl := client.New(c.gateway, client.WithUserAgent("elector-run/"+version), client.WithAPIToken(c.apiToken))
-		src = newGatewaySource(cl, c.election, c.id, c.ttl, json.RawMessage(c.metadata), c.errorTimeout, log)
+		cand, err := client.NewCandidacy(client.CandidacyConfig{
+			Gateways:      c.gateways(),
+			ClientOptions: []client.Option{client.WithUserAgent("elector-run/" + version), client.WithAPIToken(c.apiToken)},
+			Election:      c.election,
+			ID:            c.id,
+			TTL:           c.ttl,
+			Metadata:      json.RawMessage(c.metadata),
+			// The candidacy reads 0 as its default; --error-timeout 0
+			// means no timeout.
+			ErrorTimeout: max(c.errorTimeout, time.Nanosecond),
+			// The sidecar resigns itself after its end command ran; when
+			// it stops because the end command failed, this host may
+			// still act as leader, and handing over at once would make
+			// two: the candidacy expires by its TTL instead.
+			KeepOnExit: true,
+			Logger:     log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		src, lastOK, alive = &gatewaySource{cand: cand}, cand.LastHeartbeat, cand.Running
 	}
 	s := &sidecar{
 		src:              src,
@@ -171,5 +226,9 @@ func newSidecar(c *sidecarConfig, log *slog.Logger) *sidecar {
 	if len(c.childArgv) > 0 {
 		s.child = &child{argv: c.childArgv, grace: c.childGrace, stdout: c.stdout, stderr: c.stderr}
 	}
-	return s
+	if c.statusListen != "" {
+		s.status = newSidecarStatus(c.election, c.id, lastOK)
+		s.status.sourceAlive = alive
+	}
+	return s, nil
 }

@@ -35,7 +35,7 @@ type testGateway struct {
 	c       *client.Client   // a client of the gateway (not through the proxy)
 }
 
-func newTestGateway(t *testing.T) *testGateway {
+func newTestGateway(t testing.TB) *testGateway {
 	t.Helper()
 	b := memory.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -71,7 +71,7 @@ func newTestGateway(t *testing.T) *testGateway {
 }
 
 // waitFor polls cond every 20ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -154,7 +154,7 @@ func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
 // startProcess starts the built elector with args; its output goes to the
 // returned buffer.
-func startProcess(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
+func startProcess(t testing.TB, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	bin, err := builtElector()
 	if err != nil {

@@ -29,6 +29,18 @@ func readPid(t *testing.T, path string) int {
 	return pid
 }
 
+// pidsWritten reports whether the command of supervised has written both
+// pids into dir (the shell creates each file before it writes the pid).
+func pidsWritten(dir string) bool {
+	for _, f := range []string{"/grandchild", "/child"} {
+		b, err := os.ReadFile(dir + f)
+		if err != nil || !strings.HasSuffix(string(b), "\n") {
+			return false
+		}
+	}
+	return true
+}
+
 // supervised is a command for `-- CMD ARGS` that starts a grandchild and
 // writes both pids into dir.
 func supervised(dir string) []string {
@@ -41,7 +53,7 @@ func TestSidecarProcessEndsStopsChildAndResignsOnSIGTERM(t *testing.T) {
 	log := filepath.Join(dir, "log")
 	args := append([]string{"run", "--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s", "--child-grace", "2s"}, hookArgs(log)...)
 	cmd, out := startProcess(t, append(append(args, "--"), supervised(dir)...)...)
-	waitFor(t, 10*time.Second, "the supervised command", func() bool { _, err := os.Stat(dir + "/grandchild"); return err == nil })
+	waitFor(t, 10*time.Second, "the supervised command", func() bool { return pidsWritten(dir) })
 	child, grandchild := readPid(t, dir+"/child"), readPid(t, dir+"/grandchild")
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -73,7 +85,7 @@ func TestSidecarKilledLeaderIsReplacedAfterTheTTLAndItsChildDies(t *testing.T) {
 		return out, func() error { return cmd.Process.Signal(syscall.SIGKILL) }
 	}
 	outA, killA := start("a", dirA, logA)
-	waitFor(t, 10*time.Second, "a's supervised command", func() bool { _, err := os.Stat(dirA + "/grandchild"); return err == nil })
+	waitFor(t, 10*time.Second, "a's supervised command", func() bool { return pidsWritten(dirA) })
 	outB, _ := start("b", dirB, logB)
 	waitFor(t, 5*time.Second, "b in line", func() bool {
 		cs, err := g.c.Candidates(context.Background(), "e")

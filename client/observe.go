@@ -1,0 +1,141 @@
+package client
+
+import (
+	"context"
+	"time"
+)
+
+// Observe follows the leader of election, as etcd's Election.Observe does,
+// but also saying when there is none: the channel first receives the
+// current leader, then every change, a Leader whose ID is "" meaning "no
+// leader" (its Term is then the last leadership's). Between two leaders
+// there is always a "no leader".
+//
+// The first connection is made before Observe returns, and its error
+// returned, as for Watch; after that the stream resumes by itself. The
+// channel closes when ctx ends or the watch ends.
+func (c *Client) Observe(ctx context.Context, election string) (<-chan Leader, error) {
+	events, err := c.Watch(ctx, election, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan Leader)
+	go func() {
+		defer close(out)
+		var last Leader
+		first := true
+		for ev := range events {
+			l, ok := leaderOf(ev)
+			if !ok {
+				continue
+			}
+			l.Election = election
+			if !first && l.ID == last.ID && l.Term == last.Term {
+				continue
+			}
+			first, last = false, l
+			select {
+			case out <- l:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// leaderOf is the leader after ev, for the events that say.
+func leaderOf(ev Event) (Leader, bool) {
+	switch ev.Type {
+	case EventReset:
+		if ev.Snapshot == nil {
+			return Leader{}, false
+		}
+		if ev.Snapshot.Leader == nil {
+			return Leader{Term: ev.Snapshot.Term}, true
+		}
+		return *ev.Snapshot.Leader, true
+	case EventLeaderBegin:
+		l := Leader{Term: ev.Data.Term, Since: Time{ev.Timestamp}}
+		if ev.Data.Candidate != nil {
+			l.ID, l.Metadata = ev.Data.Candidate.ID, ev.Data.Candidate.Metadata
+		}
+		return l, true
+	case EventLeaderEnd:
+		return Leader{Term: ev.Data.Term}, true
+	}
+	return Leader{}, false
+}
+
+// watch follows the candidate's election through the gateway in use and
+// pokes Run's loop when an event concerns this candidate, so that it
+// heartbeats at once and learns from the answer: a follower that the
+// gateway has just promoted begins within a round trip, not at its next
+// heartbeat. The stream only hastens heartbeats; what the candidate does
+// is decided by their answers alone, so a stale or forged event cannot
+// make it lead.
+func (c *Candidacy) watch(ctx context.Context, pokes chan<- struct{}) {
+	failures := 0
+	for {
+		cl := c.clients[c.gw.Load()]
+		sctx, cancel := context.WithCancel(ctx)
+		events, err := cl.Watch(sctx, c.cfg.Election, "")
+		if err == nil {
+			failures = 0
+			c.follow(sctx, events, pokes)
+		} else {
+			failures++
+		}
+		cancel()
+		if events != nil {
+			for range events { // the watch's goroutine ends with sctx
+			}
+		}
+		if failures == 0 {
+			failures = 1 // a stream that ended: wait a little before the next
+		}
+		t := time.NewTimer(retryDelay(c.retryBase(), MaxRetryDelay, failures, 0, c.jitter()))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-c.gwChanged:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// follow reads events until the stream ends, ctx ends or the gateway in
+// use changes.
+func (c *Candidacy) follow(ctx context.Context, events <-chan Event, pokes chan<- struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.gwChanged:
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if c.concerns(ev) {
+				select {
+				case pokes <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// concerns reports whether ev may change this candidate's standing.
+func (c *Candidacy) concerns(ev Event) bool {
+	switch ev.Type {
+	case EventReset:
+		return ev.Snapshot != nil && ev.Snapshot.Leader != nil && ev.Snapshot.Leader.ID == c.cfg.ID
+	case EventLeaderBegin, EventLeaderEnd, EventLeaderError, EventCandidateLeft:
+		return ev.Data.Candidate != nil && ev.Data.Candidate.ID == c.cfg.ID
+	}
+	return false
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// sidecarStatus is what the sidecar's status server shows: whether it is
+// healthy, whether it leads, and its metrics. The reconciler updates it;
+// the server reads it. Its methods are safe for concurrent use, and do
+// nothing on a nil *sidecarStatus (no --status-listen).
+type sidecarStatus struct {
+	election, id string
+	running      atomic.Bool // the reconciler runs
+	sourceAlive  func() bool // the leadership loop runs; nil: as long as the reconciler
+	lastOK       func() time.Time
+
+	mu      sync.Mutex
+	leading bool
+	term    uint64
+	since   time.Time
+	leader  string
+
+	reg         *prometheus.Registry
+	isLeader    prometheus.Gauge
+	termGauge   prometheus.Gauge
+	transitions *prometheus.CounterVec
+	failures    *prometheus.CounterVec
+}
+
+func newSidecarStatus(election, id string, lastOK func() time.Time) *sidecarStatus {
+	s := &sidecarStatus{election: election, id: id, lastOK: lastOK, reg: prometheus.NewRegistry()}
+	labels := prometheus.Labels{"election": election, "candidate": id}
+	s.isLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "elector_sidecar_is_leader", ConstLabels: labels,
+		Help: "1 while this sidecar acts as leader (its begin command has run), else 0."})
+	s.termGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "elector_sidecar_term", ConstLabels: labels,
+		Help: "The term (fencing token) of this sidecar's current or last leadership."})
+	s.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "elector_sidecar_transitions_total", ConstLabels: labels,
+		Help: "Leadership transitions of this sidecar: begin, end or error."}, []string{"transition"})
+	s.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "elector_sidecar_command_failures_total", ConstLabels: labels,
+		Help: "Failed runs of the begin, end and error commands and of the supervised command."}, []string{"command"})
+	s.reg.MustRegister(s.isLeader, s.termGauge, s.transitions, s.failures)
+	for _, t := range []string{"begin", "end", "error"} {
+		s.transitions.WithLabelValues(t)
+	}
+	if lastOK != nil {
+		s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "elector_sidecar_last_heartbeat_timestamp_seconds", ConstLabels: labels,
+			Help: "When the last successful heartbeat was sent, in Unix seconds; 0 before the first."},
+			func() float64 {
+				t := lastOK()
+				if t.IsZero() {
+					return 0
+				}
+				return float64(t.UnixNano()) / 1e9
+			}))
+	}
+	return s
+}
+
+// began records a leadership the begin command has started.
+func (s *sidecarStatus) began(term uint64) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.leading, s.term, s.since, s.leader = true, term, time.Now(), s.id
+	s.mu.Unlock()
+	s.isLeader.Set(1)
+	s.termGauge.Set(float64(term))
+	s.transitions.WithLabelValues("begin").Inc()
+}
+
+// ended records the end of a leadership; leader is the new leader as
+// heard, or "".
+func (s *sidecarStatus) ended(transition, leader string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.leading, s.since, s.leader = false, time.Time{}, leader
+	s.mu.Unlock()
+	s.isLeader.Set(0)
+	s.transitions.WithLabelValues(transition).Inc()
+}
+
+// heard records the leader a source named.
+func (s *sidecarStatus) heard(leader string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.leader = leader
+	s.mu.Unlock()
+}
+
+// failed counts a failed command.
+func (s *sidecarStatus) failed(command string) {
+	if s != nil {
+		s.failures.WithLabelValues(command).Inc()
+	}
+}
+
+// setRunning says whether the reconciler runs.
+func (s *sidecarStatus) setRunning(v bool) {
+	if s != nil {
+		s.running.Store(v)
+	}
+}
+
+// healthy reports whether the reconciler and the leadership loop run.
+func (s *sidecarStatus) healthy() bool {
+	return s.running.Load() && (s.sourceAlive == nil || s.sourceAlive())
+}
+
+// leaderView is the body of GET /leader.
+type leaderView struct {
+	Election  string    `json:"election"`
+	Candidate string    `json:"candidate"`
+	Leading   bool      `json:"leading"`
+	Term      uint64    `json:"term"`
+	Since     time.Time `json:"since,omitzero"`
+	Leader    string    `json:"leader,omitempty"`
+}
+
+// handler serves /healthz, /leader and /metrics.
+func (s *sidecarStatus) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !s.healthy() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not running\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /leader", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		v := leaderView{Election: s.election, Candidate: s.id, Leading: s.leading, Term: s.term, Since: s.since, Leader: s.leader}
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	return mux
+}
+
+// serveStatus listens on addr and serves s until ctx ends; it returns once
+// listening, with a function that stops the server and waits for it.
+func serveStatus(ctx context.Context, addr string, s *sidecarStatus, log *slog.Logger) (stop func(), err error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second}
+	log.LogAttrs(ctx, slog.LevelInfo, "status server listening", slog.String("addr", ln.Addr().String()))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.LogAttrs(ctx, slog.LevelError, "status server stopped", slog.Any("err", err))
+		}
+	}()
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-done
+	}, nil
+}
