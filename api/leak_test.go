@@ -1,0 +1,130 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestManyRequestsLeaveNothingBehind drives many requests of every kind
+// that reads or streams — campaigns into new elections, lists, leader reads,
+// event streams opened and closed, fresh and resumed — and checks that the
+// gateway is left as it was found: no goroutine (no hub pump, no backend
+// watch) outlives its request, and campaigns still succeed afterwards.
+// ELECTOR_LONG_TESTS=1 makes it 10,000 of each.
+func TestManyRequestsLeaveNothingBehind(t *testing.T) {
+	n := 500
+	if os.Getenv("ELECTOR_LONG_TESTS") != "" {
+		n = 10000
+	}
+	e := newEnv(t, Config{})
+	c := e.srv.Client()
+	ctx := context.Background()
+	get := func(path string) int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+path, nil)
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		_, _ = bufio.NewReader(res.Body).Discard(1 << 20)
+		return res.StatusCode
+	}
+	campaign := func(election string) string {
+		res, err := c.Post(e.srv.URL+"/v1/elections/"+election+"/candidates", "application/json", strings.NewReader(`{"id":"a","ttl":"1h"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusCreated {
+			t.Fatalf("campaign into %s: %d", election, res.StatusCode)
+		}
+		return election
+	}
+	// stream opens an event stream, reads until the first event (the reset
+	// snapshot, or the connected comment of a stream that resumes) and
+	// hangs up.
+	stream := func(path, lastID string) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+path, nil)
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, res.StatusCode)
+		}
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() && !strings.HasPrefix(sc.Text(), ": connected") {
+		}
+	}
+
+	campaign("warm-up")
+	stream("/v1/elections/warm-up/events", "")
+	c.CloseIdleConnections()
+	before := settledGoroutines()
+
+	for i := range n {
+		campaign(fmt.Sprintf("leak-%d", i))
+	}
+	for i := range n {
+		if s := get("/v1/elections/leak-" + fmt.Sprint(i%n) + "/leader"); s != http.StatusOK {
+			t.Fatalf("leader: %d", s)
+		}
+	}
+	lists := max(n/10, 1) // a list of n elections costs n: keep the test's time linear
+	for range lists {
+		if s := get("/v1/elections"); s != http.StatusOK {
+			t.Fatalf("list: %d", s)
+		}
+	}
+	for i := range n {
+		switch i % 3 {
+		case 0:
+			stream("/v1/elections/leak-"+fmt.Sprint(i)+"/events", "")
+		case 1:
+			stream("/v1/events", "")
+		default:
+			stream("/v1/events", "1") // resumed from before the ring: a backend watch each
+		}
+	}
+	c.CloseIdleConnections()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		after := settledGoroutines()
+		if after <= before+2 { // the test's own scheduling noise
+			break
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after %d requests of each kind:\n%s", before, after, n, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	campaign("after-the-load")
+}
+
+// settledGoroutines counts goroutines once the count stops moving.
+func settledGoroutines() int {
+	last := runtime.NumGoroutine()
+	for range 50 {
+		time.Sleep(10 * time.Millisecond)
+		n := runtime.NumGoroutine()
+		if n == last {
+			return n
+		}
+		last = n
+	}
+	return last
+}
