@@ -15,8 +15,10 @@ import (
 const DefaultHubEvents = 8192
 
 // subscriberBuffer is how many events a subscriber's channel holds; the
-// ring behind it holds the rest.
-const subscriberBuffer = 64
+// ring behind it holds the rest. Small: ten thousand subscribers each
+// hold this many events (about 150 bytes each) twice, in the channel and
+// in the pump's batch.
+const subscriberBuffer = 16
 
 // hub is a replica's one watch of all elections, fanned out to every
 // subscriber of that replica (SSE streams, webhook workers, metrics): a
