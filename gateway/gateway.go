@@ -126,6 +126,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if g.hub != nil {
+		g.hub.running.Store(true) // from here on, subscribers wait for the hub
 		wg.Go(func() { g.hub.run(ctx) })
 	}
 	if r, ok := g.b.(Runner); ok {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,6 +57,7 @@ type hub struct {
 	started chan struct{}  // closed when ready first becomes true
 	done    chan struct{}  // closed when run returns: pumps end
 	runs    sync.WaitGroup // pumps, waited for by run
+	running atomic.Bool    // run has been called
 }
 
 type hubEvent struct {
@@ -76,6 +78,7 @@ func newHub(b Backend, log *slog.Logger, size int) *hub {
 // behind its history), continuity is lost: every subscriber is cut off to
 // resume on its own cursor, and the hub starts again from the head.
 func (h *hub) run(ctx context.Context) {
+	h.running.Store(true) // also set by Gateway.Run before it starts run
 	defer h.runs.Wait()
 	defer func() {
 		// Subscribers of a stopped hub end and resume elsewhere; new ones
@@ -215,14 +218,35 @@ func (h *hub) after(pos Position) uint64 {
 	return h.first + uint64(i)
 }
 
+// hubStartWait bounds how long a subscriber waits for a hub that runs but
+// has not reached the backend yet (a replica starting, its backend slow).
+const hubStartWait = 5 * time.Second
+
 // subscribe starts a pump for the events of election ("" for all) after
 // cursor ("" for only new ones). ok is false when the hub is not following
-// the backend (not running, or not ready before ctx ends), and the caller
-// watches the backend itself. Errors: ErrCursorExpired for a cursor the
-// backend does not hold, the backend's errors.
+// the backend because nobody runs it, or because it stopped or lost
+// continuity; the caller then watches the backend itself. A subscriber
+// that arrives while the hub is starting waits for it (a replica's
+// reconnecting streams must not each open a backend watch), up to
+// hubStartWait. Errors: ErrCursorExpired for a cursor the backend does not
+// hold, ErrUnavailable when the hub did not start in time, the backend's
+// errors.
 func (h *hub) subscribe(ctx context.Context, election, cursor string) (ch <-chan Event, ok bool, err error) {
-	if !h.hasStarted() {
+	if !h.running.Load() {
 		return nil, false, nil
+	}
+	if !h.hasStarted() {
+		wait := time.NewTimer(hubStartWait)
+		defer wait.Stop()
+		select {
+		case <-h.started:
+		case <-h.done:
+			return nil, false, nil
+		case <-wait.C:
+			return nil, true, fmt.Errorf("gateway: event hub has not reached the backend yet: %w", ErrUnavailable)
+		case <-ctx.Done():
+			return nil, true, fmt.Errorf("gateway: waiting for the event hub: %w: %w", ErrUnavailable, ctx.Err())
+		}
 	}
 	var from Position
 	if cursor != "" {

@@ -279,3 +279,60 @@ func TestHubSubscribersEndWithTheirContext(t *testing.T) {
 	}
 	waitFor(t, "every backend watch to end", func() bool { return b.open.Load() == before })
 }
+
+// slowHead is a counted memory backend whose Head waits until released.
+type slowHead struct {
+	*counted
+	asked   chan struct{} // gets a value each time Head is called
+	release chan struct{}
+}
+
+func (s *slowHead) Head(ctx context.Context) (string, error) {
+	select {
+	case s.asked <- struct{}{}:
+	default:
+	}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	return s.counted.Head(ctx)
+}
+
+// TestSubscribersWaitForAStartingHub: streams that reconnect to a replica
+// whose hub has not reached the backend yet wait for it rather than each
+// opening a backend watch.
+func TestSubscribersWaitForAStartingHub(t *testing.T) {
+	b := &slowHead{counted: &counted{Backend: memory.New()}, asked: make(chan struct{}, 1), release: make(chan struct{})}
+	gw := gateway.New(b, gateway.Config{Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = gw.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	<-b.asked // the hub runs, and has not reached the backend
+
+	const n = 20
+	subs := make(chan (<-chan gateway.Event), n)
+	for range n {
+		go func() {
+			ch, err := gw.Watch(t.Context(), "", "")
+			if err != nil {
+				t.Error(err)
+			}
+			subs <- ch
+		}()
+	}
+	close(b.release)
+	var chans []<-chan gateway.Event
+	for range n {
+		chans = append(chans, <-subs)
+	}
+	campaign(t, gw, "late-start", "a")
+	for _, ch := range chans {
+		collect(t, ch, 2)
+	}
+	if got := b.opened.Load(); got != 1 {
+		t.Errorf("%d streams arriving before the hub started opened %d backend watches, want the hub's 1", n, got)
+	}
+}

@@ -28,8 +28,16 @@ type env struct {
 
 func newEnv(t *testing.T, opts ...memory.Option) *env {
 	t.Helper()
+	return newEnvWith(t, gateway.Config{}, opts...)
+}
+
+// newEnvWith is newEnv with a gateway configuration (its logger is set
+// here).
+func newEnvWith(t *testing.T, gcfg gateway.Config, opts ...memory.Option) *env {
+	t.Helper()
 	b := memory.New(opts...)
-	gw := gateway.New(b, gateway.Config{Logger: quiet()})
+	gcfg.Logger = quiet()
+	gw := gateway.New(b, gcfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gw.Run(ctx) }()
