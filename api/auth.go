@@ -106,6 +106,7 @@ var routeScopes = map[string]Scope{
 	"POST /v1/elections/{election}/candidates/{id}/error":    ScopeCampaign,
 
 	"PATCH /v1/elections/{election}":                                                    ScopeAdmin,
+	"DELETE /v1/elections/{election}":                                                   ScopeAdmin,
 	"POST /v1/elections/{election}/candidates/{id}/deliveries/{delivery}/redeliver":     ScopeAdmin,
 	"GET /v1/elections/{election}/subscriptions":                                        ScopeAdmin,
 	"POST /v1/elections/{election}/subscriptions":                                       ScopeAdmin,

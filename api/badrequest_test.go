@@ -131,7 +131,7 @@ func TestMethodNotAllowedListsAllowedMethods(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{})
 	r := e.do("POST", "/v1/elections/billing", nil).expect(t, http.StatusMethodNotAllowed)
-	if allow := r.Header.Get("Allow"); allow != "GET, PATCH" {
-		t.Errorf("Allow %q, want GET, PATCH", allow)
+	if allow := r.Header.Get("Allow"); allow != "GET, PATCH, DELETE" {
+		t.Errorf("Allow %q, want GET, PATCH, DELETE", allow)
 	}
 }

@@ -105,3 +105,13 @@ func (a *api) getLeader(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, leaderDocOf(e.Name, l))
 }
+
+// deleteElection: DELETE /v1/elections/{election}, an election nobody
+// campaigns in any more.
+func (a *api) deleteElection(w http.ResponseWriter, r *http.Request) {
+	if err := a.gw.DeleteElection(r.Context(), chi.URLParam(r, "election")); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -123,3 +123,31 @@ func TestRequestLogHasRouteAndNoToken(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteElectionOnlyWhenEmptyAndTermsGoOn: an election with a candidate
+// is not deleted; an empty one is, and disappears from reads and lists; a
+// campaign creates it again with terms above the deleted one's.
+func TestDeleteElectionOnlyWhenEmptyAndTermsGoOn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	tok := e.campaign("retired", "a", "1m")
+	_, term := e.leader("retired")
+	p := e.do("DELETE", "/v1/elections/retired", nil).expect(t, http.StatusConflict).json(t)
+	if p["type"] != ProblemTypePrefix+"election-not-empty" {
+		t.Fatalf("deleting an election with a leader: %v", p)
+	}
+	e.do("DELETE", "/v1/elections/retired/candidates/a", nil, token(tok)).expect(t, http.StatusNoContent)
+	e.do("DELETE", "/v1/elections/retired", nil).expect(t, http.StatusNoContent)
+	e.do("GET", "/v1/elections/retired", nil).expect(t, http.StatusNotFound)
+	e.do("DELETE", "/v1/elections/retired", nil).expect(t, http.StatusNotFound)
+	list := e.do("GET", "/v1/elections", nil).expect(t, http.StatusOK).json(t)
+	for _, x := range list["elections"].([]any) {
+		if x.(map[string]any)["name"] == "retired" {
+			t.Fatal("a deleted election is still listed")
+		}
+	}
+	e.campaign("retired", "b", "1m")
+	if _, again := e.leader("retired"); again <= term {
+		t.Fatalf("term %v after re-creation, want above the deleted election's %v", again, term)
+	}
+}

@@ -47,6 +47,7 @@ var problemKinds = map[string]problemKind{
 	"not-found":                   {http.StatusNotFound, "Not found"},
 	"method-not-allowed":          {http.StatusMethodNotAllowed, "Method not allowed"},
 	"candidate-exists":            {http.StatusConflict, "Candidate already campaigning"},
+	"election-not-empty":          {http.StatusConflict, "Election has candidates"},
 	"body-too-large":              {http.StatusRequestEntityTooLarge, "Request body too large"},
 	"unsupported-media-type":      {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	"limit-reached":               {http.StatusTooManyRequests, "Limit reached"},
@@ -58,6 +59,7 @@ var problemKinds = map[string]problemKind{
 	"delivery-not-found":          {http.StatusNotFound, "Delivery not found"},
 	"not-redeliverable":           {http.StatusConflict, "Delivery cannot be redelivered"},
 	"webhooks-unavailable":        {http.StatusNotImplemented, "Webhooks unavailable"},
+	"not-supported":               {http.StatusNotImplemented, "Not supported by this backend"},
 	"internal":                    {http.StatusInternalServerError, "Internal error"},
 	"backend-unavailable":         {http.StatusServiceUnavailable, "Backend unavailable"},
 }
@@ -170,6 +172,11 @@ func problemFor(r *http.Request, err error) Problem {
 	case errors.Is(err, gateway.ErrCandidateExists):
 		return newProblem(r, "candidate-exists", fmt.Sprintf(
 			"candidate %q is already campaigning in election %q; resign it with its token (DELETE /v1/elections/%s/candidates/%s) or wait for its TTL to run out", id, election, election, id))
+	case errors.Is(err, gateway.ErrElectionNotEmpty):
+		return newProblem(r, "election-not-empty", fmt.Sprintf(
+			"election %q still has candidates; it can be deleted once every candidate has resigned or expired", election))
+	case errors.Is(err, gateway.ErrNotSupported):
+		return newProblem(r, "not-supported", fmt.Sprintf("this gateway's backend cannot %s", strings.ToLower(r.Method)+" "+clip(r.URL.Path)))
 	case errors.Is(err, gateway.ErrNoLeader):
 		return newProblem(r, "no-leader", fmt.Sprintf("election %q has no leader at the moment", election))
 	case errors.As(err, &le):

@@ -177,6 +177,7 @@ func (a *api) routes() []route {
 		{"GET", "/v1/elections", a.listElections},
 		{"GET", "/v1/elections/{election}", a.getElection},
 		{"PATCH", "/v1/elections/{election}", a.patchElection},
+		{"DELETE", "/v1/elections/{election}", a.deleteElection},
 		{"GET", "/v1/elections/{election}/leader", a.getLeader},
 		{"GET", "/v1/elections/{election}/events", a.streamElection},
 		{"GET", "/v1/elections/{election}/candidates", a.listCandidates},

@@ -85,3 +85,13 @@ func (c *Client) Election(ctx context.Context, election string) (Election, error
 	err := c.do(ctx, http.MethodGet, nil, "", &e, "v1", "elections", election)
 	return e, err
 }
+
+// DeleteElection deletes election once nobody campaigns in it (the API
+// token needs the admin scope). A later campaign creates it again, with
+// terms above the deleted one's.
+//
+// Errors: ErrElectionNotFound, a *Problem of type election-not-empty while
+// candidates remain, ErrUnavailable.
+func (c *Client) DeleteElection(ctx context.Context, election string) error {
+	return c.do(ctx, http.MethodDelete, nil, "", nil, "v1", "elections", election)
+}

@@ -51,6 +51,19 @@ func TestCampaignHeartbeatResignHandsOver(t *testing.T) {
 	if err != nil || st.State != client.StateError || st.Position != -1 || st.CooldownUntil.IsZero() {
 		t.Fatalf("report error: %+v, %v", st, err)
 	}
+	var p *client.Problem
+	if err := c.DeleteElection(ctx, "billing"); !errors.As(err, &p) || p.Status != 409 {
+		t.Fatalf("deleting an election with a candidate in cooldown: %v, want a 409 problem", err)
+	}
+	if err := c.Resign(ctx, "billing", "node-b", tokB); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteElection(ctx, "billing"); err != nil {
+		t.Fatalf("deleting the empty election: %v", err)
+	}
+	if _, err := c.Election(ctx, "billing"); !errors.Is(err, client.ErrElectionNotFound) {
+		t.Fatalf("reading a deleted election: %v, want ErrElectionNotFound", err)
+	}
 }
 
 func TestErrorsMatchTheirSentinels(t *testing.T) {

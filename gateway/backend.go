@@ -96,6 +96,21 @@ type LeaderFailer interface {
 	FailLeader(ctx context.Context, election, id, tokenHash string, term uint64, reason string) (Status, error)
 }
 
+// ElectionDeleter is implemented by backends that can delete an election
+// nobody campaigns in any more.
+//
+// Fencing across a deletion: a backend keeps what it needs for the terms
+// of an election created again under the same name to be larger than every
+// term the deleted one handed out (a tombstone holding the last term, or
+// terms drawn from a store-wide revision), so a resource guarded with an
+// old term never accepts an old leader again.
+type ElectionDeleter interface {
+	// DeleteElection deletes election if it has no candidate (in line or
+	// in error cooldown). Errors: ErrElectionNotFound, ErrElectionNotEmpty,
+	// ErrUnavailable.
+	DeleteElection(ctx context.Context, election string) error
+}
+
 // Runner is implemented by backends that need a background loop (to expire
 // candidates, end cooldowns and promote after a handover delay). The Gateway
 // runs it; Run returns when ctx ends.
@@ -119,6 +134,8 @@ var (
 	ErrTokenMismatch     = errors.New("gateway: candidate token does not match")
 	ErrNoLeader          = errors.New("gateway: election has no leader")
 	ErrNotLeader         = errors.New("gateway: candidate does not lead that term")
+	ErrElectionNotEmpty  = errors.New("gateway: election has candidates")
+	ErrNotSupported      = errors.New("gateway: not supported by this backend")
 	ErrCursorExpired     = errors.New("gateway: event cursor no longer held")
 	ErrInvalid           = errors.New("gateway: invalid argument")
 	ErrUnavailable       = errors.New("gateway: backend unavailable")

@@ -343,6 +343,30 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 	return e, nil
 }
 
+// DeleteElection deletes an election that has no candidate left: it no
+// longer counts against MaxElections nor shows in lists and metrics. A
+// campaign under the same name creates it again with the Gateway's default
+// settings, and its terms continue above the deleted election's (see
+// ElectionDeleter). Errors: ErrInvalid, ErrElectionNotFound,
+// ErrElectionNotEmpty, ErrNotSupported, ErrUnavailable.
+func (g *Gateway) DeleteElection(ctx context.Context, election string) error {
+	if err := ValidateElectionName(election); err != nil {
+		return err
+	}
+	d, ok := g.b.(ElectionDeleter)
+	if !ok {
+		return fmt.Errorf("gateway: delete election %q: %w", election, ErrNotSupported)
+	}
+	start := time.Now()
+	err := d.DeleteElection(ctx, election)
+	g.observe("delete_election", start, err)
+	if err != nil {
+		return err
+	}
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "election deleted", slog.String("election", election))
+	return nil
+}
+
 func validateSettings(s Settings) error {
 	if err := validateDuration("error_cooldown", s.ErrorCooldown, 0, MaxSetting); err != nil {
 		return err

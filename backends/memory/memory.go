@@ -27,6 +27,9 @@ type Backend struct {
 	changed   chan struct{}   // closed and replaced whenever events are appended or deadlines move
 	kv        map[string]kvItem
 	kvRev     uint64 // revision of the last KV write
+	// deleted holds the last term of each deleted election, so that an
+	// election created again under its name continues above it.
+	deleted map[string]uint64
 }
 
 var (
@@ -35,6 +38,7 @@ var (
 	_ gateway.Header          = (*Backend)(nil)
 	_ gateway.ElectionCounter = (*Backend)(nil)
 	_ gateway.LeaderFailer    = (*Backend)(nil)
+	_ gateway.ElectionDeleter = (*Backend)(nil)
 )
 
 // Option configures a Backend.
@@ -52,7 +56,8 @@ func WithHistory(n int) Option {
 
 // New returns an empty Backend.
 func New(opts ...Option) *Backend {
-	b := &Backend{history: DefaultHistory, elections: map[string]*gateway.Record{}, kv: map[string]kvItem{}, first: 1, changed: make(chan struct{})}
+	b := &Backend{history: DefaultHistory, elections: map[string]*gateway.Record{}, kv: map[string]kvItem{}, first: 1,
+		changed: make(chan struct{}), deleted: map[string]uint64{}}
 	for _, o := range opts {
 		o(b)
 	}
@@ -65,8 +70,7 @@ func (b *Backend) Campaign(_ context.Context, election string, c gateway.Candida
 	defer b.mu.Unlock()
 	r, ok := b.elections[election]
 	if !ok {
-		r = gateway.NewRecord(election, defaults)
-		b.elections[election] = r
+		r = b.create(election, defaults)
 	}
 	ev, err := r.Campaign(time.Now(), c)
 	b.append(ev)
@@ -190,8 +194,7 @@ func (b *Backend) Configure(_ context.Context, election string, s gateway.Settin
 	defer b.mu.Unlock()
 	r, ok := b.elections[election]
 	if !ok {
-		r = gateway.NewRecord(election, s)
-		b.elections[election] = r
+		r = b.create(election, s)
 	}
 	b.append(r.Configure(time.Now(), s))
 	return b.snapshot(r), nil
@@ -209,4 +212,33 @@ func (b *Backend) CountElections(context.Context) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.elections), nil
+}
+
+// create adds a new election, continuing the terms of a deleted one of the
+// same name. Callers hold b.mu.
+func (b *Backend) create(election string, s gateway.Settings) *gateway.Record {
+	r := gateway.NewRecord(election, s)
+	r.Term = b.deleted[election]
+	delete(b.deleted, election)
+	b.elections[election] = r
+	return r
+}
+
+// DeleteElection implements gateway.ElectionDeleter; the election's last
+// term is kept for a successor of the same name.
+func (b *Backend) DeleteElection(_ context.Context, election string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.elections[election]
+	if !ok {
+		return fmt.Errorf("memory: delete %q: %w", election, gateway.ErrElectionNotFound)
+	}
+	b.append(r.Advance(time.Now()))
+	if len(r.Line) > 0 || len(r.Cooling) > 0 {
+		return fmt.Errorf("memory: delete %q: %d candidates: %w", election, len(r.Line)+len(r.Cooling), gateway.ErrElectionNotEmpty)
+	}
+	b.deleted[election] = r.Term
+	delete(b.elections, election)
+	b.signal()
+	return nil
 }

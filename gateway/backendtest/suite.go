@@ -28,6 +28,7 @@ func Run(t *testing.T, h Harness) {
 		{"CandidateExpiringInCooldownIsGone", testExpiryDuringCooldown},
 		{"TokenIsChecked", testTokenIsChecked},
 		{"FailLeaderActsOnlyOnItsTerm", testFailLeader},
+		{"DeletedElectionKeepsItsTermsForASuccessor", testDeleteElection},
 		{"DuplicateCampaignIsRefused", testDuplicateCampaign},
 		{"UnknownElectionAndCandidate", testUnknown},
 		{"ConfigureCreatesAndChanges", testConfigure},
@@ -414,5 +415,51 @@ func testFailLeader(t *testing.T, b gateway.Backend) {
 	after := snapshot(t, b, e)
 	if after.Leader == nil || after.Leader.ID != "b" || after.Term <= a.Term {
 		t.Fatalf("after FailLeader: leader %+v term %d, want b with a later term than %d", after.Leader, after.Term, a.Term)
+	}
+}
+
+// testDeleteElection: a backend that is a gateway.ElectionDeleter refuses
+// to delete an election with candidates, deletes an empty one (gone from
+// reads and lists), and an election created again under the same name
+// hands out terms above the deleted one's.
+func testDeleteElection(t *testing.T, b gateway.Backend) {
+	d, ok := b.(gateway.ElectionDeleter)
+	if !ok {
+		t.Skip("the backend is not a gateway.ElectionDeleter")
+	}
+	e := name("delete")
+	ctx := context.Background()
+	if err := d.DeleteElection(ctx, e); !errors.Is(err, gateway.ErrElectionNotFound) {
+		t.Fatalf("deleting an unknown election: %v, want ErrElectionNotFound", err)
+	}
+	th, a := campaign(t, b, e, "a", 30*time.Second)
+	if err := d.DeleteElection(ctx, e); !errors.Is(err, gateway.ErrElectionNotEmpty) {
+		t.Fatalf("deleting an election with a leader: %v, want ErrElectionNotEmpty", err)
+	}
+	if _, err := b.ReportError(ctx, e, "a", th, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteElection(ctx, e); !errors.Is(err, gateway.ErrElectionNotEmpty) {
+		t.Fatalf("deleting an election with a candidate in cooldown: %v, want ErrElectionNotEmpty", err)
+	}
+	resign(t, b, e, "a", th)
+	if err := d.DeleteElection(ctx, e); err != nil {
+		t.Fatalf("deleting an empty election: %v", err)
+	}
+	if _, err := b.Election(ctx, e); !errors.Is(err, gateway.ErrElectionNotFound) {
+		t.Fatalf("reading a deleted election: %v, want ErrElectionNotFound", err)
+	}
+	all, _, err := b.Elections(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range all {
+		if x.Name == e {
+			t.Fatalf("a deleted election is still listed")
+		}
+	}
+	_, again := campaign(t, b, e, "b", 30*time.Second)
+	if again.Term <= a.Term {
+		t.Fatalf("term %d of an election created again after deletion; the deleted one reached %d", again.Term, a.Term)
 	}
 }
