@@ -45,6 +45,10 @@ type Config struct {
 	// subscriber further behind is cut off and resumes. Default
 	// DefaultHubEvents.
 	HubEvents int
+	// IdleElectionExpiry deletes an election that has had no candidate and
+	// no event for this long (on backends that can delete elections).
+	// Default 0: elections are kept until deleted through the API.
+	IdleElectionExpiry time.Duration
 	// Observer is told of every backend call. Default NopObserver.
 	Observer Observer
 	// Logger receives the Gateway's logs. Default slog.Default().
@@ -89,6 +93,9 @@ func (c Config) Validate() error {
 	if c.DefaultTTL < c.MinTTL || c.DefaultTTL > c.MaxTTL {
 		return fmt.Errorf("gateway: default ttl %s is outside [%s, %s]: %w", c.DefaultTTL, c.MinTTL, c.MaxTTL, ErrInvalid)
 	}
+	if c.IdleElectionExpiry < 0 {
+		return fmt.Errorf("gateway: idle election expiry %s is negative: %w", c.IdleElectionExpiry, ErrInvalid)
+	}
 	if c.MaxMetadataBytes < 2 {
 		return fmt.Errorf("gateway: max metadata bytes %d is too small: %w", c.MaxMetadataBytes, ErrInvalid)
 	}
@@ -128,6 +135,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if g.hub != nil {
 		g.hub.running.Store(true) // from here on, subscribers wait for the hub
 		wg.Go(func() { g.hub.run(ctx) })
+	}
+	if g.cfg.IdleElectionExpiry > 0 {
+		wg.Go(func() { g.runIdleSweeper(ctx, g.cfg.IdleElectionExpiry) })
 	}
 	if r, ok := g.b.(Runner); ok {
 		err := r.Run(ctx)

@@ -141,6 +141,9 @@ type ElectionsConfig struct {
 	// HandoverDelay holds back the next leader after a leader expires.
 	// Key elections.handover_delay, default 0s (no delay).
 	HandoverDelay time.Duration
+	// IdleExpiry deletes an election with no candidate and no event for
+	// this long. Key elections.idle_expiry, default 0s (kept until deleted).
+	IdleExpiry time.Duration
 }
 
 // HTTPConfig tunes the HTTP server.
@@ -336,6 +339,7 @@ func (c Config) Validate(source func(key string) string) error {
 		},
 		func() error { return within("elections.error_cooldown", e.ErrorCooldown, 0, gateway.MaxSetting) },
 		func() error { return within("elections.handover_delay", e.HandoverDelay, 0, gateway.MaxSetting) },
+		func() error { return within("elections.idle_expiry", e.IdleExpiry, 0, 365*24*time.Hour) },
 		func() error { return c.validateProduction(source) },
 		func() error {
 			if h.MaxBodyBytes < 1024 {
@@ -385,14 +389,15 @@ func (c Config) Validate(source func(key string) string) error {
 func (c Config) gatewayConfig(log *slog.Logger) gateway.Config {
 	e := c.Elections
 	return gateway.Config{
-		Defaults:         &gateway.Settings{ErrorCooldown: e.ErrorCooldown, HandoverDelay: e.HandoverDelay},
-		DefaultTTL:       e.DefaultTTL,
-		MinTTL:           e.MinTTL,
-		MaxTTL:           e.MaxTTL,
-		MaxMetadataBytes: e.MaxMetadataBytes,
-		MaxCandidates:    c.Limits.CandidatesPerElection,
-		MaxElections:     c.Limits.Elections,
-		Logger:           log,
+		Defaults:           &gateway.Settings{ErrorCooldown: e.ErrorCooldown, HandoverDelay: e.HandoverDelay},
+		DefaultTTL:         e.DefaultTTL,
+		MinTTL:             e.MinTTL,
+		MaxTTL:             e.MaxTTL,
+		MaxMetadataBytes:   e.MaxMetadataBytes,
+		MaxCandidates:      c.Limits.CandidatesPerElection,
+		MaxElections:       c.Limits.Elections,
+		IdleElectionExpiry: e.IdleExpiry,
+		Logger:             log,
 	}
 }
 

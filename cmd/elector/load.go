@@ -73,6 +73,7 @@ func settings() []setting {
 		{"elections.max_metadata_bytes", "largest candidate metadata, in bytes of compact JSON", func(c *Config) any { return &c.Elections.MaxMetadataBytes }},
 		{"elections.error_cooldown", "time a candidate in error stays out of line (new elections)", func(c *Config) any { return &c.Elections.ErrorCooldown }},
 		{"elections.handover_delay", "delay before the next leader after a leader expires (new elections)", func(c *Config) any { return &c.Elections.HandoverDelay }},
+		{"elections.idle_expiry", "delete an election with no candidate and no event for this long (0s: never)", func(c *Config) any { return &c.Elections.IdleExpiry }},
 		{"http.max_body_bytes", "largest request body, in bytes", func(c *Config) any { return &c.HTTP.MaxBodyBytes }},
 		{"http.read_header_timeout", "time allowed to read request headers", func(c *Config) any { return &c.HTTP.ReadHeaderTimeout }},
 		{"http.read_body_timeout", "time allowed to read a request body (408 past it)", func(c *Config) any { return &c.HTTP.ReadBodyTimeout }},
