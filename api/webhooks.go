@@ -202,13 +202,35 @@ func (a *api) redeliver(w http.ResponseWriter, r *http.Request) {
 // is not the candidate's token": a webhook's endpoint is the only place the
 // token can be checked without a write, so telling the two apart would
 // tell anybody holding some token whether a candidate has a webhook.
-func candidateHookErr(err error, election, id string) error {
+func candidateHookErr(err error, election, id string, tokenChecked bool) error {
+	if tokenChecked && errors.Is(err, webhooks.ErrEndpointNotFound) {
+		return err // the token is the candidate's: it may learn it has no webhook
+	}
 	if errors.Is(err, webhooks.ErrEndpointNotFound) || errors.Is(err, gateway.ErrTokenMismatch) {
 		return errorf("candidate-token-mismatch",
 			"the %s header is not the token of a webhook of candidate %q in election %q: it is not the token its campaign returned, or the candidate campaigned without a webhook (and so has no delivery log)",
 			TokenHeader, id, election)
 	}
 	return err
+}
+
+// checkCandidateToken checks the candidate token before anything about the
+// candidate's webhook is looked at, so that a wrong token learns nothing
+// (not even whether the candidate has a webhook). checked is false when
+// the backend cannot tell or the candidate is gone (its delivery log may
+// outlive it): the webhook service then checks the token against the
+// endpoint, and a wrong token and no webhook read the same.
+func (a *api) checkCandidateToken(r *http.Request, election, id, token string) (checked bool, err error) {
+	err = a.gw.CheckToken(r.Context(), election, id, token)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, gateway.ErrNotSupported), errors.Is(err, gateway.ErrCandidateNotFound):
+		return false, nil
+	case errors.Is(err, gateway.ErrTokenMismatch):
+		return false, candidateHookErr(err, election, id, false)
+	}
+	return false, err
 }
 
 // candidateDeliveries: GET /v1/elections/{election}/candidates/{id}/deliveries,
@@ -228,9 +250,14 @@ func (a *api) candidateDeliveries(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	checked, err := a.checkCandidateToken(r, election, id, token)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	ds, err := svc.CandidateDeliveries(r.Context(), election, id, token, limit)
 	if err != nil {
-		a.writeError(w, r, candidateHookErr(err, election, id))
+		a.writeError(w, r, candidateHookErr(err, election, id, checked))
 		return
 	}
 	writeJSON(w, http.StatusOK, deliveriesOf(ds))
@@ -247,9 +274,14 @@ func (a *api) redeliverCandidate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	checked, err := a.checkCandidateToken(r, election, id, token)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	d, err := svc.RedeliverCandidate(r.Context(), election, id, token, chi.URLParam(r, "delivery"))
 	if err != nil {
-		a.writeError(w, r, candidateHookErr(err, election, id))
+		a.writeError(w, r, candidateHookErr(err, election, id, checked))
 		return
 	}
 	writeJSON(w, http.StatusOK, deliveryOf(d))

@@ -198,17 +198,21 @@ func TestCampaignWithAWebhook(t *testing.T) {
 	e.do("GET", path, nil).expect(t, http.StatusBadRequest)
 	e.do("GET", path, nil, token("ect_not-it")).expect(t, http.StatusForbidden)
 
-	// A candidate without a webhook has no log, and a caller cannot tell
-	// that apart from a wrong token: both are 403, before anything about
-	// the candidate's webhook is revealed.
+	// The token is checked before anything about the candidate's webhook
+	// is looked at: a wrong token (another candidate's, or none of ours)
+	// is 403 and learns nothing; the candidate's own token learns that it
+	// campaigned without a webhook (404).
 	tb := e.campaign("own", "node-b", "10s")
-	for _, tok := range []string{tb, tok, "ect_not-it"} {
+	for _, tok := range []string{tok, "ect_not-it"} {
 		if p := e.do("GET", "/v1/elections/own/candidates/node-b/deliveries", nil, token(tok)).expect(t, http.StatusForbidden).problemType(t); p != "candidate-token-mismatch" {
 			t.Fatalf("problem %s", p)
 		}
 		if p := e.do("POST", "/v1/elections/own/candidates/node-b/deliveries/dlv_x/redeliver", nil, token(tok)).expect(t, http.StatusForbidden).problemType(t); p != "candidate-token-mismatch" {
 			t.Fatalf("redeliver: problem %s", p)
 		}
+	}
+	if p := e.do("GET", "/v1/elections/own/candidates/node-b/deliveries", nil, token(tb)).expect(t, http.StatusNotFound).problemType(t); p != "webhook-not-found" {
+		t.Fatalf("the candidate's own token: problem %s, want webhook-not-found", p)
 	}
 	e.do("GET", path, nil, token(tb)).expect(t, http.StatusForbidden)
 	for _, bad := range []map[string]any{{"url": 1}, {"url": rcv.URL, "begin_timeout": "0s"}, {"url": rcv.URL, "begin_timeout": "2h"}, {"uri": rcv.URL}, {}} {

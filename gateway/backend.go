@@ -111,6 +111,15 @@ type ElectionDeleter interface {
 	DeleteElection(ctx context.Context, election string) error
 }
 
+// TokenChecker is implemented by backends that can tell whether a token
+// is a live candidate's without writing anything.
+type TokenChecker interface {
+	// CheckToken returns nil when candidate id of election is live and
+	// holds tokenHash. Errors: ErrCandidateNotFound, ErrTokenMismatch,
+	// ErrUnavailable.
+	CheckToken(ctx context.Context, election, id, tokenHash string) error
+}
+
 // Runner is implemented by backends that need a background loop (to expire
 // candidates, end cooldowns and promote after a handover delay). The Gateway
 // runs it; Run returns when ctx ends.

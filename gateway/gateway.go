@@ -230,6 +230,25 @@ func (g *Gateway) Heartbeat(ctx context.Context, election, id, token string) (St
 	return st, err
 }
 
+// CheckToken reports whether token is the token of live candidate id,
+// writing nothing: the API checks it before it shows anything that only
+// the candidate may see. Errors: ErrInvalid, ErrCandidateNotFound,
+// ErrTokenMismatch, ErrNotSupported (the backend cannot tell without a
+// write), ErrUnavailable.
+func (g *Gateway) CheckToken(ctx context.Context, election, id, token string) error {
+	if err := g.checkCandidate(election, id, token); err != nil {
+		return err
+	}
+	c, ok := g.b.(TokenChecker)
+	if !ok {
+		return fmt.Errorf("gateway: check token of %q: %w", id, ErrNotSupported)
+	}
+	start := time.Now()
+	err := c.CheckToken(ctx, election, id, HashToken(token))
+	g.observe("check_token", start, err)
+	return err
+}
+
 // Resign removes a candidate; a leader hands over to the next in line at
 // once. Errors as Heartbeat.
 func (g *Gateway) Resign(ctx context.Context, election, id, token string) error {

@@ -39,6 +39,7 @@ var (
 	_ gateway.ElectionCounter = (*Backend)(nil)
 	_ gateway.LeaderFailer    = (*Backend)(nil)
 	_ gateway.ElectionDeleter = (*Backend)(nil)
+	_ gateway.TokenChecker    = (*Backend)(nil)
 )
 
 // Option configures a Backend.
@@ -240,5 +241,23 @@ func (b *Backend) DeleteElection(_ context.Context, election string) error {
 	b.deleted[election] = r.Term
 	delete(b.elections, election)
 	b.signal()
+	return nil
+}
+
+// CheckToken implements gateway.TokenChecker.
+func (b *Backend) CheckToken(_ context.Context, election, id, tokenHash string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, err := b.record(election)
+	if err != nil {
+		return fmt.Errorf("memory: check token of %q: %w", id, err)
+	}
+	e := r.Find(id)
+	switch {
+	case e == nil:
+		return fmt.Errorf("memory: check token of %q in %q: %w", id, election, gateway.ErrCandidateNotFound)
+	case !gateway.TokenMatches(e.TokenHash, tokenHash):
+		return fmt.Errorf("memory: check token of %q in %q: %w", id, election, gateway.ErrTokenMismatch)
+	}
 	return nil
 }
