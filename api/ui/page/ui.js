@@ -341,6 +341,7 @@
     } else {
       apply(v, ev.type, payload);
       addEvent(v, payload);
+      if (ev.type.startsWith("leader.")) $("announce").textContent = describe(ev.type, payload.data || {});
       scheduleRefresh(v);
       scheduleList();
     }
@@ -488,6 +489,8 @@
 
   function renderCandidates(v) {
     const s = v.state;
+    // A keyboard user on a transfer button keeps the focus across renders.
+    const focused = document.activeElement && document.activeElement.dataset.to;
     let pos = 0; // as the gateway counts: 0 leads, 1 is next; -1 cools down
     const rows = (s ? s.candidates : []).map((c) => {
       const offer = v.canAdmin && s.leader && s.leader.id !== c.id && c.state === "follower";
@@ -506,12 +509,16 @@
         el("td", {}, metadata(c.metadata)),
         el("td", { class: "admin-only" }, offer
           ? el("button", {
-            type: "button", class: "transfer", "aria-label": `Transfer leadership to ${c.id}`,
+            type: "button", class: "transfer", "aria-label": `Transfer leadership to ${c.id}`, "data-to": c.id,
             onclick: (e) => transfer(v, c.id, e.currentTarget),
           }, "Make leader")
           : null));
     });
     $("candidates").replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No candidates."))]));
+    if (focused) {
+      const b = [...$("candidates").querySelectorAll("button[data-to]")].find((x) => x.dataset.to === focused);
+      if (b) b.focus();
+    }
   }
 
   function metadata(m) {
@@ -583,7 +590,12 @@
   // ---- Start ------------------------------------------------------------
 
   function route() {
-    const name = decodeURIComponent(location.hash.slice(1));
+    let name = "";
+    try {
+      name = decodeURIComponent(location.hash.slice(1));
+    } catch {
+      // not percent-encoding: no election
+    }
     if (NAME.test(name)) openElection(name);
     else closeElection();
   }
