@@ -25,11 +25,11 @@ const (
 // campaign and a resignation made through the API while it is open without
 // reloading, send a transfer for an operator and show the answer, resume
 // its stream with Last-Event-ID after the connections are cut, offer no
-// transfer to a token without the admin scope, ask nothing of any other
-// host and log no unexpected error. It runs only when
-// ELECTOR_BROWSER_TEST=1, as .ci/run sets it; it writes its screenshot to
-// ELECTOR_UI_SCREENSHOT when set (scripts/docs-screenshot.sh regenerates
-// docs/img/ui.png that way).
+// transfer to a token without the admin scope, ask for no token on a
+// gateway without tokens, ask nothing of any other host and log no
+// unexpected error. It runs only when ELECTOR_BROWSER_TEST=1, as .ci/run
+// sets it; it writes its screenshot to ELECTOR_UI_SCREENSHOT when set
+// (scripts/docs-screenshot.sh regenerates docs/img/ui.png that way).
 func TestUIPageInBrowser(t *testing.T) {
 	if os.Getenv("ELECTOR_BROWSER_TEST") != "1" {
 		t.Skip("browser test skipped: it needs Chromium (apt-get install chromium) and node; " +
@@ -70,10 +70,14 @@ func TestUIPageInBrowser(t *testing.T) {
 	}))
 	defer cut.Close()
 
+	// A gateway without API tokens, where the page must ask for none.
+	open := newEnv(t, Config{})
+	open.campaign("billing", "node-a", "2m")
+
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "ui-page.mjs", e.srv.URL,
-		uiOperatorToken, uiViewerToken, uiSidecarToken, nodeA, cut.URL, shot)
+		uiOperatorToken, uiViewerToken, uiSidecarToken, nodeA, cut.URL, open.srv.URL, shot)
 	cmd.Dir = browserDir
 	out, err := cmd.CombinedOutput()
 	t.Logf("ui-page.mjs:\n%s", out)

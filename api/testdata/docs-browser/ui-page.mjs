@@ -1,9 +1,11 @@
 // ui-page.mjs drives headless Chromium through elector's live view, /ui:
 //
-//   node ui-page.mjs BASE_URL OPERATOR_TOKEN VIEWER_TOKEN SIDECAR_TOKEN NODE_A_TOKEN CUT_URL SCREENSHOT.png
+//   node ui-page.mjs BASE_URL OPERATOR_TOKEN VIEWER_TOKEN SIDECAR_TOKEN NODE_A_TOKEN CUT_URL OPEN_URL SCREENSHOT.png
 //
 // A POST to CUT_URL makes the gateway's test server close every connection
-// to the gateway.
+// to the gateway. OPEN_URL is another gateway, without API tokens, whose
+// election "billing" has node-a leading: there the page must work without
+// asking for a token.
 // The gateway has API tokens; its election "billing" has node-a leading
 // (candidate token NODE_A_TOKEN) and node-b in line, and "payroll" has one
 // candidate. OPERATOR_TOKEN has the read and admin scopes, VIEWER_TOKEN only
@@ -18,12 +20,11 @@
 // TestUIPageInBrowser runs it against a gateway it starts.
 import { chromium } from "playwright-core";
 
-const [base, operator, viewer, sidecar, nodeAToken, cutURL, screenshot] = process.argv.slice(2);
+const [base, operator, viewer, sidecar, nodeAToken, cutURL, openURL, screenshot] = process.argv.slice(2);
 if (!screenshot) {
-  console.error("usage: node ui-page.mjs BASE_URL OPERATOR_TOKEN VIEWER_TOKEN SIDECAR_TOKEN NODE_A_TOKEN CUT_URL SCREENSHOT.png");
+  console.error("usage: node ui-page.mjs BASE_URL OPERATOR_TOKEN VIEWER_TOKEN SIDECAR_TOKEN NODE_A_TOKEN CUT_URL OPEN_URL SCREENSHOT.png");
   process.exit(2);
 }
-const origin = new URL(base).origin;
 const failures = [];
 const fail = (msg) => failures.push(msg);
 const step = (msg) => console.log(`ok: ${msg}`);
@@ -51,7 +52,7 @@ function expectedRefusal(url, status) {
     (status === 404 && path.endsWith("/transfer"));
 }
 
-function watch(page, name) {
+function watch(page, name, origin) {
   page.on("request", (req) => {
     const url = req.url();
     if (!url.startsWith("data:") && !url.startsWith("blob:") && new URL(url).origin !== origin) {
@@ -95,7 +96,7 @@ try {
   const ctx = await browser.newContext({ viewport: { width: 1200, height: 660 } });
   const page = await ctx.newPage();
   page.setDefaultTimeout(20_000);
-  watch(page, "operator");
+  watch(page, "operator", new URL(base).origin);
 
   // Without a token the gateway answers 401, and the page asks for one.
   await page.goto(`${base}/ui`, { waitUntil: "load" });
@@ -209,7 +210,7 @@ try {
   const other = await browser.newContext({ viewport: { width: 1200, height: 760 } });
   const vpage = await other.newPage();
   vpage.setDefaultTimeout(20_000);
-  watch(vpage, "viewer");
+  watch(vpage, "viewer", new URL(base).origin);
   await vpage.goto(`${base}/ui#billing`, { waitUntil: "load" });
   await vpage.getByLabel("API token").fill(viewer);
   await vpage.getByRole("button", { name: "Use token" }).click();
@@ -219,6 +220,16 @@ try {
   if (await vpage.locator("button.transfer").count() !== 0) fail("the viewer is offered a transfer");
   if (await vpage.locator("thead .admin-only").isVisible()) fail("the viewer sees the actions column");
   step("offers the viewer no transfer");
+
+  // Without API tokens the page asks for none, and anybody may transfer.
+  const open = await (await browser.newContext()).newPage();
+  open.setDefaultTimeout(20_000);
+  watch(open, "no tokens", new URL(openURL).origin);
+  await open.goto(`${openURL}/ui#billing`, { waitUntil: "load" });
+  await waitForText(open, "#leader .leader-id", "node-a");
+  await open.locator('#election[data-admin="yes"]').waitFor();
+  if (await open.locator("#alert").isVisible()) fail(`without tokens the page alerts: ${await text(open.locator("#alert"))}`);
+  step("works on a gateway without tokens");
 } catch (err) {
   fail(`${err.name}: ${err.message}`);
 } finally {

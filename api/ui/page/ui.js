@@ -430,6 +430,10 @@
     render();
   }
 
+  // transfer asks the gateway to move leadership to a follower. The page
+  // only asks: the gateway has the old leader end its leadership before
+  // the new one begins with the next term, so a click cannot make two
+  // leaders, nor can a click sent twice.
   async function transfer(v, to, button) {
     button.disabled = true;
     const status = $("action-status");
@@ -499,7 +503,8 @@
       return el("tr", { "data-id": c.id, "data-state": c.state },
         el("td", {}, at === 0 && c.state === "leader" ? "leads" : at < 0 ? "cooling down" : String(at)),
         el("th", { scope: "row" }, c.id),
-        el("td", {}, el("span", { class: `state state-${c.state}` }, c.state)),
+        el("td", {}, el("span", { class: `state state-${c.state}` }, c.state),
+          c.state === "error" && c.cooldown_until ? el("span", { class: "muted" }, ` until ${clock(c.cooldown_until)}`) : null),
         el("td", {}, c.ttl || "…"),
         el("td", { class: "expiry" }, c.expires_at
           ? [el("span", { "data-until": c.expires_at }), ttl > 0
