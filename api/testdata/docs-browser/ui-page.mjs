@@ -230,6 +230,25 @@ try {
   await open.locator('#election[data-admin="yes"]').waitFor();
   if (await open.locator("#alert").isVisible()) fail(`without tokens the page alerts: ${await text(open.locator("#alert"))}`);
   step("works on a gateway without tokens");
+
+  // A leader that expires, in an election with a handover delay: nobody
+  // leads, and the page counts the delay down.
+  const at = (path) => `${openURL}${path}`;
+  for (const [method, path, body, type] of [
+    ["PATCH", "/v1/elections/batch", { handover_delay: "1m" }, "application/merge-patch+json"],
+    ["POST", "/v1/elections/batch/candidates", { id: "node-x", ttl: "1s" }, "application/json"],
+    ["POST", "/v1/elections/batch/candidates", { id: "node-y", ttl: "2m" }, "application/json"],
+  ]) {
+    const res = await fetch(at(path), { method, headers: { "Content-Type": type }, body: JSON.stringify(body) });
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  }
+  await open.goto(`${openURL}/ui#batch`, { waitUntil: "load" });
+  await open.locator("#leader .none", { hasText: "holds the next leader back for" }).waitFor();
+  const delay = await text(open.locator("#leader [data-until]"));
+  if (!/^\d+s$/.test(delay)) fail(`the handover delay reads ${JSON.stringify(delay)}`);
+  await open.locator('tr[data-id="node-y"][data-state="follower"]').waitFor();
+  if (!(await text(open.locator("#settings"))).includes("handover delay 1m0s")) fail("the handover delay setting is not shown");
+  step(`shows a handover delay holding node-y back for ${delay}`);
 } catch (err) {
   fail(`${err.name}: ${err.message}`);
 } finally {

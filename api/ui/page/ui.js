@@ -390,25 +390,30 @@
     v.refreshTimer = setTimeout(() => refresh(v), 250);
   }
 
-  // refresh reads the candidates again, for their expiry times and
-  // positions. An answer that an event overtook is dropped: the event
+  // refresh reads the election and its candidates again: their expiry
+  // times, positions, settings and any handover delay, which events do not
+  // carry. An answer that an event overtook is dropped: the event
   // scheduled another refresh.
   async function refresh(v) {
     if (v !== view || needsToken || document.hidden) return;
     const gen = v.gen;
-    let doc;
+    let e;
+    let list;
     try {
-      doc = await api("GET", `${electionPath(v.name)}/candidates`, undefined, v.abort.signal);
+      [e, list] = await Promise.all([
+        api("GET", electionPath(v.name), undefined, v.abort.signal),
+        api("GET", `${electionPath(v.name)}/candidates`, undefined, v.abort.signal),
+      ]);
     } catch (err) {
-      if (err.status === 404 && v.state) doc = { term: v.state.term, candidates: [] };
-      else return; // the stream says what is wrong, or will
+      if (err.status !== 404 || !v.state) return; // the stream says what is wrong, or will
+      e = { settings: v.state.settings, term: v.state.term, leader: null };
+      list = { candidates: [] };
     }
     if (v !== view || gen !== v.gen || !v.state) return;
-    v.state.term = doc.term;
-    v.state.candidates = doc.candidates;
-    const l = v.state.leader;
-    const row = l && doc.candidates.find((x) => x.id === l.id && x.state === "leader");
-    if (row) l.expires_at = row.expires_at;
+    Object.assign(v.state, {
+      settings: e.settings, term: e.term, leader: e.leader, handover_until: e.handover_until,
+      candidates: list.candidates,
+    });
     render();
   }
 
