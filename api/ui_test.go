@@ -25,7 +25,7 @@ func TestUIPageIsServedWithItsAssets(t *testing.T) {
 	if strings.Contains(csp, "unsafe") {
 		t.Errorf("Content-Security-Policy %q allows something unsafe", csp)
 	}
-	for _, ref := range []string{`src="ui/ui.js"`, `href="ui/ui.css"`, `href="ui/icon.svg"`} {
+	for _, ref := range []string{`src="ui/ui.mjs"`, `href="ui/ui.css"`, `href="ui/icon.svg"`} {
 		if !bytes.Contains(r.Body, []byte(ref)) {
 			t.Errorf("the page lacks %s", ref)
 		}
@@ -65,6 +65,6 @@ func TestUIPageIsOpenBehindTokens(t *testing.T) {
 	e := newEnv(t, Config{Tokens: authTokens(), ProtectOperational: true})
 	e.do("GET", "/docs", nil).expect(t, http.StatusUnauthorized)
 	e.do("GET", "/ui", nil).expect(t, http.StatusOK)
-	e.do("GET", "/ui/ui.js", nil).expect(t, http.StatusOK)
+	e.do("GET", "/ui/ui.mjs", nil).expect(t, http.StatusOK)
 	e.do("GET", "/v1/elections", nil).expect(t, http.StatusUnauthorized)
 }

@@ -1,7 +1,10 @@
-// Package ui holds elector's live view, /ui: one page, its script, its
-// stylesheet and its icon, written for this project without a framework or
-// a build step, and embedded in the binary. The page loads nothing from
-// anywhere but the gateway that serves it.
+// Package ui holds elector's live view, /ui: one page, its scripts
+// (JavaScript modules: ui.mjs imports the others), its stylesheet and its
+// icon, written for this project without a framework or a build step, and
+// embedded in the binary. The page loads nothing from anywhere but the
+// gateway that serves it. testdata/modules.test.mjs tests the modules that
+// need no browser with node; api's TestUIPageInBrowser tests the page in
+// Chromium.
 //
 // The page lists the elections (GET /v1/elections) and follows the one
 // chosen from its event stream (GET /v1/elections/{election}/events): the

@@ -7,9 +7,11 @@ import (
 	"path"
 )
 
-// files are the page and the assets it loads.
+// files are the page and the assets it loads: ui.mjs and the modules it
+// imports, the stylesheet and the icon.
 //
-//go:embed page/index.html page/ui.js page/ui.css page/icon.svg
+//go:embed page/index.html page/ui.css page/icon.svg
+//go:embed page/ui.mjs page/api.mjs page/events.mjs page/model.mjs page/render.mjs
 var files embed.FS
 
 // ErrNotFound is returned by Asset for a name that is not one of the page's
@@ -19,13 +21,13 @@ var ErrNotFound = errors.New("ui: no such asset")
 // contentTypes maps each asset's extension to the Content-Type it is served
 // with.
 var contentTypes = map[string]string{
-	".js":  "text/javascript; charset=utf-8",
+	".mjs": "text/javascript; charset=utf-8",
 	".css": "text/css; charset=utf-8",
 	".svg": "image/svg+xml",
 }
 
 // assets are the names served under /ui/.
-var assets = []string{"ui.js", "ui.css", "icon.svg"}
+var assets = []string{"ui.mjs", "api.mjs", "events.mjs", "model.mjs", "render.mjs", "ui.css", "icon.svg"}
 
 // Page returns the HTML of /ui. It refers to its assets relatively, as
 // ui/<name>, so it works at /ui behind a proxy that adds a path prefix

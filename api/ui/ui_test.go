@@ -33,8 +33,30 @@ func TestPageRefersOnlyToItsOwnAssets(t *testing.T) {
 	}
 }
 
+// TestModulesImportOnlyAssets: every module the page's script imports,
+// and every module they import, is served under /ui/.
+func TestModulesImportOnlyAssets(t *testing.T) {
+	imports := regexp.MustCompile(`(?m)^import .* from "([^"]*)";$`)
+	for _, name := range Names() {
+		if !strings.HasSuffix(name, ".mjs") {
+			continue
+		}
+		b, _, err := Asset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range imports.FindAllSubmatch(b, -1) {
+			ref := string(m[1])
+			dep, ok := strings.CutPrefix(ref, "./")
+			if !ok || !slices.Contains(Names(), dep) {
+				t.Errorf("%s imports %q, which is not one of the page's assets", name, ref)
+			}
+		}
+	}
+}
+
 func TestAssetRefusesOtherFiles(t *testing.T) {
-	for _, name := range []string{"index.html", "doc.go", "../ui.go", "page/ui.js", "x.js", "ui.js/", ""} {
+	for _, name := range []string{"index.html", "doc.go", "../ui.go", "page/ui.mjs", "x.mjs", "ui.js", "ui.mjs/", ""} {
 		if _, _, err := Asset(name); !errors.Is(err, ErrNotFound) {
 			t.Errorf("%q: %v, want ErrNotFound", name, err)
 		}
