@@ -90,6 +90,8 @@ var routeScopes = map[string]Scope{
 	"GET /openapi.json": scopeOpen,
 	"GET /docs":         scopeOpen,
 	"GET /docs/{asset}": scopeOpen,
+	"GET /ui":           scopeOpen, // the page holds no data: see uiPage
+	"GET /ui/{asset}":   scopeOpen,
 
 	"GET /v1/events":                                          ScopeRead,
 	"GET /v1/elections":                                       ScopeRead,

@@ -25,10 +25,10 @@ import (
 )
 
 // spec is openapi.yaml, loaded and validated once for all tests. It also
-// teaches the response validator the media types of /docs (kin-openapi
+// teaches the response validator the media types of /docs and /ui (kin-openapi
 // knows only text/plain among text types).
 var spec = sync.OnceValues(func() (*openapi3.T, error) {
-	for _, ct := range []string{"text/html", "text/javascript", "text/css"} {
+	for _, ct := range []string{"text/html", "text/javascript", "text/css", "image/svg+xml"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 	}
 	openapi3filter.RegisterBodyDecoder("image/png", openapi3filter.FileBodyDecoder)

@@ -173,6 +173,8 @@ func (a *api) routes() []route {
 		{"GET", "/openapi.json", a.openapiAsJSON},
 		{"GET", "/docs", a.docs},
 		{"GET", "/docs/{asset}", a.docsAsset},
+		{"GET", "/ui", a.uiPage},
+		{"GET", "/ui/{asset}", a.uiAsset},
 		{"GET", "/v1/events", a.streamAll},
 		{"GET", "/v1/elections", a.listElections},
 		{"GET", "/v1/elections/{election}", a.getElection},

@@ -1,0 +1,73 @@
+// model.mjs: an election as the page knows it. A `reset` event's data is
+// the whole state; apply changes it as each later event says. Events do
+// not carry the candidates' expiry times, positions or settings: the page
+// reads those again from the API after each event.
+
+// apply returns the state of election name after one event (type, and
+// its payload p), changing state in place; state may be null before the
+// election's first event.
+export function apply(state, name, type, p) {
+  const d = p.data || {};
+  const s = state || { election: name, term: d.term, leader: null, candidates: [] };
+  const c = d.candidate || {};
+  const cand = s.candidates.find((x) => x.id === c.id);
+  switch (type) {
+    case "leader.begin":
+      s.term = d.term;
+      s.handover_until = undefined;
+      s.leader = { id: c.id, term: d.term, metadata: c.metadata || {}, since: p.timestamp, expires_at: cand && cand.expires_at };
+      for (const x of s.candidates) {
+        if (x.id === c.id) Object.assign(x, { state: "leader", term: d.term });
+        else if (x.state === "leader") x.state = "follower";
+      }
+      break;
+    case "leader.end":
+      if (s.leader && s.leader.id === c.id) s.leader = null;
+      if (cand) cand.state = d.reason === "error" ? "error" : "follower";
+      break;
+    case "candidate.joined":
+      if (!cand) s.candidates.push({ id: c.id, state: "follower", metadata: c.metadata || {}, ttl: "", expires_at: "" });
+      else if (cand.state === "error") cand.state = "follower";
+      break;
+    case "candidate.left":
+      s.candidates = s.candidates.filter((x) => x.id !== c.id);
+      break;
+    default: // leader.error, and types this page does not know: listed only
+  }
+  return s;
+}
+
+// describe says what an event (type, and its payload's data d) means, in
+// a line for people.
+export function describe(type, d) {
+  const id = d.candidate ? d.candidate.id : "?";
+  switch (type) {
+    case "leader.begin": {
+      const prev = d.previous ? ` after ${d.previous.id} (term ${d.previous.term}, ${d.reason || "ended"})` : "";
+      return `${id} leads, term ${d.term}${prev}`;
+    }
+    case "leader.end": return `${id} stopped leading, term ${d.term}: ${d.reason}`;
+    case "leader.error": return `${id} reported an error: ${d.detail || "no detail"}`;
+    case "candidate.joined": return d.reason === "rejoined" ? `${id} is back in line after its cooldown` : `${id} joined`;
+    case "candidate.left": return `${id} left${d.reason ? `: ${d.reason}` : ""}`;
+    case "reset": return "the stream started over from a snapshot (this page fell behind)";
+    default: return JSON.stringify(d);
+  }
+}
+
+// parseDuration reads a Go duration ("1m30s", "500ms") in ms; 0 if it
+// cannot.
+export function parseDuration(s) {
+  const units = { h: 3600e3, m: 60e3, s: 1e3, ms: 1, us: 1e-3, "µs": 1e-3, ns: 1e-6 };
+  let ms = 0;
+  for (const [, n, u] of String(s || "").matchAll(/(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)/g)) ms += Number(n) * units[u];
+  return ms;
+}
+
+// span writes a length of time for people: "42s", "4m 05s", "1h 02m".
+export function span(ms) {
+  const sec = Math.max(0, Math.floor(ms / 1000));
+  if (sec < 60) return `${sec}s`;
+  if (sec < 3600) return `${Math.floor(sec / 60)}m ${String(sec % 60).padStart(2, "0")}s`;
+  return `${Math.floor(sec / 3600)}h ${String(Math.floor(sec / 60) % 60).padStart(2, "0")}m`;
+}
