@@ -22,6 +22,9 @@ func (b *Backend) PrepareRemove(ctx context.Context, election, id, tokenHash, re
 		if err != nil {
 			return false, err
 		}
-		return resp.Succeeded, b.waitRev(ctx, resp.Header.Revision)
+		if !resp.Succeeded {
+			return false, b.catchUp(ctx, resp.Header.Revision)
+		}
+		return true, b.waitApplied(ctx, resp.Header.Revision)
 	}, nil
 }
