@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -27,4 +28,30 @@ func (b *Backend) PrepareRemove(ctx context.Context, election, id, tokenHash, re
 		}
 		return true, b.waitApplied(ctx, resp.Header.Revision)
 	}, nil
+}
+
+// HoldCache stops the cache from applying what its watch delivers until
+// release is called (once or more), as a replica whose watch lags behind
+// does.
+func (b *Backend) HoldCache() (release func()) {
+	b.cache.applying.Lock()
+	return sync.OnceFunc(b.cache.applying.Unlock)
+}
+
+// ProgressAhead feeds the cache a progress notification at rev, as etcd
+// members that answer progress requests out of band may send one ahead of
+// events still queued for the watch.
+func (b *Backend) ProgressAhead(rev int64) {
+	b.cache.mu.Lock()
+	defer b.cache.mu.Unlock()
+	b.cache.progressed(rev)
+	b.cache.signal()
+}
+
+// DistrustProgress makes the cache ignore progress notifications, as it
+// does when a member is older than the versions ordersProgress trusts.
+func (b *Backend) DistrustProgress() {
+	b.cache.mu.Lock()
+	defer b.cache.mu.Unlock()
+	b.cache.ordered = false
 }
