@@ -216,7 +216,7 @@ func compareFanout(t *testing.T, srv *etcdServer) {
 		ns = append(ns, 10000)
 	}
 	tb := &table{title: "One transition to N subscribers of one election"}
-	tb.add("N", "system", "opened (s to open)", "p50", "p99", "max", "missed", "open failures", "p99 vs etcd watch", "campaign right after")
+	tb.add("N", "system", "opened (s to open)", "p50", "p99", "max", "missed", "open failures", "p99 vs etcd watch", "transition", "campaign right after")
 	c := sseClient()
 	systems := electors(t, srv.URL, "bench-fan")
 	for _, n := range ns {
@@ -225,8 +225,12 @@ func compareFanout(t *testing.T, srv *etcdServer) {
 			return call(c, "POST", srv.URL+"/v3/kv/put", nil, map[string]any{"key": b64(prefix + "x"), "value": b64("x")}, nil)
 		})
 		row := func(name string, f fanned, vs string, after string) {
+			transition := "ok"
+			if f.failed > 0 {
+				transition = f.firstErr
+			}
 			tb.add(fmt.Sprint(n), name, fmt.Sprintf("%d (%.1f s)", f.opened, f.openTime.Seconds()), ms(f.pct(50)), ms(f.pct(99)), ms(f.pct(100)),
-				fmt.Sprint(f.missed), fmt.Sprintf("%d %s", f.openFail, f.openErr), vs, after)
+				fmt.Sprint(f.missed), strings.TrimSpace(fmt.Sprintf("%d %s", f.openFail, f.openErr)), vs, transition, after)
 		}
 		row("etcd "+srv.Version+" HTTP /v3/watch", w, "1.00×", "–")
 		for _, e := range systems {
