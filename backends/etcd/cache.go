@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,9 +148,9 @@ func (c *cache) progressed(rev int64) {
 	}
 }
 
-// ordersProgress reports whether every member of the cluster sends the
-// progress notifications a client requests in order with the events of
-// its watches, and only for watches that have been sent every event up to
+// ordersProgress reports whether every member the client may watch
+// through (its endpoints) sends the progress notifications a client
+// requests in order with the events of its watches, and only for watches that have been sent every event up to
 // the notified revision. Older members answer such a request at once, out
 // of band, possibly ahead of events still queued for the stream (etcd
 // issues 15220 and 17507): a cache that believed them could claim a
@@ -158,14 +159,23 @@ func (c *cache) progressed(rev int64) {
 // member that cannot be asked counts as an older one.
 func ordersProgress(ctx context.Context, cli *clientv3.Client) bool {
 	eps := cli.Endpoints()
-	for _, ep := range eps {
-		resp, err := cli.Status(ctx, ep)
-		if err != nil || !progressInOrder(resp.Version) {
-			return false
-		}
+	ok := make([]bool, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			defer cancel()
+			resp, err := cli.Status(sctx, ep)
+			ok[i] = err == nil && progressInOrder(resp.Version)
+		})
 	}
-	return len(eps) > 0
+	wg.Wait()
+	return len(eps) > 0 && !slices.Contains(ok, false)
 }
+
+// statusTimeout bounds the version check of one member, so that a member
+// that is down delays a reload by no more than that.
+const statusTimeout = time.Second
 
 // progressInOrder reports whether etcd version v ("3.5.17") orders
 // requested progress notifications with events (see ordersProgress).
