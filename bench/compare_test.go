@@ -37,7 +37,7 @@ func TestCompareWithEtcd(t *testing.T) {
 func afterLoad(c *http.Client, base, election string) string {
 	err := call(c, "POST", base+"/v1/elections/"+election+"/candidates", nil, map[string]any{"id": "after", "ttl": "10s"}, nil)
 	if err != nil {
-		return err.Error()
+		return short(err.Error())
 	}
 	return "201"
 }

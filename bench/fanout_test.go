@@ -227,10 +227,10 @@ func compareFanout(t *testing.T, srv *etcdServer) {
 		row := func(name string, f fanned, vs string, after string) {
 			transition := "ok"
 			if f.failed > 0 {
-				transition = f.firstErr
+				transition = short(f.firstErr)
 			}
 			tb.add(fmt.Sprint(n), name, fmt.Sprintf("%d (%.1f s)", f.opened, f.openTime.Seconds()), ms(f.pct(50)), ms(f.pct(99)), ms(f.pct(100)),
-				fmt.Sprint(f.missed), strings.TrimSpace(fmt.Sprintf("%d %s", f.openFail, f.openErr)), vs, transition, after)
+				fmt.Sprint(f.missed), strings.TrimSpace(fmt.Sprintf("%d %s", f.openFail, short(f.openErr))), vs, transition, after)
 		}
 		row("etcd "+srv.Version+" HTTP /v3/watch", w, "1.00×", "–")
 		for _, e := range systems {

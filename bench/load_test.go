@@ -201,9 +201,13 @@ func failures(m measured) string {
 	if m.failed == 0 {
 		return "0"
 	}
-	e := m.firstErr
-	if len(e) > 120 {
-		e = e[:120] + "…"
+	return fmt.Sprintf("%d (%s)", m.failed, short(m.firstErr))
+}
+
+// short cuts an error message for a table cell.
+func short(e string) string {
+	if len(e) > 100 {
+		return e[:100] + "…"
 	}
-	return fmt.Sprintf("%d (%s)", m.failed, e)
+	return e
 }
