@@ -167,7 +167,7 @@ func (b *Backend) fresh(ctx context.Context) error {
 }
 
 // catchUp waits until the cache answers as of rev or later. When neither
-// events nor progress notifications bring it there within catchUpGrace
+// events nor progress notifications bring it there within barrierGrace
 // (rev touched nothing under the prefix and the members' progress
 // notifications cannot be trusted, see ordersProgress), it writes a
 // barrier under the prefix, shared by concurrent waiters, and waits for
