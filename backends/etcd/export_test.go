@@ -55,3 +55,11 @@ func (b *Backend) DistrustProgress() {
 	defer b.cache.mu.Unlock()
 	b.cache.ordered = false
 }
+
+// TrustsProgress reports whether the cache counts progress notifications
+// (see ordersProgress), once it has loaded.
+func (b *Backend) TrustsProgress() bool {
+	b.cache.mu.Lock()
+	defer b.cache.mu.Unlock()
+	return b.cache.ordered
+}
