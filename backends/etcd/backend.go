@@ -335,21 +335,45 @@ func (b *Backend) candidate(x *entry, s gateway.State) gateway.Candidate {
 }
 
 // status derives the Status of candidate id, whose token hash is
-// tokenHash, from the cache as it is, as of now. Callers first make sure
-// the cache is recent enough for their answer (fresh, or waitApplied of
-// their write). Errors: gateway.ErrCandidateNotFound,
-// gateway.ErrTokenMismatch, gateway.ErrUnavailable.
+// tokenHash, from the cache as it is, as of now; it is what
+// gateway.StatusOf returns for the snapshot of the election, without
+// building the snapshot. Callers first make sure the cache is recent
+// enough for their answer (fresh, or waitApplied of their write). Errors:
+// gateway.ErrCandidateNotFound, gateway.ErrTokenMismatch,
+// gateway.ErrUnavailable.
 func (b *Backend) status(ctx context.Context, op, election, id, tokenHash string) (gateway.Status, error) {
-	v, rev, err := b.cached(ctx, election)
-	if err != nil {
+	var (
+		st standing
+		ok bool
+	)
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	if err := b.cache.read(rctx, func(s *state) { st, ok = s.standing(election, id) }); err != nil {
 		return gateway.Status{}, err
 	}
-	if x, _, ok := v.find(id); ok && !gateway.TokenMatches(x.value.TokenHash, tokenHash) {
-		return gateway.Status{}, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrTokenMismatch)
-	}
-	st, ok := gateway.StatusOf(b.snapshot(v, rev, time.Now()), id)
 	if !ok {
 		return gateway.Status{}, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrCandidateNotFound)
 	}
-	return st, nil
+	if !gateway.TokenMatches(st.x.value.TokenHash, tokenHash) {
+		return gateway.Status{}, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrTokenMismatch)
+	}
+	out := gateway.Status{Election: election, Position: st.ahead, Term: st.term}
+	switch {
+	case st.cooling:
+		out.Candidate = b.candidate(st.x, gateway.StateError)
+		out.Candidate.CooldownUntil = st.x.value.CooldownUntil
+		out.Position = -1
+	default:
+		out.Candidate = b.candidate(st.x, gateway.StateFollower)
+	}
+	if l := st.leader; l != nil {
+		c := out.Candidate
+		if l != st.x {
+			c = b.candidate(l, gateway.StateFollower)
+		} else {
+			out.Candidate.State, out.Candidate.Term = gateway.StateLeader, st.term
+		}
+		out.Leader = &gateway.Leader{ID: c.ID, Metadata: c.Metadata, Term: st.term, Since: st.lead.Since, ExpiresAt: c.ExpiresAt}
+	}
+	return out, nil
 }

@@ -138,7 +138,9 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string,
 // fetched when the heartbeat arrives, beside the keep-alive, and the
 // answer waits until the cache has caught up with it; so a leader deposed
 // through any replica before the heartbeat arrived (an error report, a
-// resignation, an expiry) is never told that it still leads. Errors:
+// resignation, an expiry) is never told that it still leads. The answer
+// is found without deriving the whole election, so a heartbeat costs the
+// same with 3 candidates as with 1,000. Errors:
 // gateway.ErrCandidateNotFound (unknown, or its lease expired),
 // gateway.ErrTokenMismatch, gateway.ErrUnavailable.
 func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
@@ -147,20 +149,19 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 	caught := b.startFresh(hctx)
 	defer func() { cancel(); _ = caught.wait() }()
 
-	v, _, err := b.cached(ctx, election)
+	x, err := b.find(ctx, election, id)
 	if err != nil {
 		return gateway.Status{}, err
 	}
-	x, _, ok := v.find(id)
-	if !ok || !gateway.TokenMatches(x.value.TokenHash, tokenHash) {
+	if x == nil || !gateway.TokenMatches(x.value.TokenHash, tokenHash) {
 		// Not in the cache as it was: look again once it has caught up.
 		if err := caught.wait(); err != nil {
 			return gateway.Status{}, err
 		}
-		if v, _, err = b.cached(ctx, election); err != nil {
+		if x, err = b.find(ctx, election, id); err != nil {
 			return gateway.Status{}, err
 		}
-		if x, _, ok = v.find(id); !ok {
+		if x == nil {
 			return gateway.Status{}, fmt.Errorf("etcd: %s: %w", op, gateway.ErrCandidateNotFound)
 		}
 		if !gateway.TokenMatches(x.value.TokenHash, tokenHash) {
@@ -178,6 +179,20 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 		return gateway.Status{}, err
 	}
 	return b.status(ctx, "heartbeat", election, id, tokenHash)
+}
+
+// find returns elector candidate id of election from the cache as it is
+// (in line or cooling), or nil, without deriving the election's view.
+func (b *Backend) find(ctx context.Context, election, id string) (*entry, error) {
+	var x *entry
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	err := b.cache.read(rctx, func(s *state) {
+		if st, ok := s.standing(election, id); ok {
+			x = st.x
+		}
+	})
+	return x, err
 }
 
 // catching is a catch-up (Backend.fresh) running beside other work.

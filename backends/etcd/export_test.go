@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/electorhq/elector/gateway"
 )
 
 // PrepareRemove computes, from this replica's view of election as it is
@@ -62,4 +64,21 @@ func (b *Backend) TrustsProgress() bool {
 	b.cache.mu.Lock()
 	defer b.cache.mu.Unlock()
 	return b.cache.ordered
+}
+
+// Status is the Status that writes and heartbeats answer with, from the
+// cache as it is.
+func (b *Backend) Status(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
+	return b.status(ctx, "status", election, id, tokenHash)
+}
+
+// StatusOfSnapshot is gateway.StatusOf of the whole snapshot of election,
+// from the cache as it is: what Status must equal.
+func (b *Backend) StatusOfSnapshot(ctx context.Context, election, id string) (gateway.Status, bool, error) {
+	v, rev, err := b.cached(ctx, election)
+	if err != nil {
+		return gateway.Status{}, false, err
+	}
+	st, ok := gateway.StatusOf(b.snapshot(v, rev, time.Now()), id)
+	return st, ok, nil
 }
