@@ -20,6 +20,7 @@
 //	p/_elector/lead/<election>                the lead record: who elector says leads
 //	p/_elector/mark/<election>                why elector last removed a key
 //	p/_elector/kv/<key>                       the gateway.KV (webhooks' endpoints, deliveries…)
+//	p/_elector/barrier                        written only to move the replicas' watches (see below)
 //
 // The candidacy key is concurrency.Election's layout, so
 // concurrency.NewElection(session, "p/<election>") and
