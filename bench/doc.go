@@ -7,5 +7,11 @@
 //
 //	go test -run '^$' -bench . -benchmem ./bench/
 //
-// docs/performance.md records a run and how to read it.
+// TestCompareWithEtcd measures heartbeats, leader reads, campaigns and the
+// fan-out of a transition to many subscribers beside etcd 3.4's own HTTP
+// API, in the same run; it runs only when asked and etcd is installed:
+//
+//	ELECTOR_BENCH_ETCD=1 go test -run TestCompareWithEtcd -v -timeout 30m ./bench/
+//
+// docs/performance.md records runs and how to read them.
 package bench

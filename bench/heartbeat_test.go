@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/electorhq/elector/api"
+	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/backends/nats"
 	"github.com/electorhq/elector/gateway"
@@ -99,7 +100,8 @@ func BenchmarkBaselineHTTP(b *testing.B) {
 
 // BenchmarkHeartbeat measures a candidate's heartbeat through the whole
 // gateway (routing, token check, backend write, JSON answer) with 1, 100
-// and 1000 candidates in the election.
+// and 1000 candidates in the election; the etcd backend against an etcd
+// the benchmark starts (skipped when none is installed, see startEtcd).
 func BenchmarkHeartbeat(b *testing.B) {
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("memory/candidates=%d", n), func(b *testing.B) {
@@ -109,6 +111,17 @@ func BenchmarkHeartbeat(b *testing.B) {
 	for _, n := range []int{1, 100} {
 		b.Run(fmt.Sprintf("embedded-nats/candidates=%d", n), func(b *testing.B) {
 			be, err := nats.OpenEmbedded(context.Background(), nats.EmbeddedConfig{DataDir: b.TempDir()}, nats.Config{}, nats.WithLogger(quiet))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = be.Close() })
+			heartbeats(b, serve(b, be), n)
+		})
+	}
+	for _, n := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("etcd/candidates=%d", n), func(b *testing.B) {
+			srv := startEtcd(b) // skips without an etcd binary
+			be, err := etcd.New(etcd.Config{Endpoints: []string{srv.URL}, Logger: quiet})
 			if err != nil {
 				b.Fatal(err)
 			}

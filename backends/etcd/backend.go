@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -22,6 +21,10 @@ type Backend struct {
 	log    *slog.Logger
 	cache  *cache
 	leases *leaseBook
+	// index fetches etcd's revision for linearizable reads, barrier writes
+	// a revision the watch delivers (see catchUp); each coalesces the calls
+	// of concurrent requests.
+	index, barrier *gateway.ReadIndex
 
 	revokes chan clientv3.LeaseID // leases to revoke, see revoke
 	done    context.Context       // ends with Close
@@ -33,6 +36,9 @@ var (
 	_ gateway.Backend = (*Backend)(nil)
 	_ gateway.Runner  = (*Backend)(nil)
 	_ gateway.Pinger  = (*Backend)(nil)
+
+	_ gateway.Header          = (*Backend)(nil)
+	_ gateway.ElectionCounter = (*Backend)(nil)
 )
 
 // New connects to etcd and starts following the keys under cfg.Prefix.
@@ -54,6 +60,7 @@ func New(cfg Config) (*Backend, error) {
 	k := keys{p: cfg.Prefix}
 	ctx, stop := context.WithCancel(context.Background())
 	b := &Backend{cfg: cfg, cli: cli, keys: k, log: cfg.Logger, cache: newCache(cli, k, cfg.Logger), leases: newLeaseBook(), revokes: make(chan clientv3.LeaseID, 1024), done: ctx, stop: stop}
+	b.index, b.barrier = gateway.NewReadIndex(b.head), gateway.NewReadIndex(b.writeBarrier)
 	b.wg.Add(2)
 	go func() {
 		defer b.wg.Done()
@@ -95,58 +102,129 @@ func (b *Backend) Ping(ctx context.Context) error {
 	return b.cache.read(rctx, func(*state) {})
 }
 
-// sync brings the cache up to etcd's current revision.
-func (b *Backend) sync(ctx context.Context) error {
+// barrierGrace is how long a read waits for the cache to reach the read
+// index by itself (events, or in-order progress notifications) before it
+// writes a barrier to move it there.
+const barrierGrace = 50 * time.Millisecond
+
+// head fetches etcd's current revision: a linearizable count-only read of
+// a key that does not exist, so it costs etcd a read index and no range.
+// It is the fetch of b.index.
+func (b *Backend) head(ctx context.Context) (uint64, error) {
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
-	resp, err := b.cli.Get(rctx, b.keys.settings("_sync"), clientv3.WithCountOnly())
+	resp, err := b.cli.Get(rctx, b.keys.settings("_head"), clientv3.WithCountOnly())
 	if err != nil {
-		return translate(ctx, "read", err)
+		return 0, translate(ctx, "read index", err)
 	}
-	return b.cache.waitRev(rctx, resp.Header.Revision)
+	return uint64(resp.Header.Revision), nil
 }
 
-// waitRev waits until the cache holds rev, the revision of a write.
-func (b *Backend) waitRev(ctx context.Context, rev int64) error {
+// writeBarrier writes the barrier key under the prefix and returns the
+// revision of the write, whose event the watch is sure to deliver. It is
+// the fetch of b.barrier.
+func (b *Backend) writeBarrier(ctx context.Context) (uint64, error) {
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
-	return b.cache.waitRev(rctx, rev)
+	resp, err := b.cli.Put(rctx, b.keys.barrier(), "")
+	if err != nil {
+		return 0, translate(ctx, "barrier", err)
+	}
+	return uint64(resp.Header.Revision), nil
 }
 
-// current returns the view of election from the cache. With fresh set, or
-// when the cache does not know the election, it first syncs with etcd.
-func (b *Backend) current(ctx context.Context, election string, fresh bool) (view, int64, error) {
+// Head implements gateway.Header: etcd's current revision, as the cursor
+// "<rev>" (every event up to it). Errors: gateway.ErrUnavailable.
+func (b *Backend) Head(ctx context.Context) (string, error) {
+	rev, err := b.index.Revision(ctx)
+	if err != nil {
+		return "", err
+	}
+	return revCursor(int64(rev)), nil
+}
+
+// CountElections implements gateway.ElectionCounter from the cache, which
+// keeps the count as it applies changes: no election is built, and no
+// request is made to etcd.
+func (b *Backend) CountElections(ctx context.Context) (int, error) {
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	var n int
+	err := b.cache.read(rctx, func(st *state) { n = st.count })
+	return n, err
+}
+
+// fresh waits until the cache reflects every write etcd acknowledged
+// before fresh was called: it fetches etcd's revision through the read
+// index (one call shared by concurrent reads, made after this one began)
+// and catches up with it.
+func (b *Backend) fresh(ctx context.Context) error {
+	rev, err := b.index.Revision(ctx)
+	if err != nil {
+		return err
+	}
+	return b.catchUp(ctx, int64(rev))
+}
+
+// catchUp waits until the cache answers as of rev or later. When neither
+// events nor progress notifications bring it there within barrierGrace
+// (rev touched nothing under the prefix and the members' progress
+// notifications cannot be trusted, see ordersProgress), it writes a
+// barrier under the prefix, shared by concurrent waiters, and waits for
+// its event: once the cache has applied a revision after rev, it holds
+// every change up to rev.
+func (b *Backend) catchUp(ctx context.Context, rev int64) error {
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	gctx, gcancel := context.WithTimeout(rctx, barrierGrace)
+	err := b.cache.waitRev(gctx, rev)
+	gcancel()
+	if err == nil || rctx.Err() != nil {
+		return err
+	}
+	bar, err := b.barrier.Revision(rctx)
+	if err != nil {
+		return err
+	}
+	return b.cache.waitApplied(rctx, int64(bar))
+}
+
+// waitApplied waits until the cache holds rev, the revision of a write
+// under the prefix that etcd acknowledged.
+func (b *Backend) waitApplied(ctx context.Context, rev int64) error {
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	return b.cache.waitApplied(rctx, rev)
+}
+
+// cached returns the view of election from the cache as it is, with the
+// revision the cache answers as of.
+func (b *Backend) cached(ctx context.Context, election string) (view, int64, error) {
 	var (
 		v   view
 		rev int64
 	)
-	get := func() error {
-		rctx, cancel := b.reqCtx(ctx)
-		defer cancel()
-		return b.cache.read(rctx, func(st *state) { v, rev = st.view(election), st.rev })
-	}
-	if !fresh {
-		if err := get(); err != nil {
-			return view{}, 0, err
-		}
-		if v.exists {
-			return v, rev, nil
-		}
-	}
-	if err := b.sync(ctx); err != nil {
-		return view{}, 0, err
-	}
-	if err := get(); err != nil {
-		return view{}, 0, err
-	}
-	return v, rev, nil
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	err := b.cache.read(rctx, func(st *state) { v, rev = st.view(election), st.rev })
+	return v, rev, err
 }
 
-// Election implements gateway.Backend. It reads this replica's cache,
-// syncing with etcd first when the cache does not know the election.
-// Errors: gateway.ErrElectionNotFound, gateway.ErrUnavailable.
+// current returns the view of election once the cache reflects every
+// write acknowledged before the call (see fresh).
+func (b *Backend) current(ctx context.Context, election string) (view, int64, error) {
+	if err := b.fresh(ctx); err != nil {
+		return view{}, 0, err
+	}
+	return b.cached(ctx, election)
+}
+
+// Election implements gateway.Backend: a linearizable read, from this
+// replica's cache once it has caught up with etcd's revision fetched after
+// the call began. Errors: gateway.ErrElectionNotFound,
+// gateway.ErrUnavailable.
 func (b *Backend) Election(ctx context.Context, election string) (gateway.Election, error) {
-	v, rev, err := b.current(ctx, election, false)
+	v, rev, err := b.current(ctx, election)
 	if err != nil {
 		return gateway.Election{}, err
 	}
@@ -157,8 +235,11 @@ func (b *Backend) Election(ctx context.Context, election string) (gateway.Electi
 }
 
 // Elections implements gateway.Backend: every election of the cache, at
-// one revision. Errors: gateway.ErrUnavailable.
+// one revision, read as Election reads. Errors: gateway.ErrUnavailable.
 func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, error) {
+	if err := b.fresh(ctx); err != nil {
+		return nil, "", err
+	}
 	var (
 		out []gateway.Election
 		rev int64
@@ -188,14 +269,19 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 	if err != nil {
 		return gateway.Election{}, translate(ctx, fmt.Sprintf("configure %q", election), err)
 	}
-	if err := b.waitRev(ctx, resp.Header.Revision); err != nil {
+	// The cache at the write's revision reflects every write acknowledged
+	// before this one: it answers as a linearizable read would.
+	if err := b.waitApplied(ctx, resp.Header.Revision); err != nil {
 		return gateway.Election{}, err
 	}
-	e, err := b.Election(ctx, election)
-	if errors.Is(err, gateway.ErrElectionNotFound) {
+	v, rev, err := b.cached(ctx, election)
+	if err != nil {
+		return gateway.Election{}, err
+	}
+	if !v.exists {
 		return gateway.Election{}, fmt.Errorf("etcd: configure %q: settings vanished: %w", election, gateway.ErrUnavailable)
 	}
-	return e, err
+	return b.snapshot(v, rev, time.Now()), nil
 }
 
 // snapshot turns a view into the gateway's Election.
@@ -248,15 +334,46 @@ func (b *Backend) candidate(x *entry, s gateway.State) gateway.Candidate {
 	return c
 }
 
-// status derives a candidate's Status from the cache, as of now.
-func (b *Backend) status(ctx context.Context, op, election, id string) (gateway.Status, error) {
-	v, rev, err := b.current(ctx, election, false)
-	if err != nil {
+// status derives the Status of candidate id, whose token hash is
+// tokenHash, from the cache as it is, as of now; it is what
+// gateway.StatusOf returns for the snapshot of the election, without
+// building the snapshot. Callers first make sure the cache is recent
+// enough for their answer (fresh, or waitApplied of their write). Errors:
+// gateway.ErrCandidateNotFound, gateway.ErrTokenMismatch,
+// gateway.ErrUnavailable.
+func (b *Backend) status(ctx context.Context, op, election, id, tokenHash string) (gateway.Status, error) {
+	var (
+		st standing
+		ok bool
+	)
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	if err := b.cache.read(rctx, func(s *state) { st, ok = s.standing(election, id) }); err != nil {
 		return gateway.Status{}, err
 	}
-	st, ok := gateway.StatusOf(b.snapshot(v, rev, time.Now()), id)
 	if !ok {
 		return gateway.Status{}, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrCandidateNotFound)
 	}
-	return st, nil
+	if !gateway.TokenMatches(st.x.value.TokenHash, tokenHash) {
+		return gateway.Status{}, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrTokenMismatch)
+	}
+	out := gateway.Status{Election: election, Position: st.ahead, Term: st.term}
+	switch {
+	case st.cooling:
+		out.Candidate = b.candidate(st.x, gateway.StateError)
+		out.Candidate.CooldownUntil = st.x.value.CooldownUntil
+		out.Position = -1
+	default:
+		out.Candidate = b.candidate(st.x, gateway.StateFollower)
+	}
+	if l := st.leader; l != nil {
+		c := out.Candidate
+		if l != st.x {
+			c = b.candidate(l, gateway.StateFollower)
+		} else {
+			out.Candidate.State, out.Candidate.Term = gateway.StateLeader, st.term
+		}
+		out.Leader = &gateway.Leader{ID: c.ID, Metadata: c.Metadata, Term: st.term, Since: st.lead.Since, ExpiresAt: c.ExpiresAt}
+	}
+	return out, nil
 }

@@ -4,30 +4,60 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/electorhq/elector/gateway"
 )
 
 // cache is a replica's copy of every key under the prefix, fed by one
-// watch. Reads are served from it; writers wait until it has caught up with
-// the revision of their write, so a replica reads its own writes.
+// watch. Reads are served from it; writers wait until it has applied the
+// revision of their write, so a replica reads its own writes.
+//
+// The cache knows two revisions. applied is the last revision whose events
+// it has applied (or the revision it loaded at): everything etcd holds
+// under the prefix up to applied is in the cache, because a watch delivers
+// the events of one key range in revision order. st.rev, the revision the
+// cache answers as of, is at least applied, and more when etcd said in a
+// progress notification that nothing under the prefix changed up to a
+// later revision. Only progress notifications that etcd sends in order
+// with the events count (see ordersProgress); the others are ignored.
 type cache struct {
 	cli *clientv3.Client
 	log *slog.Logger
 
+	// applying is held while a watch response is applied. Tests hold it to
+	// keep the cache behind etcd.
+	applying sync.Mutex
+	progress chan struct{} // a waiter asks the watch for a progress notification
+
 	mu      sync.Mutex
 	st      *state
+	applied int64
 	loaded  bool
+	ordered bool          // every member sends progress notifications in order (ordersProgress)
 	changed chan struct{} // closed and replaced whenever st moves
+	dirty   map[string]bool
+	all     bool // every election is dirty (after a load)
 }
 
 func newCache(cli *clientv3.Client, k keys, log *slog.Logger) *cache {
-	return &cache{cli: cli, log: log, st: newState(k), changed: make(chan struct{})}
+	return &cache{cli: cli, log: log, st: newState(k), changed: make(chan struct{}), progress: make(chan struct{}, 1), dirty: map[string]bool{}}
+}
+
+// watchCtx gives the cache's watch a gRPC stream of its own: the client
+// multiplexes watches whose contexts carry the same metadata onto one
+// stream, and the stream of the per-subscriber watches (Watch) can be far
+// busier than the cache's.
+func watchCtx(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(ctx), "elector-watch", "cache")
 }
 
 // run loads the keys and follows them until ctx ends. When the watch
@@ -51,6 +81,7 @@ func (c *cache) run(ctx context.Context, requestTimeout time.Duration) {
 func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error {
 	gctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	kvs, rev, err := loadKeys(gctx, c.cli, c.st.keys, 0)
+	ordered := err == nil && ordersProgress(gctx, c.cli)
 	cancel()
 	if err != nil {
 		return err
@@ -58,31 +89,120 @@ func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error 
 	st := newState(c.st.keys)
 	st.load(kvs, rev)
 	c.mu.Lock()
-	c.st, c.loaded = st, true
+	c.st, c.applied, c.loaded, c.ordered, c.all = st, rev, true, ordered, true
 	c.signal()
 	c.mu.Unlock()
 
-	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx, wcancel := context.WithCancel(watchCtx(ctx))
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer wcancel()
-	wch := c.cli.Watch(wctx, c.st.keys.root(), clientv3.WithPrefix(), clientv3.WithRev(st.rev+1))
+	wch := c.cli.Watch(wctx, c.st.keys.root(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-c.progress:
+				_ = c.cli.RequestProgress(wctx)
+			}
+		}
+	}()
 	for wr := range wch {
 		if err := wr.Err(); err != nil {
 			return err
 		}
-		c.mu.Lock()
-		if wr.IsProgressNotify() {
-			c.st.rev = max(c.st.rev, wr.Header.Revision)
-		}
-		for _, batch := range byRevision(wr.Events) {
-			c.st.applyRevision(batch[0].Kv.ModRevision, batch, time.Time{}, false)
-		}
-		c.signal()
-		c.mu.Unlock()
+		c.apply(wr)
 	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	return fmt.Errorf("watch closed")
+}
+
+// apply applies one watch response.
+func (c *cache) apply(wr clientv3.WatchResponse) {
+	c.applying.Lock()
+	defer c.applying.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if wr.IsProgressNotify() {
+		c.progressed(wr.Header.Revision)
+	}
+	for _, batch := range byRevision(wr.Events) {
+		rev := batch[0].Kv.ModRevision
+		c.st.dirty = c.dirty
+		c.st.applyRevision(rev, batch, time.Time{}, false)
+		c.st.dirty = nil
+		c.applied = max(c.applied, rev)
+	}
+	c.signal()
+}
+
+// progressed takes in a progress notification at rev. Callers hold c.mu.
+func (c *cache) progressed(rev int64) {
+	if c.ordered {
+		c.st.rev = max(c.st.rev, rev)
+	}
+}
+
+// ordersProgress reports whether every member the client may watch
+// through (its endpoints) sends the progress notifications a client
+// requests in order with the events of its watches, and only for watches that have been sent every event up to
+// the notified revision. Older members answer such a request at once, out
+// of band, possibly ahead of events still queued for the stream (etcd
+// issues 15220 and 17507): a cache that believed them could claim a
+// revision whose events it has not applied. The fixes are in etcd 3.4.31,
+// 3.5.13 and 3.6, the versions Kubernetes requires for the same use. A
+// member that cannot be asked counts as an older one.
+func ordersProgress(ctx context.Context, cli *clientv3.Client) bool {
+	eps := cli.Endpoints()
+	ok := make([]bool, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			defer cancel()
+			resp, err := cli.Status(sctx, ep)
+			ok[i] = err == nil && progressInOrder(resp.Version)
+		})
+	}
+	wg.Wait()
+	return len(eps) > 0 && !slices.Contains(ok, false)
+}
+
+// statusTimeout bounds the version check of one member, so that a member
+// that is down delays a reload by no more than that.
+const statusTimeout = time.Second
+
+// progressInOrder reports whether etcd version v ("3.5.17") orders
+// requested progress notifications with events (see ordersProgress).
+func progressInOrder(v string) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) != 3 {
+		return false
+	}
+	n := make([]int, 3)
+	for i, p := range parts {
+		p, _, _ = strings.Cut(p, "-") // "3.6.0-rc.1"
+		x, err := strconv.Atoi(p)
+		if err != nil {
+			return false
+		}
+		n[i] = x
+	}
+	switch {
+	case n[0] != 3:
+		return n[0] > 3
+	case n[1] == 4:
+		return n[2] >= 31
+	case n[1] == 5:
+		return n[2] >= 13
+	default:
+		return n[1] > 5
+	}
 }
 
 // loadKeys reads the keys under the prefix at revision rev (0: the current
@@ -146,27 +266,61 @@ func (c *cache) read(ctx context.Context, f func(st *state)) error {
 	}
 }
 
-// waitRev waits until the cache holds revision rev. When the revision
-// touched nothing under the prefix, the watch is asked for a progress
-// notification, which moves the cache to the store's revision.
+// waitApplied waits until the cache has applied the events of revision
+// rev, which must be the revision of a write under the prefix (its events
+// come on the watch). Progress notifications do not count.
+func (c *cache) waitApplied(ctx context.Context, rev int64) error {
+	return c.wait(ctx, rev, false)
+}
+
+// waitRev waits until the cache answers as of revision rev or later: its
+// events are applied, or etcd said in order that nothing under the prefix
+// changed up to it. It asks the watch for progress notifications while it
+// waits, so a revision that touched nothing under the prefix counts too
+// when the members send them in order; with older members only events
+// move the cache, and a revision of no event under the prefix is reached
+// only by a later write (see Backend.catchUp).
 func (c *cache) waitRev(ctx context.Context, rev int64) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
+	return c.wait(ctx, rev, true)
+}
+
+func (c *cache) wait(ctx context.Context, rev int64, progress bool) error {
+	var tick <-chan time.Time
 	for {
 		c.mu.Lock()
-		ok := c.loaded && c.st.rev >= rev
+		at := c.applied
+		if progress {
+			at = c.st.rev
+		}
+		ok := c.loaded && at >= rev
+		ask := progress && c.ordered
 		ch := c.changed
 		c.mu.Unlock()
 		if ok {
 			return nil
 		}
+		if ask && tick == nil {
+			t := time.NewTicker(20 * time.Millisecond)
+			defer t.Stop()
+			tick = t.C
+			c.askProgress()
+		}
 		select {
 		case <-ch:
-		case <-tick.C:
-			_ = c.cli.RequestProgress(clientv3.WithRequireLeader(ctx))
+		case <-tick:
+			c.askProgress()
 		case <-ctx.Done():
 			return fmt.Errorf("etcd: waiting for revision %d: %w", rev, gateway.ErrUnavailable)
 		}
+	}
+}
+
+// askProgress asks the watch for a progress notification, unless a request
+// is already queued.
+func (c *cache) askProgress() {
+	select {
+	case c.progress <- struct{}{}:
+	default:
 	}
 }
 
@@ -175,6 +329,19 @@ func (c *cache) changes() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.changed
+}
+
+// takeDirty returns the elections touched since the last call, or all set
+// when the state was loaded afresh (every election may have changed).
+func (c *cache) takeDirty() (names []string, all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all, c.all = c.all, false
+	for n := range c.dirty {
+		names = append(names, n)
+	}
+	clear(c.dirty)
+	return names, all
 }
 
 // status returns the cache's revision and whether the state is loaded.

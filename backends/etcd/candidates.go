@@ -2,7 +2,9 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -51,13 +53,28 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 		}
 		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrCandidateExists)
 	}
-	if err := b.waitRev(ctx, resp.Header.Revision); err != nil {
-		return gateway.Status{}, err
+	// The candidacy is written: from here on the answer is 201 or, when
+	// this replica cannot tell what became of it, 503; never "not found".
+	// The wait is for the write's own events, which the watch delivers in
+	// order: a progress notification, which older etcd members may send
+	// ahead of queued events, cannot end it early (see cache).
+	rev := resp.Header.Revision
+	if err := b.waitApplied(ctx, rev); err != nil {
+		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: written at revision %d, not yet seen by this replica: %w", op, election, rev, err)
 	}
 	if err := b.reconcile(ctx, election); err != nil {
-		return gateway.Status{}, err
+		// Acknowledging the head of the line is the reconcilers' job too
+		// (Run); the answer below tells what the cache holds, which is
+		// true at its revision, so it is no reason to fail the campaign.
+		b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: reconcile after campaign", slog.String("election", election), slog.String("error", err.Error()))
 	}
-	return b.status(ctx, "campaign", election, c.ID)
+	st, err := b.status(ctx, "campaign", election, c.ID, c.TokenHash)
+	if errors.Is(err, gateway.ErrCandidateNotFound) || errors.Is(err, gateway.ErrTokenMismatch) {
+		// Gone since its write (its lease expired, a native client
+		// deleted its key): the campaign did happen, so not "not found".
+		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: written at revision %d, gone since: %w", op, election, rev, gateway.ErrUnavailable)
+	}
+	return st, err
 }
 
 // revoke ends a lease that nothing needs any more. A worker does it after
@@ -84,44 +101,122 @@ func (b *Backend) revoker(ctx context.Context) {
 	}
 }
 
-// owned finds an elector candidate and checks its token; when the cache
-// does not know it or the token differs, it syncs with etcd and looks once
-// more (the candidate may have campaigned again through another replica).
+// owned finds an elector candidate and checks its token. With fresh set
+// it reads the cache once it reflects every acknowledged write (see
+// Backend.fresh); otherwise it first looks in the cache as it is, and only
+// when the candidate is missing there or its token differs looks again
+// freshly (the candidate may have campaigned through another replica a
+// moment ago).
 func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string, fresh bool) (view, *entry, bool, error) {
 	for attempt := 0; ; attempt++ {
-		v, _, err := b.current(ctx, election, fresh || attempt > 0)
+		var (
+			v   view
+			err error
+		)
+		if fresh || attempt > 0 {
+			v, _, err = b.current(ctx, election)
+		} else {
+			v, _, err = b.cached(ctx, election)
+		}
 		if err != nil {
 			return view{}, nil, false, err
 		}
 		x, cooling, ok := v.find(id)
 		switch {
-		case !ok && attempt > 0:
+		case !ok && (fresh || attempt > 0):
 			return view{}, nil, false, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrCandidateNotFound)
 		case ok && gateway.TokenMatches(x.value.TokenHash, tokenHash):
 			return v, x, cooling, nil
-		case ok && attempt > 0:
+		case ok && (fresh || attempt > 0):
 			return view{}, nil, false, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrTokenMismatch)
 		}
 	}
 }
 
 // Heartbeat implements gateway.Backend: a keep-alive of the candidate's
-// lease. Errors: gateway.ErrCandidateNotFound (unknown, or its lease
-// expired), gateway.ErrTokenMismatch, gateway.ErrUnavailable.
+// lease, and an answer as fresh as a linearizable read. The read index is
+// fetched when the heartbeat arrives, beside the keep-alive, and the
+// answer waits until the cache has caught up with it; so a leader deposed
+// through any replica before the heartbeat arrived (an error report, a
+// resignation, an expiry) is never told that it still leads. The answer
+// is found without deriving the whole election, so a heartbeat costs the
+// same with 3 candidates as with 1,000. Errors:
+// gateway.ErrCandidateNotFound (unknown, or its lease expired),
+// gateway.ErrTokenMismatch, gateway.ErrUnavailable.
 func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
 	op := fmt.Sprintf("heartbeat %q", id)
-	_, x, _, err := b.owned(ctx, "heartbeat", election, id, tokenHash, false)
+	hctx, cancel := context.WithCancel(ctx)
+	caught := b.startFresh(hctx)
+	defer func() { cancel(); _ = caught.wait() }()
+
+	x, err := b.find(ctx, election, id)
 	if err != nil {
 		return gateway.Status{}, err
 	}
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
+	if x == nil || !gateway.TokenMatches(x.value.TokenHash, tokenHash) {
+		// Not in the cache as it was: look again once it has caught up.
+		if err := caught.wait(); err != nil {
+			return gateway.Status{}, err
+		}
+		if x, err = b.find(ctx, election, id); err != nil {
+			return gateway.Status{}, err
+		}
+		if x == nil {
+			return gateway.Status{}, fmt.Errorf("etcd: %s: %w", op, gateway.ErrCandidateNotFound)
+		}
+		if !gateway.TokenMatches(x.value.TokenHash, tokenHash) {
+			return gateway.Status{}, fmt.Errorf("etcd: %s: %w", op, gateway.ErrTokenMismatch)
+		}
+	}
+	rctx, rcancel := b.reqCtx(ctx)
 	ka, err := b.cli.KeepAliveOnce(rctx, clientv3.LeaseID(x.lease))
+	rcancel()
 	if err != nil {
 		return gateway.Status{}, translate(ctx, op, err)
 	}
 	b.leases.note(x.lease, ka.TTL, ka.TTL, time.Now())
-	return b.status(ctx, "heartbeat", election, id)
+	if err := caught.wait(); err != nil {
+		return gateway.Status{}, err
+	}
+	return b.status(ctx, "heartbeat", election, id, tokenHash)
+}
+
+// find returns elector candidate id of election from the cache as it is
+// (in line or cooling), or nil, without deriving the election's view.
+func (b *Backend) find(ctx context.Context, election, id string) (*entry, error) {
+	var x *entry
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	err := b.cache.read(rctx, func(s *state) {
+		if st, ok := s.standing(election, id); ok {
+			x = st.x
+		}
+	})
+	return x, err
+}
+
+// catching is a catch-up (Backend.fresh) running beside other work.
+type catching struct {
+	done chan struct{}
+	err  error
+}
+
+// startFresh starts fresh(ctx) in a goroutine; the caller must call wait
+// before it returns.
+func (b *Backend) startFresh(ctx context.Context) *catching {
+	c := &catching{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.err = b.fresh(ctx)
+	}()
+	return c
+}
+
+// wait waits for the catch-up and returns its error. It may be called
+// more than once.
+func (c *catching) wait() error {
+	<-c.done
+	return c.err
 }
 
 // Resign implements gateway.Backend. One transaction deletes the
@@ -151,7 +246,7 @@ func (b *Backend) ReportError(ctx context.Context, election, id, tokenHash, reas
 	if _, err := b.remove(ctx, "report error", election, id, tokenHash, gateway.ReasonError, reason); err != nil {
 		return gateway.Status{}, err
 	}
-	return b.status(ctx, "report error", election, id)
+	return b.status(ctx, "report error", election, id, tokenHash)
 }
 
 // remove takes a candidate out of the line, for good (resigned) or into
@@ -169,12 +264,10 @@ func (b *Backend) remove(ctx context.Context, op, election, id, tokenHash, reaso
 		if err != nil {
 			return nil, translate(ctx, fmt.Sprintf("%s %q", op, id), err)
 		}
-		if err := b.waitRev(ctx, resp.Header.Revision); err != nil {
-			return nil, err
-		}
 		if resp.Succeeded {
-			return x, nil
+			return x, b.waitApplied(ctx, resp.Header.Revision)
 		}
+		// The election moved: the next attempt reads it freshly.
 	}
 	return nil, fmt.Errorf("etcd: %s %q: the election kept changing: %w", op, id, gateway.ErrUnavailable)
 }

@@ -18,8 +18,8 @@ var _ gateway.CatchUpReporter = (*Backend)(nil)
 
 // CaughtUp implements gateway.CatchUpReporter. It reads etcd's current
 // revision (a linearizable count-only read under the prefix) and waits up
-// to a second, or ctx's deadline if earlier, for the cache to apply it
-// (asking the watch for progress notifications, so a revision that touched
+// to a second, or ctx's deadline if earlier, for the cache to catch up
+// with it as a read does (see Backend.catchUp: a revision that touched
 // nothing under the prefix counts too). It returns nil once the cache holds
 // that revision; an error wrapping gateway.ErrUnavailable naming both
 // revisions when it does not; and the translated error (normally
@@ -34,7 +34,7 @@ func (b *Backend) CaughtUp(ctx context.Context) error {
 	want := resp.Header.Revision
 	wctx, wcancel := context.WithTimeout(ctx, catchUpGrace)
 	defer wcancel()
-	if b.cache.waitRev(wctx, want) == nil {
+	if b.catchUp(wctx, want) == nil {
 		return nil
 	}
 	have, loaded := b.cache.status()

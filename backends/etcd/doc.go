@@ -20,6 +20,7 @@
 //	p/_elector/lead/<election>                the lead record: who elector says leads
 //	p/_elector/mark/<election>                why elector last removed a key
 //	p/_elector/kv/<key>                       the gateway.KV (webhooks' endpoints, deliveries…)
+//	p/_elector/barrier                        written only to move the replicas' watches (see below)
 //
 // The candidacy key is concurrency.Election's layout, so
 // concurrency.NewElection(session, "p/<election>") and
@@ -133,14 +134,61 @@
 //
 // # Replicas and reads
 //
-// Each Backend follows the prefix with one watch into a cache, and answers
-// reads (Election, Elections, the status in answers) from it. A replica
-// reads its own writes: a write waits until the cache holds its revision;
-// when a candidate or election is missing from the cache, the replica first
-// catches up with etcd's current revision. Another replica may answer from
-// a revision a few milliseconds older, never from a different history.
-// CaughtUp (the readiness probe's watch check) compares the cache's
-// revision with etcd's current one and fails when the cache does not reach
+// Each Backend follows the prefix with one watch (on a gRPC stream of its
+// own) into a cache, and answers reads (Election, Elections, the status in
+// answers, CountElections) from it. etcd delivers a watch's events in
+// revision order, so a cache that has applied the events of revision r
+// holds everything etcd held under the prefix at r.
+//
+// Reads are linearizable: a read reflects every write etcd acknowledged
+// before the read arrived, whichever replica made it. Election, Elections
+// and Heartbeat fetch etcd's current revision (a count-only linearizable
+// read, which etcd serves through raft's read index) after they arrive,
+// and answer once the cache has caught up with it. Concurrent reads share
+// one fetch (gateway.ReadIndex): a burst of reads costs etcd two calls.
+// A write answers from the cache once it has applied the write's own
+// revision, which is as fresh: every write acknowledged before it has a
+// lower revision. CountElections, which only feeds the best-effort limits,
+// answers from the cache as it is.
+//
+// A revision that touched nothing under the prefix (a write elsewhere in
+// etcd) sends the watch no event. The cache then relies on a progress
+// notification, which etcd sends on request, saying that nothing under
+// the prefix changed up to a revision; it trusts them only from members
+// that send them in order with the events (etcd 3.4.31, 3.5.13, 3.6 and
+// later; older members, Debian's 3.4.23 among them, may send one ahead of
+// events still queued). When neither events nor a trusted notification
+// bring the cache to the revision within 50ms, the replica writes a
+// barrier key (p/_elector/barrier; concurrent readers share one write)
+// and waits for its event. The barrier is the only write a read can cause,
+// and only then.
+//
+// Why a heartbeat cannot tell a deposed leader that it leads: the
+// heartbeat fetches the read index when it arrives, beside its keep-alive,
+// and derives its answer from a cache that holds every revision up to that
+// index. A deposition acknowledged before the heartbeat arrived (an error
+// report from the begin-deadline webhook through another replica, a
+// resignation, a handover after expiry) has a lower revision, so the
+// answer shows it. A deposition after the heartbeat arrived is concurrent
+// with it; the answer is then true at a revision the heartbeat saw, as
+// every answer of a distributed lock is, and the candidate learns of it at
+// its next heartbeat or from the events. When the cache cannot catch up
+// within the request's time the heartbeat fails with
+// gateway.ErrUnavailable (503) rather than answer from an old revision;
+// the keep-alive itself may have happened, which only keeps the candidate
+// in line, never makes it lead.
+//
+// Why a campaign whose transaction succeeded is never answered "not
+// found": it waits for the events of its own revision, never for a
+// progress notification (one sent ahead of the queued events let the
+// campaign read a cache without its candidacy; with thousands of watches
+// on one stream this happened), then reads the cache, which now holds the
+// candidacy unless it has gone since (its lease expired, a native client
+// deleted its key); that, or a cache that cannot catch up, is answered
+// gateway.ErrUnavailable (503), never gateway.ErrCandidateNotFound.
+//
+// CaughtUp (the readiness probe's watch check) catches up with etcd's
+// current revision as a read does and fails when the cache does not reach
 // it within a second.
 //
 // Run (the reconciler) must run on at least one replica: it acknowledges

@@ -2,7 +2,10 @@ package etcd
 
 import (
 	"context"
+	"sync"
 	"time"
+
+	"github.com/electorhq/elector/gateway"
 )
 
 // PrepareRemove computes, from this replica's view of election as it is
@@ -22,6 +25,60 @@ func (b *Backend) PrepareRemove(ctx context.Context, election, id, tokenHash, re
 		if err != nil {
 			return false, err
 		}
-		return resp.Succeeded, b.waitRev(ctx, resp.Header.Revision)
+		if !resp.Succeeded {
+			return false, b.catchUp(ctx, resp.Header.Revision)
+		}
+		return true, b.waitApplied(ctx, resp.Header.Revision)
 	}, nil
+}
+
+// HoldCache stops the cache from applying what its watch delivers until
+// release is called (once or more), as a replica whose watch lags behind
+// does.
+func (b *Backend) HoldCache() (release func()) {
+	b.cache.applying.Lock()
+	return sync.OnceFunc(b.cache.applying.Unlock)
+}
+
+// ProgressAhead feeds the cache a progress notification at rev, as etcd
+// members that answer progress requests out of band may send one ahead of
+// events still queued for the watch.
+func (b *Backend) ProgressAhead(rev int64) {
+	b.cache.mu.Lock()
+	defer b.cache.mu.Unlock()
+	b.cache.progressed(rev)
+	b.cache.signal()
+}
+
+// DistrustProgress makes the cache ignore progress notifications, as it
+// does when a member is older than the versions ordersProgress trusts.
+func (b *Backend) DistrustProgress() {
+	b.cache.mu.Lock()
+	defer b.cache.mu.Unlock()
+	b.cache.ordered = false
+}
+
+// TrustsProgress reports whether the cache counts progress notifications
+// (see ordersProgress), once it has loaded.
+func (b *Backend) TrustsProgress() bool {
+	b.cache.mu.Lock()
+	defer b.cache.mu.Unlock()
+	return b.cache.ordered
+}
+
+// Status is the Status that writes and heartbeats answer with, from the
+// cache as it is.
+func (b *Backend) Status(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
+	return b.status(ctx, "status", election, id, tokenHash)
+}
+
+// StatusOfSnapshot is gateway.StatusOf of the whole snapshot of election,
+// from the cache as it is: what Status must equal.
+func (b *Backend) StatusOfSnapshot(ctx context.Context, election, id string) (gateway.Status, bool, error) {
+	v, rev, err := b.cached(ctx, election)
+	if err != nil {
+		return gateway.Status{}, false, err
+	}
+	st, ok := gateway.StatusOf(b.snapshot(v, rev, time.Now()), id)
+	return st, ok, nil
 }

@@ -23,6 +23,7 @@ const internalDir = "_elector"
 //	p/_elector/cooling/<election>/<lease-hex> candidate in error cooldown (on its lease)
 //	p/_elector/ids/<election>/<candidate-id>  candidate id → lease hex (on its lease)
 //	p/_elector/kv/<key>                       gateway.KV (kv.go), no election's
+//	p/_elector/barrier                        written to move the caches' watches, no election's
 type keys struct{ p string }
 
 func (k keys) root() string         { return k.p + "/" }
@@ -36,6 +37,10 @@ func (k keys) mark(e string) string            { return k.internal("mark", e) }
 func (k keys) candidacy(e, hex string) string  { return k.line(e) + hex }
 func (k keys) cooling(e, hex string) string    { return k.internal("cooling", e) + "/" + hex }
 func (k keys) candidateID(e, id string) string { return k.internal("ids", e) + "/" + id }
+
+// barrier is the key a replica writes to be sure its watch delivers a
+// revision (see Backend.catchUp). It is no election's: parse ignores it.
+func (k keys) barrier() string { return k.p + "/" + internalDir + "/barrier" }
 
 // kvDir is the directory of the KV's keys: p/_elector/kv/. It is no
 // election's and parse ignores it first thing.

@@ -19,6 +19,7 @@ func TestKeyLayoutParses(t *testing.T) {
 		{"elector/billing/", parsedKey{}},                // no lease
 		{"elector/_elector/settings/_ping", parsedKey{}}, // not an election name
 		{"elector/_elector/other/billing", parsedKey{}},
+		{"elector/_elector/barrier", parsedKey{}},
 		{"electorate/billing/694d", parsedKey{}}, // another prefix
 		// The KV's keys, even those that spell election keys, are no election's.
 		{"elector/_elector/kv/settings/billing", parsedKey{}},

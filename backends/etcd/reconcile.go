@@ -103,15 +103,18 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 	}
 	if resp.Succeeded {
 		b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: "+a.what, slog.String("election", election), slog.Int64("revision", resp.Header.Revision))
+		return true, b.waitApplied(ctx, resp.Header.Revision)
 	}
-	return resp.Succeeded, b.waitRev(ctx, resp.Header.Revision)
+	// The revision of a failed comparison is etcd's current one, which
+	// includes the write that beat us but need not touch the prefix.
+	return false, b.catchUp(ctx, resp.Header.Revision)
 }
 
 // reconcile makes the actions due in one election now, as a writer does
 // right after its own write so that its answer already reflects them.
 func (b *Backend) reconcile(ctx context.Context, election string) error {
 	for range 3 {
-		v, _, err := b.current(ctx, election, false)
+		v, _, err := b.cached(ctx, election)
 		if err != nil {
 			return err
 		}
@@ -126,11 +129,12 @@ func (b *Backend) reconcile(ctx context.Context, election string) error {
 	return nil
 }
 
-// Run implements gateway.Runner: the reconciler. Whenever the cache moves
-// or a deadline (end of handover delay or cooldown) comes, it makes the
-// due actions of every election; any number of replicas may run it at
-// once, as every action is a guarded transaction. It also refreshes what
-// the replica knows of lease expiries. It returns nil when ctx ends.
+// Run implements gateway.Runner: the reconciler. It makes the due actions
+// of the elections the cache saw change, and of those whose deadline (end
+// of handover delay or cooldown) has come; so a pass costs the same with
+// ten elections as with ten thousand. Any number of replicas may run it
+// at once, as every action is a guarded transaction. It also refreshes
+// what the replica knows of lease expiries. It returns nil when ctx ends.
 func (b *Backend) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -142,26 +146,50 @@ func (b *Backend) Run(ctx context.Context) error {
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	failed := map[string]int64{} // election → cache revision at which its action failed
+	due := map[string]time.Time{} // election → when its next action is due
+	failed := map[string]int64{}  // election → cache revision at which its action's comparison failed
+	retry := map[string]bool{}    // elections whose action failed with an error
 	backoff := time.Duration(0)
 	for {
 		changed := b.cache.changes()
+		dirty, all := b.cache.takeDirty()
+		now := time.Now()
+		names := map[string]bool{}
+		for _, n := range dirty {
+			names[n] = true
+			delete(failed, n)
+		}
+		for n, t := range due {
+			if !t.After(now) {
+				names[n] = true
+			}
+		}
+		for n := range retry {
+			names[n] = true
+		}
+		clear(retry)
 		var (
 			views []view
 			rev   int64
 		)
 		_ = b.cache.read(ctx, func(st *state) {
 			rev = st.rev
-			for n := range st.elections {
+			if all {
+				clear(failed)
+				for n := range st.elections {
+					names[n] = true
+				}
+			}
+			for n := range names {
 				views = append(views, st.view(n))
 			}
 		})
-		now := time.Now()
-		var next time.Time
 		for _, v := range views {
 			acts, at := b.plan(v, now)
-			if !at.IsZero() && (next.IsZero() || at.Before(next)) {
-				next = at
+			if at.IsZero() {
+				delete(due, v.name)
+			} else {
+				due[v.name] = at
 			}
 			if len(acts) == 0 || failed[v.name] == rev {
 				continue
@@ -173,6 +201,7 @@ func (b *Backend) Run(ctx context.Context) error {
 						b.log.LogAttrs(ctx, slog.LevelWarn, "etcd: reconcile", slog.String("election", v.name), slog.String("action", a.what), slog.String("error", err.Error()))
 					}
 					backoff = min(max(2*backoff, 100*time.Millisecond), 2*time.Second)
+					retry[v.name] = true
 					break
 				}
 				if !ok {
@@ -182,18 +211,13 @@ func (b *Backend) Run(ctx context.Context) error {
 				backoff = 0
 			}
 		}
-		for n, r := range failed {
-			if r != rev {
-				delete(failed, n)
-			}
-		}
 		wait := time.Hour
-		if !next.IsZero() {
-			wait = max(time.Until(next), 0)
+		for _, t := range due {
+			wait = min(wait, max(time.Until(t), 0))
 		}
-		if backoff > 0 {
+		if len(retry) > 0 {
 			wait = min(wait, backoff)
-			changed = nil
+			changed = nil // changes wait for the backoff; they stay dirty meanwhile
 		}
 		timer.Reset(wait)
 		select {

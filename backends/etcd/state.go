@@ -17,6 +17,10 @@ type state struct {
 	keys      keys
 	rev       int64
 	elections map[string]*estate
+	count     int // elections that exist (estate.exists)
+	// dirty, when set, collects the names of the elections that put and
+	// del touch (the cache's list of elections the reconciler must look at).
+	dirty map[string]bool
 }
 
 // estate is the keys of one election.
@@ -62,7 +66,7 @@ func newEstate() *estate {
 // clone returns a deep enough copy: entries and values are never mutated
 // in place, only replaced.
 func (s *state) clone() *state {
-	c := &state{keys: s.keys, rev: s.rev, elections: make(map[string]*estate, len(s.elections))}
+	c := &state{keys: s.keys, rev: s.rev, count: s.count, elections: make(map[string]*estate, len(s.elections))}
 	for n, e := range s.elections {
 		x := *e
 		x.line, x.cooling, x.ids = maps.Clone(e.line), maps.Clone(e.cooling), maps.Clone(e.ids)
@@ -87,6 +91,7 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 		return ""
 	}
 	e := s.election(pk.election, true)
+	defer s.touched(pk.election, e, e.exists())
 	switch pk.kind {
 	case kindCandidacy:
 		v, native := parseCandidate(kv.Value, pk.name)
@@ -102,7 +107,8 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 	case kindCooling:
 		var v candidateValue
 		if json.Unmarshal(kv.Value, &v) != nil {
-			return s.del(kv.Key) // not ours: as if absent, as a fresh load sees it
+			e.unset(pk) // not ours: as if absent, as a fresh load sees it
+			return pk.election
 		}
 		e.cooling[pk.name] = &entry{hex: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v}
 		e.touch(v.At)
@@ -111,21 +117,24 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 	case kindSettings:
 		var v settingsValue
 		if json.Unmarshal(kv.Value, &v) != nil {
-			return s.del(kv.Key)
+			e.unset(pk)
+			return pk.election
 		}
 		e.settings = &v
 		e.touch(v.At)
 	case kindLead:
 		var v leadValue
 		if json.Unmarshal(kv.Value, &v) != nil {
-			return s.del(kv.Key)
+			e.unset(pk)
+			return pk.election
 		}
 		e.lead, e.leadMod = &v, kv.ModRevision
 		e.touch(v.At)
 	case kindMark:
 		var v markValue
 		if json.Unmarshal(kv.Value, &v) != nil {
-			return s.del(kv.Key)
+			e.unset(pk)
+			return pk.election
 		}
 		e.mark, e.markMod = &v, kv.ModRevision
 		e.touch(v.At)
@@ -140,6 +149,13 @@ func (s *state) del(key []byte) string {
 	if pk.kind == kindOther || e == nil {
 		return ""
 	}
+	defer s.touched(pk.election, e, e.exists())
+	e.unset(pk)
+	return pk.election
+}
+
+// unset removes the key pk from e.
+func (e *estate) unset(pk parsedKey) {
 	switch pk.kind {
 	case kindCandidacy:
 		delete(e.line, pk.name)
@@ -154,7 +170,20 @@ func (s *state) del(key []byte) string {
 	case kindMark:
 		e.mark, e.markMod = nil, 0
 	}
-	return pk.election
+}
+
+// touched keeps count and dirty after a change of election name, whose
+// estate e existed before the change if existed is set.
+func (s *state) touched(name string, e *estate, existed bool) {
+	switch now := e.exists(); {
+	case now && !existed:
+		s.count++
+	case existed && !now:
+		s.count--
+	}
+	if s.dirty != nil {
+		s.dirty[name] = true
+	}
 }
 
 // exists reports whether e has a key that makes its election exist: a
@@ -171,7 +200,7 @@ func (e *estate) touch(at time.Time) {
 
 // load replaces the state with the keys of a range response at rev.
 func (s *state) load(kvs []*mvccpb.KeyValue, rev int64) {
-	s.elections = map[string]*estate{}
+	s.elections, s.count = map[string]*estate{}, 0
 	for _, kv := range kvs {
 		s.put(kv)
 	}

@@ -106,3 +106,53 @@ func (s *state) names() []string {
 	slices.Sort(out)
 	return out
 }
+
+// standing is what a candidate's Status needs of its election, found
+// without deriving the whole view: the candidate's entry, the candidates
+// ahead of it in line, and the leader as view derives it.
+type standing struct {
+	x       *entry
+	cooling bool
+	ahead   int // line entries created before x
+	leader  *entry
+	lead    *leadValue
+	term    uint64
+}
+
+// standing finds candidate id of election name. It costs one pass over
+// the election's line and allocates nothing, so a heartbeat's answer costs
+// the same with 3 candidates as with 1,000.
+func (s *state) standing(name, id string) (st standing, ok bool) {
+	e := s.elections[name]
+	if e == nil {
+		return standing{}, false
+	}
+	ie, ok := e.ids[id]
+	if !ok {
+		return standing{}, false
+	}
+	if x := e.line[ie.hex]; x != nil && !x.native && x.value.ID == id {
+		st.x = x
+	} else if x := e.cooling[ie.hex]; x != nil && x.value.ID == id {
+		st.x, st.cooling = x, true
+	} else {
+		return standing{}, false
+	}
+	var head *entry
+	for _, y := range e.line {
+		if head == nil || y.create < head.create {
+			head = y
+		}
+		if !st.cooling && y.create < st.x.create {
+			st.ahead++
+		}
+	}
+	// As view: the lead record names the head of the line, or nobody leads.
+	if l := e.lead; l != nil {
+		st.lead, st.term = l, l.Term
+		if l.Ended == "" && head != nil && head.hex == l.Key && uint64(head.create) == l.Term {
+			st.leader = head
+		}
+	}
+	return st, true
+}
