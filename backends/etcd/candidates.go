@@ -252,10 +252,23 @@ func (b *Backend) ReportError(ctx context.Context, election, id, tokenHash, reas
 // remove takes a candidate out of the line, for good (resigned) or into
 // cooldown (error), retrying while the election moves under it.
 func (b *Backend) remove(ctx context.Context, op, election, id, tokenHash, reason, detail string) (*entry, error) {
+	return b.removeIf(ctx, op, election, id, tokenHash, reason, detail, nil)
+}
+
+// removeIf is remove with a precondition on the view it writes over:
+// when check returns an error, nothing is written and removeIf returns it.
+// The transaction compares what the view was read from (the lead record
+// among it), so check holds at the revision the removal commits.
+func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, reason, detail string, check func(view, *entry) error) (*entry, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		v, x, cooling, err := b.owned(ctx, op, election, id, tokenHash, attempt > 0)
 		if err != nil {
 			return nil, err
+		}
+		if check != nil {
+			if err := check(v, x); err != nil {
+				return nil, err
+			}
 		}
 		cmps, ops := b.removeTxn(v, x, cooling, id, reason, detail, time.Now())
 		rctx, cancel := b.reqCtx(ctx)

@@ -1,0 +1,81 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+var (
+	_ gateway.LeaderFailer    = (*Backend)(nil)
+	_ gateway.ElectionDeleter = (*Backend)(nil)
+	_ gateway.TokenChecker    = (*Backend)(nil)
+)
+
+// FailLeader implements gateway.LeaderFailer: ReportError, only while id
+// leads election in term. The check is part of the transaction: removing a
+// leader compares the lead record's mod revision with the one the check
+// read (see removeTxn and handOver), so a leadership that ended and began
+// again in between makes the transaction fail, and the next attempt sees
+// that id no longer leads term. Errors: gateway.ErrNotLeader, and as
+// ReportError.
+func (b *Backend) FailLeader(ctx context.Context, election, id, tokenHash string, term uint64, reason string) (gateway.Status, error) {
+	_, err := b.removeIf(ctx, "fail leader", election, id, tokenHash, gateway.ReasonError, reason, func(v view, x *entry) error {
+		if x != v.leader || v.term != term {
+			return fmt.Errorf("etcd: fail leader %q in %q, term %d: %w", id, election, term, gateway.ErrNotLeader)
+		}
+		return nil
+	})
+	if err != nil {
+		return gateway.Status{}, err
+	}
+	return b.status(ctx, "fail leader", election, id, tokenHash)
+}
+
+// DeleteElection implements gateway.ElectionDeleter: one transaction
+// deletes the election's settings, lead record and mark, if no key of its
+// line (elector's or a native etcd client's), of its cooldowns or of its
+// candidate ids exists at that revision. Terms need no tombstone here: a
+// term is the create revision of a candidacy key, and etcd's revision only
+// grows, so an election created again hands out larger terms.
+func (b *Backend) DeleteElection(ctx context.Context, election string) error {
+	v, _, err := b.current(ctx, election)
+	if err != nil {
+		return err
+	}
+	if !v.exists {
+		return fmt.Errorf("etcd: delete %q: %w", election, gateway.ErrElectionNotFound)
+	}
+	none := func(prefix string) clientv3.Cmp {
+		return clientv3.Compare(clientv3.CreateRevision(prefix), "=", 0).WithPrefix()
+	}
+	k := b.keys
+	rctx, cancel := b.reqCtx(ctx)
+	resp, err := b.cli.Txn(rctx).
+		If(none(k.line(election)), none(k.cooling(election, "")), none(k.candidateID(election, ""))).
+		Then(clientv3.OpDelete(k.settings(election)), clientv3.OpDelete(k.lead(election)), clientv3.OpDelete(k.mark(election))).
+		Commit()
+	cancel()
+	if err != nil {
+		return translate(ctx, fmt.Sprintf("delete %q", election), err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("etcd: delete %q: %w", election, gateway.ErrElectionNotEmpty)
+	}
+	return b.waitApplied(ctx, resp.Header.Revision)
+}
+
+// CheckToken implements gateway.TokenChecker from the replica's view,
+// reading etcd again when the view does not know the candidate or its
+// token differs.
+func (b *Backend) CheckToken(ctx context.Context, election, id, tokenHash string) error {
+	_, _, _, err := b.owned(ctx, "check token", election, id, tokenHash, false)
+	if errors.Is(err, gateway.ErrElectionNotFound) {
+		return fmt.Errorf("etcd: check token %q: %w", id, gateway.ErrCandidateNotFound)
+	}
+	return err
+}
