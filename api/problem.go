@@ -47,6 +47,11 @@ var problemKinds = map[string]problemKind{
 	"not-found":                   {http.StatusNotFound, "Not found"},
 	"method-not-allowed":          {http.StatusMethodNotAllowed, "Method not allowed"},
 	"candidate-exists":            {http.StatusConflict, "Candidate already campaigning"},
+	"transfer-pending":            {http.StatusConflict, "Leadership transfer pending"},
+	"not-a-follower":              {http.StatusConflict, "Not a follower"},
+	"not-leader":                  {http.StatusConflict, "Not the leader"},
+	"no-transfer-pending":         {http.StatusConflict, "No leadership transfer pending"},
+	"not-supported":               {http.StatusNotImplemented, "Not supported by the backend"},
 	"body-too-large":              {http.StatusRequestEntityTooLarge, "Request body too large"},
 	"unsupported-media-type":      {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	"limit-reached":               {http.StatusTooManyRequests, "Limit reached"},
@@ -130,6 +135,8 @@ func problemFor(r *http.Request, err error) Problem {
 	var ve *gateway.ValidationError
 	var mbe *http.MaxBytesError
 	var le *gateway.LimitError
+	var tp *gateway.TransferPendingError
+	var ue *gateway.UnsupportedError
 	switch {
 	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
 		return newProblem(r, "client-closed-request", "the client went away before the answer")
@@ -170,6 +177,22 @@ func problemFor(r *http.Request, err error) Problem {
 	case errors.Is(err, gateway.ErrCandidateExists):
 		return newProblem(r, "candidate-exists", fmt.Sprintf(
 			"candidate %q is already campaigning in election %q; resign it with its token (DELETE /v1/elections/%s/candidates/%s) or wait for its TTL to run out", id, election, election, id))
+	case errors.As(err, &tp):
+		return transferPendingProblem(r, election, id, tp.Transfer)
+	case errors.As(err, &ue):
+		p := newProblem(r, "not-supported", fmt.Sprintf("the %s backend of this gateway does not support %s; use a backend that does (memory)", ue.Backend, ue.Ability))
+		p.Ext = map[string]any{"backend": ue.Backend}
+		return p
+	case errors.Is(err, gateway.ErrNotFollower):
+		return newProblem(r, "not-a-follower", fmt.Sprintf(
+			"candidate %q is not a follower in election %q (it leads, is in error, or is not campaigning); name a follower from GET /v1/elections/%s/candidates", id, election, election))
+	case errors.Is(err, gateway.ErrNotLeader):
+		if strings.HasSuffix(r.URL.Path, "/transfer") {
+			return newProblem(r, "not-leader", fmt.Sprintf("the candidate token is not the token of the leader of election %q; only the leader (or an API token with scope admin, without a candidate token) may ask for a transfer", election))
+		}
+		return newProblem(r, "not-leader", fmt.Sprintf("candidate %q does not lead election %q", id, election))
+	case errors.Is(err, gateway.ErrNoTransfer):
+		return newProblem(r, "no-transfer-pending", fmt.Sprintf("election %q has no leadership transfer pending; there is nothing to hand over", election))
 	case errors.Is(err, gateway.ErrNoLeader):
 		return newProblem(r, "no-leader", fmt.Sprintf("election %q has no leader at the moment", election))
 	case errors.As(err, &le):
@@ -214,6 +237,20 @@ func writeProblem(w http.ResponseWriter, p Problem) {
 	h.Del("Location")
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// transferPendingProblem is the 409 transfer-pending problem with the
+// pending transfer as the member transfer. A leader whose heartbeat gets
+// it must hand over (POST …/handover) or stop acting as leader: its
+// heartbeats no longer extend its life.
+func transferPendingProblem(r *http.Request, election, id string, t gateway.Transfer) Problem {
+	detail := fmt.Sprintf("a transfer of the leadership of election %q to %q is pending (%s)", election, t.To, t.Reason)
+	if strings.HasSuffix(r.URL.Path, "/heartbeat") {
+		detail = fmt.Sprintf("%s: candidate %q must stop acting as leader and hand over with POST /v1/elections/%s/candidates/%s/handover; its heartbeats no longer extend its life", detail, id, election, id)
+	}
+	p := newProblem(r, "transfer-pending", detail)
+	p.Ext = map[string]any{"transfer": transferOf(&t)}
+	return p
 }
 
 // noLeaderError is ErrNoLeader with the handover deadline, if one is

@@ -49,7 +49,9 @@ const (
 // (Detail) and is about to end with reason error. candidate.joined /
 // candidate.left: Candidate joined or left the line, Term is the election's
 // term at that moment. leader.transfer: Candidate is the target, Previous
-// the leadership asked to hand over, Reason transferred or preempted.
+// the leadership asked to hand over, Reason transferred or preempted; a
+// later one replaces a pending preemption (its target is now a follower
+// of higher priority).
 // leader.transfer_cancelled: Candidate is the target that left, Reason why
 // (resigned, expired, error).
 type Event struct {

@@ -92,9 +92,15 @@ func (r *Record) startTransfer(now time.Time, to, reason string, ev []Event) []E
 // preempt starts a transfer (reason preempted) to the first follower when
 // the election preempts and that follower's priority is higher than the
 // leader's. The followers are in priority order, so Line[1] is the one of
-// highest priority.
+// highest priority. A pending preemption whose target is no longer that
+// follower is moved to it (a new leader.transfer event); changing the
+// target changes nothing about when the slot empties, so it is as safe as
+// the first request. A transfer an operator asked for is left alone.
 func (r *Record) preempt(now time.Time, ev []Event) []Event {
-	if !r.Settings.Preempt || !r.Leading || r.Pending != nil || len(r.Line) < 2 || r.Line[1].Priority <= r.Line[0].Priority {
+	if !r.Settings.Preempt || !r.Leading || len(r.Line) < 2 || r.Line[1].Priority <= r.Line[0].Priority {
+		return ev
+	}
+	if p := r.Pending; p != nil && (p.Reason != ReasonPreempted || p.To == r.Line[1].ID) {
 		return ev
 	}
 	return r.startTransfer(now, r.Line[1].ID, ReasonPreempted, ev)
