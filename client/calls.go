@@ -58,6 +58,34 @@ func (c *Client) ReportError(ctx context.Context, election, id, token, reason st
 	return st, err
 }
 
+// Transfer asks the leader of election to hand over to follower to. With
+// leaderToken "" the caller acts as an operator (its API token needs the
+// admin scope); otherwise leaderToken is the leader's own candidate token.
+// The answer is the election with its pending Transfer: the target leads
+// once the leader hands over or its TTL runs out.
+//
+// Errors: ErrNoLeader, ErrNotFollower, ErrNotLeader (the token is not the
+// leader's), ErrTransferPending (to another target), ErrNotSupported,
+// ErrElectionNotFound, ErrForbidden, ErrUnavailable.
+func (c *Client) Transfer(ctx context.Context, election, to, leaderToken string) (Election, error) {
+	var e Election
+	err := c.do(ctx, http.MethodPost, map[string]string{"to": to}, leaderToken, &e, "v1", "elections", election, "transfer")
+	return e, err
+}
+
+// Handover ends the leadership of candidate id in favour of the pending
+// transfer's target, which leads at once with the next term; id stays in
+// line as a follower. Call it only once the candidate has stopped acting
+// as leader.
+//
+// Errors: ErrNoTransfer, ErrNotLeader, ErrCandidateNotFound,
+// ErrTokenMismatch, ErrNotSupported, ErrUnavailable.
+func (c *Client) Handover(ctx context.Context, election, id, token string) (Status, error) {
+	var st Status
+	err := c.do(ctx, http.MethodPost, nil, token, &st, "v1", "elections", election, "candidates", id, "handover")
+	return st, err
+}
+
 // Leader returns the current leader of election and its term.
 //
 // Errors: ErrNoLeader (the *Problem's Ext may hold "handover_until"),
