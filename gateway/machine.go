@@ -90,8 +90,8 @@ func (r *Record) Heartbeat(now time.Time, id, tokenHash string) ([]Event, error)
 	if err != nil {
 		return ev, err
 	}
-	if r.Pending != nil && r.Leading && r.Line[0].ID == id {
-		return ev, &TransferPendingError{Election: r.Name, Transfer: *r.Pending}
+	if err := r.HandoverDue(id); err != nil {
+		return ev, err
 	}
 	e.ExpiresAt = now.Add(e.TTL)
 	return ev, nil

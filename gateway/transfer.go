@@ -80,6 +80,20 @@ func (r *Record) Handover(now time.Time, id, tokenHash string) ([]Event, error) 
 	return r.promote(now, ev), nil
 }
 
+// HandoverDue returns a *TransferPendingError if candidate id leads and is
+// asked to hand over, else nil. Heartbeat refuses with it; a backend that
+// keeps liveness outside the Record (Entry.ExpiresAt zero) must refuse its
+// own heartbeats with it too, so the leader learns of the transfer. Should
+// such a check race with a transfer being recorded, an accepted heartbeat
+// extends the liveness it reports, and the leader's step-down deadline with
+// it: the transfer completes a TTL later, never while the leader may act.
+func (r *Record) HandoverDue(id string) error {
+	if r.Pending != nil && r.Leading && r.Line[0].ID == id {
+		return &TransferPendingError{Election: r.Name, Transfer: *r.Pending}
+	}
+	return nil
+}
+
 // startTransfer records a transfer to follower to.
 func (r *Record) startTransfer(now time.Time, to, reason string, ev []Event) []Event {
 	r.Pending = &Transfer{To: to, Reason: reason, At: now}
