@@ -290,12 +290,20 @@ func (r *Record) rejoin(now time.Time, id string, ev []Event) []Event {
 }
 
 // insert puts e in line behind every candidate of its priority or higher.
-// A leader keeps Line[0] whatever its priority: insert never moves it.
+// A leader keeps Line[0] whatever its priority, and so does the target of
+// a pending transfer while the slot is empty: insert never moves them.
 func (r *Record) insert(e Entry) {
-	i := 0
-	if r.Leading {
-		i = 1
+	from := 0
+	if r.Leading || r.Pending != nil {
+		from = 1
 	}
+	r.insertFrom(from, e)
+}
+
+// insertFrom puts e in Line[from:] behind every candidate of its priority
+// or higher.
+func (r *Record) insertFrom(from int, e Entry) {
+	i := from
 	for i < len(r.Line) && r.Line[i].Priority >= e.Priority {
 		i++
 	}
@@ -307,16 +315,18 @@ func (r *Record) insert(e Entry) {
 // is running; then it starts a preemption if one is due. This is the only
 // place a leadership begins.
 func (r *Record) promote(now time.Time, ev []Event) []Event {
-	if r.Leading || len(r.Line) == 0 || !r.HandoverUntil.IsZero() {
-		return r.preempt(now, ev)
-	}
-	if r.Pending != nil {
+	if !r.Leading && r.Pending != nil {
+		// The slot is empty: the target is next, during a handover delay
+		// too, and the line says so.
 		if i := slices.IndexFunc(r.Line, func(x Entry) bool { return x.ID == r.Pending.To }); i > 0 {
 			e := r.Line[i]
 			r.Line = slices.Insert(slices.Delete(r.Line, i, i+1), 0, e)
 		}
-		r.Pending = nil
 	}
+	if r.Leading || len(r.Line) == 0 || !r.HandoverUntil.IsZero() {
+		return r.preempt(now, ev)
+	}
+	r.Pending = nil
 	r.Leading = true
 	r.Term++
 	r.LeaderSince = now

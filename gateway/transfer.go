@@ -76,7 +76,9 @@ func (r *Record) Handover(now time.Time, id, tokenHash string) ([]Event, error) 
 		old.ExpiresAt = now.Add(old.TTL)
 	}
 	old.JoinedAt = now
-	r.insert(old) // the slot is empty: promote moves the target ahead of it
+	// In priority order among all the others, the target included; promote
+	// then moves the target to the head, which leaves the rest in order.
+	r.insertFrom(0, old)
 	return r.promote(now, ev), nil
 }
 
@@ -145,7 +147,7 @@ func (r *Record) pending() *Transfer {
 // while a leadership is open or its successor held back.
 func (r *Record) checkTransfer() error {
 	from := 0
-	if r.Leading {
+	if r.Leading || r.Pending != nil {
 		from = 1
 	}
 	for i := from + 1; i < len(r.Line); i++ {
@@ -159,8 +161,9 @@ func (r *Record) checkTransfer() error {
 	if !r.Leading && r.HandoverUntil.IsZero() {
 		return fmt.Errorf("gateway: record %q: transfer pending with no leadership to hand over", r.Name)
 	}
-	if i := slices.IndexFunc(r.Line, func(x Entry) bool { return x.ID == r.Pending.To }); i < from {
-		return fmt.Errorf("gateway: record %q: transfer to %q, which is not a follower", r.Name, r.Pending.To)
+	i := slices.IndexFunc(r.Line, func(x Entry) bool { return x.ID == r.Pending.To })
+	if (r.Leading && i < 1) || (!r.Leading && i != 0) {
+		return fmt.Errorf("gateway: record %q: transfer to %q at %d in line, leading %v", r.Name, r.Pending.To, i, r.Leading)
 	}
 	return nil
 }

@@ -299,3 +299,30 @@ func jsonString(r *Record) (string, error) {
 	b, err := json.Marshal(r)
 	return string(b), err
 }
+
+func TestRecordTargetIsNextDuringTheHandoverDelay(t *testing.T) {
+	r := NewRecord("e", Settings{HandoverDelay: 5 * time.Second})
+	tok := HashToken("t")
+	r.Campaign(t0, Candidacy{ID: "a", TTL: 2 * time.Second, TokenHash: tok})
+	r.Campaign(t0, Candidacy{ID: "b", TTL: time.Hour, TokenHash: tok})
+	r.Campaign(t0, Candidacy{ID: "c", TTL: time.Hour, TokenHash: tok})
+	if _, err := r.Transfer(t0, "c", ""); err != nil {
+		t.Fatal(err)
+	}
+	r.Advance(t0.Add(3 * time.Second)) // a expired; the delay runs
+	r.Campaign(t0.Add(3*time.Second), Candidacy{ID: "d", TTL: time.Hour, Priority: 9, TokenHash: tok})
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := r.Status("c")
+	if st.Position != 0 || st.Leader != nil || st.Transfer == nil || st.Transfer.To != "c" {
+		t.Fatalf("c during the delay: %+v, want next (position 0) with the transfer pending", st)
+	}
+	if d, _ := r.Status("d"); d.Position != 1 {
+		t.Fatalf("d (priority 9) during the delay at %d, want 1: behind the target", d.Position)
+	}
+	r.Advance(t0.Add(8 * time.Second))
+	if l := r.leader(); l == nil || l.ID != "c" || l.Term != 2 || r.Pending != nil {
+		t.Fatalf("after the delay: leader %+v, pending %+v", l, r.Pending)
+	}
+}
