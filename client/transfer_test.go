@@ -130,3 +130,25 @@ func TestClientTransferErrors(t *testing.T) {
 		t.Fatalf("handover: %+v, %v", st, err)
 	}
 }
+
+func TestClientConfigurePreempt(t *testing.T) {
+	srv := newGateway(t)
+	cl := client.New(srv.URL)
+	ctx := context.Background()
+	on, delay := true, 2*time.Second
+	e, err := cl.Configure(ctx, "e", client.SettingsPatch{Preempt: &on, HandoverDelay: &delay})
+	if err != nil || !e.Settings.Preempt || time.Duration(e.Settings.HandoverDelay) != delay {
+		t.Fatalf("configure: %+v, %v", e.Settings, err)
+	}
+	if _, _, err := cl.Campaign(ctx, "e", client.CampaignRequest{ID: "a", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := cl.Campaign(ctx, "e", client.CampaignRequest{ID: "b", TTL: time.Minute, Priority: 5})
+	if err != nil || st.Transfer == nil || st.Transfer.To != "b" || st.Transfer.Reason != "preempted" {
+		t.Fatalf("campaign of higher priority: %+v, %v", st.Transfer, err)
+	}
+	e, err = cl.Configure(ctx, "e", client.SettingsPatch{})
+	if err != nil || !e.Settings.Preempt || e.Transfer == nil {
+		t.Fatalf("an empty patch changed something: %+v, %v", e, err)
+	}
+}
