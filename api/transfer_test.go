@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/electorhq/elector/backends/memory"
@@ -185,4 +186,35 @@ func TestTransferScopes(t *testing.T) {
 	}
 	e.do("POST", "/v1/elections/billing-x/transfer", `{"to":"node-b"}`, camp, token(ta)).expect(t, http.StatusAccepted)
 	e.do("POST", "/v1/elections/billing-x/transfer", `{"to":"node-b"}`, admin).expect(t, http.StatusAccepted)
+}
+
+func TestTransferEventsOnTheStream(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	ta := e.campaign("live", "node-a", "1m")
+	e.campaign("live", "node-b", "1m")
+	tc := e.campaign("live", "node-c", "1m")
+	s := e.stream("/v1/elections/live/events")
+	if reset := s.next(); reset.Event != EventReset {
+		t.Fatalf("first event %+v, want a reset", reset)
+	}
+	e.do("POST", "/v1/elections/live/transfer", `{"to":"node-c"}`).expect(t, http.StatusAccepted)
+	e.do("DELETE", "/v1/elections/live/candidates/node-c", nil, token(tc)).expect(t, http.StatusNoContent)
+	e.do("POST", "/v1/elections/live/transfer", `{"to":"node-b"}`).expect(t, http.StatusAccepted)
+	e.do("POST", "/v1/elections/live/candidates/node-a/handover", nil, token(ta)).expect(t, http.StatusOK)
+	var got []string
+	for _, ev := range collectUntil(t, s, "leader.begin", "node-b") {
+		d := ev.json(t)["data"].(map[string]any)
+		got = append(got, ev.Event+"("+d["candidate"].(map[string]any)["id"].(string)+","+d["reason"].(string)+")")
+		if ev.Event == "leader.transfer" {
+			if p := d["previous"].(map[string]any); p["id"] != "node-a" || p["term"] != 1.0 {
+				t.Fatalf("leader.transfer names %v, want node-a in term 1", p)
+			}
+		}
+	}
+	want := []string{"leader.transfer(node-c,transferred)", "leader.transfer_cancelled(node-c,resigned)", "candidate.left(node-c,resigned)",
+		"leader.transfer(node-b,transferred)", "leader.end(node-a,transferred)", "leader.begin(node-b,transferred)"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("events:\n got %v\nwant %v", got, want)
+	}
 }
