@@ -107,7 +107,6 @@ var routeScopes = map[string]Scope{
 	"POST /v1/elections/{election}/candidates/{id}/handover": ScopeCampaign,
 
 	"PATCH /v1/elections/{election}":                                                    ScopeAdmin,
-	"POST /v1/elections/{election}/transfer":                                            ScopeAdmin,
 	"POST /v1/elections/{election}/candidates/{id}/deliveries/{delivery}/redeliver":     ScopeAdmin,
 	"GET /v1/elections/{election}/subscriptions":                                        ScopeAdmin,
 	"POST /v1/elections/{election}/subscriptions":                                       ScopeAdmin,
@@ -117,6 +116,7 @@ var routeScopes = map[string]Scope{
 	"GET /v1/elections/{election}/subscriptions/{sub}/deliveries":                       ScopeAdmin,
 	"GET /v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}":            ScopeAdmin,
 	"POST /v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}/redeliver": ScopeAdmin,
+	"POST /v1/elections/{election}/transfer":                                            ScopeAdmin, // or ScopeCampaign with the leader's token: see candidateScopes
 }
 
 // candidateScopes lists the routes that a request carrying a candidate

@@ -47,11 +47,6 @@ var problemKinds = map[string]problemKind{
 	"not-found":                   {http.StatusNotFound, "Not found"},
 	"method-not-allowed":          {http.StatusMethodNotAllowed, "Method not allowed"},
 	"candidate-exists":            {http.StatusConflict, "Candidate already campaigning"},
-	"transfer-pending":            {http.StatusConflict, "Leadership transfer pending"},
-	"not-a-follower":              {http.StatusConflict, "Not a follower"},
-	"not-leader":                  {http.StatusConflict, "Not the leader"},
-	"no-transfer-pending":         {http.StatusConflict, "No leadership transfer pending"},
-	"not-supported":               {http.StatusNotImplemented, "Not supported by the backend"},
 	"body-too-large":              {http.StatusRequestEntityTooLarge, "Request body too large"},
 	"unsupported-media-type":      {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	"limit-reached":               {http.StatusTooManyRequests, "Limit reached"},
@@ -62,7 +57,12 @@ var problemKinds = map[string]problemKind{
 	"webhook-not-found":           {http.StatusNotFound, "Webhook not found"},
 	"delivery-not-found":          {http.StatusNotFound, "Delivery not found"},
 	"not-redeliverable":           {http.StatusConflict, "Delivery cannot be redelivered"},
+	"transfer-pending":            {http.StatusConflict, "Leadership transfer pending"},
+	"not-a-follower":              {http.StatusConflict, "Not a follower"},
+	"not-leader":                  {http.StatusConflict, "Not the leader"},
+	"no-transfer-pending":         {http.StatusConflict, "No leadership transfer pending"},
 	"webhooks-unavailable":        {http.StatusNotImplemented, "Webhooks unavailable"},
+	"not-supported":               {http.StatusNotImplemented, "Not supported by this backend"},
 	"internal":                    {http.StatusInternalServerError, "Internal error"},
 	"backend-unavailable":         {http.StatusServiceUnavailable, "Backend unavailable"},
 }
@@ -150,6 +150,22 @@ func problemFor(r *http.Request, err error) Problem {
 		p := newProblem(r, "invalid-request", fmt.Sprintf("%s %s", ve.Field, ve.Reason))
 		p.Ext = map[string]any{"field": ve.Field}
 		return p
+	case errors.As(err, &tp):
+		return transferPendingProblem(r, election, id, tp.Transfer)
+	case errors.As(err, &ue):
+		p := newProblem(r, "not-supported", fmt.Sprintf("the %s backend of this gateway does not support %s; use a backend that does (memory)", ue.Backend, ue.Ability))
+		p.Ext = map[string]any{"backend": ue.Backend}
+		return p
+	case errors.Is(err, gateway.ErrNotFollower):
+		return newProblem(r, "not-a-follower", fmt.Sprintf(
+			"candidate %q is not a follower in election %q (it leads, is in error, or is not campaigning); name a follower from GET /v1/elections/%s/candidates", id, election, election))
+	case errors.Is(err, gateway.ErrNotLeader):
+		if strings.HasSuffix(r.URL.Path, "/transfer") {
+			return newProblem(r, "not-leader", fmt.Sprintf("the candidate token is not the token of the leader of election %q; only the leader (or an API token with scope admin, without a candidate token) may ask for a transfer", election))
+		}
+		return newProblem(r, "not-leader", fmt.Sprintf("candidate %q does not lead election %q", id, election))
+	case errors.Is(err, gateway.ErrNoTransfer):
+		return newProblem(r, "no-transfer-pending", fmt.Sprintf("election %q has no leadership transfer pending; there is nothing to hand over", election))
 	case errors.Is(err, webhooks.ErrDestinationRefused):
 		return newProblem(r, "webhook-destination-refused", "the webhook URL is refused: "+
 			strings.TrimPrefix(err.Error(), webhooks.ErrDestinationRefused.Error()+": ")+
@@ -177,22 +193,6 @@ func problemFor(r *http.Request, err error) Problem {
 	case errors.Is(err, gateway.ErrCandidateExists):
 		return newProblem(r, "candidate-exists", fmt.Sprintf(
 			"candidate %q is already campaigning in election %q; resign it with its token (DELETE /v1/elections/%s/candidates/%s) or wait for its TTL to run out", id, election, election, id))
-	case errors.As(err, &tp):
-		return transferPendingProblem(r, election, id, tp.Transfer)
-	case errors.As(err, &ue):
-		p := newProblem(r, "not-supported", fmt.Sprintf("the %s backend of this gateway does not support %s; use a backend that does (memory)", ue.Backend, ue.Ability))
-		p.Ext = map[string]any{"backend": ue.Backend}
-		return p
-	case errors.Is(err, gateway.ErrNotFollower):
-		return newProblem(r, "not-a-follower", fmt.Sprintf(
-			"candidate %q is not a follower in election %q (it leads, is in error, or is not campaigning); name a follower from GET /v1/elections/%s/candidates", id, election, election))
-	case errors.Is(err, gateway.ErrNotLeader):
-		if strings.HasSuffix(r.URL.Path, "/transfer") {
-			return newProblem(r, "not-leader", fmt.Sprintf("the candidate token is not the token of the leader of election %q; only the leader (or an API token with scope admin, without a candidate token) may ask for a transfer", election))
-		}
-		return newProblem(r, "not-leader", fmt.Sprintf("candidate %q does not lead election %q", id, election))
-	case errors.Is(err, gateway.ErrNoTransfer):
-		return newProblem(r, "no-transfer-pending", fmt.Sprintf("election %q has no leadership transfer pending; there is nothing to hand over", election))
 	case errors.Is(err, gateway.ErrNoLeader):
 		return newProblem(r, "no-leader", fmt.Sprintf("election %q has no leader at the moment", election))
 	case errors.As(err, &le):

@@ -98,11 +98,24 @@ type LeaderFailer interface {
 	FailLeader(ctx context.Context, election, id, tokenHash string, term uint64, reason string) (Status, error)
 }
 
+// Runner is implemented by backends that need a background loop (to expire
+// candidates, end cooldowns and promote after a handover delay). The Gateway
+// runs it; Run returns when ctx ends.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// Pinger is implemented by backends that can tell whether they are able to
+// serve: connected, caught up. The readiness probe calls it.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 // Transferer is implemented by backends that can transfer leadership to a
 // named follower and order the line by priority (the Record's Transfer and
 // Handover, made atomic as its other transitions are). Without it the
 // Gateway refuses transfers, priorities other than 0 and the preempt
-// setting with ErrUnsupported.
+// setting with ErrNotSupported.
 type Transferer interface {
 	// Transfer asks the leader of election to hand over to follower to.
 	// With tokenHash "" anybody the caller authorised may ask; otherwise
@@ -119,19 +132,6 @@ type Transferer interface {
 	Handover(ctx context.Context, election, id, tokenHash string) (Status, error)
 }
 
-// Runner is implemented by backends that need a background loop (to expire
-// candidates, end cooldowns and promote after a handover delay). The Gateway
-// runs it; Run returns when ctx ends.
-type Runner interface {
-	Run(ctx context.Context) error
-}
-
-// Pinger is implemented by backends that can tell whether they are able to
-// serve: connected, caught up. The readiness probe calls it.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
 // Errors returned by backends and by the Gateway. Backends wrap them with
 // context (fmt.Errorf("memory: heartbeat %q: %w", id, gateway.ErrCandidateNotFound));
 // callers test with errors.Is.
@@ -142,6 +142,7 @@ var (
 	ErrTokenMismatch     = errors.New("gateway: candidate token does not match")
 	ErrNoLeader          = errors.New("gateway: election has no leader")
 	ErrNotLeader         = errors.New("gateway: candidate does not lead that term")
+	ErrNotSupported      = errors.New("gateway: not supported by this backend")
 	ErrCursorExpired     = errors.New("gateway: event cursor no longer held")
 	ErrInvalid           = errors.New("gateway: invalid argument")
 	ErrUnavailable       = errors.New("gateway: backend unavailable")
@@ -149,7 +150,6 @@ var (
 	ErrNotFollower       = errors.New("gateway: candidate is not a follower")
 	ErrTransferPending   = errors.New("gateway: leadership transfer pending")
 	ErrNoTransfer        = errors.New("gateway: no leadership transfer pending")
-	ErrUnsupported       = errors.New("gateway: not supported by the backend")
 )
 
 // TransferPendingError is ErrTransferPending with the pending transfer: a
@@ -167,7 +167,7 @@ func (e *TransferPendingError) Error() string {
 // Is makes a TransferPendingError match ErrTransferPending.
 func (e *TransferPendingError) Is(target error) bool { return target == ErrTransferPending }
 
-// UnsupportedError is ErrUnsupported naming the backend and the ability
+// UnsupportedError is ErrNotSupported naming the backend and the ability
 // it lacks.
 type UnsupportedError struct {
 	Backend string // the backend's package name: "nats", "etcd"
@@ -178,5 +178,5 @@ func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("gateway: the %s backend does not support %s", e.Backend, e.Ability)
 }
 
-// Is makes an UnsupportedError match ErrUnsupported.
-func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
+// Is makes an UnsupportedError match ErrNotSupported.
+func (e *UnsupportedError) Is(target error) bool { return target == ErrNotSupported }

@@ -16,7 +16,7 @@ import (
 // leader hands over, resigns, errs or expires (see Record.Transfer for why
 // that never makes two leaders). Errors: ErrInvalid, ErrElectionNotFound,
 // ErrNoLeader, ErrNotLeader, ErrNotFollower, ErrTransferPending,
-// ErrUnsupported (an *UnsupportedError), ErrUnavailable.
+// ErrNotSupported (an *UnsupportedError), ErrUnavailable.
 func (g *Gateway) Transfer(ctx context.Context, election, to, token string) (Election, error) {
 	if err := ValidateElectionName(election); err != nil {
 		return Election{}, err
@@ -46,7 +46,7 @@ func (g *Gateway) Transfer(ctx context.Context, election, to, token string) (Ele
 // Handover ends the leadership of candidate id in favour of the pending
 // transfer's target, which leads at once with the next term; id stays in
 // line as a follower. The caller must have stopped acting as leader first.
-// Errors: as Heartbeat, and ErrNoTransfer, ErrNotLeader, ErrUnsupported.
+// Errors: as Heartbeat, and ErrNoTransfer, ErrNotLeader, ErrNotSupported.
 func (g *Gateway) Handover(ctx context.Context, election, id, token string) (Status, error) {
 	if err := g.checkCandidate(election, id, token); err != nil {
 		return Status{}, err

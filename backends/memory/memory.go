@@ -35,7 +35,6 @@ var (
 	_ gateway.Header          = (*Backend)(nil)
 	_ gateway.ElectionCounter = (*Backend)(nil)
 	_ gateway.LeaderFailer    = (*Backend)(nil)
-	_ gateway.Transferer      = (*Backend)(nil)
 )
 
 // Option configures a Backend.
@@ -210,27 +209,4 @@ func (b *Backend) CountElections(context.Context) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.elections), nil
-}
-
-// Transfer implements gateway.Transferer.
-func (b *Backend) Transfer(_ context.Context, election, to, tokenHash string) (gateway.Election, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	r, ok := b.elections[election]
-	if !ok {
-		return gateway.Election{}, fmt.Errorf("memory: transfer: %q: %w", election, gateway.ErrElectionNotFound)
-	}
-	ev, err := r.Transfer(time.Now(), to, tokenHash)
-	b.append(ev)
-	if err != nil {
-		return gateway.Election{}, fmt.Errorf("memory: transfer: %w", err)
-	}
-	return b.snapshot(r), nil
-}
-
-// Handover implements gateway.Transferer.
-func (b *Backend) Handover(_ context.Context, election, id, tokenHash string) (gateway.Status, error) {
-	return b.candidateOp("handover", election, id, func(r *gateway.Record, now time.Time) ([]gateway.Event, error) {
-		return r.Handover(now, id, tokenHash)
-	})
 }
