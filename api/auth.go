@@ -106,6 +106,7 @@ var routeScopes = map[string]Scope{
 	"DELETE /v1/elections/{election}/candidates/{id}":        ScopeCampaign,
 	"PUT /v1/elections/{election}/candidates/{id}/heartbeat": ScopeCampaign,
 	"POST /v1/elections/{election}/candidates/{id}/error":    ScopeCampaign,
+	"POST /v1/elections/{election}/candidates/{id}/handover": ScopeCampaign,
 
 	"PATCH /v1/elections/{election}":                                                    ScopeAdmin,
 	"DELETE /v1/elections/{election}":                                                   ScopeAdmin,
@@ -118,6 +119,15 @@ var routeScopes = map[string]Scope{
 	"GET /v1/elections/{election}/subscriptions/{sub}/deliveries":                       ScopeAdmin,
 	"GET /v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}":            ScopeAdmin,
 	"POST /v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}/redeliver": ScopeAdmin,
+	"POST /v1/elections/{election}/transfer":                                            ScopeAdmin, // or ScopeCampaign with the leader's token: see candidateScopes
+}
+
+// candidateScopes lists the routes that a request carrying a candidate
+// token (Elector-Candidate-Token) may call with another scope than
+// routeScopes says: a leader asks for its own transfer with the campaign
+// scope, and the gateway then checks that the token is the leader's.
+var candidateScopes = map[string]Scope{
+	"POST /v1/elections/{election}/transfer": ScopeCampaign,
 }
 
 // operational lists the open routes that Config.ProtectOperational puts
@@ -148,7 +158,12 @@ func (a *api) authenticate(method, pattern string, next http.Handler) http.Handl
 	if len(a.cfg.Tokens) == 0 || scope == scopeOpen {
 		return next
 	}
+	routeScope, byCandidate := scope, candidateScopes[method+" "+pattern]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scope := routeScope
+		if byCandidate != "" && r.Header.Get(TokenHeader) != "" {
+			scope = byCandidate
+		}
 		given, ok := bearer(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="elector"`)

@@ -48,7 +48,7 @@ func TestBadRequestsAreProblemsAndChangeNothing(t *testing.T) {
 		{"JSON null", "POST", camp, `null`, nil, 400, "malformed-json", ""},
 		{"empty body", "POST", camp, "", nil, 400, "malformed-json", ""},
 		{"trailing data", "POST", camp, `{"id":"node-x"} {"id":"node-y"}`, nil, 400, "malformed-json", ""},
-		{"unknown member", "POST", camp, `{"id":"node-x","priority":1}`, nil, 400, "invalid-request", "priority"},
+		{"unknown member", "POST", camp, `{"id":"node-x","rank":1}`, nil, 400, "invalid-request", "rank"},
 		{"missing id", "POST", camp, `{"ttl":"10s"}`, nil, 400, "invalid-request", "id"},
 		{"id not a string", "POST", camp, `{"id":7}`, nil, 400, "invalid-request", "id"},
 		{"id with a space", "POST", camp, `{"id":"node x"}`, nil, 400, "invalid-request", "id"},

@@ -28,7 +28,7 @@ func (a *api) campaign(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	obj, err := a.readObject(w, r, []string{"id", "ttl", "metadata", "webhook"}, false, jsonTypes...)
+	obj, err := a.readObject(w, r, []string{"id", "ttl", "priority", "metadata", "webhook"}, false, jsonTypes...)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -111,6 +111,9 @@ func (a *api) campaignRequest(obj jsonObject) (gateway.CampaignRequest, error) {
 		return req, invalidField("ttl", "must be between %s and %s, got %s", cfg.MinTTL, cfg.MaxTTL, ttl)
 	}
 	req.TTL = ttl
+	if req.Priority, err = obj.integer("priority"); err != nil {
+		return req, err
+	}
 	if !obj.isNull("metadata") {
 		if !utf8.Valid(obj["metadata"]) {
 			return req, invalidField("metadata", "must be valid UTF-8")

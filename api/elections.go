@@ -39,7 +39,7 @@ func (a *api) getElection(w http.ResponseWriter, r *http.Request) {
 }
 
 // patchElection: PATCH /v1/elections/{election}, a JSON merge patch of
-// {"error_cooldown", "handover_delay"}. A member set to null goes back to
+// {"error_cooldown", "handover_delay", "preempt"}. A member set to null goes back to
 // the gateway's default. The election is created if it does not exist, so
 // that operators can configure it before the first campaign.
 func (a *api) patchElection(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +48,7 @@ func (a *api) patchElection(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	obj, err := a.readObject(w, r, []string{"error_cooldown", "handover_delay"}, false, patchTypes...)
+	obj, err := a.readObject(w, r, []string{"error_cooldown", "handover_delay", "preempt"}, false, patchTypes...)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -65,6 +65,17 @@ func (a *api) patchElection(w http.ResponseWriter, r *http.Request) {
 	if p.HandoverDelay, err = patchDuration(obj, "handover_delay", defaults.HandoverDelay); err != nil {
 		a.writeError(w, r, err)
 		return
+	}
+	if _, present := obj["preempt"]; present {
+		b, given, err := obj.boolean("preempt")
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		if !given {
+			b = defaults.Preempt
+		}
+		p.Preempt = &b
 	}
 	e, err := a.gw.Configure(r.Context(), election, p)
 	if err != nil {

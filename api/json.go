@@ -155,6 +155,30 @@ func (o jsonObject) object(name string, known []string) (jsonObject, error) {
 	return obj, nil
 }
 
+// integer returns member name as an integer (0 when absent or null).
+func (o jsonObject) integer(name string) (int, error) {
+	if o.isNull(name) {
+		return 0, nil
+	}
+	var n int
+	if err := json.Unmarshal(o[name], &n); err != nil {
+		return 0, invalidField(name, "must be a JSON integer")
+	}
+	return n, nil
+}
+
+// boolean returns member name as a bool and whether it was given (neither
+// absent nor null).
+func (o jsonObject) boolean(name string) (b, given bool, err error) {
+	if o.isNull(name) {
+		return false, false, nil
+	}
+	if err := json.Unmarshal(o[name], &b); err != nil {
+		return false, false, invalidField(name, "must be true or false")
+	}
+	return b, true, nil
+}
+
 // duration returns member name, a Go duration string such as "10s", and
 // whether it was given (neither absent nor null).
 func (o jsonObject) duration(name string) (time.Duration, bool, error) {

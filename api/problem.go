@@ -58,6 +58,10 @@ var problemKinds = map[string]problemKind{
 	"webhook-not-found":           {http.StatusNotFound, "Webhook not found"},
 	"delivery-not-found":          {http.StatusNotFound, "Delivery not found"},
 	"not-redeliverable":           {http.StatusConflict, "Delivery cannot be redelivered"},
+	"transfer-pending":            {http.StatusConflict, "Leadership transfer pending"},
+	"not-a-follower":              {http.StatusConflict, "Not a follower"},
+	"not-leader":                  {http.StatusConflict, "Not the leader"},
+	"no-transfer-pending":         {http.StatusConflict, "No leadership transfer pending"},
 	"webhooks-unavailable":        {http.StatusNotImplemented, "Webhooks unavailable"},
 	"not-supported":               {http.StatusNotImplemented, "Not supported by this backend"},
 	"internal":                    {http.StatusInternalServerError, "Internal error"},
@@ -132,6 +136,8 @@ func problemFor(r *http.Request, err error) Problem {
 	var ve *gateway.ValidationError
 	var mbe *http.MaxBytesError
 	var le *gateway.LimitError
+	var tp *gateway.TransferPendingError
+	var ue *gateway.UnsupportedError
 	switch {
 	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
 		return newProblem(r, "client-closed-request", "the client went away before the answer")
@@ -145,6 +151,22 @@ func problemFor(r *http.Request, err error) Problem {
 		p := newProblem(r, "invalid-request", fmt.Sprintf("%s %s", ve.Field, ve.Reason))
 		p.Ext = map[string]any{"field": ve.Field}
 		return p
+	case errors.As(err, &tp):
+		return transferPendingProblem(r, election, id, tp.Transfer)
+	case errors.As(err, &ue):
+		p := newProblem(r, "not-supported", fmt.Sprintf("the %s backend of this gateway does not support %s; use a backend that does (memory)", ue.Backend, ue.Ability))
+		p.Ext = map[string]any{"backend": ue.Backend}
+		return p
+	case errors.Is(err, gateway.ErrNotFollower):
+		return newProblem(r, "not-a-follower", fmt.Sprintf(
+			"candidate %q is not a follower in election %q (it leads, is in error, or is not campaigning); name a follower from GET /v1/elections/%s/candidates", id, election, election))
+	case errors.Is(err, gateway.ErrNotLeader):
+		if strings.HasSuffix(r.URL.Path, "/transfer") {
+			return newProblem(r, "not-leader", fmt.Sprintf("the candidate token is not the token of the leader of election %q; only the leader (or an API token with scope admin, without a candidate token) may ask for a transfer", election))
+		}
+		return newProblem(r, "not-leader", fmt.Sprintf("candidate %q does not lead election %q", id, election))
+	case errors.Is(err, gateway.ErrNoTransfer):
+		return newProblem(r, "no-transfer-pending", fmt.Sprintf("election %q has no leadership transfer pending; there is nothing to hand over", election))
 	case errors.Is(err, webhooks.ErrDestinationRefused):
 		return newProblem(r, "webhook-destination-refused", "the webhook URL is refused: "+
 			strings.TrimPrefix(err.Error(), webhooks.ErrDestinationRefused.Error()+": ")+
@@ -221,6 +243,20 @@ func writeProblem(w http.ResponseWriter, p Problem) {
 	h.Del("Location")
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// transferPendingProblem is the 409 transfer-pending problem with the
+// pending transfer as the member transfer. A leader whose heartbeat gets
+// it must hand over (POST …/handover) or stop acting as leader: its
+// heartbeats no longer extend its life.
+func transferPendingProblem(r *http.Request, election, id string, t gateway.Transfer) Problem {
+	detail := fmt.Sprintf("a transfer of the leadership of election %q to %q is pending (%s)", election, t.To, t.Reason)
+	if strings.HasSuffix(r.URL.Path, "/heartbeat") {
+		detail = fmt.Sprintf("%s: candidate %q must stop acting as leader and hand over with POST /v1/elections/%s/candidates/%s/handover; its heartbeats no longer extend its life", detail, id, election, id)
+	}
+	p := newProblem(r, "transfer-pending", detail)
+	p.Ext = map[string]any{"transfer": transferOf(&t)}
+	return p
 }
 
 // noLeaderError is ErrNoLeader with the handover deadline, if one is

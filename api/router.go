@@ -188,6 +188,8 @@ func (a *api) routes() []route {
 		{"DELETE", "/v1/elections/{election}/candidates/{id}", a.resign},
 		{"PUT", "/v1/elections/{election}/candidates/{id}/heartbeat", a.heartbeat},
 		{"POST", "/v1/elections/{election}/candidates/{id}/error", a.reportError},
+		{"POST", "/v1/elections/{election}/candidates/{id}/handover", a.handover},
+		{"POST", "/v1/elections/{election}/transfer", a.transfer},
 		{"GET", "/v1/elections/{election}/candidates/{id}/deliveries", a.candidateDeliveries},
 		{"POST", "/v1/elections/{election}/candidates/{id}/deliveries/{delivery}/redeliver", a.redeliverCandidate},
 		{"GET", "/v1/elections/{election}/subscriptions", a.listSubscriptions},

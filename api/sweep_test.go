@@ -237,6 +237,8 @@ func sweepValidBody(t *testing.T, path string) []byte {
 	switch {
 	case strings.HasSuffix(path, "/candidates"):
 		return []byte(`{"id":"node-z","ttl":"10s","metadata":{"addr":"10.0.0.9:80"},"webhook":{"url":"https://example.com/own","begin_timeout":"5s"}}`)
+	case strings.HasSuffix(path, "/transfer"):
+		return []byte(`{"to":"node-z"}`)
 	case strings.HasSuffix(path, "/error"):
 		return []byte(`{"reason":"begin hook exited 1"}`)
 	case strings.HasSuffix(path, "/subscriptions"):

@@ -37,6 +37,7 @@ type candidateView struct {
 	Position      int             `json:"position"`
 	Metadata      json.RawMessage `json:"metadata"`
 	TTL           string          `json:"ttl"`
+	Priority      int             `json:"priority"`
 	JoinedAt      string          `json:"joined_at"`
 	ExpiresAt     string          `json:"expires_at"`
 	Term          uint64          `json:"term,omitempty"`
@@ -53,11 +54,14 @@ type statusDoc struct {
 	Term          uint64          `json:"term"`
 	Metadata      json.RawMessage `json:"metadata"`
 	TTL           string          `json:"ttl"`
+	Priority      int             `json:"priority"`
 	JoinedAt      string          `json:"joined_at"`
 	ExpiresAt     string          `json:"expires_at"`
 	CooldownUntil string          `json:"cooldown_until,omitempty"`
 	Leader        *leaderView     `json:"leader"`
-	Token         string          `json:"token,omitempty"`
+	// Transfer is the election's pending leadership transfer.
+	Transfer *transferView `json:"transfer,omitempty"`
+	Token    string        `json:"token,omitempty"`
 	// WebhookSecret signs the candidate's own webhook; set only in the
 	// answer of a campaign that gave one.
 	WebhookSecret string `json:"webhook_secret,omitempty"`
@@ -74,16 +78,18 @@ type candidatesDoc struct {
 type settingsView struct {
 	ErrorCooldown string `json:"error_cooldown"`
 	HandoverDelay string `json:"handover_delay"`
+	Preempt       bool   `json:"preempt"`
 }
 
 // electionDoc is one election, as GET /v1/elections/{election} answers.
 type electionDoc struct {
-	Name          string       `json:"name"`
-	Settings      settingsView `json:"settings"`
-	Term          uint64       `json:"term"`
-	Leader        *leaderView  `json:"leader"`
-	Candidates    int          `json:"candidates"`
-	HandoverUntil string       `json:"handover_until,omitempty"`
+	Name          string        `json:"name"`
+	Settings      settingsView  `json:"settings"`
+	Term          uint64        `json:"term"`
+	Leader        *leaderView   `json:"leader"`
+	Candidates    int           `json:"candidates"`
+	HandoverUntil string        `json:"handover_until,omitempty"`
+	Transfer      *transferView `json:"transfer,omitempty"`
 }
 
 // electionsDoc is the answer of GET /v1/elections.
@@ -99,6 +105,7 @@ type snapshotDoc struct {
 	Term          uint64          `json:"term"`
 	Leader        *leaderView     `json:"leader"`
 	HandoverUntil string          `json:"handover_until,omitempty"`
+	Transfer      *transferView   `json:"transfer,omitempty"`
 	Candidates    []candidateView `json:"candidates"`
 }
 
@@ -133,9 +140,9 @@ func statusOf(s gateway.Status, token string) statusDoc {
 	c := s.Candidate
 	d := statusDoc{
 		Election: s.Election, ID: c.ID, State: c.State, Position: s.Position, Term: s.Term,
-		Metadata: metadataOf(c.Metadata), TTL: c.TTL.String(),
+		Metadata: metadataOf(c.Metadata), TTL: c.TTL.String(), Priority: c.Priority,
 		JoinedAt: formatTime(c.JoinedAt), ExpiresAt: formatTime(c.ExpiresAt),
-		Leader: leaderOf(s.Leader), Token: token,
+		Leader: leaderOf(s.Leader), Transfer: transferOf(s.Transfer), Token: token,
 	}
 	if c.State == gateway.StateError {
 		d.CooldownUntil = formatTime(c.CooldownUntil)
@@ -150,7 +157,7 @@ func candidatesOf(e gateway.Election) []candidateView {
 	pos := 0
 	for _, c := range e.Candidates {
 		v := candidateView{
-			ID: c.ID, State: c.State, Position: pos, Metadata: metadataOf(c.Metadata), TTL: c.TTL.String(),
+			ID: c.ID, State: c.State, Position: pos, Metadata: metadataOf(c.Metadata), TTL: c.TTL.String(), Priority: c.Priority,
 			JoinedAt: formatTime(c.JoinedAt), ExpiresAt: formatTime(c.ExpiresAt),
 		}
 		switch c.State {
@@ -169,19 +176,19 @@ func candidatesOf(e gateway.Election) []candidateView {
 }
 
 func settingsOf(s gateway.Settings) settingsView {
-	return settingsView{ErrorCooldown: s.ErrorCooldown.String(), HandoverDelay: s.HandoverDelay.String()}
+	return settingsView{ErrorCooldown: s.ErrorCooldown.String(), HandoverDelay: s.HandoverDelay.String(), Preempt: s.Preempt}
 }
 
 func electionOf(e gateway.Election) electionDoc {
 	return electionDoc{
 		Name: e.Name, Settings: settingsOf(e.Settings), Term: e.Term, Leader: leaderOf(e.Leader),
-		Candidates: len(e.Candidates), HandoverUntil: formatTime(e.HandoverUntil),
+		Candidates: len(e.Candidates), HandoverUntil: formatTime(e.HandoverUntil), Transfer: transferOf(e.Transfer),
 	}
 }
 
 func snapshotOf(e gateway.Election) snapshotDoc {
 	return snapshotDoc{
 		Election: e.Name, Settings: settingsOf(e.Settings), Term: e.Term, Leader: leaderOf(e.Leader),
-		HandoverUntil: formatTime(e.HandoverUntil), Candidates: candidatesOf(e),
+		HandoverUntil: formatTime(e.HandoverUntil), Transfer: transferOf(e.Transfer), Candidates: candidatesOf(e),
 	}
 }

@@ -2,7 +2,9 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"time"
 )
 
 // Campaign enters the candidate r.ID in election and returns its status
@@ -56,6 +58,70 @@ func (c *Client) ReportError(ctx context.Context, election, id, token, reason st
 	var st Status
 	err := c.do(ctx, http.MethodPost, body, token, &st, "v1", "elections", election, "candidates", id, "error")
 	return st, err
+}
+
+// Transfer asks the leader of election to hand over to follower to. With
+// leaderToken "" the caller acts as an operator (its API token needs the
+// admin scope); otherwise leaderToken is the leader's own candidate token.
+// The answer is the election with its pending Transfer: the target leads
+// once the leader hands over or its TTL runs out.
+//
+// Errors: ErrNoLeader, ErrNotFollower, ErrNotLeader (the token is not the
+// leader's), ErrTransferPending (to another target), ErrNotSupported,
+// ErrElectionNotFound, ErrForbidden, ErrUnavailable.
+func (c *Client) Transfer(ctx context.Context, election, to, leaderToken string) (Election, error) {
+	var e Election
+	err := c.do(ctx, http.MethodPost, map[string]string{"to": to}, leaderToken, &e, "v1", "elections", election, "transfer")
+	return e, err
+}
+
+// Handover ends the leadership of candidate id in favour of the pending
+// transfer's target, which leads at once with the next term; id stays in
+// line as a follower. Call it only once the candidate has stopped acting
+// as leader.
+//
+// Errors: ErrNoTransfer, ErrNotLeader, ErrCandidateNotFound,
+// ErrTokenMismatch, ErrNotSupported, ErrUnavailable.
+func (c *Client) Handover(ctx context.Context, election, id, token string) (Status, error) {
+	var st Status
+	err := c.do(ctx, http.MethodPost, nil, token, &st, "v1", "elections", election, "candidates", id, "handover")
+	return st, err
+}
+
+// SettingsPatch changes some settings of an election; nil fields stay as
+// they are.
+type SettingsPatch struct {
+	ErrorCooldown *time.Duration
+	HandoverDelay *time.Duration
+	// Preempt lets a follower of higher priority than the leader take
+	// over through a transfer; it needs a backend with transfers.
+	Preempt *bool
+}
+
+// MarshalJSON writes the merge patch of the API.
+func (p SettingsPatch) MarshalJSON() ([]byte, error) {
+	m := map[string]any{}
+	if p.ErrorCooldown != nil {
+		m["error_cooldown"] = p.ErrorCooldown.String()
+	}
+	if p.HandoverDelay != nil {
+		m["handover_delay"] = p.HandoverDelay.String()
+	}
+	if p.Preempt != nil {
+		m["preempt"] = *p.Preempt
+	}
+	return json.Marshal(m)
+}
+
+// Configure applies p to election's settings, creating the election if it
+// does not exist (the API token needs the admin scope).
+//
+// Errors: ErrInvalidRequest, ErrNotSupported (preempt on a backend without
+// transfers), ErrForbidden, ErrLimitReached, ErrUnavailable.
+func (c *Client) Configure(ctx context.Context, election string, p SettingsPatch) (Election, error) {
+	var e Election
+	err := c.do(ctx, http.MethodPatch, p, "", &e, "v1", "elections", election)
+	return e, err
 }
 
 // Leader returns the current leader of election and its term.

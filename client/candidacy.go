@@ -32,6 +32,9 @@ const (
 	ReasonHeartbeatTimeout = "heartbeat-timeout" // the step-down rule: no heartbeat for TTL minus the margin
 	ReasonError            = "error"             // ReportError, or the gateway holds it in error
 	ReasonResigned         = "resigned"          // Resign, or Run's context ended
+	// ReasonTransferred: the gateway asked the leader to hand over (a
+	// transfer or a preemption); it stopped acting, then handed over.
+	ReasonTransferred = "transferred"
 )
 
 // Errors of a Candidacy.
@@ -74,6 +77,18 @@ type CandidacyConfig struct {
 	TTL time.Duration
 	// Metadata is a small JSON object shown with the candidate, or nil.
 	Metadata json.RawMessage
+	// Priority orders the line, higher first; 0 by default. See
+	// CampaignRequest.Priority.
+	Priority int
+	// ExplicitHandover leaves the handover of a transfer to the caller.
+	// When the gateway asks this leader to hand over (its heartbeat is
+	// refused with ErrTransferPending), the Candidacy stops leading at
+	// once (Standing.Reason ReasonTransferred) either way; by default it
+	// then waits for OnStartedLeading and OnStoppedLeading to return and
+	// hands over itself. With ExplicitHandover the caller stops its own
+	// work first and then calls Handover (the sidecar runs its end command
+	// in between). Default false.
+	ExplicitHandover bool
 	// ErrorTimeout is how long a candidate sits out after ReportError
 	// before it campaigns again, at the back of the line. Default
 	// DefaultErrorTimeout.
@@ -157,13 +172,14 @@ type Candidacy struct {
 	callbacks  *dispatcher
 }
 
-// candidateRequest is a ReportError (reason set) or a Resign, and where to
-// answer.
+// candidateRequest is a ReportError (reason set), a Resign or a Handover,
+// and where to answer.
 type candidateRequest struct {
-	ctx    context.Context
-	resign bool
-	reason string
-	done   chan error
+	ctx      context.Context
+	resign   bool
+	handover bool
+	reason   string
+	done     chan error
 }
 
 // NewCandidacy checks cfg and returns a candidate that campaigns once Run
@@ -262,6 +278,18 @@ func (c *Candidacy) Resign(ctx context.Context) error {
 // resigned instead, which hands over as well), or ctx's.
 func (c *Candidacy) ReportError(ctx context.Context, reason string) error {
 	return c.request(ctx, candidateRequest{reason: reason}, ErrNotRunning)
+}
+
+// Handover hands the leadership over to the target of the pending
+// transfer, for a caller that set ExplicitHandover: call it once the
+// leader's work has stopped, after the Standing with ReasonTransferred.
+// The candidate stays in line as a follower.
+//
+// Errors: ErrNotRunning, ErrNoTransfer or ErrNotLeader (the transfer was
+// cancelled or completed meanwhile; the next heartbeat tells where the
+// candidate stands), the request's error, or ctx's.
+func (c *Candidacy) Handover(ctx context.Context) error {
+	return c.request(ctx, candidateRequest{handover: true}, ErrNotRunning)
 }
 
 // request sends r to Run and waits for its answer; idle is the answer

@@ -179,7 +179,7 @@ func (c *Candidacy) campaign(ctx context.Context) (time.Duration, error) {
 	var token string
 	err := c.try(cctx, func(cl *Client) error {
 		var err error
-		st, token, err = cl.Campaign(cctx, c.cfg.Election, CampaignRequest{ID: c.cfg.ID, TTL: c.cfg.TTL, Metadata: c.cfg.Metadata})
+		st, token, err = cl.Campaign(cctx, c.cfg.Election, CampaignRequest{ID: c.cfg.ID, TTL: c.cfg.TTL, Metadata: c.cfg.Metadata, Priority: c.cfg.Priority})
 		return err
 	})
 	switch {
@@ -225,8 +225,58 @@ func (c *Candidacy) heartbeat(ctx context.Context) time.Duration {
 		c.lose(ReasonExpired)
 		c.publish(Standing{Reason: ReasonExpired})
 		return 0
+	case errors.Is(err, ErrTransferPending):
+		// Asked to hand over: the gateway no longer extends this
+		// candidacy's life, so stop acting at once, whatever comes next.
+		c.answered(ctx)
+		if c.leading {
+			c.log.LogAttrs(ctx, slog.LevelInfo, "asked to hand over leadership; stopping", slog.Uint64("term", c.term))
+			c.lose(ReasonTransferred)
+		}
+		if c.cfg.ExplicitHandover {
+			return c.interval() // the caller stops its work, then calls Handover
+		}
+		if err := c.handover(ctx); err != nil && !errors.Is(err, ErrNoTransfer) && !errors.Is(err, ErrNotLeader) {
+			return c.retry(ctx, "handover", err)
+		}
+		return 0
 	default:
 		return c.retry(ctx, "heartbeat", err)
+	}
+}
+
+// handover ends a leadership the gateway asked this candidate to hand
+// over. It first waits for the leadership callbacks to return (so the
+// caller's work has stopped before the target starts), but never past the
+// step-down deadline: after it the gateway may promote the target by
+// itself, and a handover would add nothing. ErrNoTransfer and ErrNotLeader
+// mean the transfer was cancelled or completed meanwhile: the next
+// heartbeat says where the candidate stands.
+func (c *Candidacy) handover(ctx context.Context) error {
+	c.lose(ReasonTransferred)
+	wctx, cancel := context.WithDeadline(ctx, c.stepDownAt())
+	defer cancel()
+	if !c.callbacks.drained(wctx) {
+		c.log.LogAttrs(ctx, slog.LevelWarn, "the leadership callbacks did not return by the step-down deadline; the transfer completes by the TTL instead")
+		return nil
+	}
+	cctx, cancel2 := c.callCtx(ctx)
+	defer cancel2()
+	sent := c.now()
+	var st Status
+	err := c.try(cctx, func(cl *Client) error {
+		var err error
+		st, err = cl.Handover(cctx, c.cfg.Election, c.cfg.ID, c.token)
+		return err
+	})
+	switch {
+	case err == nil:
+		c.log.LogAttrs(ctx, slog.LevelInfo, "handed over", slog.String("leader", leaderID(st.Leader)), slog.Uint64("term", st.Term))
+		c.succeeded(sent)
+		c.observe(ctx, st)
+		return nil
+	default:
+		return err
 	}
 }
 
@@ -373,8 +423,14 @@ func (c *Candidacy) resign(ctx context.Context) error {
 	return err
 }
 
-// serve answers a ReportError or Resign request.
+// serve answers a ReportError, Resign or Handover request.
 func (c *Candidacy) serve(r candidateRequest) error {
+	if r.handover {
+		if c.token == "" {
+			return ErrNoTransfer
+		}
+		return c.handover(r.ctx)
+	}
 	if r.resign {
 		c.lose(ReasonResigned)
 		c.resigned = true

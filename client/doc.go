@@ -57,6 +57,18 @@
 // it has seen: then not even a leader that lost its leadership without
 // knowing can do harm. See the fencing example of Candidacy.
 //
+// # Transfers and priorities
+//
+// Client.Transfer asks the leader to hand over to a named follower. The
+// leader's heartbeats are then refused with ErrTransferPending and no
+// longer extend its life; a Candidacy stops leading at once (reason
+// ReasonTransferred), waits for its callbacks to return and calls
+// Client.Handover, and the target leads with the next term. A candidate
+// may campaign with a priority (CandidacyConfig.Priority); with the
+// election's preempt setting (Client.Configure) a follower of higher
+// priority than the leader takes over the same way. Both need a gateway
+// whose backend supports them; others answer ErrNotSupported.
+//
 // # Failures
 //
 // A request that fails in transport or with a 5xx answer goes to the next

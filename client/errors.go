@@ -32,6 +32,14 @@ var (
 	ErrForbidden             = errors.New("elector: forbidden")                   // forbidden: the API token lacks the scope
 	ErrUnavailable           = errors.New("elector: backend unavailable")         // backend-unavailable, 5xx without a problem
 	ErrInternal              = errors.New("elector: internal error")              // internal
+	// ErrTransferPending: a leader's heartbeat is refused because it is
+	// asked to hand over (the *Problem's Ext holds "transfer"); it must
+	// stop acting as leader and call Handover. Also a second transfer.
+	ErrTransferPending = errors.New("elector: leadership transfer pending")  // transfer-pending
+	ErrNotFollower     = errors.New("elector: not a follower")               // not-a-follower
+	ErrNotLeader       = errors.New("elector: not the leader")               // not-leader
+	ErrNoTransfer      = errors.New("elector: no transfer pending")          // no-transfer-pending
+	ErrNotSupported    = errors.New("elector: not supported by the backend") // not-supported
 )
 
 // problemSentinels maps problem slugs to sentinels.
@@ -53,6 +61,11 @@ var problemSentinels = map[string]error{
 	"forbidden":                ErrForbidden,
 	"backend-unavailable":      ErrUnavailable,
 	"internal":                 ErrInternal,
+	"transfer-pending":         ErrTransferPending,
+	"not-a-follower":           ErrNotFollower,
+	"not-leader":               ErrNotLeader,
+	"no-transfer-pending":      ErrNoTransfer,
+	"not-supported":            ErrNotSupported,
 }
 
 // Problem is an RFC 9457 problem document the gateway answered with, or,

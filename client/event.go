@@ -13,6 +13,10 @@ const (
 	EventLeaderError     = "leader.error"
 	EventCandidateJoined = "candidate.joined"
 	EventCandidateLeft   = "candidate.left"
+	// EventLeaderTransfer: the leader in Data.Previous is asked to hand
+	// over to Data.Candidate; EventTransferCancelled: that target left.
+	EventLeaderTransfer    = "leader.transfer"
+	EventTransferCancelled = "leader.transfer_cancelled"
 	// EventReset carries a Snapshot: forget what you knew of the election
 	// and apply the events that follow as deltas.
 	EventReset = "reset"

@@ -106,6 +106,19 @@ func (d *dispatcher) run() {
 	}
 }
 
+// drained waits until every callback queued so far has returned; it
+// reports false if ctx ends first.
+func (d *dispatcher) drained(ctx context.Context) bool {
+	done := make(chan struct{})
+	d.push(func() { close(done) })
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // close waits for the queued callbacks to return and stops run.
 func (d *dispatcher) close() {
 	d.mu.Lock()

@@ -136,6 +136,9 @@ func (c *Candidacy) concerns(ev Event) bool {
 		return ev.Snapshot != nil && ev.Snapshot.Leader != nil && ev.Snapshot.Leader.ID == c.cfg.ID
 	case EventLeaderBegin, EventLeaderEnd, EventLeaderError, EventCandidateLeft:
 		return ev.Data.Candidate != nil && ev.Data.Candidate.ID == c.cfg.ID
+	case EventLeaderTransfer:
+		// Asked to hand over: the next heartbeat is refused and says so.
+		return ev.Data.Previous != nil && ev.Data.Previous.ID == c.cfg.ID
 	}
 	return false
 }

@@ -25,6 +25,9 @@ type CampaignRequest struct {
 	TTL time.Duration
 	// Metadata is a small JSON object shown with the candidate, or nil.
 	Metadata json.RawMessage
+	// Priority orders the line, higher first (-1000 to 1000); 0 by
+	// default. Other values need a gateway backend with transfers.
+	Priority int
 }
 
 // MarshalJSON writes the campaign body of the API.
@@ -32,8 +35,9 @@ func (r CampaignRequest) MarshalJSON() ([]byte, error) {
 	body := struct {
 		ID       string          `json:"id"`
 		TTL      string          `json:"ttl,omitempty"`
+		Priority int             `json:"priority,omitempty"`
 		Metadata json.RawMessage `json:"metadata,omitempty"`
-	}{ID: r.ID, Metadata: r.Metadata}
+	}{ID: r.ID, Priority: r.Priority, Metadata: r.Metadata}
 	if r.TTL != 0 {
 		body.TTL = r.TTL.String()
 	}
@@ -113,6 +117,16 @@ type Status struct {
 	ExpiresAt     Time    `json:"expires_at"`
 	CooldownUntil Time    `json:"cooldown_until,omitzero"`
 	Leader        *Leader `json:"leader"`
+	Priority      int     `json:"priority"`
+	// Transfer is the election's pending leadership transfer, or nil.
+	Transfer *Transfer `json:"transfer,omitempty"`
+}
+
+// Transfer is a pending transfer of leadership to a named follower.
+type Transfer struct {
+	To          string `json:"to"`
+	Reason      string `json:"reason"` // "transferred" or "preempted"
+	RequestedAt Time   `json:"requested_at"`
 }
 
 // Candidate is one candidate in the line of an election.
@@ -122,6 +136,7 @@ type Candidate struct {
 	Position      int             `json:"position"`
 	Metadata      json.RawMessage `json:"metadata"`
 	TTL           Duration        `json:"ttl"`
+	Priority      int             `json:"priority"`
 	JoinedAt      Time            `json:"joined_at"`
 	ExpiresAt     Time            `json:"expires_at"`
 	Term          uint64          `json:"term,omitempty"`
@@ -139,16 +154,18 @@ type Candidates struct {
 type Settings struct {
 	ErrorCooldown Duration `json:"error_cooldown"`
 	HandoverDelay Duration `json:"handover_delay"`
+	Preempt       bool     `json:"preempt"`
 }
 
 // Election is one election as GET /v1/elections/{election} shows it.
 type Election struct {
-	Name          string   `json:"name"`
-	Settings      Settings `json:"settings"`
-	Term          uint64   `json:"term"`
-	Leader        *Leader  `json:"leader"`
-	Candidates    int      `json:"candidates"`
-	HandoverUntil Time     `json:"handover_until,omitzero"`
+	Name          string    `json:"name"`
+	Settings      Settings  `json:"settings"`
+	Term          uint64    `json:"term"`
+	Leader        *Leader   `json:"leader"`
+	Candidates    int       `json:"candidates"`
+	HandoverUntil Time      `json:"handover_until,omitzero"`
+	Transfer      *Transfer `json:"transfer,omitempty"`
 }
 
 // Snapshot is the whole state of one election, the data of a reset event.
@@ -158,5 +175,6 @@ type Snapshot struct {
 	Term          uint64      `json:"term"`
 	Leader        *Leader     `json:"leader"`
 	HandoverUntil Time        `json:"handover_until,omitzero"`
+	Transfer      *Transfer   `json:"transfer,omitempty"`
 	Candidates    []Candidate `json:"candidates"`
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Backend stores elections and makes their transitions. It is the seam that
@@ -12,7 +13,8 @@ import (
 // A Backend must guarantee, for each election:
 //   - at most one leader at any time, and terms that strictly increase across
 //     successive leaderships, whatever the number of gateway replicas;
-//   - FIFO order of the line, a candidate leaving error cooldown at the back;
+//   - FIFO order of the line within a priority (higher first), a candidate
+//     leaving error cooldown at the back of its priority;
 //   - expiry of a candidate that does not heartbeat within its TTL, with the
 //     events that follow from it, even when no request arrives;
 //   - events delivered by Watch in one total order, with ids that are the
@@ -133,6 +135,27 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Transferer is implemented by backends that can transfer leadership to a
+// named follower and order the line by priority (the Record's Transfer and
+// Handover, made atomic as its other transitions are). Without it the
+// Gateway refuses transfers, priorities other than 0 and the preempt
+// setting with ErrNotSupported.
+type Transferer interface {
+	// Transfer asks the leader of election to hand over to follower to.
+	// With tokenHash "" anybody the caller authorised may ask; otherwise
+	// tokenHash must be the leader's. Asking again for the same target
+	// changes nothing. Errors: ErrElectionNotFound, ErrNoLeader,
+	// ErrNotLeader (tokenHash is not the leader's), ErrNotFollower,
+	// ErrTransferPending (to another target).
+	Transfer(ctx context.Context, election, to, tokenHash string) (Election, error)
+
+	// Handover ends the leadership of candidate id in favour of the
+	// pending transfer's target, which leads at once with the next term;
+	// id stays in line as a follower. Errors as Heartbeat, and
+	// ErrNoTransfer, ErrNotLeader.
+	Handover(ctx context.Context, election, id, tokenHash string) (Status, error)
+}
+
 // Errors returned by backends and by the Gateway. Backends wrap them with
 // context (fmt.Errorf("memory: heartbeat %q: %w", id, gateway.ErrCandidateNotFound));
 // callers test with errors.Is.
@@ -149,4 +172,36 @@ var (
 	ErrInvalid           = errors.New("gateway: invalid argument")
 	ErrUnavailable       = errors.New("gateway: backend unavailable")
 	ErrLimit             = errors.New("gateway: limit reached")
+	ErrNotFollower       = errors.New("gateway: candidate is not a follower")
+	ErrTransferPending   = errors.New("gateway: leadership transfer pending")
+	ErrNoTransfer        = errors.New("gateway: no leadership transfer pending")
 )
+
+// TransferPendingError is ErrTransferPending with the pending transfer: a
+// leader's heartbeat refused while it should hand over, or a request for a
+// second transfer.
+type TransferPendingError struct {
+	Election string
+	Transfer Transfer
+}
+
+func (e *TransferPendingError) Error() string {
+	return fmt.Sprintf("gateway: %q: leadership transfer to %q pending (%s)", e.Election, e.Transfer.To, e.Transfer.Reason)
+}
+
+// Is makes a TransferPendingError match ErrTransferPending.
+func (e *TransferPendingError) Is(target error) bool { return target == ErrTransferPending }
+
+// UnsupportedError is ErrNotSupported naming the backend and the ability
+// it lacks.
+type UnsupportedError struct {
+	Backend string // the backend's package name: "nats", "etcd"
+	Ability string // "leadership transfer", "priorities", "preempt"
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("gateway: the %s backend does not support %s", e.Backend, e.Ability)
+}
+
+// Is makes an UnsupportedError match ErrNotSupported.
+func (e *UnsupportedError) Is(target error) bool { return target == ErrNotSupported }

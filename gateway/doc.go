@@ -13,6 +13,14 @@
 // the next leader is promoted, so that a partitioned old leader has time to
 // notice and stand down.
 //
+// Transfers and priorities (backends that are a Transferer). A candidate may
+// campaign with a priority: the followers are ordered by priority, then by
+// arrival, and the leader keeps its place. A transfer names the follower
+// that should lead next; the leader's heartbeats are refused until it hands
+// over or expires, so the target never leads while the old leader may still
+// act (see Record.Transfer). With the election's preempt setting, a
+// follower of higher priority than the leader starts such a transfer.
+//
 // Who decides. A Backend owns all election state and makes every transition
 // atomically; the Gateway validates input, issues candidate tokens, and never
 // decides leadership itself. Because the promotion of a leader is a single

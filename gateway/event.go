@@ -16,10 +16,15 @@ const (
 	EventLeaderError     EventType = "leader.error"
 	EventCandidateJoined EventType = "candidate.joined"
 	EventCandidateLeft   EventType = "candidate.left"
+	// EventLeaderTransfer: a transfer of leadership to a follower was
+	// requested (or, with preempt, started); EventTransferCancelled: its
+	// target left before it completed.
+	EventLeaderTransfer    EventType = "leader.transfer"
+	EventTransferCancelled EventType = "leader.transfer_cancelled"
 )
 
 // EventTypes lists every event type, in a stable order.
-var EventTypes = []EventType{EventLeaderBegin, EventLeaderEnd, EventLeaderError, EventCandidateJoined, EventCandidateLeft}
+var EventTypes = []EventType{EventLeaderBegin, EventLeaderEnd, EventLeaderError, EventCandidateJoined, EventCandidateLeft, EventLeaderTransfer, EventTransferCancelled}
 
 // Reasons carried by events.
 const (
@@ -28,6 +33,11 @@ const (
 	ReasonError    = "error"    // the leader reported an error
 	ReasonCampaign = "campaign" // candidate.joined: a new candidacy
 	ReasonRejoined = "rejoined" // candidate.joined: back in line after cooldown
+	// ReasonTransferred: the leader handed over to the follower a transfer
+	// named; ReasonPreempted: the same, started by a follower of higher
+	// priority under the preempt setting.
+	ReasonTransferred = "transferred"
+	ReasonPreempted   = "preempted"
 )
 
 // Event is one transition of an election.
@@ -35,10 +45,15 @@ const (
 // leader.begin: Candidate is the new leader, Term its term, Previous the
 // leadership before it (if any) and Reason how that one ended.
 // leader.end: Candidate and Term are the leadership that ended, Reason is
-// resigned, expired or error. leader.error: the leader reported an error
+// resigned, expired, error, transferred or preempted. leader.error: the leader reported an error
 // (Detail) and is about to end with reason error. candidate.joined /
 // candidate.left: Candidate joined or left the line, Term is the election's
-// term at that moment.
+// term at that moment. leader.transfer: Candidate is the target, Previous
+// the leadership asked to hand over, Reason transferred or preempted; a
+// later one replaces a pending preemption (its target is now a follower
+// of higher priority).
+// leader.transfer_cancelled: Candidate is the target that left, Reason why
+// (resigned, expired, error).
 type Event struct {
 	// ID is assigned by the backend: the same on every replica, ordered, and
 	// a valid Watch cursor.

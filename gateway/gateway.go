@@ -20,6 +20,9 @@ const (
 	MaxReasonBytes = 1024
 	// MaxSetting bounds error_cooldown and handover_delay.
 	MaxSetting = time.Hour
+	// MaxPriority bounds a candidate's priority, from -MaxPriority to
+	// MaxPriority.
+	MaxPriority = 1000
 )
 
 // Config is the policy a Gateway applies in front of its Backend.
@@ -164,6 +167,9 @@ type CampaignRequest struct {
 	ID       string
 	Metadata json.RawMessage // a JSON object or nil
 	TTL      time.Duration   // 0 means the Gateway's DefaultTTL
+	// Priority orders the line, higher first; 0 by default. Other values
+	// need a Transferer backend.
+	Priority int
 }
 
 // Campaign validates r and puts the candidate at the back of the line. It
@@ -188,12 +194,20 @@ func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignReque
 	if err != nil {
 		return Status{}, "", err
 	}
+	if r.Priority < -MaxPriority || r.Priority > MaxPriority {
+		return Status{}, "", invalid("priority", "must be between %d and %d, got %d", -MaxPriority, MaxPriority, r.Priority)
+	}
+	if r.Priority != 0 {
+		if _, err := g.transferer("priorities"); err != nil {
+			return Status{}, "", err
+		}
+	}
 	if err := g.checkCandidateLimit(ctx, election); err != nil {
 		return Status{}, "", err
 	}
 	token := NewToken()
 	start := time.Now()
-	st, err := g.b.Campaign(ctx, election, Candidacy{ID: r.ID, Metadata: meta, TTL: ttl, TokenHash: HashToken(token)}, *g.cfg.Defaults)
+	st, err := g.b.Campaign(ctx, election, Candidacy{ID: r.ID, Metadata: meta, TTL: ttl, Priority: r.Priority, TokenHash: HashToken(token)}, *g.cfg.Defaults)
 	g.observe("campaign", start, err)
 	if err != nil {
 		return Status{}, "", err
@@ -218,8 +232,10 @@ func (g *Gateway) checkCandidate(election, id, token string) error {
 }
 
 // Heartbeat keeps a candidate alive for another TTL and tells it where it
-// stands. Errors: ErrInvalid, ErrCandidateNotFound (campaign again),
-// ErrTokenMismatch, ErrUnavailable.
+// stands. A leader asked to hand over is refused with a
+// *TransferPendingError and must hand over or stop acting (see
+// Record.Transfer). Errors: ErrInvalid, ErrCandidateNotFound (campaign
+// again), ErrTokenMismatch, ErrTransferPending, ErrUnavailable.
 func (g *Gateway) Heartbeat(ctx context.Context, election, id, token string) (Status, error) {
 	if err := g.checkCandidate(election, id, token); err != nil {
 		return Status{}, err
@@ -327,6 +343,7 @@ func (g *Gateway) Leader(ctx context.Context, election string) (Leader, Election
 type SettingsPatch struct {
 	ErrorCooldown *time.Duration
 	HandoverDelay *time.Duration
+	Preempt       *bool
 }
 
 // Configure applies p to the election's settings, creating the election
@@ -358,8 +375,16 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 	if p.HandoverDelay != nil {
 		s.HandoverDelay = *p.HandoverDelay
 	}
+	if p.Preempt != nil {
+		s.Preempt = *p.Preempt
+	}
 	if err := validateSettings(s); err != nil {
 		return Election{}, err
+	}
+	if s.Preempt {
+		if _, err := g.transferer("preempt"); err != nil {
+			return Election{}, err
+		}
 	}
 	start := time.Now()
 	e, err = g.b.Configure(ctx, election, s)
@@ -368,7 +393,7 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 		return Election{}, err
 	}
 	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "election configured", slog.String("election", election),
-		slog.Duration("error_cooldown", s.ErrorCooldown), slog.Duration("handover_delay", s.HandoverDelay))
+		slog.Duration("error_cooldown", s.ErrorCooldown), slog.Duration("handover_delay", s.HandoverDelay), slog.Bool("preempt", s.Preempt))
 	return e, nil
 }
 

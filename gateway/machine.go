@@ -22,6 +22,8 @@ import (
 // written only over the one it was computed from (the caller's mutex or
 // compare-and-set guarantees that).
 //
+// Transfers keep that argument and add one of their own; see Transfer.
+//
 // A method that fails may still have advanced time (expiries, cooldowns,
 // handovers): the caller persists the Record whenever err is nil or events
 // is not empty.
@@ -38,7 +40,12 @@ type Record struct {
 	PreviousEnd string   `json:"previous_end,omitempty"`
 	// HandoverUntil holds back promotion after a leader expired.
 	HandoverUntil time.Time `json:"handover_until,omitzero"`
-	// Line is the line in campaign order; Cooling the candidates in error.
+	// Pending is the transfer of leadership waiting for the leader to hand
+	// over or to expire; see Transfer.
+	Pending *Transfer `json:"transfer,omitempty"`
+	// Line is the line: Line[0] the leader (or next leader), then the
+	// followers by priority, higher first, then in campaign order; Cooling
+	// the candidates in error.
 	Line    []Entry `json:"line,omitempty"`
 	Cooling []Entry `json:"cooling,omitempty"`
 }
@@ -48,6 +55,7 @@ type Entry struct {
 	ID            string          `json:"id"`
 	Metadata      json.RawMessage `json:"metadata,omitempty"`
 	TTL           time.Duration   `json:"ttl"`
+	Priority      int             `json:"priority,omitempty"`
 	TokenHash     string          `json:"token_hash"`
 	JoinedAt      time.Time       `json:"joined_at"`
 	ExpiresAt     time.Time       `json:"expires_at,omitzero"` // zero: see Expire
@@ -59,24 +67,30 @@ func NewRecord(name string, s Settings) *Record {
 	return &Record{Name: name, Settings: s}
 }
 
-// Campaign appends a candidate to the line. Errors: ErrCandidateExists.
+// Campaign puts a candidate in line behind every follower of its priority
+// or higher. Errors: ErrCandidateExists.
 func (r *Record) Campaign(now time.Time, c Candidacy) ([]Event, error) {
 	ev := r.Advance(now)
 	if r.Find(c.ID) != nil {
 		return ev, fmt.Errorf("%q in %q: %w", c.ID, r.Name, ErrCandidateExists)
 	}
-	e := Entry{ID: c.ID, Metadata: c.Metadata, TTL: c.TTL, TokenHash: c.TokenHash, JoinedAt: now, ExpiresAt: now.Add(c.TTL)}
-	r.Line = append(r.Line, e)
+	e := Entry{ID: c.ID, Metadata: c.Metadata, TTL: c.TTL, Priority: c.Priority, TokenHash: c.TokenHash, JoinedAt: now, ExpiresAt: now.Add(c.TTL)}
+	r.insert(e)
 	ev = append(ev, r.event(now, EventCandidateJoined, &e, ReasonCampaign))
 	return r.promote(now, ev), nil
 }
 
-// Heartbeat extends a candidate's life by its TTL. Errors:
-// ErrCandidateNotFound, ErrTokenMismatch.
+// Heartbeat extends a candidate's life by its TTL. A leader asked to hand
+// over is refused with a *TransferPendingError and its life is not
+// extended (see Transfer). Errors: ErrCandidateNotFound, ErrTokenMismatch,
+// ErrTransferPending.
 func (r *Record) Heartbeat(now time.Time, id, tokenHash string) ([]Event, error) {
 	ev := r.Advance(now)
 	e, err := r.owned(id, tokenHash)
 	if err != nil {
+		return ev, err
+	}
+	if err := r.HandoverDue(id); err != nil {
 		return ev, err
 	}
 	e.ExpiresAt = now.Add(e.TTL)
@@ -117,6 +131,7 @@ func (r *Record) ReportError(now time.Time, id, tokenHash, reason string) ([]Eve
 		ev = append(ev, lead)
 		ev = r.endLeadership(now, ReasonError, ev)
 	}
+	ev = r.cancelTransfer(now, id, ReasonError, ev)
 	r.Line = slices.DeleteFunc(r.Line, func(x Entry) bool { return x.ID == id })
 	r.Cooling = append(r.Cooling, moved)
 	return r.promote(now, ev), nil
@@ -147,11 +162,11 @@ func (r *Record) Expire(now time.Time, id string) []Event {
 }
 
 // Configure replaces the settings. They apply to cooldowns and handovers
-// that start afterwards.
+// that start afterwards; turning preempt on may start a transfer at once.
 func (r *Record) Configure(now time.Time, s Settings) []Event {
 	ev := r.Advance(now)
 	r.Settings = s
-	return ev
+	return r.promote(now, ev)
 }
 
 // Advance applies, in time order, every expiry, end of cooldown and end of
@@ -239,6 +254,7 @@ func (r *Record) remove(now time.Time, id, reason string, ev []Event) []Event {
 		return ev
 	}
 	e := r.Line[i]
+	ev = r.cancelTransfer(now, id, reason, ev)
 	if i == 0 && r.Leading {
 		ev = r.endLeadership(now, reason, ev)
 		if reason == ReasonExpired && r.Settings.HandoverDelay > 0 {
@@ -261,29 +277,62 @@ func (r *Record) endLeadership(now time.Time, reason string, ev []Event) []Event
 	return ev
 }
 
-// rejoin puts a candidate whose cooldown ended at the back of the line.
+// rejoin puts a candidate whose cooldown ended at the back of its
+// priority in line.
 func (r *Record) rejoin(now time.Time, id string, ev []Event) []Event {
 	i := r.cooling(id)
 	e := r.Cooling[i]
 	r.Cooling = slices.Delete(r.Cooling, i, i+1)
 	e.CooldownUntil = time.Time{}
 	e.JoinedAt = now
-	r.Line = append(r.Line, e)
+	r.insert(e)
 	return append(ev, r.event(now, EventCandidateJoined, &e, ReasonRejoined))
 }
 
-// promote fills an empty leader slot with the head of the line, unless a
-// handover delay is running. This is the only place a leadership begins.
-func (r *Record) promote(now time.Time, ev []Event) []Event {
-	if r.Leading || len(r.Line) == 0 || !r.HandoverUntil.IsZero() {
-		return ev
+// insert puts e in line behind every candidate of its priority or higher.
+// A leader keeps Line[0] whatever its priority, and so does the target of
+// a pending transfer while the slot is empty: insert never moves them.
+func (r *Record) insert(e Entry) {
+	from := 0
+	if r.Leading || r.Pending != nil {
+		from = 1
 	}
+	r.insertFrom(from, e)
+}
+
+// insertFrom puts e in Line[from:] behind every candidate of its priority
+// or higher.
+func (r *Record) insertFrom(from int, e Entry) {
+	i := from
+	for i < len(r.Line) && r.Line[i].Priority >= e.Priority {
+		i++
+	}
+	r.Line = slices.Insert(r.Line, i, e)
+}
+
+// promote fills an empty leader slot with the head of the line (with the
+// target of a pending transfer moved there first), unless a handover delay
+// is running; then it starts a preemption if one is due. This is the only
+// place a leadership begins.
+func (r *Record) promote(now time.Time, ev []Event) []Event {
+	if !r.Leading && r.Pending != nil {
+		// The slot is empty: the target is next, during a handover delay
+		// too, and the line says so.
+		if i := slices.IndexFunc(r.Line, func(x Entry) bool { return x.ID == r.Pending.To }); i > 0 {
+			e := r.Line[i]
+			r.Line = slices.Insert(slices.Delete(r.Line, i, i+1), 0, e)
+		}
+	}
+	if r.Leading || len(r.Line) == 0 || !r.HandoverUntil.IsZero() {
+		return r.preempt(now, ev)
+	}
+	r.Pending = nil
 	r.Leading = true
 	r.Term++
 	r.LeaderSince = now
 	begin := r.event(now, EventLeaderBegin, &r.Line[0], r.PreviousEnd)
 	begin.Previous = r.Previous
-	return append(ev, begin)
+	return r.preempt(now, append(ev, begin))
 }
 
 func (r *Record) event(now time.Time, t EventType, e *Entry, reason string) Event {
@@ -326,7 +375,7 @@ func (r *Record) owned(id, tokenHash string) (*Entry, error) {
 // Snapshot returns the election as the API shows it. Cursor is left empty
 // for the caller to fill.
 func (r *Record) Snapshot() Election {
-	e := Election{Name: r.Name, Settings: r.Settings, Term: r.Term, HandoverUntil: r.HandoverUntil}
+	e := Election{Name: r.Name, Settings: r.Settings, Term: r.Term, HandoverUntil: r.HandoverUntil, Transfer: r.pending()}
 	e.Candidates = make([]Candidate, 0, len(r.Line)+len(r.Cooling))
 	for i, x := range r.Line {
 		c := x.candidate(StateFollower)
@@ -348,7 +397,7 @@ func (r *Record) Snapshot() Election {
 // would, without building the whole snapshot: a heartbeat in an election
 // of a thousand candidates costs one scan, not a thousand copies.
 func (r *Record) Status(id string) (Status, bool) {
-	st := Status{Election: r.Name, Term: r.Term, Leader: r.leader()}
+	st := Status{Election: r.Name, Term: r.Term, Leader: r.leader(), Transfer: r.pending()}
 	for i, x := range r.Line {
 		if x.ID == id {
 			st.Candidate, st.Position = x.candidate(StateFollower), i
@@ -375,7 +424,7 @@ func (r *Record) leader() *Leader {
 }
 
 func (x Entry) candidate(s State) Candidate {
-	return Candidate{ID: x.ID, Metadata: x.Metadata, TTL: x.TTL, State: s, JoinedAt: x.JoinedAt, ExpiresAt: x.ExpiresAt, CooldownUntil: x.CooldownUntil}
+	return Candidate{ID: x.ID, Metadata: x.Metadata, TTL: x.TTL, Priority: x.Priority, State: s, JoinedAt: x.JoinedAt, ExpiresAt: x.ExpiresAt, CooldownUntil: x.CooldownUntil}
 }
 
 // Check verifies the Record's invariants; tests and backends that load a
@@ -397,5 +446,5 @@ func (r *Record) Check() error {
 	if r.Leading && !r.HandoverUntil.IsZero() {
 		return fmt.Errorf("gateway: record %q: leading during a handover delay", r.Name)
 	}
-	return nil
+	return r.checkTransfer()
 }

@@ -22,6 +22,9 @@ type Candidacy struct {
 	Metadata  json.RawMessage // a compact JSON object, or nil
 	TTL       time.Duration   // within the Gateway's bounds
 	TokenHash string          // HashToken of the token returned to the caller
+	// Priority orders the line: higher first, then by arrival. Default 0.
+	// Only a Transferer backend takes a priority other than 0.
+	Priority int
 }
 
 // Candidate is one candidate of an election as a backend reports it.
@@ -29,6 +32,7 @@ type Candidate struct {
 	ID            string
 	Metadata      json.RawMessage // nil when the candidate gave none
 	TTL           time.Duration
+	Priority      int
 	State         State
 	Term          uint64    // the candidate's term while State is StateLeader, else 0
 	JoinedAt      time.Time // when it last joined the line
@@ -54,6 +58,20 @@ type Settings struct {
 	// HandoverDelay holds back the promotion of the next leader after a
 	// leader expires (not after it resigns or errors). Default 0.
 	HandoverDelay time.Duration
+	// Preempt lets a follower with a higher priority than the leader's
+	// take over through a transfer (reason preempted). Without it,
+	// priority only orders the followers. Default false; only a
+	// Transferer backend takes it.
+	Preempt bool `json:"preempt,omitempty"`
+}
+
+// Transfer is a pending transfer of leadership to a named follower. While
+// it is pending the leader's heartbeats are refused (ErrTransferPending),
+// so its life runs out unless it hands over first; see Record.
+type Transfer struct {
+	To     string    `json:"to"`
+	Reason string    `json:"reason"` // ReasonTransferred or ReasonPreempted
+	At     time.Time `json:"at"`     // when it was requested
 }
 
 // DefaultErrorCooldown is the error cooldown of an election created without
@@ -77,7 +95,10 @@ type Election struct {
 	// HandoverUntil is set while a promotion is held back by the handover
 	// delay; Leader is nil until then.
 	HandoverUntil time.Time
-	// Candidates in line order: the leader, the followers first come first,
+	// Transfer is the pending leadership transfer, or nil.
+	Transfer *Transfer
+	// Candidates in line order: the leader, the followers by priority
+	// (higher first) and then first come first,
 	// then the candidates in error by the end of their cooldown.
 	Candidates []Candidate
 	// Cursor is the id of the last event reflected in this snapshot;
@@ -96,6 +117,8 @@ type Status struct {
 	Position int
 	Term     uint64  // as Election.Term
 	Leader   *Leader // nil when the election has no leader
+	// Transfer is the election's pending leadership transfer, or nil.
+	Transfer *Transfer
 }
 
 // StatusOf derives a candidate's Status from a snapshot of its election.
@@ -108,7 +131,7 @@ func StatusOf(e Election, id string) (s Status, ok bool) {
 			if c.State == StateError {
 				p = -1
 			}
-			return Status{Election: e.Name, Candidate: c, Position: p, Term: e.Term, Leader: e.Leader}, true
+			return Status{Election: e.Name, Candidate: c, Position: p, Term: e.Term, Leader: e.Leader, Transfer: e.Transfer}, true
 		}
 		if c.State != StateError {
 			pos++

@@ -7,7 +7,7 @@ import (
 
 // Observer is told of every call the Gateway makes to its backend: the
 // operation ("campaign", "heartbeat", "resign", "report_error", "election",
-// "elections", "configure", "watch", "ping", and "kv_get", "kv_create",
+// "elections", "configure", "watch", "transfer", "handover", "ping", and "kv_get", "kv_create",
 // "kv_update", "kv_delete", "kv_list" through the Gateway's KV), how long
 // it took, and its error. Package metrics implements it; the default does
 // nothing. Implementations must be fast and safe for concurrent use.

@@ -18,7 +18,7 @@ type backendSeries struct {
 
 // backendOps are the op label values of the Backend methods, created at
 // zero so that dashboards see them before the first call.
-var backendOps = []string{"campaign", "heartbeat", "resign", "report_error", "election", "elections", "configure", "watch"}
+var backendOps = []string{"campaign", "heartbeat", "resign", "report_error", "election", "elections", "configure", "watch", "transfer", "handover"}
 
 func newBackendSeries(reg prometheus.Registerer) backendSeries {
 	s := backendSeries{
@@ -55,6 +55,10 @@ var errorKinds = []struct {
 	{gateway.ErrCursorExpired, "cursor_expired"},
 	{gateway.ErrInvalid, "invalid"},
 	{gateway.ErrLimit, "limit"},
+	{gateway.ErrTransferPending, "transfer_pending"},
+	{gateway.ErrNotFollower, "not_follower"},
+	{gateway.ErrNotLeader, "not_leader"},
+	{gateway.ErrNoTransfer, "no_transfer"},
 	{gateway.ErrUnavailable, "unavailable"},
 	{context.DeadlineExceeded, "timeout"},
 	{context.Canceled, "canceled"},

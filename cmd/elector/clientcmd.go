@@ -25,18 +25,21 @@ type clientFlags struct {
 	gateway, election, output string
 	apiToken                  string
 	id, token, metadata       string
+	to                        string
+	priority                  int
 	ttl                       time.Duration
 	lastEventID               string
 }
 
 // clientUsage describes each client command.
 var clientUsage = map[string]string{
-	"campaign":   "campaign --election E [--id ID] [--ttl 10s] [--metadata JSON]: enter the election; prints the token",
+	"campaign":   "campaign --election E [--id ID] [--ttl 10s] [--priority N] [--metadata JSON]: enter the election; prints the token",
 	"heartbeat":  "heartbeat --election E --id ID --token T: keep the candidacy alive; prints its state",
 	"resign":     "resign --election E --id ID --token T: leave the election (a leader hands over at once)",
 	"leader":     "leader --election E: print the leader and its term (exit 1 when there is none)",
 	"candidates": "candidates --election E: print the line of candidates",
 	"watch":      "watch [--election E] [--last-event-id ID]: print one line per event until interrupted",
+	"transfer":   "transfer --election E --to ID [--token T]: ask the leader to hand over to follower ID (scope admin, or the leader's own --token)",
 }
 
 func newClientFlags(cmd string, stderr io.Writer, f *clientFlags) *pflag.FlagSet {
@@ -55,12 +58,16 @@ func newClientFlags(cmd string, stderr io.Writer, f *clientFlags) *pflag.FlagSet
 		host, _ := os.Hostname()
 		fs.StringVar(&f.id, "id", host, "the candidate's id (default the host name)")
 		fs.DurationVar(&f.ttl, "ttl", 0, "the candidacy's TTL (default the gateway's)")
+		fs.IntVar(&f.priority, "priority", 0, "the candidate's priority: higher goes first in line")
 		fs.StringVar(&f.metadata, "metadata", "", "the candidate's metadata, a JSON object")
 	case "heartbeat", "resign":
 		fs.StringVar(&f.id, "id", "", "the candidate's id")
 		fs.StringVar(&f.token, "token", os.Getenv(envToken), "the token campaign printed (default $"+envToken+")")
 	case "watch":
 		fs.StringVar(&f.lastEventID, "last-event-id", "", "resume after this event id")
+	case "transfer":
+		fs.StringVar(&f.to, "to", "", "the follower that should lead")
+		fs.StringVar(&f.token, "token", "", "the leader's own candidate token, when the leader asks (default: ask as an operator)")
 	}
 	return fs
 }
@@ -78,6 +85,8 @@ func (f *clientFlags) check(cmd string) error {
 		return errors.New("--election is required")
 	case (cmd == "heartbeat" || cmd == "resign" || cmd == "campaign") && f.id == "":
 		return errors.New("--id is required")
+	case cmd == "transfer" && f.to == "":
+		return errors.New("--to is required: name the follower that should lead")
 	case (cmd == "heartbeat" || cmd == "resign") && f.token == "":
 		return errors.New("--token (or $" + envToken + ") is required")
 	}
@@ -128,6 +137,11 @@ func runClient(ctx context.Context, cmd string, args []string, stdout, stderr io
 		}
 	case "watch":
 		err = watchCmd(ctx, c, &f, out)
+	case "transfer":
+		var e client.Election
+		if e, err = c.Transfer(ctx, f.election, f.to, f.token); err == nil {
+			out.line(e, fmt.Sprintf("transfer of %s to %s pending: the leader hands over, or the target leads when the leader's TTL runs out", f.election, f.to))
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "elector %s: %v\n", cmd, err)
@@ -137,7 +151,7 @@ func runClient(ctx context.Context, cmd string, args []string, stdout, stderr io
 }
 
 func campaignCmd(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
-	r := client.CampaignRequest{ID: f.id, TTL: f.ttl}
+	r := client.CampaignRequest{ID: f.id, TTL: f.ttl, Priority: f.priority}
 	if f.metadata != "" {
 		if !json.Valid([]byte(f.metadata)) {
 			return fmt.Errorf("--metadata is not JSON")

@@ -25,7 +25,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runServe(ctx, rest, stderr)
 	case "run":
 		return runSidecar(ctx, rest, os.Stdin, stdout, stderr)
-	case "campaign", "heartbeat", "resign", "leader", "candidates", "watch":
+	case "campaign", "heartbeat", "resign", "leader", "candidates", "watch", "transfer":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, rest, stdout, stderr)
@@ -55,7 +55,7 @@ Usage:
   elector run [flags] [-- CMD ARGS]
                           campaign as a sidecar: run begin / end commands (and CMD)
                           while leading (elector run --help lists the flags)
-  elector campaign | heartbeat | resign | leader | candidates | watch [flags]
+  elector campaign | heartbeat | resign | leader | candidates | watch | transfer [flags]
                           talk to a gateway (elector COMMAND --help); --output json
   elector healthcheck [--url URL]
                           exit 0 if the gateway's /readyz answers 2xx, else 1

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/electorhq/elector/client"
 )
 
 // errEndFailed is returned by sidecar.Run when the end command failed on
@@ -137,8 +139,34 @@ func (s *sidecar) reconcile(ctx context.Context, o observation) error {
 		if o.leader == "" {
 			s.leader = ""
 		}
-		return s.end(ctx, o.reason)
+		if err := s.end(ctx, o.reason); err != nil {
+			return err
+		}
+		if o.reason == client.ReasonTransferred {
+			return s.handover(ctx)
+		}
 	}
+	return nil
+}
+
+// handover tells the gateway, once the end command has run, that the
+// leadership it asked this candidate to give up may go to the transfer's
+// target. Only now may the target start: the child is stopped and the end
+// command has succeeded. A failed handover is logged: the target then
+// leads when this candidate's TTL runs out, which its heartbeats no longer
+// extend.
+func (s *sidecar) handover(ctx context.Context) error {
+	h, ok := s.src.(handoverer)
+	if !ok {
+		return nil
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := h.Handover(hctx); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "handover failed; the transfer completes when the TTL runs out", slog.Any("err", err))
+		return nil
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "handed leadership over", slog.Uint64("term", s.term))
 	return nil
 }
 

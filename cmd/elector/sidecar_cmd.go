@@ -36,6 +36,7 @@ type sidecarConfig struct {
 	gateway, election, id string
 	apiToken              string
 	ttl                   time.Duration
+	priority              int
 	metadata              string
 	begin, end, onError   string
 	errorTimeout          time.Duration
@@ -73,6 +74,7 @@ Flags:
 	fs.StringVar(&c.election, "election", "", "the election to campaign in (required)")
 	fs.StringVar(&c.id, "id", "", "this candidate's id (default the host name)")
 	fs.DurationVar(&c.ttl, "ttl", DefaultSidecarTTL, "the candidacy's TTL; heartbeats go every TTL/3")
+	fs.IntVar(&c.priority, "priority", 0, "this candidate's priority: higher goes first in line (needs a gateway backend with transfers)")
 	fs.StringVar(&c.metadata, "metadata", "", `the candidate's metadata, a JSON object such as '{"addr":"10.0.0.7:8080"}'`)
 	fs.StringVar(&c.begin, "leader-begin-command", "", "shell command run when this candidate becomes leader")
 	fs.StringVar(&c.end, "leader-end-command", "", "shell command run when this candidate stops being leader")
@@ -198,7 +200,11 @@ func newSidecar(c *sidecarConfig, log *slog.Logger) (*sidecar, error) {
 			Election:      c.election,
 			ID:            c.id,
 			TTL:           c.ttl,
+			Priority:      c.priority,
 			Metadata:      json.RawMessage(c.metadata),
+			// Asked to hand over, the sidecar runs its end command first
+			// and then hands over (see sidecar.reconcile).
+			ExplicitHandover: true,
 			// The candidacy reads 0 as its default; --error-timeout 0
 			// means no timeout.
 			ErrorTimeout: max(c.errorTimeout, time.Nanosecond),

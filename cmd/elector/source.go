@@ -26,6 +26,13 @@ type source interface {
 	Resign(ctx context.Context) error
 }
 
+// handoverer is a source that can hand leadership over to the target of a
+// pending transfer (the gateway); the sidecar calls it after its end
+// command, when the source stopped leading with reason transferred.
+type handoverer interface {
+	Handover(ctx context.Context) error
+}
+
 // acker is a source that wants to know when the reconciler has acted on
 // each observation (the console, whose every line counts).
 type acker interface{ processed() }

@@ -32,5 +32,8 @@ func (s *gatewaySource) Fail(ctx context.Context, reason string) error {
 	return s.cand.ReportError(ctx, reason)
 }
 
+// Handover hands the leadership over to the target of a pending transfer.
+func (s *gatewaySource) Handover(ctx context.Context) error { return s.cand.Handover(ctx) }
+
 // Resign resigns the candidacy, so the next candidate leads at once.
 func (s *gatewaySource) Resign(ctx context.Context) error { return s.cand.Resign(ctx) }

@@ -10,8 +10,19 @@ func ev(t gateway.EventType, id string, term uint64) gateway.Event {
 	return gateway.Event{Type: t, Election: "e", Term: term, Candidate: &gateway.CandidateRef{ID: id}}
 }
 
+func transfer(to, from string, term uint64) gateway.Event {
+	e := ev(gateway.EventLeaderTransfer, to, term)
+	e.Previous = &gateway.TermRef{ID: from, Term: term}
+	return e
+}
+
+func reason(e gateway.Event, r string) gateway.Event {
+	e.Reason = r
+	return e
+}
+
 func TestCheckEvents(t *testing.T) {
-	begin, end, errev := gateway.EventLeaderBegin, gateway.EventLeaderEnd, gateway.EventLeaderError
+	begin, end, errev, cancelled := gateway.EventLeaderBegin, gateway.EventLeaderEnd, gateway.EventLeaderError, gateway.EventTransferCancelled
 	tests := []struct {
 		name   string
 		events []gateway.Event
@@ -25,6 +36,13 @@ func TestCheckEvents(t *testing.T) {
 		{"term goes back", []gateway.Event{ev(begin, "a", 3), ev(end, "a", 3), ev(begin, "b", 2)}, false},
 		{"end of someone else", []gateway.Event{ev(begin, "a", 1), ev(end, "b", 1)}, false},
 		{"end without begin", []gateway.Event{ev(end, "a", 1)}, false},
+		{"transfer handed over", []gateway.Event{ev(begin, "a", 1), transfer("b", "a", 1), reason(ev(end, "a", 1), "transferred"), ev(begin, "b", 2)}, true},
+		{"transfer cancelled", []gateway.Event{ev(begin, "a", 1), transfer("b", "a", 1), ev(cancelled, "b", 1), reason(ev(end, "a", 1), "resigned"), ev(begin, "c", 2)}, true},
+		{"transfer to someone else's leadership", []gateway.Event{ev(begin, "a", 1), transfer("b", "x", 1)}, false},
+		{"transfer with nobody leading", []gateway.Event{transfer("b", "a", 1)}, false},
+		{"another than the target leads", []gateway.Event{ev(begin, "a", 1), transfer("b", "a", 1), reason(ev(end, "a", 1), "expired"), ev(begin, "c", 2)}, false},
+		{"handed over with no transfer", []gateway.Event{ev(begin, "a", 1), reason(ev(end, "a", 1), "transferred"), ev(begin, "b", 2)}, false},
+		{"cancels another transfer", []gateway.Event{ev(begin, "a", 1), transfer("b", "a", 1), ev(cancelled, "c", 1)}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

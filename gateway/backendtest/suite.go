@@ -44,9 +44,17 @@ func Run(t *testing.T, h Harness) {
 			tt.fn(t, b)
 		})
 	}
+	runTransfers(t, b)
 	t.Run("ConcurrentCandidatesNeverShareATerm", func(t *testing.T) {
 		t.Parallel()
 		testConcurrency(t, h, b)
+	})
+	t.Run("TransferStormNeverOverlaps", func(t *testing.T) {
+		t.Parallel()
+		if _, ok := b.(gateway.Transferer); !ok {
+			t.Skipf("%T is not a gateway.Transferer", b)
+		}
+		testTransferStorm(t, h, b)
 	})
 }
 

@@ -1,0 +1,76 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// transfer: POST /v1/elections/{election}/transfer, {"to": "node-b"}. An
+// operator (admin scope) or the leader itself (its candidate token in
+// Elector-Candidate-Token, campaign scope) asks the leader to hand over to
+// follower to. The answer is 202 with the election and its pending
+// transfer: the target leads once the leader hands over or expires.
+func (a *api) transfer(w http.ResponseWriter, r *http.Request) {
+	election := chi.URLParam(r, "election")
+	if err := gateway.ValidateElectionName(election); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	obj, err := a.readObject(w, r, []string{"to"}, false, jsonTypes...)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if obj.isNull("to") {
+		a.writeError(w, r, invalidField("to", "is required: name the follower that should lead"))
+		return
+	}
+	to, err := obj.string("to")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	// Route the target into the problem details (not-a-follower).
+	chi.RouteContext(r.Context()).URLParams.Add("id", to)
+	e, err := a.gw.Transfer(r.Context(), election, to, r.Header.Get(TokenHeader))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusAccepted, electionOf(e))
+}
+
+// handover: POST /v1/elections/{election}/candidates/{id}/handover. The
+// leader, once it has stopped acting as leader, ends its leadership in
+// favour of the pending transfer's target and stays in line.
+func (a *api) handover(w http.ResponseWriter, r *http.Request) {
+	election, id, token, err := candidateParams(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	st, err := a.gw.Handover(r.Context(), election, id, token)
+	if err != nil {
+		a.writeError(w, r, candidateErr(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, statusOf(st, ""))
+}
+
+// transferView is a pending leadership transfer.
+type transferView struct {
+	To          string `json:"to"`
+	Reason      string `json:"reason"`
+	RequestedAt string `json:"requested_at"`
+}
+
+func transferOf(t *gateway.Transfer) *transferView {
+	if t == nil {
+		return nil
+	}
+	return &transferView{To: t.To, Reason: t.Reason, RequestedAt: formatTime(t.At)}
+}

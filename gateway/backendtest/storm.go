@@ -1,0 +1,158 @@
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// testTransferStorm has candidates of random priorities campaign,
+// heartbeat, resign, report errors, ask for transfers (as operators and as
+// leaders) and hand over, or stay silent when asked to, at random, in an
+// election that preempts, over one backend or two replicas; the history
+// checker then finds no overlap and strictly increasing terms, and no
+// term is ever told to two candidates.
+func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
+	n, dur := 30, h.Duration
+	if dur == 0 {
+		dur = 3 * time.Second
+	}
+	replicas := []gateway.Backend{b}
+	if h.Replica != nil {
+		r := h.Replica(t, b)
+		start(t, r)
+		replicas = append(replicas, r)
+	}
+	e := name("tstorm")
+	ctx := context.Background()
+	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: 300 * time.Millisecond, Preempt: true}); err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]*recorder, len(replicas))
+	for i, r := range replicas {
+		recs[i] = watch(t, r, e, snapshot(t, r, e).Cursor)
+	}
+	var (
+		mu     sync.Mutex
+		holder = map[uint64]string{}
+		fails  []string
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(fails) < 10 {
+			fails = append(fails, fmt.Sprintf(format, args...))
+		}
+	}
+	claim := func(st gateway.Status) {
+		if st.Candidate.State != gateway.StateLeader {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if prev, ok := holder[st.Term]; ok && prev != st.Candidate.ID {
+			fails = append(fails, fmt.Sprintf("term %d told to both %s and %s", st.Term, prev, st.Candidate.ID))
+		}
+		holder[st.Term] = st.Candidate.ID
+	}
+	// Refusals a storm provokes on purpose.
+	expected := func(err error) bool {
+		for _, s := range []error{gateway.ErrTransferPending, gateway.ErrNotFollower, gateway.ErrNoLeader, gateway.ErrNotLeader, gateway.ErrNoTransfer} {
+			if errors.Is(err, s) {
+				return true
+			}
+		}
+		return false
+	}
+
+	stop := time.Now().Add(dur)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			be := replicas[i%len(replicas)]
+			tr := be.(gateway.Transferer)
+			id := fmt.Sprintf("c%02d", i)
+			silent := i%4 == 0 // never hands over: its transfers complete by expiry
+			th := ""
+			for time.Now().Before(stop) {
+				time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
+				var (
+					st  gateway.Status
+					err error
+				)
+				switch p := rand.IntN(100); {
+				case th == "":
+					th = token()
+					st, err = be.Campaign(ctx, e, gateway.Candidacy{ID: id, TTL: time.Second, Priority: rand.IntN(4), TokenHash: th}, defaults)
+				case p < 60:
+					st, err = be.Heartbeat(ctx, e, id, th)
+					if errors.Is(err, gateway.ErrTransferPending) && !silent {
+						st, err = tr.Handover(ctx, e, id, th)
+					}
+				case p < 75:
+					_, err = tr.Transfer(ctx, e, fmt.Sprintf("c%02d", rand.IntN(n)), "")
+				case p < 82:
+					_, err = tr.Transfer(ctx, e, fmt.Sprintf("c%02d", rand.IntN(n)), th)
+				case p < 95:
+					err = be.Resign(ctx, e, id, th)
+					th = ""
+				default:
+					st, err = be.ReportError(ctx, e, id, th, "storm")
+				}
+				switch {
+				case errors.Is(err, gateway.ErrCandidateNotFound):
+					th = ""
+				case expected(err):
+				case err != nil:
+					fail("%s: %v", id, err)
+					return
+				default:
+					claim(st)
+				}
+			}
+			if th != "" {
+				if err := be.Resign(ctx, e, id, th); err != nil && !errors.Is(err, gateway.ErrCandidateNotFound) {
+					fail("final resign %s: %v", id, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, f := range fails {
+		t.Error(f)
+	}
+	var streams [][]gateway.Event
+	for _, rec := range recs {
+		streams = append(streams, rec.wait(t, 30*time.Second, "the stream to catch up", func(ev []gateway.Event) bool {
+			return len(ev) > 0 && ev[len(ev)-1].Type == gateway.EventCandidateLeft && snapshotEmpty(b, e)
+		}))
+	}
+	counts := map[string]int{}
+	for i, ev := range streams {
+		if err := CheckEvents(ev); err != nil {
+			t.Errorf("replica %d stream: %v", i, err)
+		}
+	}
+	for _, ev := range streams[0] {
+		switch {
+		case ev.Type == gateway.EventLeaderBegin:
+			counts["leaderships"]++
+		case ev.Type == gateway.EventLeaderTransfer:
+			counts["transfers "+ev.Reason]++
+		case ev.Type == gateway.EventTransferCancelled:
+			counts["cancelled"]++
+		case ev.Type == gateway.EventLeaderEnd:
+			counts["end "+ev.Reason]++
+		}
+	}
+	if counts["end "+gateway.ReasonTransferred]+counts["end "+gateway.ReasonPreempted] == 0 {
+		t.Errorf("no leadership ended by handover in %s (%v): the storm did not exercise transfers", dur, counts)
+	}
+	t.Logf("%d candidates over %d replica(s) for %s: %d events; %v", n, len(replicas), dur, len(streams[0]), counts)
+}

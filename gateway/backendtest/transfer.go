@@ -1,0 +1,228 @@
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// transferTests are the subtests of backends that are a
+// gateway.Transferer; others skip them.
+var transferTests = []struct {
+	name string
+	fn   func(t *testing.T, b gateway.Backend, tr gateway.Transferer)
+}{
+	{"TransferWithCooperatingLeaderHandsOverAtOnce", testTransferCooperating},
+	{"TransferWithSilentLeaderWaitsForItsTTL", testTransferSilent},
+	{"TransferToCandidateThatLeavesIsCancelled", testTransferCancelled},
+	{"PrioritiesOrderTheLine", testPrioritiesOrderTheLine},
+	{"PreemptHandsOverThroughTransfer", testPreempt},
+}
+
+// runTransfers runs transferTests against b.
+func runTransfers(t *testing.T, b gateway.Backend) {
+	for _, tt := range transferTests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tr, ok := b.(gateway.Transferer)
+			if !ok {
+				t.Skipf("%T is not a gateway.Transferer", b)
+			}
+			tt.fn(t, b, tr)
+		})
+	}
+}
+
+// campaignPriority campaigns with a priority and fails the test on error.
+func campaignPriority(t *testing.T, b gateway.Backend, election, id string, ttl time.Duration, prio int) (string, gateway.Status) {
+	t.Helper()
+	th := token()
+	st, err := b.Campaign(context.Background(), election, gateway.Candidacy{ID: id, TTL: ttl, Priority: prio, TokenHash: th}, defaults)
+	if err != nil {
+		t.Fatalf("campaign %s/%s: %v", election, id, err)
+	}
+	return th, st
+}
+
+// refusedForTransfer checks that a heartbeat of the leader is refused
+// because of a pending transfer to want.
+func refusedForTransfer(t *testing.T, b gateway.Backend, e, id, th, want, reason string) {
+	t.Helper()
+	_, err := b.Heartbeat(context.Background(), e, id, th)
+	var tp *gateway.TransferPendingError
+	if !errors.As(err, &tp) || !errors.Is(err, gateway.ErrTransferPending) || tp.Transfer.To != want || tp.Transfer.Reason != reason {
+		t.Fatalf("heartbeat of leader %s: %v, want a *TransferPendingError to %s (%s)", id, err, want, reason)
+	}
+}
+
+func testTransferCooperating(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+	ctx := context.Background()
+	e := name("transfer")
+	rec := watch(t, b, e, "")
+	tha, a := campaign(t, b, e, "a", 10*time.Second)
+	thb, _ := campaign(t, b, e, "b", 10*time.Second)
+	campaign(t, b, e, "c", 10*time.Second)
+	s, err := tr.Transfer(ctx, e, "c", "")
+	if err != nil {
+		t.Fatalf("transfer to c: %v", err)
+	}
+	if s.Transfer == nil || s.Transfer.To != "c" || s.Transfer.Reason != gateway.ReasonTransferred || s.Leader == nil || s.Leader.ID != "a" {
+		t.Fatalf("after the request: transfer %+v leader %+v; want a still leading, c pending", s.Transfer, s.Leader)
+	}
+	refusedForTransfer(t, b, e, "a", tha, "c", gateway.ReasonTransferred)
+	if st, err := b.Heartbeat(ctx, e, "b", thb); err != nil || st.Transfer == nil || st.Transfer.To != "c" {
+		t.Fatalf("heartbeat of follower b: %+v, %v; want the pending transfer in its status", st.Transfer, err)
+	}
+	if _, err := tr.Handover(ctx, e, "b", thb); !errors.Is(err, gateway.ErrNotLeader) {
+		t.Fatalf("handover by follower b: %v, want ErrNotLeader", err)
+	}
+	st, err := tr.Handover(ctx, e, "a", tha)
+	if err != nil {
+		t.Fatalf("handover: %v", err)
+	}
+	if st.Candidate.State != gateway.StateFollower || st.Leader == nil || st.Leader.ID != "c" || st.Term != a.Term+1 || st.Transfer != nil {
+		t.Fatalf("after handover a is %+v; want a follower under c with term %d and no transfer", st, a.Term+1)
+	}
+	if got := ids(snapshot(t, b, e).Candidates); !slices.Equal(got, []string{"c:leader", "b:follower", "a:follower"}) {
+		t.Fatalf("line %v, want c leading, then b, then a", got)
+	}
+	if _, err := b.Heartbeat(ctx, e, "a", tha); err != nil {
+		t.Fatalf("heartbeat of a as a follower: %v", err)
+	}
+	got := filter(rec.wait(t, 5*time.Second, "c begins", func(ev []gateway.Event) bool {
+		return has(ev, gateway.EventLeaderBegin, "c", "")
+	}), e)
+	tr1, end, begin := find(got, gateway.EventLeaderTransfer, "c", gateway.ReasonTransferred), find(got, gateway.EventLeaderEnd, "a", gateway.ReasonTransferred), find(got, gateway.EventLeaderBegin, "c", gateway.ReasonTransferred)
+	if tr1 < 0 || end < tr1 || begin < end || got[begin].Term != a.Term+1 {
+		t.Fatalf("events %s: want leader.transfer(c), leader.end(a, transferred), leader.begin(c, transferred) with term %d", describe(got), a.Term+1)
+	}
+	if p := got[tr1].Previous; p == nil || p.ID != "a" || p.Term != a.Term {
+		t.Fatalf("leader.transfer names the leadership %+v, want a in term %d", p, a.Term)
+	}
+	if err := CheckEvents(got); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testTransferSilent(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+	e := name("silent")
+	rec := watch(t, b, e, "")
+	tha, a := campaign(t, b, e, "a", 2*time.Second)
+	thb, _ := campaign(t, b, e, "b", 2*time.Second)
+	thc, _ := campaign(t, b, e, "c", 2*time.Second)
+	keepAlive(t, b, e, "b", thb, 2*time.Second)
+	keepAlive(t, b, e, "c", thc, 2*time.Second)
+	if _, err := tr.Transfer(context.Background(), e, "c", ""); err != nil {
+		t.Fatalf("transfer to c: %v", err)
+	}
+	keepAlive(t, b, e, "a", tha, 2*time.Second) // refused from now on: a's life is not extended
+	got := filter(rec.wait(t, 10*time.Second, "c begins after a expires", func(ev []gateway.Event) bool {
+		return has(ev, gateway.EventLeaderBegin, "c", "")
+	}), e)
+	end, begin := find(got, gateway.EventLeaderEnd, "a", gateway.ReasonExpired), find(got, gateway.EventLeaderBegin, "c", gateway.ReasonExpired)
+	if end < 0 || begin < end || got[begin].Term != a.Term+1 {
+		t.Fatalf("events %s: want leader.end(a, expired) then leader.begin(c) with term %d", describe(got), a.Term+1)
+	}
+	if at := got[begin].Time; at.Before(a.Candidate.ExpiresAt) {
+		t.Fatalf("c begins at %v, before a's life (never extended since the transfer) ends at %v", at, a.Candidate.ExpiresAt)
+	}
+	if has(got, gateway.EventLeaderBegin, "b", "") {
+		t.Fatalf("events %s: b, next in line but not the target, led", describe(got))
+	}
+	if err := CheckEvents(got); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testTransferCancelled(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+	ctx := context.Background()
+	e := name("cancel")
+	rec := watch(t, b, e, "")
+	tha, a := campaign(t, b, e, "a", 10*time.Second)
+	thb, _ := campaign(t, b, e, "b", 10*time.Second)
+	if _, err := tr.Transfer(ctx, e, "b", tha); err != nil { // asked by the leader itself
+		t.Fatalf("transfer to b: %v", err)
+	}
+	refusedForTransfer(t, b, e, "a", tha, "b", gateway.ReasonTransferred)
+	resign(t, b, e, "b", thb)
+	got := filter(rec.wait(t, 5*time.Second, "the transfer is cancelled", func(ev []gateway.Event) bool {
+		return has(ev, gateway.EventTransferCancelled, "b", gateway.ReasonResigned)
+	}), e)
+	if i := find(got, gateway.EventLeaderTransfer, "b", ""); i < 0 || i > find(got, gateway.EventTransferCancelled, "b", "") {
+		t.Fatalf("events %s: want leader.transfer(b) before its cancellation", describe(got))
+	}
+	st, err := b.Heartbeat(ctx, e, "a", tha)
+	if err != nil || st.Candidate.State != gateway.StateLeader || st.Term != a.Term || st.Transfer != nil {
+		t.Fatalf("heartbeat of a after the cancellation: %+v, %v; want a leading term %d again", st, err, a.Term)
+	}
+	if _, err := tr.Handover(ctx, e, "a", tha); !errors.Is(err, gateway.ErrNoTransfer) {
+		t.Fatalf("handover with no transfer pending: %v, want ErrNoTransfer", err)
+	}
+	if _, err := tr.Transfer(ctx, e, "nobody", ""); !errors.Is(err, gateway.ErrNotFollower) {
+		t.Fatalf("transfer to an unknown candidate: %v, want ErrNotFollower", err)
+	}
+	if _, err := tr.Transfer(ctx, e, "b", token()); !errors.Is(err, gateway.ErrNotLeader) {
+		t.Fatalf("transfer with a token not the leader's: %v, want ErrNotLeader", err)
+	}
+	if _, err := tr.Transfer(ctx, name("none"), "b", ""); !errors.Is(err, gateway.ErrElectionNotFound) {
+		t.Fatalf("transfer in an unknown election: %v, want ErrElectionNotFound", err)
+	}
+}
+
+func testPrioritiesOrderTheLine(t *testing.T, b gateway.Backend, _ gateway.Transferer) {
+	e := name("priority")
+	tok := map[string]string{}
+	for _, c := range []struct {
+		id   string
+		prio int
+	}{{"a", 0}, {"b", 1}, {"c", 5}, {"d", 1}, {"e", -2}, {"f", 5}} {
+		tok[c.id], _ = campaignPriority(t, b, e, c.id, 10*time.Second, c.prio)
+	}
+	s := snapshot(t, b, e)
+	if got := ids(s.Candidates); !slices.Equal(got, []string{"a:leader", "c:follower", "f:follower", "b:follower", "d:follower", "e:follower"}) {
+		t.Fatalf("line %v: want the leader, then by priority, then first come first", got)
+	}
+	if s.Candidates[1].Priority != 5 || s.Candidates[5].Priority != -2 {
+		t.Fatalf("priorities not reported: %+v", s.Candidates)
+	}
+	resign(t, b, e, "a", tok["a"])
+	if l := snapshot(t, b, e).Leader; l == nil || l.ID != "c" {
+		t.Fatalf("after a resigned the leader is %+v, want c (highest priority, first come)", l)
+	}
+}
+
+func testPreempt(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+	ctx := context.Background()
+	e := name("preempt")
+	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second, Preempt: true}); err != nil {
+		t.Fatal(err)
+	}
+	rec := watch(t, b, e, "")
+	tha, a := campaignPriority(t, b, e, "a", 10*time.Second, 1)
+	campaignPriority(t, b, e, "b", 10*time.Second, 1)
+	if s := snapshot(t, b, e); s.Transfer != nil {
+		t.Fatalf("equal priority started a transfer: %+v", s.Transfer)
+	}
+	campaignPriority(t, b, e, "c", 10*time.Second, 7)
+	refusedForTransfer(t, b, e, "a", tha, "c", gateway.ReasonPreempted)
+	st, err := tr.Handover(ctx, e, "a", tha)
+	if err != nil {
+		t.Fatalf("handover: %v", err)
+	}
+	if st.Leader == nil || st.Leader.ID != "c" || st.Term != a.Term+1 {
+		t.Fatalf("after handover: %+v, want c leading term %d", st, a.Term+1)
+	}
+	got := filter(rec.wait(t, 5*time.Second, "c begins", func(ev []gateway.Event) bool {
+		return has(ev, gateway.EventLeaderBegin, "c", "")
+	}), e)
+	if find(got, gateway.EventLeaderTransfer, "c", gateway.ReasonPreempted) < 0 || find(got, gateway.EventLeaderEnd, "a", gateway.ReasonPreempted) < 0 || find(got, gateway.EventLeaderBegin, "c", gateway.ReasonPreempted) < 0 {
+		t.Fatalf("events %s: want transfer, end and begin with reason preempted", describe(got))
+	}
+	if got := ids(snapshot(t, b, e).Candidates); !slices.Equal(got, []string{"c:leader", "b:follower", "a:follower"}) {
+		t.Fatalf("line %v, want c, then b, then a at the back of its priority", got)
+	}
+}
