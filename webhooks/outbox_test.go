@@ -195,9 +195,9 @@ func TestShutdownReleasesClaimsAtOnce(t *testing.T) {
 
 func TestCompactedCursorIsRecordedAsAGap(t *testing.T) {
 	t.Parallel()
-	// Neither the backend (3 events) nor the replica's hub (1) holds the
+	// Neither the backend (1 event) nor the replica's hub (1) holds the
 	// subscription's cursor by the time the worker starts.
-	e := newEnvWith(t, gateway.Config{HubEvents: 1}, memory.WithHistory(3))
+	e := newEnvWith(t, gateway.Config{HubEvents: 1}, memory.WithHistory(1))
 	rc := newReceiver(t, nil)
 	kv, _ := e.gw.KV()
 	s := New(e.gw, kv, testConfig())

@@ -12,7 +12,8 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// DefaultHistory is how many events a Backend keeps for watchers to resume from.
+// DefaultHistory is how many events a Backend keeps, at least, for watchers
+// to resume from (up to twice as many are held between trims).
 const DefaultHistory = 10000
 
 // Backend is an in-memory gateway.Backend. Its zero value is not usable; call New.
@@ -30,6 +31,9 @@ type Backend struct {
 	// deleted holds the last term of each deleted election, so that an
 	// election created again under its name continues above it.
 	deleted map[string]uint64
+	// due and scheduled are the elections' next deadlines, for Run.
+	due       deadlines
+	scheduled map[string]time.Time
 }
 
 var (
@@ -58,7 +62,7 @@ func WithHistory(n int) Option {
 // New returns an empty Backend.
 func New(opts ...Option) *Backend {
 	b := &Backend{history: DefaultHistory, elections: map[string]*gateway.Record{}, kv: map[string]kvItem{}, first: 1,
-		changed: make(chan struct{}), deleted: map[string]uint64{}}
+		changed: make(chan struct{}), deleted: map[string]uint64{}, scheduled: map[string]time.Time{}}
 	for _, o := range opts {
 		o(b)
 	}
@@ -74,7 +78,7 @@ func (b *Backend) Campaign(_ context.Context, election string, c gateway.Candida
 		r = b.create(election, defaults)
 	}
 	ev, err := r.Campaign(time.Now(), c)
-	b.append(ev)
+	b.update(r, ev)
 	if err != nil {
 		return gateway.Status{}, fmt.Errorf("memory: campaign: %w", err)
 	}
@@ -97,7 +101,7 @@ func (b *Backend) Resign(_ context.Context, election, id, tokenHash string) erro
 		return fmt.Errorf("memory: resign %q: %w", id, err)
 	}
 	ev, err := r.Resign(time.Now(), id, tokenHash)
-	b.append(ev)
+	b.update(r, ev)
 	if err != nil {
 		return fmt.Errorf("memory: resign: %w", err)
 	}
@@ -126,12 +130,9 @@ func (b *Backend) candidateOp(op, election, id string, f func(*gateway.Record, t
 		return gateway.Status{}, fmt.Errorf("memory: %s %q: %w", op, id, err)
 	}
 	ev, err := f(r, time.Now())
-	b.append(ev)
+	b.update(r, ev) // a cooldown may now be the earliest deadline
 	if err != nil {
 		return gateway.Status{}, fmt.Errorf("memory: %s: %w", op, err)
-	}
-	if op != "heartbeat" {
-		b.signal() // a cooldown may now be the earliest deadline
 	}
 	return b.status(r, id)
 }
@@ -143,7 +144,7 @@ func (b *Backend) record(election string) (*gateway.Record, error) {
 	if !ok {
 		return nil, gateway.ErrCandidateNotFound
 	}
-	b.append(r.Advance(time.Now()))
+	b.update(r, r.Advance(time.Now()))
 	return r, nil
 }
 
@@ -169,7 +170,7 @@ func (b *Backend) Election(_ context.Context, election string) (gateway.Election
 	if !ok {
 		return gateway.Election{}, fmt.Errorf("memory: %q: %w", election, gateway.ErrElectionNotFound)
 	}
-	b.append(r.Advance(time.Now()))
+	b.update(r, r.Advance(time.Now()))
 	return b.snapshot(r), nil
 }
 
@@ -180,7 +181,7 @@ func (b *Backend) Elections(_ context.Context) ([]gateway.Election, string, erro
 	now := time.Now()
 	out := make([]gateway.Election, 0, len(b.elections))
 	for _, r := range b.elections {
-		b.append(r.Advance(now))
+		b.update(r, r.Advance(now))
 	}
 	for _, r := range b.elections {
 		out = append(out, b.snapshot(r))
@@ -197,7 +198,7 @@ func (b *Backend) Configure(_ context.Context, election string, s gateway.Settin
 	if !ok {
 		r = b.create(election, s)
 	}
-	b.append(r.Configure(time.Now(), s))
+	b.update(r, r.Configure(time.Now(), s))
 	return b.snapshot(r), nil
 }
 
@@ -234,13 +235,13 @@ func (b *Backend) DeleteElection(_ context.Context, election string) error {
 	if !ok {
 		return fmt.Errorf("memory: delete %q: %w", election, gateway.ErrElectionNotFound)
 	}
-	b.append(r.Advance(time.Now()))
+	b.update(r, r.Advance(time.Now()))
 	if len(r.Line) > 0 || len(r.Cooling) > 0 {
 		return fmt.Errorf("memory: delete %q: %d candidates: %w", election, len(r.Line)+len(r.Cooling), gateway.ErrElectionNotEmpty)
 	}
 	b.deleted[election] = r.Term
 	delete(b.elections, election)
-	b.signal()
+	delete(b.scheduled, election) // its heap entry, if any, is skipped
 	return nil
 }
 

@@ -19,7 +19,7 @@ func (b *Backend) Transfer(_ context.Context, election, to, tokenHash string) (g
 		return gateway.Election{}, fmt.Errorf("memory: transfer: %q: %w", election, gateway.ErrElectionNotFound)
 	}
 	ev, err := r.Transfer(time.Now(), to, tokenHash)
-	b.append(ev)
+	b.update(r, ev)
 	if err != nil {
 		return gateway.Election{}, fmt.Errorf("memory: transfer: %w", err)
 	}

@@ -23,7 +23,10 @@ func (b *Backend) append(ev []gateway.Event) {
 		e.ID = strconv.FormatUint(b.seq, 10)
 		b.ring = append(b.ring, e)
 	}
-	if over := len(b.ring) - b.history; over > 0 {
+	// Trim to the last history events once twice as many are held: one
+	// copy per history events appended, not one per event.
+	if len(b.ring) >= 2*b.history {
+		over := len(b.ring) - b.history
 		b.ring = append(b.ring[:0:0], b.ring[over:]...)
 		b.first += uint64(over)
 	}
