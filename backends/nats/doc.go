@@ -27,8 +27,9 @@
 //	ELECTOR        elector.election.<election>         one message per transition
 //	ELECTOR_ALIVE  elector.alive.<election>.<nonce>    one liveness message per candidacy
 //
-// A record message is JSON {"v":1,"record":<gateway.Record>,"events":[…]}:
-// the election's whole state after a transition and the events the
+// A record message is JSON {"v":2,"record":{…},"events":[…],"prev":<seq>}
+// (values.go describes the form; version 1 records are still read): the
+// election's whole state after a transition and the events the
 // transition caused, written in one publish, so a crash never keeps a
 // record without its events or events without their record. The stream
 // keeps Config.History messages per election (MaxMsgsPerSubject) and never

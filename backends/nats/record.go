@@ -15,25 +15,6 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// message is what one record message holds: the election's record after a
-// transition and the events that transition caused, written together so
-// that a crash can never keep one without the other.
-//
-// Prev is the stream sequence of the election's record this one was
-// computed from (0 for the election's first record), known to the writer
-// from its compare-and-set. It links the election's records into a chain
-// that a watcher checks, so a record it never received (dropped by the
-// per-election History limit while the watcher lagged) is noticed rather
-// than skipped in silence. Nil in records of writers older than the field.
-type message struct {
-	Version int               `json:"v"`
-	Record  *gateway.Record   `json:"record"`
-	Events  []gateway.Payload `json:"events,omitempty"`
-	Prev    *uint64           `json:"prev,omitempty"`
-}
-
-const messageVersion = 1
-
 // stored is a record as read from the stream, at the sequence it was
 // written at (0 for an election that has no record yet).
 type stored struct {
@@ -84,13 +65,14 @@ func decode(election string, seq uint64, data []byte) (stored, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
-	if m.Version != messageVersion || m.Record == nil {
-		return stored{}, fmt.Errorf("nats: record %q at %d: unknown format version %d", election, seq, m.Version)
-	}
-	if err := m.Record.Check(); err != nil {
+	rec, err := decodeRecord(m)
+	if err != nil {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
-	s := stored{rec: m.Record, seq: seq, events: make([]gateway.Event, len(m.Events))}
+	if err := rec.Check(); err != nil {
+		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
+	}
+	s := stored{rec: rec, seq: seq, events: make([]gateway.Event, len(m.Events))}
 	if m.Prev != nil {
 		s.prev, s.hasPrev = *m.Prev, true
 	}
@@ -196,11 +178,7 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 
 // publishRecord writes rec with its events over cur.seq.
 func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Event) (stored, error) {
-	m := message{Version: messageVersion, Record: cur.rec, Events: make([]gateway.Payload, len(ev)), Prev: &cur.seq}
-	for i, e := range ev {
-		m.Events[i] = e.Payload()
-	}
-	data, err := json.Marshal(m)
+	data, err := encode(cur.rec, ev, cur.seq)
 	if err != nil {
 		return stored{}, err
 	}
