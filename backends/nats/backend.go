@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,7 @@ var (
 	_ gateway.Backend = (*Backend)(nil)
 	_ gateway.Runner  = (*Backend)(nil)
 	_ gateway.Pinger  = (*Backend)(nil)
+	_ gateway.Header  = (*Backend)(nil)
 )
 
 // Connect dials NATS as cfg says and returns a Backend that owns the
@@ -236,7 +238,8 @@ func (b *Backend) Close() error {
 func (b *Backend) isClosed() bool { return b.ctx.Err() != nil }
 
 // translate maps NATS errors onto the gateway's sentinels: anything that
-// means NATS could not be reached or did not answer is ErrUnavailable.
+// means NATS could not be reached, did not answer in time or refused the
+// work for lack of room (refusals) is ErrUnavailable.
 func translate(err error) error {
 	if err == nil {
 		return nil
@@ -252,10 +255,22 @@ func translate(err error) error {
 		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
 		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
-	case errors.As(err, &apiErr) && apiErr.Code == 503:
+	case errors.As(err, &apiErr) && (apiErr.Code == 503 || slices.Contains(refusals, apiErr.ErrorCode)):
 		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
 	}
 	return err
+}
+
+// refusals are the JetStream API errors by which a server declines work it
+// has no room for now (too many consumers, no storage or memory left):
+// overload, which ends when the load does, so the gateway answers 503 with
+// Retry-After rather than 500.
+var refusals = []jetstream.ErrorCode{
+	10002, // JSAccountResourcesExceededErr
+	10023, // JSInsufficientResourcesErr
+	jetstream.JSErrCodeMaximumConsumersLimit,
+	10028, // JSMemoryResourcesExceededErr
+	10047, // JSStorageResourcesExceededErr
 }
 
 // isConflict reports whether err is JetStream's compare-and-set failure:

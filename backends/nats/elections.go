@@ -79,12 +79,14 @@ func (b *Backend) scan(ctx context.Context) (map[string]stored, stored, error) {
 		return recs, stored{seq: info.State.LastSeq}, nil
 	}
 	c, err := b.js.OrderedConsumer(ctx, b.cfg.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{b.recordSubject("*")},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		FilterSubjects:    []string{b.recordSubject("*")},
+		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+		InactiveThreshold: consumerIdle,
 	})
 	if err != nil {
 		return nil, stored{}, translate(err)
 	}
+	defer b.release(b.cfg.Stream, c)
 	it, err := c.Messages(pullOpts()...)
 	if err != nil {
 		return nil, stored{}, translate(err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,19 +43,15 @@ func eventID(seq uint64, i int) string {
 	return strconv.FormatUint(seq, 10) + "-" + strconv.Itoa(i)
 }
 
-// parseEventID is the inverse of eventID.
-func parseEventID(id string) (seq uint64, i int, err error) {
-	a, c, ok := strings.Cut(id, "-")
+// parseCursor reads an event id or a cursor in either form of
+// gateway.Position: "<seq>-<i>" (after the i-th event of the record at
+// seq), or "<seq>" (after every event of it; i is then math.MaxInt).
+func parseCursor(id string) (seq uint64, i int, err error) {
+	p, ok := gateway.ParsePosition(id)
 	if !ok {
-		return 0, 0, fmt.Errorf("event id %q has no '-'", id)
+		return 0, 0, fmt.Errorf("event id %q is neither <seq> nor <seq>-<index>", id)
 	}
-	if seq, err = strconv.ParseUint(a, 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("event id %q: %w", id, err)
-	}
-	if i, err = strconv.Atoi(c); err != nil || i < 0 {
-		return 0, 0, fmt.Errorf("event id %q: bad index", id)
-	}
-	return seq, i, nil
+	return p.Rev, p.Index, nil
 }
 
 // decode reads a record message.

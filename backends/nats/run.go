@@ -71,14 +71,16 @@ func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnl
 func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, handle func(context.Context, jetstream.Msg)) error {
 	octx, cancel := b.opContext(ctx)
 	c, err := b.js.OrderedConsumer(octx, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-		HeadersOnly:    headersOnly,
+		FilterSubjects:    []string{subject},
+		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+		HeadersOnly:       headersOnly,
+		InactiveThreshold: consumerIdle,
 	})
 	cancel()
 	if err != nil {
 		return err
 	}
+	defer b.release(stream, c)
 	it, err := c.Messages(pullOpts()...)
 	if err != nil {
 		return err
