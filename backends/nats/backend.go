@@ -39,10 +39,12 @@ type Backend struct {
 	watchers sync.WaitGroup
 
 	beatsMu sync.Mutex
-	beats   map[string]time.Time // liveness subject → when it expires, as last seen
+	beats   map[string]beatInfo // liveness subject → its last message, as last seen
 
 	runsMu sync.Mutex
-	runs   map[*reconciler]struct{} // the reconcilers of running Run calls, for CaughtUp
+	runs   map[*reconciler]struct{} // the reconcilers of running Run calls
+
+	readIndex *gateway.ReadIndex // the records stream's last sequence, for reads from the view
 }
 
 var (
@@ -50,6 +52,8 @@ var (
 	_ gateway.Runner  = (*Backend)(nil)
 	_ gateway.Pinger  = (*Backend)(nil)
 	_ gateway.Header  = (*Backend)(nil)
+
+	_ gateway.ElectionCounter = (*Backend)(nil)
 )
 
 // Connect dials NATS as cfg says and returns a Backend that owns the
@@ -87,7 +91,8 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	if err != nil {
 		return nil, fmt.Errorf("nats: jetstream: %w: %w", gateway.ErrUnavailable, err)
 	}
-	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[string]time.Time{}}
+	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[string]beatInfo{}}
+	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()

@@ -117,32 +117,61 @@ const (
 	writeOnSuccess
 )
 
-// apply runs one transition of election under compare-and-set: it loads
+// apply runs one transition of election under compare-and-set: it takes
 // the latest record and its sequence, applies t, and publishes the result
 // with Nats-Expected-Last-Subject-Sequence set to that sequence. If another
 // writer got there first the publish fails with "wrong last sequence", and
-// apply reloads and tries again after a short jittered back-off. This is
-// what keeps gateway.Record's single-leader argument true across replicas:
-// every record stored was computed from the one stored just before it.
+// apply reloads from the stream leader and tries again after a short
+// jittered back-off. This is what keeps gateway.Record's single-leader
+// argument true across replicas: every record stored was computed from
+// the one stored just before it.
+//
+// The first attempt starts from the view's record (a copy), when Run is
+// running: a stale one only costs a refused publish and a reload. Only a
+// publish the stream accepted proves a base current, so an outcome that
+// writes nothing (t refused, or had nothing to do) is never taken from a
+// cached base: apply then reloads and applies t again.
 //
 // create gives the settings of an election that has no record yet; with
 // nil, a missing election is gateway.ErrElectionNotFound. apply returns the
 // record as stored (or as loaded, if nothing was written) and t's error.
 func (b *Backend) apply(ctx context.Context, op, election string, create *gateway.Settings, mode applyMode, t transition) (stored, error) {
-	backoff := time.Millisecond
-	for attempt := 0; ; attempt++ {
-		cur, found, err := b.load(ctx, election)
-		if err != nil {
-			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, err)
+	r := b.running()
+	var cached *stored
+	if r != nil {
+		if s, ok := r.latest(election); ok {
+			s.rec = clone(s.rec)
+			cached = &s
+		} else if create != nil {
+			cached = &stored{rec: gateway.NewRecord(election, *create)}
 		}
-		if !found {
-			if create == nil {
-				return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, gateway.ErrElectionNotFound)
+	}
+	backoff := time.Millisecond
+	conflicts := 0
+	for {
+		var cur stored
+		fromCache := cached != nil
+		if fromCache {
+			cur, cached = *cached, nil
+		} else {
+			var found bool
+			var err error
+			cur, found, err = b.load(ctx, election)
+			if err != nil {
+				return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, err)
 			}
-			cur = stored{rec: gateway.NewRecord(election, *create)}
+			if !found {
+				if create == nil {
+					return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, gateway.ErrElectionNotFound)
+				}
+				cur = stored{rec: gateway.NewRecord(election, *create)}
+			}
 		}
 		ev, terr := t(ctx, cur.rec, b.now())
 		if len(ev) == 0 && (terr != nil || mode == writeOnEvents) {
+			if fromCache {
+				continue // not proven current: decide on the stream leader's record
+			}
 			if terr != nil {
 				terr = fmt.Errorf("nats: %s: %w", op, terr)
 			}
@@ -150,6 +179,9 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 		}
 		next, err := b.publishRecord(ctx, cur, ev)
 		if err == nil {
+			if r != nil {
+				r.put(next)
+			}
 			if terr != nil {
 				terr = fmt.Errorf("nats: %s: %w", op, terr)
 			}
@@ -158,8 +190,11 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 		if !isConflict(err) {
 			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, translate(err))
 		}
+		if fromCache {
+			continue // the view was behind: reload at once
+		}
 		// Another replica wrote first: reload and try again.
-		if attempt > 0 {
+		if conflicts++; conflicts > 1 {
 			sleep := backoff/2 + rand.N(backoff)
 			select {
 			case <-ctx.Done():

@@ -30,25 +30,16 @@ func (b *Backend) Run(ctx context.Context) error {
 	defer cancel()
 	defer context.AfterFunc(b.ctx, cancel)()
 
-	r := &reconciler{b: b, recs: map[string]stored{}, wake: make(chan struct{}, 1)}
+	r := newReconciler(b)
 	b.addRun(r)
 	defer b.removeRun(r)
+	defer close(r.done)
 	var wg sync.WaitGroup
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.record) })
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, r.liveness) })
 	r.loop(ctx)
 	wg.Wait()
 	return nil
-}
-
-// reconciler is Run's state: the latest record of each election, as the
-// records stream delivered it or as this replica wrote it.
-type reconciler struct {
-	b    *Backend
-	mu   sync.Mutex
-	recs map[string]stored
-	seen uint64 // the highest records stream sequence the watch delivered
-	wake chan struct{}
 }
 
 // follow feeds every message of subject (the last per subject first, then
@@ -99,35 +90,6 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 	}
 }
 
-// record caches a record message and wakes the loop to re-plan deadlines.
-func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
-	md, err := m.Metadata()
-	if err != nil {
-		return
-	}
-	r.mu.Lock()
-	r.seen = max(r.seen, md.Sequence.Stream)
-	r.mu.Unlock()
-	s, err := decode(r.b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
-	if err != nil {
-		r.b.log.Error("nats: reconciler: bad record", slog.Any("err", err))
-		return
-	}
-	r.put(s)
-}
-
-func (r *reconciler) put(s stored) {
-	r.mu.Lock()
-	if old, ok := r.recs[s.rec.Name]; !ok || s.seq > old.seq {
-		r.recs[s.rec.Name] = s
-	}
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
 // liveness notes when a candidacy's liveness message expires, and expires
 // the candidacy when the server's marker says it has.
 func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg) {
@@ -135,13 +97,15 @@ func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg) {
 	if !ok {
 		return
 	}
-	if m.Headers().Get(jetstream.MarkerReasonHeader) == "" {
-		if md, err := m.Metadata(); err == nil {
-			r.b.remember(m.Subject(), md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
-		}
+	md, err := m.Metadata()
+	if err != nil {
 		return
 	}
-	r.b.forget(m.Subject())
+	if m.Headers().Get(jetstream.MarkerReasonHeader) == "" {
+		r.b.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
+		return
+	}
+	r.b.buried(m.Subject(), md.Sequence.Stream)
 	s, err := r.b.expireCandidacy(ctx, election, n)
 	if err != nil {
 		if !errors.Is(err, gateway.ErrElectionNotFound) && ctx.Err() == nil {
@@ -184,11 +148,9 @@ func (r *reconciler) loop(ctx context.Context) {
 }
 
 func (r *reconciler) nextDeadline() (time.Time, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var next time.Time
 	found := false
-	for _, s := range r.recs {
+	for _, s := range r.all() {
 		if at, ok := s.rec.NextDeadline(); ok && (!found || at.Before(next)) {
 			next, found = at, true
 		}
@@ -201,13 +163,11 @@ func (r *reconciler) nextDeadline() (time.Time, bool) {
 func (r *reconciler) advanceDue(ctx context.Context) bool {
 	now := r.b.now()
 	var due []string
-	r.mu.Lock()
-	for name, s := range r.recs {
+	for _, s := range r.all() {
 		if at, ok := s.rec.NextDeadline(); ok && !at.After(now) {
-			due = append(due, name)
+			due = append(due, s.rec.Name)
 		}
 	}
-	r.mu.Unlock()
 	okAll := true
 	for _, name := range due {
 		s, err := r.b.apply(ctx, "advance", name, nil, writeOnEvents, advance)
@@ -231,13 +191,7 @@ func (r *reconciler) sweep(ctx context.Context) {
 	const grace = 2 * time.Second // the server's expiry timer may run late
 	now := time.Now()
 	r.b.pruneBeats(now.Add(-grace))
-	r.mu.Lock()
-	recs := make([]stored, 0, len(r.recs))
-	for _, s := range r.recs {
-		recs = append(recs, s)
-	}
-	r.mu.Unlock()
-	for _, s := range recs {
+	for _, s := range r.all() {
 		for _, e := range slices.Concat(s.rec.Line, s.rec.Cooling) {
 			n := nonce(e.TokenHash)
 			subject := r.b.aliveSubject(s.rec.Name, n)
