@@ -38,6 +38,8 @@ type Backend struct {
 	closed   bool
 	watchers sync.WaitGroup
 
+	grantMu sync.Mutex // one grant at a time (epoch.go)
+
 	beatsMu sync.Mutex
 	beats   map[string]beatInfo // liveness subject → its last message, as last seen
 
@@ -94,15 +96,20 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[string]beatInfo{}}
 	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	parent := ctx
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
 	if b.records, err = js.CreateOrUpdateStream(ctx, b.recordStreamConfig()); err != nil {
 		b.cancel()
 		return nil, fmt.Errorf("nats: stream %s: %w", cfg.Stream, translate(err))
 	}
-	if b.alive, err = js.CreateOrUpdateStream(ctx, b.aliveStreamConfig()); err != nil {
+	if b.alive, err = b.openAlive(ctx); err != nil {
 		b.cancel()
 		return nil, fmt.Errorf("nats: stream %s_ALIVE: %w", cfg.Stream, translate(err))
+	}
+	if err := b.grant(parent); err != nil { // each of its requests bounded by OpTimeout
+		b.cancel()
+		return nil, err
 	}
 	if err := b.openKV(ctx); err != nil {
 		b.cancel()
@@ -139,19 +146,42 @@ func (b *Backend) recordStreamConfig() jetstream.StreamConfig {
 
 // aliveStreamConfig keeps one liveness message per candidacy. Each message
 // carries its candidate's TTL (Nats-TTL); when the last one of a subject
-// expires the server replaces it with a delete marker, which Run sees.
+// expires the server replaces it with a delete marker, which Run sees. It
+// is kept in memory: a heartbeat waits for no disk, and a lost liveness
+// stream costs every candidate one more TTL, never a second leader (see
+// "Liveness durability" in the package doc).
 func (b *Backend) aliveStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:                   b.cfg.Stream + "_ALIVE",
 		Description:            "elector: candidate liveness, one message per candidacy with its TTL",
 		Subjects:               []string{b.aliveSubject("*", "*")},
-		Storage:                jetstream.FileStorage,
+		Storage:                jetstream.MemoryStorage,
 		Replicas:               b.cfg.Replicas,
 		Retention:              jetstream.LimitsPolicy,
 		MaxMsgsPerSubject:      1,
 		AllowMsgTTL:            true,
 		SubjectDeleteMarkerTTL: b.cfg.MarkerTTL,
 	}
+}
+
+// openAlive creates or updates the liveness stream. One kept on disk by an
+// older version is deleted first, since a stream cannot change its
+// storage: the new one starts without an epoch, so every recorded
+// candidate is granted a full TTL (grant) before anything is decided on
+// it.
+func (b *Backend) openAlive(ctx context.Context) (jetstream.Stream, error) {
+	cfg := b.aliveStreamConfig()
+	old, err := b.js.Stream(ctx, cfg.Name)
+	switch {
+	case err == nil && old.CachedInfo().Config.Storage != cfg.Storage:
+		b.log.LogAttrs(ctx, slog.LevelInfo, "nats: moving the liveness stream to memory storage", slog.String("stream", cfg.Name))
+		if err := b.js.DeleteStream(ctx, cfg.Name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, err
+		}
+	case err != nil && !errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, err
+	}
+	return b.js.CreateOrUpdateStream(ctx, cfg)
 }
 
 func (b *Backend) recordSubject(election string) string {

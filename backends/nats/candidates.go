@@ -26,7 +26,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	s, err := b.apply(ctx, "campaign", election, &defaults, writeOnSuccess, func(ctx context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
 		var ev []gateway.Event
 		if old := r.Find(c.ID); old != nil {
-			_, _, alive, err := b.lastBeat(ctx, b.aliveSubject(election, nonce(old.TokenHash)))
+			_, alive, err := b.checkAlive(ctx, b.aliveSubject(election, nonce(old.TokenHash)))
 			if err != nil {
 				return nil, err
 			}

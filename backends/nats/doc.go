@@ -84,6 +84,36 @@
 // know to be alive and expires those whose message is gone, which covers
 // markers missed while no replica ran.
 //
+// # Liveness durability
+//
+// Records hold the terms and the leader slot and are synced to disk
+// before they are acknowledged (the embedded server's SyncAlways, or R3).
+// Liveness is not: the liveness stream is kept in memory, so a heartbeat
+// waits for no disk. A restart of the NATS servers (all of them, for R3)
+// may lose it whole. The rule that makes that safe: after a loss every
+// recorded candidate gets a fresh full TTL (epoch.go). A liveness stream
+// carries an epoch message, written only after every candidacy in the
+// records was given a liveness message of its full TTL (a "grant"; each
+// publish conditional on its subject being empty). A candidacy whose
+// subject is empty is dead only if the epoch was there before that read
+// and is unchanged after it; otherwise the stream is new or was lost, and
+// the reader grants first. New grants a liveness stream it finds without
+// an epoch, Run's sweep recreates and grants one that is gone or empty
+// within Config.SweepInterval, and a liveness stream an older version kept
+// on disk is deleted and made again in memory (then granted).
+//
+// Why a longer life never makes two leaders: a grant writes only liveness
+// messages, never a record, so the leader slot and the terms keep the
+// compare-and-set argument above. A grant makes a candidate live longer
+// than it would have, never shorter, and the one thing a longer life can
+// do is keep a leader that stopped heartbeating in its slot for up to one
+// more TTL: no one else is promoted meanwhile, which costs availability,
+// not safety. A client never acts as leader on the gateway's word alone:
+// its step-down rule runs on its own clock from its last successful
+// heartbeat, so a leader cut off during the loss has stepped down by
+// itself, and if it comes back it is told the term it holds. Markers (an
+// expiry that happened in the current stream) are acted on as before.
+//
 // Time-driven steps (end of an error cooldown, end of a handover delay)
 // are applied by Run at each election's Record.NextDeadline, again with
 // compare-and-set; a heartbeat that finds a deadline passed applies it too.

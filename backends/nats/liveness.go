@@ -67,7 +67,7 @@ func (b *Backend) lastBeat(ctx context.Context, subject string) (seq uint64, exp
 		return m.Sequence, time.Time{}, false, nil
 	}
 	exp := m.Time.Add(msgTTL(m.Header.Get(jetstream.MsgTTLHeader)))
-	b.remember(subject, m.Sequence, exp)
+	b.learned(subject, m.Sequence, exp)
 	return m.Sequence, exp, true, nil
 }
 
@@ -110,6 +110,15 @@ func (b *Backend) remember(subject string, seq uint64, expires time.Time) {
 	if old, ok := b.beats[subject]; !ok || seq > old.seq || (seq == old.seq && !old.dead) {
 		b.beats[subject] = beatInfo{seq: seq, expires: expires}
 	}
+}
+
+// learned notes the live message at seq of subject as the stream leader
+// just returned it, over whatever was known: after the liveness stream was
+// lost and made again, its sequences start over lower.
+func (b *Backend) learned(subject string, seq uint64, expires time.Time) {
+	b.beatsMu.Lock()
+	defer b.beatsMu.Unlock()
+	b.beats[subject] = beatInfo{seq: seq, expires: expires}
 }
 
 // buried notes the expiry marker at seq of subject: no heartbeat may take
@@ -190,7 +199,7 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string)
 		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: %w", op, id, election, gateway.ErrTokenMismatch)
 	}
 	subject = b.aliveSubject(election, nonce(e.TokenHash))
-	seq, _, alive, err := b.lastBeat(ctx, subject)
+	seq, alive, err := b.checkAlive(ctx, subject)
 	if err != nil {
 		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q: %w", op, election, err)
 	}

@@ -94,7 +94,7 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 // the candidacy when the server's marker says it has.
 func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg) {
 	election, n, ok := r.b.aliveParts(m.Subject())
-	if !ok {
+	if !ok || m.Subject() == r.b.epochSubject() {
 		return
 	}
 	md, err := m.Metadata()
@@ -191,6 +191,18 @@ func (r *reconciler) sweep(ctx context.Context) {
 	const grace = 2 * time.Second // the server's expiry timer may run late
 	now := time.Now()
 	r.b.pruneBeats(now.Add(-grace))
+	// A liveness stream lost (a restart of the NATS servers) is made again
+	// and granted here, within a sweep interval, even if no request asks.
+	if id, err := r.b.epoch(ctx); err != nil {
+		return
+	} else if id == "" {
+		if err := r.b.grant(ctx); err != nil {
+			if ctx.Err() == nil {
+				r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: grant", slog.Any("err", err))
+			}
+			return
+		}
+	}
 	for _, s := range r.all() {
 		for _, e := range slices.Concat(s.rec.Line, s.rec.Cooling) {
 			n := nonce(e.TokenHash)
@@ -198,7 +210,7 @@ func (r *reconciler) sweep(ctx context.Context) {
 			if exp, ok := r.b.expiry(subject); ok && now.Before(exp.Add(grace)) {
 				continue
 			}
-			_, _, alive, err := r.b.lastBeat(ctx, subject)
+			_, alive, err := r.b.checkAlive(ctx, subject)
 			if err != nil || alive {
 				continue
 			}
