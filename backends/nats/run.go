@@ -147,34 +147,21 @@ func (r *reconciler) loop(ctx context.Context) {
 	}
 }
 
-func (r *reconciler) nextDeadline() (time.Time, bool) {
-	var next time.Time
-	found := false
-	for _, s := range r.all() {
-		if at, ok := s.rec.NextDeadline(); ok && (!found || at.Before(next)) {
-			next, found = at, true
-		}
-	}
-	return next, found
-}
-
 // advanceDue applies Advance to every election with a deadline due; it
 // reports false if a write failed for another reason than losing a race.
+// An election whose write failed keeps its deadline, so the loop tries
+// again.
 func (r *reconciler) advanceDue(ctx context.Context) bool {
-	now := r.b.now()
-	var due []string
-	for _, s := range r.all() {
-		if at, ok := s.rec.NextDeadline(); ok && !at.After(now) {
-			due = append(due, s.rec.Name)
-		}
-	}
 	okAll := true
-	for _, name := range due {
-		s, err := r.b.apply(ctx, "advance", name, nil, writeOnEvents, advance)
+	for _, d := range r.takeDue(r.b.now()) {
+		s, err := r.b.apply(ctx, "advance", d.name, nil, writeOnEvents, advance)
 		if err != nil {
 			if ctx.Err() == nil {
-				r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: advance", slog.String("election", name), slog.Any("err", err))
+				r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: advance", slog.String("election", d.name), slog.Any("err", err))
 			}
+			r.mu.Lock()
+			r.plan(d.name, d.at)
+			r.mu.Unlock()
 			okAll = false
 			continue
 		}

@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -33,13 +34,20 @@ type reconciler struct {
 	seen   uint64            // the highest records stream sequence the watch delivered
 	seenCh chan struct{}     // closed (and replaced) when seen grows
 
+	// due is each election's next deadline (Record.NextDeadline of its
+	// latest record), and deadlines a min-heap of them, so that a write
+	// costs the loop O(log n), not a pass over every election. Entries of
+	// deadlines that no longer match due are stale and skipped.
+	due       map[string]time.Time
+	deadlines deadlineHeap
+
 	wake chan struct{} // the loop re-plans its deadlines
 	done chan struct{} // closed when Run returns
 }
 
 func newReconciler(b *Backend) *reconciler {
 	return &reconciler{
-		b: b, recs: map[string]stored{}, ahead: map[string]stored{}, seenCh: make(chan struct{}),
+		b: b, recs: map[string]stored{}, ahead: map[string]stored{}, seenCh: make(chan struct{}), due: map[string]time.Time{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 }
@@ -62,6 +70,7 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 		if a, ok := r.ahead[s.rec.Name]; ok && a.seq <= s.seq {
 			delete(r.ahead, s.rec.Name)
 		}
+		r.replan(s.rec.Name)
 	}
 	if md.Sequence.Stream > r.seen {
 		r.seen = md.Sequence.Stream
@@ -78,6 +87,7 @@ func (r *reconciler) put(s stored) {
 	r.mu.Lock()
 	if s.seq > r.latestLocked(s.rec.Name).seq {
 		r.ahead[s.rec.Name] = s
+		r.replan(s.rec.Name)
 	}
 	r.mu.Unlock()
 	r.poke()
@@ -88,6 +98,83 @@ func (r *reconciler) poke() {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// replan takes election's deadline from its latest record. Callers hold
+// r.mu.
+func (r *reconciler) replan(election string) {
+	at, ok := r.latestLocked(election).rec.NextDeadline()
+	if !ok {
+		delete(r.due, election)
+		return
+	}
+	r.plan(election, at)
+}
+
+// plan sets election's deadline. Callers hold r.mu.
+func (r *reconciler) plan(election string, at time.Time) {
+	if cur, ok := r.due[election]; ok && cur.Equal(at) {
+		return
+	}
+	r.due[election] = at
+	heap.Push(&r.deadlines, deadline{at: at, name: election})
+	if len(r.deadlines) > 2*len(r.due)+64 {
+		// Mostly stale entries of deadlines that moved: rebuild.
+		r.deadlines = r.deadlines[:0]
+		for name, at := range r.due {
+			r.deadlines = append(r.deadlines, deadline{at: at, name: name})
+		}
+		heap.Init(&r.deadlines)
+	}
+}
+
+// nextDeadline is the earliest deadline of any election.
+func (r *reconciler) nextDeadline() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.deadlines.Len() > 0 {
+		d := r.deadlines[0]
+		if at, ok := r.due[d.name]; ok && at.Equal(d.at) {
+			return d.at, true
+		}
+		heap.Pop(&r.deadlines) // stale
+	}
+	return time.Time{}, false
+}
+
+// takeDue removes and returns the deadlines at or before now.
+func (r *reconciler) takeDue(now time.Time) []deadline {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []deadline
+	for r.deadlines.Len() > 0 && !r.deadlines[0].at.After(now) {
+		d := heap.Pop(&r.deadlines).(deadline)
+		if at, ok := r.due[d.name]; ok && at.Equal(d.at) {
+			delete(r.due, d.name)
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// deadline is one election's next deadline.
+type deadline struct {
+	at   time.Time
+	name string
+}
+
+// deadlineHeap is a container/heap of deadlines, earliest first.
+type deadlineHeap []deadline
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h deadlineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *deadlineHeap) Push(x any)        { *h = append(*h, x.(deadline)) }
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return d
 }
 
 // latest returns the latest record of election that the view has.
