@@ -16,7 +16,7 @@ import (
 // HTTP), with Run running as in a gateway.
 func BenchmarkHeartbeatParallel(b *testing.B) {
 	e := startServer(b, b.TempDir())
-	defer e.Shutdown()
+	b.Cleanup(e.Shutdown) // after the backend's cleanup
 	be := openB(b, e)
 	type cand struct{ election, id, token string }
 	var cands []cand
@@ -48,7 +48,7 @@ func BenchmarkCampaignFresh(b *testing.B) {
 	for _, existing := range []int{0, 2000} {
 		b.Run(fmt.Sprintf("elections=%d", existing), func(b *testing.B) {
 			e := startServer(b, b.TempDir())
-			defer e.Shutdown()
+			b.Cleanup(e.Shutdown) // after the backend's cleanup
 			be := openB(b, e)
 			campaign := func(name string) error {
 				_, err := be.Campaign(context.Background(), name, gateway.Candidacy{ID: "a", TTL: time.Hour, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
