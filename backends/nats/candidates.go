@@ -65,7 +65,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 // leaders, publish, answer from the record read. See "Heartbeats" in the
 // package doc for why neither can tell a deposed leader that it leads.
 func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
-	if r := b.running(); r != nil {
+	if r := b.running(); r != nil && r.isFilled() {
 		st, done, err := b.quickHeartbeat(ctx, r, election, id, tokenHash)
 		if done {
 			return st, err

@@ -134,9 +134,10 @@
 // the read arrived and shared by the reads that arrived meanwhile), waits
 // until the watch has delivered that sequence, and answers from the view.
 // Every write acknowledged before the read began has a sequence at or
-// below the one fetched, so the answer reflects it. A view that does not
-// catch up within a second, or a replica without Run, reads from the
-// stream leader as before; a read index that cannot be fetched is
+// below the one fetched, so the answer reflects it. A view still loading
+// the stream as it was when Run started, one that does not catch up
+// within a second, and a replica without Run read from the stream leader
+// as before; a read index that cannot be fetched is
 // gateway.ErrUnavailable, never an answer from a view that may be stale.
 //
 // Writes may start from the view's record (apply), but the view decides

@@ -37,6 +37,7 @@ func (b *Backend) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.record) })
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, r.liveness) })
+	wg.Go(func() { r.fill(ctx) })
 	r.loop(ctx)
 	wg.Wait()
 	return nil

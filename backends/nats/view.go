@@ -33,6 +33,10 @@ type reconciler struct {
 	ahead  map[string]stored // written here, not delivered yet
 	seen   uint64            // the highest records stream sequence the watch delivered
 	seenCh chan struct{}     // closed (and replaced) when seen grows
+	// filled is set once the watch has delivered the stream's last
+	// sequence as of Run's start: until then the view is still loading,
+	// and reads go to the stream leader without waiting for it.
+	filled bool
 
 	// due is each election's next deadline (Record.NextDeadline of its
 	// latest record), and deadlines a min-heap of them, so that a write
@@ -222,6 +226,46 @@ func (r *reconciler) count() int {
 	return n
 }
 
+// fill marks the view filled once the watch has delivered the records
+// stream's last sequence as of now (fetched again after failures).
+func (r *reconciler) fill(ctx context.Context) {
+	for ctx.Err() == nil {
+		want, err := r.b.fetchHead(ctx)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for {
+			err := r.waitSeen(ctx, want)
+			if err == nil {
+				r.mu.Lock()
+				r.filled = true
+				r.mu.Unlock()
+				return
+			}
+			if !errors.Is(err, errViewBehind) || ctx.Err() != nil {
+				return
+			}
+			select {
+			case <-r.done:
+				return
+			default: // still loading: wait on
+			}
+		}
+	}
+}
+
+// isFilled reports whether the view has loaded the stream as it was when
+// Run started.
+func (r *reconciler) isFilled() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.filled
+}
+
 // errViewBehind says the view did not catch up in time (or Run ended):
 // the caller reads from the stream leader instead.
 var errViewBehind = errors.New("nats: view behind")
@@ -257,12 +301,12 @@ func (r *reconciler) waitSeen(ctx context.Context, want uint64) error {
 
 // view returns the reconciler of a running Run, caught up with the records
 // stream as of a read index fetched after the call; nil (and no error)
-// when Run is not running or its watch lags, so that the caller reads
-// from the stream leader instead. Errors: gateway.ErrUnavailable when the
-// read index cannot be fetched.
+// when Run is not running, its view is still loading or its watch lags,
+// so that the caller reads from the stream leader instead. Errors:
+// gateway.ErrUnavailable when the read index cannot be fetched.
 func (b *Backend) view(ctx context.Context) (*reconciler, error) {
 	r := b.running()
-	if r == nil {
+	if r == nil || !r.isFilled() {
 		return nil, nil
 	}
 	want, err := b.readIndex.Revision(ctx)
@@ -311,11 +355,12 @@ func (b *Backend) fetchHead(ctx context.Context) (uint64, error) {
 }
 
 // CountElections implements gateway.ElectionCounter: the elections in the
-// view, or, while Run is not running, the records stream's subject count
-// (one request). Either may lag other replicas by a write in flight; the
-// limit it serves is best-effort. Errors: gateway.ErrUnavailable.
+// view, or, while Run is not running or its view is still loading, the
+// records stream's subject count (one request). Either may lag other
+// replicas by a write in flight; the limit it serves is best-effort.
+// Errors: gateway.ErrUnavailable.
 func (b *Backend) CountElections(ctx context.Context) (int, error) {
-	if r := b.running(); r != nil {
+	if r := b.running(); r != nil && r.isFilled() {
 		return r.count(), nil
 	}
 	if err := b.connected(); err != nil {
