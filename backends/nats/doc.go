@@ -28,7 +28,8 @@
 //	ELECTOR_ALIVE  elector.alive.<election>.<nonce>    one liveness message per candidacy
 //
 // A record message is JSON {"v":2,"record":{…},"events":[…],"prev":<seq>}
-// (values.go describes the form; version 1 records are still read): the
+// (values.go describes the form; version 1 records are still read, but
+// older versions read no version 2, so replicas upgrade together): the
 // election's whole state after a transition and the events the
 // transition caused, written in one publish, so a crash never keeps a
 // record without its events or events without their record. The stream
