@@ -95,3 +95,30 @@ func openB(b *testing.B, e *Embedded) *Backend {
 	b.Cleanup(func() { rcancel(); <-done; _ = be.Close() })
 	return be
 }
+
+// BenchmarkHeartbeatElectionSize heartbeats the last of n candidates of
+// one election, one at a time, with Run running: the cost should not
+// depend on n.
+func BenchmarkHeartbeatElectionSize(b *testing.B) {
+	for _, n := range []int{3, 1000} {
+		b.Run(fmt.Sprintf("candidates=%d", n), func(b *testing.B) {
+			e := startServer(b, b.TempDir())
+			b.Cleanup(e.Shutdown) // after the backend's cleanup
+			be := openB(b, e)
+			var id, token string
+			for i := range n {
+				id, token = fmt.Sprintf("node-%d", i), gateway.HashToken(gateway.NewToken())
+				if _, err := be.Campaign(context.Background(), "size", gateway.Candidacy{ID: id, TTL: time.Hour, TokenHash: token}, gateway.DefaultSettings()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := be.Heartbeat(context.Background(), "size", id, token); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
