@@ -71,7 +71,7 @@ func drive(t *testing.T, what string, n int, do func(ctx context.Context, i int)
 }
 
 // TestNothingPerRequestOutlivesIt drives thousands of campaigns into new
-// elections, lists, reads and watch opens and closes against a real
+// elections, heartbeats, lists, reads and watch opens and closes against a real
 // server, then checks that the streams hold exactly the consumers they
 // held before (the reconciler's two), that the goroutines are back where
 // they started, and that a campaign into a new election still succeeds.
@@ -119,9 +119,14 @@ func TestNothingPerRequestOutlivesIt(t *testing.T) {
 		}
 		return nil
 	})
+	tokens := make([]string, n)
 	drive(t, "campaign", n, func(ctx context.Context, i int) error {
-		th := gateway.HashToken(gateway.NewToken())
-		_, err := b.Campaign(ctx, fmt.Sprintf("res-%d", i), gateway.Candidacy{ID: "a", TTL: time.Minute, TokenHash: th}, gateway.DefaultSettings())
+		tokens[i] = gateway.HashToken(gateway.NewToken())
+		_, err := b.Campaign(ctx, fmt.Sprintf("res-%d", i), gateway.Candidacy{ID: "a", TTL: time.Minute, TokenHash: tokens[i]}, gateway.DefaultSettings())
+		return err
+	})
+	drive(t, "heartbeat", n, func(ctx context.Context, i int) error {
+		_, err := b.Heartbeat(ctx, fmt.Sprintf("res-%d", i), "a", tokens[i])
 		return err
 	})
 	drive(t, "election", n, func(ctx context.Context, i int) error {
