@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,17 +38,24 @@ type Backend struct {
 	closed   bool
 	watchers sync.WaitGroup
 
+	grantMu sync.Mutex // one grant at a time (epoch.go)
+
 	beatsMu sync.Mutex
-	beats   map[string]time.Time // liveness subject → when it expires, as last seen
+	beats   map[string]beatInfo // liveness subject → its last message, as last seen
 
 	runsMu sync.Mutex
-	runs   map[*reconciler]struct{} // the reconcilers of running Run calls, for CaughtUp
+	runs   map[*reconciler]struct{} // the reconcilers of running Run calls
+
+	readIndex *gateway.ReadIndex // the records stream's last sequence, for reads from the view
 }
 
 var (
 	_ gateway.Backend = (*Backend)(nil)
 	_ gateway.Runner  = (*Backend)(nil)
 	_ gateway.Pinger  = (*Backend)(nil)
+	_ gateway.Header  = (*Backend)(nil)
+
+	_ gateway.ElectionCounter = (*Backend)(nil)
 )
 
 // Connect dials NATS as cfg says and returns a Backend that owns the
@@ -85,17 +93,23 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	if err != nil {
 		return nil, fmt.Errorf("nats: jetstream: %w: %w", gateway.ErrUnavailable, err)
 	}
-	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[string]time.Time{}}
+	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[string]beatInfo{}}
+	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	parent := ctx
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
 	if b.records, err = js.CreateOrUpdateStream(ctx, b.recordStreamConfig()); err != nil {
 		b.cancel()
 		return nil, fmt.Errorf("nats: stream %s: %w", cfg.Stream, translate(err))
 	}
-	if b.alive, err = js.CreateOrUpdateStream(ctx, b.aliveStreamConfig()); err != nil {
+	if b.alive, err = b.openAlive(ctx); err != nil {
 		b.cancel()
 		return nil, fmt.Errorf("nats: stream %s_ALIVE: %w", cfg.Stream, translate(err))
+	}
+	if err := b.grant(parent); err != nil { // each of its requests bounded by OpTimeout
+		b.cancel()
+		return nil, err
 	}
 	if err := b.openKV(ctx); err != nil {
 		b.cancel()
@@ -132,19 +146,42 @@ func (b *Backend) recordStreamConfig() jetstream.StreamConfig {
 
 // aliveStreamConfig keeps one liveness message per candidacy. Each message
 // carries its candidate's TTL (Nats-TTL); when the last one of a subject
-// expires the server replaces it with a delete marker, which Run sees.
+// expires the server replaces it with a delete marker, which Run sees. It
+// is kept in memory: a heartbeat waits for no disk, and a lost liveness
+// stream costs every candidate one more TTL, never a second leader (see
+// "Liveness durability" in the package doc).
 func (b *Backend) aliveStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:                   b.cfg.Stream + "_ALIVE",
 		Description:            "elector: candidate liveness, one message per candidacy with its TTL",
 		Subjects:               []string{b.aliveSubject("*", "*")},
-		Storage:                jetstream.FileStorage,
+		Storage:                jetstream.MemoryStorage,
 		Replicas:               b.cfg.Replicas,
 		Retention:              jetstream.LimitsPolicy,
 		MaxMsgsPerSubject:      1,
 		AllowMsgTTL:            true,
 		SubjectDeleteMarkerTTL: b.cfg.MarkerTTL,
 	}
+}
+
+// openAlive creates or updates the liveness stream. One kept on disk by an
+// older version is deleted first, since a stream cannot change its
+// storage: the new one starts without an epoch, so every recorded
+// candidate is granted a full TTL (grant) before anything is decided on
+// it.
+func (b *Backend) openAlive(ctx context.Context) (jetstream.Stream, error) {
+	cfg := b.aliveStreamConfig()
+	old, err := b.js.Stream(ctx, cfg.Name)
+	switch {
+	case err == nil && old.CachedInfo().Config.Storage != cfg.Storage:
+		b.log.LogAttrs(ctx, slog.LevelInfo, "nats: moving the liveness stream to memory storage", slog.String("stream", cfg.Name))
+		if err := b.js.DeleteStream(ctx, cfg.Name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, err
+		}
+	case err != nil && !errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, err
+	}
+	return b.js.CreateOrUpdateStream(ctx, cfg)
 }
 
 func (b *Backend) recordSubject(election string) string {
@@ -236,7 +273,8 @@ func (b *Backend) Close() error {
 func (b *Backend) isClosed() bool { return b.ctx.Err() != nil }
 
 // translate maps NATS errors onto the gateway's sentinels: anything that
-// means NATS could not be reached or did not answer is ErrUnavailable.
+// means NATS could not be reached, did not answer in time or refused the
+// work for lack of room (refusals) is ErrUnavailable.
 func translate(err error) error {
 	if err == nil {
 		return nil
@@ -252,10 +290,22 @@ func translate(err error) error {
 		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
 		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
-	case errors.As(err, &apiErr) && apiErr.Code == 503:
+	case errors.As(err, &apiErr) && (apiErr.Code == 503 || slices.Contains(refusals, apiErr.ErrorCode)):
 		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
 	}
 	return err
+}
+
+// refusals are the JetStream API errors by which a server declines work it
+// has no room for now (too many consumers, no storage or memory left):
+// overload, which ends when the load does, so the gateway answers 503 with
+// Retry-After rather than 500.
+var refusals = []jetstream.ErrorCode{
+	10002, // JSAccountResourcesExceededErr
+	10023, // JSInsufficientResourcesErr
+	jetstream.JSErrCodeMaximumConsumersLimit,
+	10028, // JSMemoryResourcesExceededErr
+	10047, // JSStorageResourcesExceededErr
 }
 
 // isConflict reports whether err is JetStream's compare-and-set failure:

@@ -11,19 +11,22 @@ import (
 
 // Campaign implements gateway.Backend. It publishes the candidacy's first
 // liveness message, then adds the candidate to the record under
-// compare-and-set; a candidate in the record therefore always had a
-// liveness message, and the sweep can expire it when that is gone. A live
+// compare-and-set, starting from the view's record (see apply); a
+// candidate in the record therefore always had a liveness message, and
+// the sweep can expire it when that is gone. It answers from the record
+// it wrote, and scans no other election. A live
 // candidate with the same id is gateway.ErrCandidateExists; a dead one
 // whose expiry is not processed yet is expired first.
 func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
 	subject := b.aliveSubject(election, nonce(c.TokenHash))
-	if _, err := b.beat(ctx, subject, c.TTL, nil); err != nil {
+	exp, err := b.beat(ctx, subject, c.TTL, nil)
+	if err != nil {
 		return gateway.Status{}, fmt.Errorf("nats: campaign %q: %w", election, translate(err))
 	}
 	s, err := b.apply(ctx, "campaign", election, &defaults, writeOnSuccess, func(ctx context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
 		var ev []gateway.Event
 		if old := r.Find(c.ID); old != nil {
-			_, _, alive, err := b.lastBeat(ctx, b.aliveSubject(election, nonce(old.TokenHash)))
+			_, alive, err := b.checkAlive(ctx, b.aliveSubject(election, nonce(old.TokenHash)))
 			if err != nil {
 				return nil, err
 			}
@@ -46,14 +49,28 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 		}
 		return gateway.Status{}, err
 	}
-	return b.status(ctx, "campaign", s, c.ID)
+	return b.status(ctx, "campaign", s, c.ID, exp)
 }
 
 // Heartbeat implements gateway.Backend. It republishes the candidacy's
 // liveness message, conditional on the subject's last message being the
-// live one it read: if the server has written the expiry marker in
+// live one it knows of: if the server has written the expiry marker in
 // between, the heartbeat fails and the candidate is gone.
+//
+// With Run running, a heartbeat is one publish (quick): the candidate and
+// the live message's sequence come from the view, and the answer from the
+// view caught up with a read index fetched while the publish is in flight.
+// On a conflict, or when the view does not know the candidacy, it takes
+// the slow path: read the record and the liveness message from the stream
+// leaders, publish, answer from the record read. See "Heartbeats" in the
+// package doc for why neither can tell a deposed leader that it leads.
 func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
+	if r := b.running(); r != nil && r.isFilled() {
+		st, done, err := b.quickHeartbeat(ctx, r, election, id, tokenHash)
+		if done {
+			return st, err
+		}
+	}
 	const attempts = 8
 	for i := range attempts {
 		if i > 0 {
@@ -68,7 +85,7 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 		if err != nil {
 			return gateway.Status{}, err
 		}
-		_, err = b.beat(ctx, subject, e.TTL, &seq)
+		exp, err := b.beat(ctx, subject, e.TTL, &seq)
 		if isConflict(err) {
 			continue // a concurrent heartbeat, or the expiry marker: look again
 		}
@@ -82,9 +99,70 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 				return gateway.Status{}, err
 			}
 		}
-		return b.status(ctx, "heartbeat", s, id)
+		return b.status(ctx, "heartbeat", s, id, exp)
 	}
 	return gateway.Status{}, fmt.Errorf("nats: heartbeat %q in %q: %d conflicting writes: %w", id, election, attempts, gateway.ErrUnavailable)
+}
+
+// quickHeartbeat is Heartbeat's one-publish path. done is false when the
+// caller is to take the slow path instead: the view does not know the
+// candidacy or its live message, the publish conflicted, or the view did
+// not catch up in time.
+func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, id, tokenHash string) (st gateway.Status, done bool, err error) {
+	cur, ok := r.latest(election)
+	if !ok {
+		return gateway.Status{}, false, nil
+	}
+	e := cur.rec.Find(id)
+	if e == nil || !gateway.TokenMatches(e.TokenHash, tokenHash) {
+		return gateway.Status{}, false, nil // perhaps the view is behind: ask the stream leader
+	}
+	subject := b.aliveSubject(election, nonce(e.TokenHash))
+	seq, ok := b.liveSeq(subject)
+	if !ok {
+		return gateway.Status{}, false, nil
+	}
+	type index struct {
+		rev uint64
+		err error
+	}
+	ic := make(chan index, 1)
+	go func() {
+		rev, err := b.readIndex.Revision(ctx)
+		ic <- index{rev, err}
+	}()
+	exp, err := b.beat(ctx, subject, e.TTL, &seq)
+	ix := <-ic
+	switch {
+	case isConflict(err):
+		return gateway.Status{}, false, nil // a marker, or a beat through another replica
+	case err != nil:
+		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, translate(err))
+	case ix.err != nil:
+		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, translate(ix.err))
+	}
+	if v, err := b.caughtUpTo(ctx, r, ix.rev); err != nil {
+		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, err)
+	} else if v == nil {
+		return gateway.Status{}, false, nil
+	}
+	// The view now holds the election as of a sequence fetched after the
+	// heartbeat arrived: every write acknowledged before it is reflected.
+	s, _ := r.latest(election)
+	now := s.rec.Find(id)
+	switch {
+	case now == nil:
+		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q in %q: %w", id, election, gateway.ErrCandidateNotFound)
+	case !gateway.TokenMatches(now.TokenHash, tokenHash):
+		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q in %q: %w", id, election, gateway.ErrTokenMismatch)
+	}
+	if at, ok := s.rec.NextDeadline(); ok && !at.After(b.now()) {
+		if s, err = b.apply(ctx, "heartbeat", election, nil, writeOnEvents, advance); err != nil {
+			return gateway.Status{}, true, err
+		}
+	}
+	st, err = b.status(ctx, "heartbeat", s, id, exp)
+	return st, true, err
 }
 
 // Resign implements gateway.Backend. It removes the candidate from the
@@ -116,7 +194,7 @@ func (b *Backend) ReportError(ctx context.Context, election, id, tokenHash, reas
 	if err != nil {
 		return gateway.Status{}, err
 	}
-	return b.status(ctx, "report error", s, id)
+	return b.status(ctx, "report error", s, id, time.Time{})
 }
 
 // advance is the transition of passing time: cooldowns and handover delays
@@ -125,15 +203,32 @@ func advance(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Eve
 	return r.Advance(now), nil
 }
 
-// status derives a candidate's status from a stored record.
-func (b *Backend) status(ctx context.Context, op string, s stored, id string) (gateway.Status, error) {
-	e, err := b.view(ctx, s)
-	if err != nil {
-		return gateway.Status{}, fmt.Errorf("nats: %s %q: %w", op, s.rec.Name, err)
-	}
-	st, ok := gateway.StatusOf(e, id)
+// status derives a candidate's status from a stored record, without
+// building the whole election: own is when the candidate's liveness
+// message expires if the caller just wrote it (zero: look it up), and the
+// leader's comes from its liveness message.
+func (b *Backend) status(ctx context.Context, op string, s stored, id string, own time.Time) (gateway.Status, error) {
+	st, ok := s.rec.Status(id)
 	if !ok {
 		return gateway.Status{}, fmt.Errorf("nats: %s %q in %q: %w", op, id, s.rec.Name, gateway.ErrCandidateNotFound)
+	}
+	exp := own
+	if exp.IsZero() {
+		var err error
+		if exp, err = b.expiresAt(ctx, s.rec.Name, s.rec.Find(id).TokenHash); err != nil {
+			return gateway.Status{}, fmt.Errorf("nats: %s %q: %w", op, s.rec.Name, err)
+		}
+	}
+	st.Candidate.ExpiresAt = exp
+	if st.Leader != nil {
+		if st.Leader.ID == id {
+			st.Leader.ExpiresAt = exp
+		} else {
+			var err error
+			if st.Leader.ExpiresAt, err = b.expiresAt(ctx, s.rec.Name, s.rec.Find(st.Leader.ID).TokenHash); err != nil {
+				return gateway.Status{}, fmt.Errorf("nats: %s %q: %w", op, s.rec.Name, err)
+			}
+		}
 	}
 	return st, nil
 }

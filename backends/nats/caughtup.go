@@ -43,11 +43,10 @@ func (b *Backend) runSeen() (seen uint64, running bool) {
 	return seen, len(b.runs) > 0
 }
 
-// CaughtUp implements gateway.CatchUpReporter. Snapshots are read from the
-// stream leader, but Run (the reconciler) acts on a cache of records fed by
-// its watch of the records stream: CaughtUp reads the stream's last
-// sequence from the stream leader and returns nil once Run's watch has
-// delivered it, waiting up to a second (or ctx's deadline if earlier). It
+// CaughtUp implements gateway.CatchUpReporter. Run (the reconciler) acts
+// on, and reads are served from, a view of records fed by its watch of the
+// records stream: CaughtUp reads the stream's last sequence from the
+// stream leader and returns nil once Run's watch has delivered it, waiting up to a second (or ctx's deadline if earlier). It
 // returns an error wrapping gateway.ErrUnavailable when the watch is
 // still behind (naming both sequences), when Run is not running, when the
 // backend is closed, and when NATS cannot be reached.

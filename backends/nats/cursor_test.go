@@ -3,13 +3,17 @@ package nats
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
 )
 
-func TestEventIDRoundTrips(t *testing.T) {
+func TestCursorForms(t *testing.T) {
 	tests := []struct {
 		id      string
 		seq     uint64
@@ -18,22 +22,27 @@ func TestEventIDRoundTrips(t *testing.T) {
 	}{
 		{id: "12-3", seq: 12, i: 3},
 		{id: "0-0", seq: 0, i: 0},
-		{id: "12", invalid: true},
+		{id: "12", seq: 12, i: math.MaxInt}, // after every event of 12, as Head says
 		{id: "x-1", invalid: true},
 		{id: "1--1", invalid: true},
+		{id: "-1", invalid: true},
+		{id: "12-", invalid: true},
 		{id: "", invalid: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			seq, i, err := parseEventID(tt.id)
+			seq, i, err := parseCursor(tt.id)
 			if tt.invalid {
 				if err == nil {
 					t.Fatalf("parsed %q as %d-%d", tt.id, seq, i)
 				}
 				return
 			}
-			if err != nil || seq != tt.seq || i != tt.i || eventID(seq, i) != tt.id {
+			if err != nil || seq != tt.seq || i != tt.i {
 				t.Fatalf("parse %q = %d, %d, %v", tt.id, seq, i, err)
+			}
+			if i != math.MaxInt && eventID(seq, i) != tt.id {
+				t.Fatalf("eventID(%d, %d) = %q, want %q", seq, i, eventID(seq, i), tt.id)
 			}
 		})
 	}
@@ -100,5 +109,30 @@ func TestPingFailsWhileNATSIsDown(t *testing.T) {
 	}
 	if _, err := b.Election(ctx, "any"); !errors.Is(err, gateway.ErrUnavailable) {
 		t.Fatalf("election with the server down: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestRefusalsAreUnavailable: JetStream declining work for lack of room is
+// overload (503 with Retry-After), not a server fault (500).
+func TestRefusalsAreUnavailable(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"max consumers", &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeMaximumConsumersLimit, Description: "maximum consumers limit reached"}, true},
+		{"insufficient resources", &jetstream.APIError{Code: 503, ErrorCode: 10023}, true},
+		{"storage exceeded", &jetstream.APIError{Code: 500, ErrorCode: 10047}, true},
+		{"any 503", &jetstream.APIError{Code: 503, ErrorCode: 10008}, true},
+		{"timeout", fmt.Errorf("publish: %w", context.DeadlineExceeded), true},
+		{"wrong last sequence", &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamWrongLastSequence}, false},
+		{"bad request", &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeBadRequest}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errors.Is(translate(tt.err), gateway.ErrUnavailable); got != tt.want {
+				t.Fatalf("translate(%v) is ErrUnavailable: %v, want %v", tt.err, got, tt.want)
+			}
+		})
 	}
 }

@@ -27,8 +27,10 @@
 //	ELECTOR        elector.election.<election>         one message per transition
 //	ELECTOR_ALIVE  elector.alive.<election>.<nonce>    one liveness message per candidacy
 //
-// A record message is JSON {"v":1,"record":<gateway.Record>,"events":[…]}:
-// the election's whole state after a transition and the events the
+// A record message is JSON {"v":2,"record":{…},"events":[…],"prev":<seq>}
+// (values.go describes the form; version 1 records are still read, but
+// older versions read no version 2, so replicas upgrade together): the
+// election's whole state after a transition and the events the
 // transition caused, written in one publish, so a crash never keeps a
 // record without its events or events without their record. The stream
 // keeps Config.History messages per election (MaxMsgsPerSubject) and never
@@ -83,16 +85,113 @@
 // know to be alive and expires those whose message is gone, which covers
 // markers missed while no replica ran.
 //
+// # Liveness durability
+//
+// Records hold the terms and the leader slot and are synced to disk
+// before they are acknowledged (the embedded server's SyncAlways, or R3).
+// Liveness is not: the liveness stream is kept in memory, so a heartbeat
+// waits for no disk. A restart of the NATS servers (all of them, for R3)
+// may lose it whole. The rule that makes that safe: after a loss every
+// recorded candidate gets a fresh full TTL (epoch.go). A liveness stream
+// carries an epoch message, written only after every candidacy in the
+// records was given a liveness message of its full TTL (a "grant"; each
+// publish conditional on its subject being empty). A candidacy whose
+// subject is empty is dead only if the epoch was there before that read
+// and is unchanged after it; otherwise the stream is new or was lost, and
+// the reader grants first. New grants a liveness stream it finds without
+// an epoch, Run's sweep recreates and grants one that is gone or empty
+// within Config.SweepInterval, and a liveness stream an older version kept
+// on disk is deleted and made again in memory (then granted).
+//
+// Why a longer life never makes two leaders: a grant writes only liveness
+// messages, never a record, so the leader slot and the terms keep the
+// compare-and-set argument above. A grant makes a candidate live longer
+// than it would have, never shorter, and the one thing a longer life can
+// do is keep a leader that stopped heartbeating in its slot for up to one
+// more TTL: no one else is promoted meanwhile, which costs availability,
+// not safety. A client never acts as leader on the gateway's word alone:
+// its step-down rule runs on its own clock from its last successful
+// heartbeat, so a leader cut off during the loss has stepped down by
+// itself, and if it comes back it is told the term it holds. Markers (an
+// expiry that happened in the current stream) are acted on as before.
+//
 // Time-driven steps (end of an error cooldown, end of a handover delay)
 // are applied by Run at each election's Record.NextDeadline, again with
 // compare-and-set; a heartbeat that finds a deadline passed applies it too.
 //
+// # The view, and reads that are linearizable
+//
+// Run follows the records stream with one ordered consumer per replica and
+// keeps the latest record of every election (view.go): the records the
+// watch delivered, which are the stream's state at the last sequence it
+// delivered, and the records this replica wrote that it has not delivered
+// yet. It follows the liveness stream the same way and keeps, per
+// candidacy, its live message's sequence and expiry (or that its marker
+// came). Election, Elections, CountElections and heartbeat answers read
+// the view; nothing per request creates a consumer.
+//
+// A read is linearizable: it fetches the records stream's last sequence
+// from the stream leader (a read index, gateway.ReadIndex, fetched after
+// the read arrived and shared by the reads that arrived meanwhile), waits
+// until the watch has delivered that sequence, and answers from the view.
+// Every write acknowledged before the read began has a sequence at or
+// below the one fetched, so the answer reflects it. A view still loading
+// the stream as it was when Run started, one that does not catch up
+// within a second, and a replica without Run read from the stream leader
+// as before; a read index that cannot be fetched is
+// gateway.ErrUnavailable, never an answer from a view that may be stale.
+//
+// Writes may start from the view's record (apply), but the view decides
+// nothing: a write is a compare-and-set on the record's sequence, so one
+// computed from a stale record is refused and recomputed from the stream
+// leader's, and an outcome that writes nothing (a refusal, nothing to do)
+// is only ever taken from the stream leader's record.
+//
+// # Heartbeats
+//
+// With Run running a heartbeat is one JetStream request on its path: it
+// takes the candidate (id, token hash, TTL) from the view and the
+// sequence of its live message from the followed liveness stream or from
+// the ack of this replica's last beat, publishes the next liveness message
+// with Nats-Expected-Last-Subject-Sequence set to it, and meanwhile fetches
+// the read index; it answers from the view once that has caught up. It
+// decodes nothing: the view holds decoded records, and the answer is
+// Record.Status, one scan of the line.
+//
+// Why this neither revives a dead candidate nor tells a deposed leader it
+// leads:
+//   - The publish is conditional on the live message the replica knows
+//     being still the subject's last. If the server has since written the
+//     expiry marker (or a purge removed the message, or a beat through
+//     another replica replaced it), the publish is refused and the
+//     heartbeat takes the slow path, which reads the subject from the
+//     stream leader and finds the candidate expired. A stale sequence only
+//     costs the slow path; it can never make a refused beat succeed.
+//   - Liveness is not leadership. The leader slot and the term are in the
+//     record, written only by compare-and-set on the record chain (see
+//     above); a heartbeat writes no record except, when a deadline passed,
+//     Record.Advance under the same compare-and-set.
+//   - The answer (state, term, leader) comes from the view caught up with a
+//     read index fetched after the heartbeat arrived, so a deposition
+//     acknowledged before the heartbeat began (an error report through
+//     another replica, an expiry) is in it. A deposition racing the
+//     heartbeat may land on either side of it, as with any linearizable
+//     read; the client's own step-down rule, timed from when it sent its
+//     last successful heartbeat, covers that.
+//   - A candidacy the view does not know, with a token the view does not
+//     match, or whose live message the replica has not seen, takes the slow
+//     path: the view is trusted for nothing but a faster route to the same
+//     conditional publish.
+//
 // # Event ids and watches
 //
 // An event's id is "<stream sequence>-<index>" of the record message that
-// carries it (index from 1), the same on every replica. Watch uses an
-// ordered consumer from that sequence, filtered to one election's subject
-// or all of them. A cursor that does not parse, is past the stream's last
+// carries it (index from 1), the same on every replica; a bare "<stream
+// sequence>" (Head, the cursor of Elections) is just after every event of
+// that record. Watch uses an ordered consumer from that sequence, filtered
+// to one election's subject or all of them, and deletes it when the watch
+// ends (every consumer also idles out after 30s, should its owner die
+// first). A cursor that does not parse, is past the stream's last
 // sequence, or names a message the stream no longer holds is
 // gateway.ErrCursorExpired. An election's records are dropped oldest
 // first, so a held cursor message means that election's later records are
@@ -129,11 +228,13 @@
 //
 // # Availability
 //
-// Reads go to the stream leader; nothing is served from a cache, so a
-// replica cut off from NATS answers gateway.ErrUnavailable rather than a
-// stale leader, and Ping (the readiness probe) fails until it reconnects.
-// Run alone keeps a cache, of records for its deadlines, fed by its watch
-// of the records stream; CaughtUp (the readiness probe's watch check) says
-// whether that watch has delivered the stream's last sequence, and fails
-// while Run is not running.
+// Reads are served from the view only after a read index fetched from the
+// stream leader, so a replica cut off from NATS answers
+// gateway.ErrUnavailable rather than a stale leader, and Ping (the
+// readiness probe) fails until it reconnects. CaughtUp (the readiness
+// probe's watch check) says whether Run's watch has delivered the stream's
+// last sequence, and fails while Run is not running. JetStream refusing
+// work for lack of room (too many consumers, no storage or memory left,
+// any 503) or not answering in time is gateway.ErrUnavailable too: the API
+// answers 503 with Retry-After, and it ends when the load does.
 package nats

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,18 +13,27 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// Election implements gateway.Backend: the latest record, read from the
-// stream leader, so a replica never answers from a stale cache. Errors:
-// gateway.ErrElectionNotFound, gateway.ErrUnavailable.
+// Election implements gateway.Backend. With Run running it answers from
+// the replica's view, caught up with a read index fetched after the call
+// (see reconciler); otherwise, or while the view lags, from the stream
+// leader. Either way it reflects every write acknowledged before it
+// began. Errors: gateway.ErrElectionNotFound, gateway.ErrUnavailable.
 func (b *Backend) Election(ctx context.Context, election string) (gateway.Election, error) {
-	s, found, err := b.load(ctx, election)
+	r, err := b.view(ctx)
 	if err != nil {
+		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
+	}
+	var s stored
+	found := false
+	if r != nil {
+		s, found = r.latest(election)
+	} else if s, found, err = b.load(ctx, election); err != nil {
 		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
 	}
 	if !found {
 		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, gateway.ErrElectionNotFound)
 	}
-	e, err := b.view(ctx, s)
+	e, err := b.show(ctx, s)
 	if err != nil {
 		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
 	}
@@ -38,31 +48,54 @@ func (b *Backend) Configure(ctx context.Context, election string, set gateway.Se
 	if err != nil {
 		return gateway.Election{}, err
 	}
-	e, err := b.view(ctx, s)
+	e, err := b.show(ctx, s)
 	if err != nil {
 		return gateway.Election{}, fmt.Errorf("nats: configure %q: %w", election, err)
 	}
 	return e, nil
 }
 
-// Elections implements gateway.Backend. It reads the latest record of every
-// election with one ordered consumer (deliver last per subject) until
-// nothing is pending, so all records are as of one stream sequence.
+// Elections implements gateway.Backend. With Run running it answers from
+// the view's delivered records, caught up with a read index as Election
+// does: the stream's state at one sequence, which is the cursor ("<seq>").
+// Otherwise it reads the latest record of every election with one ordered
+// consumer (deliver last per subject, deleted afterwards) until nothing
+// is pending.
 func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, error) {
-	recs, last, err := b.scan(ctx)
+	r, err := b.view(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("nats: elections: %w", err)
 	}
+	var recs []stored
+	var cursor string
+	if r != nil {
+		r.mu.Lock()
+		recs = make([]stored, 0, len(r.recs))
+		for _, s := range r.recs {
+			recs = append(recs, s)
+		}
+		cursor = strconv.FormatUint(r.seen, 10)
+		r.mu.Unlock()
+	} else {
+		all, last, err := b.scan(ctx)
+		if err != nil {
+			return nil, "", fmt.Errorf("nats: elections: %w", err)
+		}
+		for _, s := range all {
+			recs = append(recs, s)
+		}
+		cursor = last.cursor()
+	}
 	out := make([]gateway.Election, 0, len(recs))
 	for _, s := range recs {
-		e, err := b.view(ctx, s)
+		e, err := b.show(ctx, s)
 		if err != nil {
 			return nil, "", fmt.Errorf("nats: elections: %w", err)
 		}
 		out = append(out, e)
 	}
 	slices.SortFunc(out, func(x, y gateway.Election) int { return strings.Compare(x.Name, y.Name) })
-	return out, last.cursor(), nil
+	return out, cursor, nil
 }
 
 // scan returns the latest record of every election, and the record at the
@@ -79,12 +112,14 @@ func (b *Backend) scan(ctx context.Context) (map[string]stored, stored, error) {
 		return recs, stored{seq: info.State.LastSeq}, nil
 	}
 	c, err := b.js.OrderedConsumer(ctx, b.cfg.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{b.recordSubject("*")},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		FilterSubjects:    []string{b.recordSubject("*")},
+		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+		InactiveThreshold: consumerIdle,
 	})
 	if err != nil {
 		return nil, stored{}, translate(err)
 	}
+	defer b.release(b.cfg.Stream, c)
 	it, err := c.Messages(pullOpts()...)
 	if err != nil {
 		return nil, stored{}, translate(err)
@@ -119,18 +154,14 @@ func (b *Backend) scan(ctx context.Context) (map[string]stored, stored, error) {
 	}
 }
 
-// view is a stored record as the API shows it, with each candidate's
-// ExpiresAt taken from its liveness message (cached, or read on a miss).
-func (b *Backend) view(ctx context.Context, s stored) (gateway.Election, error) {
+// show is a stored record as the API shows it, with each candidate's
+// ExpiresAt taken from its liveness message (as known, or read on a miss).
+func (b *Backend) show(ctx context.Context, s stored) (gateway.Election, error) {
 	e := s.snapshot()
 	for _, x := range slices.Concat(s.rec.Line, s.rec.Cooling) {
-		subject := b.aliveSubject(s.rec.Name, nonce(x.TokenHash))
-		exp, ok := b.expiry(subject)
-		if !ok {
-			var err error
-			if _, exp, _, err = b.lastBeat(ctx, subject); err != nil {
-				return gateway.Election{}, err
-			}
+		exp, err := b.expiresAt(ctx, s.rec.Name, x.TokenHash)
+		if err != nil {
+			return gateway.Election{}, err
 		}
 		for i := range e.Candidates {
 			if e.Candidates[i].ID == x.ID {
@@ -142,4 +173,16 @@ func (b *Backend) view(ctx context.Context, s stored) (gateway.Election, error) 
 		}
 	}
 	return e, nil
+}
+
+// expiresAt is when the candidacy with tokenHash in election expires: from
+// the liveness this replica knows (its own beats, the followed liveness
+// stream), or read from the stream leader on a miss (zero if it is gone).
+func (b *Backend) expiresAt(ctx context.Context, election, tokenHash string) (time.Time, error) {
+	subject := b.aliveSubject(election, nonce(tokenHash))
+	if exp, ok := b.expiry(subject); ok {
+		return exp, nil
+	}
+	_, exp, _, err := b.lastBeat(ctx, subject)
+	return exp, err
 }

@@ -112,6 +112,8 @@ func (cfg EmbeddedConfig) serverOptions() (*server.Options, error) {
 		// lost with the machine (power loss, kernel panic) would take its
 		// term with it: the next leadership would get a term already
 		// handed out. Elections write little; the cost is one fsync each.
+		// Heartbeats do not pay it: liveness is kept in memory (see
+		// "Liveness durability" in the package doc).
 		SyncAlways: true,
 	}
 	if listen != "" {

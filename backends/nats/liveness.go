@@ -36,11 +36,12 @@ func (b *Backend) beat(ctx context.Context, subject string, ttl time.Duration, e
 		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expect))
 	}
 	start := time.Now()
-	if _, err := b.js.Publish(ctx, subject, nil, opts...); err != nil {
+	ack, err := b.js.Publish(ctx, subject, nil, opts...)
+	if err != nil {
 		return time.Time{}, err
 	}
 	exp := start.Add(liveTTL(ttl))
-	b.remember(subject, exp)
+	b.remember(subject, ack.Sequence, exp)
 	return exp, nil
 }
 
@@ -62,11 +63,11 @@ func (b *Backend) lastBeat(ctx context.Context, subject string) (seq uint64, exp
 		return 0, time.Time{}, false, translate(err)
 	}
 	if m.Header.Get(jetstream.MarkerReasonHeader) != "" {
-		b.forget(subject)
+		b.buried(subject, m.Sequence)
 		return m.Sequence, time.Time{}, false, nil
 	}
 	exp := m.Time.Add(msgTTL(m.Header.Get(jetstream.MsgTTLHeader)))
-	b.remember(subject, exp)
+	b.learned(subject, m.Sequence, exp)
 	return m.Sequence, exp, true, nil
 }
 
@@ -91,14 +92,47 @@ func (b *Backend) purgeBeats(ctx context.Context, subject string) {
 	}
 }
 
-func (b *Backend) remember(subject string, expires time.Time) {
+// beatInfo is what this replica knows of a candidacy's liveness subject:
+// its last message's sequence and when that message expires, or, once the
+// expiry marker at seq is seen, that it is dead. Sequences only grow on a
+// subject, so older news never overwrites newer.
+type beatInfo struct {
+	seq     uint64
+	expires time.Time // for dead: when the entry may be pruned
+	dead    bool
+}
+
+// remember notes the live message at seq of subject, expiring at expires,
+// from a publish's ack, a read or the followed liveness stream.
+func (b *Backend) remember(subject string, seq uint64, expires time.Time) {
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	if expires.After(b.beats[subject]) {
-		b.beats[subject] = expires
+	if old, ok := b.beats[subject]; !ok || seq > old.seq || (seq == old.seq && !old.dead) {
+		b.beats[subject] = beatInfo{seq: seq, expires: expires}
 	}
 }
 
+// learned notes the live message at seq of subject as the stream leader
+// just returned it, over whatever was known: after the liveness stream was
+// lost and made again, its sequences start over lower.
+func (b *Backend) learned(subject string, seq uint64, expires time.Time) {
+	b.beatsMu.Lock()
+	defer b.beatsMu.Unlock()
+	b.beats[subject] = beatInfo{seq: seq, expires: expires}
+}
+
+// buried notes the expiry marker at seq of subject: no heartbeat may take
+// the fast path on it, and a late ack of an older beat cannot revive it.
+func (b *Backend) buried(subject string, seq uint64) {
+	b.beatsMu.Lock()
+	defer b.beatsMu.Unlock()
+	if old, ok := b.beats[subject]; !ok || seq >= old.seq {
+		b.beats[subject] = beatInfo{seq: seq, expires: time.Now(), dead: true}
+	}
+}
+
+// forget drops what is known of subject, after a purge (which leaves no
+// message to follow) or when it has no message at all.
 func (b *Backend) forget(subject string) {
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
@@ -110,18 +144,27 @@ func (b *Backend) forget(subject string) {
 func (b *Backend) pruneBeats(t time.Time) {
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	for subject, exp := range b.beats {
-		if exp.Before(t) {
+	for subject, bi := range b.beats {
+		if bi.expires.Before(t) {
 			delete(b.beats, subject)
 		}
 	}
 }
 
+// expiry returns when subject's live message expires, if one is known.
 func (b *Backend) expiry(subject string) (time.Time, bool) {
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	t, ok := b.beats[subject]
-	return t, ok
+	bi, ok := b.beats[subject]
+	return bi.expires, ok && !bi.dead
+}
+
+// liveSeq returns the sequence of subject's live message, if one is known.
+func (b *Backend) liveSeq(subject string) (uint64, bool) {
+	b.beatsMu.Lock()
+	defer b.beatsMu.Unlock()
+	bi, ok := b.beats[subject]
+	return bi.seq, ok && !bi.dead
 }
 
 // expireCandidacy removes the candidacy with nonce n from election, if it
@@ -156,7 +199,7 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string)
 		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: %w", op, id, election, gateway.ErrTokenMismatch)
 	}
 	subject = b.aliveSubject(election, nonce(e.TokenHash))
-	seq, _, alive, err := b.lastBeat(ctx, subject)
+	seq, alive, err := b.checkAlive(ctx, subject)
 	if err != nil {
 		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q: %w", op, election, err)
 	}

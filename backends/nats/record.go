@@ -7,32 +7,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
 )
-
-// message is what one record message holds: the election's record after a
-// transition and the events that transition caused, written together so
-// that a crash can never keep one without the other.
-//
-// Prev is the stream sequence of the election's record this one was
-// computed from (0 for the election's first record), known to the writer
-// from its compare-and-set. It links the election's records into a chain
-// that a watcher checks, so a record it never received (dropped by the
-// per-election History limit while the watcher lagged) is noticed rather
-// than skipped in silence. Nil in records of writers older than the field.
-type message struct {
-	Version int               `json:"v"`
-	Record  *gateway.Record   `json:"record"`
-	Events  []gateway.Payload `json:"events,omitempty"`
-	Prev    *uint64           `json:"prev,omitempty"`
-}
-
-const messageVersion = 1
 
 // stored is a record as read from the stream, at the sequence it was
 // written at (0 for an election that has no record yet).
@@ -63,19 +43,15 @@ func eventID(seq uint64, i int) string {
 	return strconv.FormatUint(seq, 10) + "-" + strconv.Itoa(i)
 }
 
-// parseEventID is the inverse of eventID.
-func parseEventID(id string) (seq uint64, i int, err error) {
-	a, c, ok := strings.Cut(id, "-")
+// parseCursor reads an event id or a cursor in either form of
+// gateway.Position: "<seq>-<i>" (after the i-th event of the record at
+// seq), or "<seq>" (after every event of it; i is then math.MaxInt).
+func parseCursor(id string) (seq uint64, i int, err error) {
+	p, ok := gateway.ParsePosition(id)
 	if !ok {
-		return 0, 0, fmt.Errorf("event id %q has no '-'", id)
+		return 0, 0, fmt.Errorf("event id %q is neither <seq> nor <seq>-<index>", id)
 	}
-	if seq, err = strconv.ParseUint(a, 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("event id %q: %w", id, err)
-	}
-	if i, err = strconv.Atoi(c); err != nil || i < 0 {
-		return 0, 0, fmt.Errorf("event id %q: bad index", id)
-	}
-	return seq, i, nil
+	return p.Rev, p.Index, nil
 }
 
 // decode reads a record message.
@@ -84,13 +60,14 @@ func decode(election string, seq uint64, data []byte) (stored, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
-	if m.Version != messageVersion || m.Record == nil {
-		return stored{}, fmt.Errorf("nats: record %q at %d: unknown format version %d", election, seq, m.Version)
-	}
-	if err := m.Record.Check(); err != nil {
+	rec, err := decodeRecord(m)
+	if err != nil {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
-	s := stored{rec: m.Record, seq: seq, events: make([]gateway.Event, len(m.Events))}
+	if err := rec.Check(); err != nil {
+		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
+	}
+	s := stored{rec: rec, seq: seq, events: make([]gateway.Event, len(m.Events))}
 	if m.Prev != nil {
 		s.prev, s.hasPrev = *m.Prev, true
 	}
@@ -140,32 +117,61 @@ const (
 	writeOnSuccess
 )
 
-// apply runs one transition of election under compare-and-set: it loads
+// apply runs one transition of election under compare-and-set: it takes
 // the latest record and its sequence, applies t, and publishes the result
 // with Nats-Expected-Last-Subject-Sequence set to that sequence. If another
 // writer got there first the publish fails with "wrong last sequence", and
-// apply reloads and tries again after a short jittered back-off. This is
-// what keeps gateway.Record's single-leader argument true across replicas:
-// every record stored was computed from the one stored just before it.
+// apply reloads from the stream leader and tries again after a short
+// jittered back-off. This is what keeps gateway.Record's single-leader
+// argument true across replicas: every record stored was computed from
+// the one stored just before it.
+//
+// The first attempt starts from the view's record (a copy), when Run is
+// running: a stale one only costs a refused publish and a reload. Only a
+// publish the stream accepted proves a base current, so an outcome that
+// writes nothing (t refused, or had nothing to do) is never taken from a
+// cached base: apply then reloads and applies t again.
 //
 // create gives the settings of an election that has no record yet; with
 // nil, a missing election is gateway.ErrElectionNotFound. apply returns the
 // record as stored (or as loaded, if nothing was written) and t's error.
 func (b *Backend) apply(ctx context.Context, op, election string, create *gateway.Settings, mode applyMode, t transition) (stored, error) {
-	backoff := time.Millisecond
-	for attempt := 0; ; attempt++ {
-		cur, found, err := b.load(ctx, election)
-		if err != nil {
-			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, err)
+	r := b.running()
+	var cached *stored
+	if r != nil {
+		if s, ok := r.latest(election); ok {
+			s.rec = clone(s.rec)
+			cached = &s
+		} else if create != nil {
+			cached = &stored{rec: gateway.NewRecord(election, *create)}
 		}
-		if !found {
-			if create == nil {
-				return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, gateway.ErrElectionNotFound)
+	}
+	backoff := time.Millisecond
+	conflicts := 0
+	for {
+		var cur stored
+		fromCache := cached != nil
+		if fromCache {
+			cur, cached = *cached, nil
+		} else {
+			var found bool
+			var err error
+			cur, found, err = b.load(ctx, election)
+			if err != nil {
+				return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, err)
 			}
-			cur = stored{rec: gateway.NewRecord(election, *create)}
+			if !found {
+				if create == nil {
+					return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, gateway.ErrElectionNotFound)
+				}
+				cur = stored{rec: gateway.NewRecord(election, *create)}
+			}
 		}
 		ev, terr := t(ctx, cur.rec, b.now())
 		if len(ev) == 0 && (terr != nil || mode == writeOnEvents) {
+			if fromCache {
+				continue // not proven current: decide on the stream leader's record
+			}
 			if terr != nil {
 				terr = fmt.Errorf("nats: %s: %w", op, terr)
 			}
@@ -173,6 +179,9 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 		}
 		next, err := b.publishRecord(ctx, cur, ev)
 		if err == nil {
+			if r != nil {
+				r.put(next)
+			}
 			if terr != nil {
 				terr = fmt.Errorf("nats: %s: %w", op, terr)
 			}
@@ -181,8 +190,11 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 		if !isConflict(err) {
 			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, translate(err))
 		}
+		if fromCache {
+			continue // the view was behind: reload at once
+		}
 		// Another replica wrote first: reload and try again.
-		if attempt > 0 {
+		if conflicts++; conflicts > 1 {
 			sleep := backoff/2 + rand.N(backoff)
 			select {
 			case <-ctx.Done():
@@ -196,11 +208,7 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 
 // publishRecord writes rec with its events over cur.seq.
 func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Event) (stored, error) {
-	m := message{Version: messageVersion, Record: cur.rec, Events: make([]gateway.Payload, len(ev)), Prev: &cur.seq}
-	for i, e := range ev {
-		m.Events[i] = e.Payload()
-	}
-	data, err := json.Marshal(m)
+	data, err := encode(cur.rec, ev, cur.seq)
 	if err != nil {
 		return stored{}, err
 	}

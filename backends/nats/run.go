@@ -30,25 +30,17 @@ func (b *Backend) Run(ctx context.Context) error {
 	defer cancel()
 	defer context.AfterFunc(b.ctx, cancel)()
 
-	r := &reconciler{b: b, recs: map[string]stored{}, wake: make(chan struct{}, 1)}
+	r := newReconciler(b)
 	b.addRun(r)
 	defer b.removeRun(r)
+	defer close(r.done)
 	var wg sync.WaitGroup
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.record) })
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, r.liveness) })
+	wg.Go(func() { r.fill(ctx) })
 	r.loop(ctx)
 	wg.Wait()
 	return nil
-}
-
-// reconciler is Run's state: the latest record of each election, as the
-// records stream delivered it or as this replica wrote it.
-type reconciler struct {
-	b    *Backend
-	mu   sync.Mutex
-	recs map[string]stored
-	seen uint64 // the highest records stream sequence the watch delivered
-	wake chan struct{}
 }
 
 // follow feeds every message of subject (the last per subject first, then
@@ -71,14 +63,16 @@ func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnl
 func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, handle func(context.Context, jetstream.Msg)) error {
 	octx, cancel := b.opContext(ctx)
 	c, err := b.js.OrderedConsumer(octx, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-		HeadersOnly:    headersOnly,
+		FilterSubjects:    []string{subject},
+		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+		HeadersOnly:       headersOnly,
+		InactiveThreshold: consumerIdle,
 	})
 	cancel()
 	if err != nil {
 		return err
 	}
+	defer b.release(stream, c)
 	it, err := c.Messages(pullOpts()...)
 	if err != nil {
 		return err
@@ -97,49 +91,22 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 	}
 }
 
-// record caches a record message and wakes the loop to re-plan deadlines.
-func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
-	md, err := m.Metadata()
-	if err != nil {
-		return
-	}
-	r.mu.Lock()
-	r.seen = max(r.seen, md.Sequence.Stream)
-	r.mu.Unlock()
-	s, err := decode(r.b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
-	if err != nil {
-		r.b.log.Error("nats: reconciler: bad record", slog.Any("err", err))
-		return
-	}
-	r.put(s)
-}
-
-func (r *reconciler) put(s stored) {
-	r.mu.Lock()
-	if old, ok := r.recs[s.rec.Name]; !ok || s.seq > old.seq {
-		r.recs[s.rec.Name] = s
-	}
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
 // liveness notes when a candidacy's liveness message expires, and expires
 // the candidacy when the server's marker says it has.
 func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg) {
 	election, n, ok := r.b.aliveParts(m.Subject())
-	if !ok {
+	if !ok || m.Subject() == r.b.epochSubject() {
+		return
+	}
+	md, err := m.Metadata()
+	if err != nil {
 		return
 	}
 	if m.Headers().Get(jetstream.MarkerReasonHeader) == "" {
-		if md, err := m.Metadata(); err == nil {
-			r.b.remember(m.Subject(), md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
-		}
+		r.b.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
 		return
 	}
-	r.b.forget(m.Subject())
+	r.b.buried(m.Subject(), md.Sequence.Stream)
 	s, err := r.b.expireCandidacy(ctx, election, n)
 	if err != nil {
 		if !errors.Is(err, gateway.ErrElectionNotFound) && ctx.Err() == nil {
@@ -181,38 +148,21 @@ func (r *reconciler) loop(ctx context.Context) {
 	}
 }
 
-func (r *reconciler) nextDeadline() (time.Time, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var next time.Time
-	found := false
-	for _, s := range r.recs {
-		if at, ok := s.rec.NextDeadline(); ok && (!found || at.Before(next)) {
-			next, found = at, true
-		}
-	}
-	return next, found
-}
-
 // advanceDue applies Advance to every election with a deadline due; it
 // reports false if a write failed for another reason than losing a race.
+// An election whose write failed keeps its deadline, so the loop tries
+// again.
 func (r *reconciler) advanceDue(ctx context.Context) bool {
-	now := r.b.now()
-	var due []string
-	r.mu.Lock()
-	for name, s := range r.recs {
-		if at, ok := s.rec.NextDeadline(); ok && !at.After(now) {
-			due = append(due, name)
-		}
-	}
-	r.mu.Unlock()
 	okAll := true
-	for _, name := range due {
-		s, err := r.b.apply(ctx, "advance", name, nil, writeOnEvents, advance)
+	for _, d := range r.takeDue(r.b.now()) {
+		s, err := r.b.apply(ctx, "advance", d.name, nil, writeOnEvents, advance)
 		if err != nil {
 			if ctx.Err() == nil {
-				r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: advance", slog.String("election", name), slog.Any("err", err))
+				r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: advance", slog.String("election", d.name), slog.Any("err", err))
 			}
+			r.mu.Lock()
+			r.plan(d.name, d.at)
+			r.mu.Unlock()
 			okAll = false
 			continue
 		}
@@ -229,20 +179,26 @@ func (r *reconciler) sweep(ctx context.Context) {
 	const grace = 2 * time.Second // the server's expiry timer may run late
 	now := time.Now()
 	r.b.pruneBeats(now.Add(-grace))
-	r.mu.Lock()
-	recs := make([]stored, 0, len(r.recs))
-	for _, s := range r.recs {
-		recs = append(recs, s)
+	// A liveness stream lost (a restart of the NATS servers) is made again
+	// and granted here, within a sweep interval, even if no request asks.
+	if id, err := r.b.epoch(ctx); err != nil {
+		return
+	} else if id == "" {
+		if err := r.b.grant(ctx); err != nil {
+			if ctx.Err() == nil {
+				r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: grant", slog.Any("err", err))
+			}
+			return
+		}
 	}
-	r.mu.Unlock()
-	for _, s := range recs {
+	for _, s := range r.all() {
 		for _, e := range slices.Concat(s.rec.Line, s.rec.Cooling) {
 			n := nonce(e.TokenHash)
 			subject := r.b.aliveSubject(s.rec.Name, n)
 			if exp, ok := r.b.expiry(subject); ok && now.Before(exp.Add(grace)) {
 				continue
 			}
-			_, _, alive, err := r.b.lastBeat(ctx, subject)
+			_, alive, err := r.b.checkAlive(ctx, subject)
 			if err != nil || alive {
 				continue
 			}

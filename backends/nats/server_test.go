@@ -13,12 +13,12 @@ import (
 )
 
 // testLogger keeps test output readable: warnings and errors only.
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	t.Helper()
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
@@ -26,7 +26,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // startServer starts an embedded server with JetStream under dir.
-func startServer(t *testing.T, dir string) *Embedded {
+func startServer(t testing.TB, dir string) *Embedded {
 	t.Helper()
 	e, err := StartEmbedded(EmbeddedConfig{DataDir: dir, ServerName: "test"}, testLogger(t))
 	if err != nil {

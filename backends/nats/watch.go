@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -13,9 +14,11 @@ import (
 )
 
 // Watch implements gateway.Backend with an ordered consumer on the records
-// stream, filtered to one election's subject or to all of them. Event ids
-// are "<stream sequence>-<index in that record message>", the same on every
-// replica. A cursor that does not parse, is past the stream's last
+// stream, filtered to one election's subject or to all of them, which is
+// deleted when the watch ends. Event ids are "<stream sequence>-<index in
+// that record message>", the same on every replica; a cursor may also be a
+// bare "<stream sequence>" (after every event of that record, as Head
+// returns). A cursor that does not parse, is past the stream's last
 // sequence, or names a record message the stream no longer holds is
 // gateway.ErrCursorExpired. The channel closes when ctx ends, when the
 // backend is closed, when the consumer cannot be recovered (NATS
@@ -34,7 +37,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 	if election != "" {
 		filter = election
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.recordSubject(filter)}}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.recordSubject(filter)}, InactiveThreshold: consumerIdle}
 	var skipSeq uint64
 	var skipIdx int
 	var start uint64 = 1 // the first sequence the consumer can deliver
@@ -49,7 +52,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
 		start = last + 1
 	} else {
-		seq, idx, err := parseEventID(after)
+		seq, idx, err := parseCursor(after)
 		if err != nil {
 			return nil, fmt.Errorf("nats: watch %q: %w: %w", election, gateway.ErrCursorExpired, err)
 		}
@@ -71,6 +74,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 	}
 	it, err := c.Messages(pullOpts()...)
 	if err != nil {
+		b.release(b.cfg.Stream, c)
 		return nil, fmt.Errorf("nats: watch %q: %w", election, translate(err))
 	}
 	ch := make(chan gateway.Event, 64)
@@ -88,6 +92,8 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 		defer wcancel()
 		defer unlink()
 		defer stop()
+		// Nothing of the watch outlives it: the server consumer goes too.
+		defer b.release(b.cfg.Stream, c)
 		defer it.Stop()
 		for {
 			m, err := it.Next()
@@ -203,4 +209,39 @@ func (b *Backend) lastSeq(ctx context.Context) (uint64, error) {
 		return 0, translate(err)
 	}
 	return info.State.LastSeq, nil
+}
+
+// consumerIdle is the InactiveThreshold of every consumer the backend
+// creates: a backstop only, for consumers whose owner died before it could
+// delete them (release). An active consumer always has a pull request
+// waiting (pullOpts renews them well within this), so it never idles out.
+const consumerIdle = 30 * time.Second
+
+// release deletes the server consumer an ordered consumer currently uses,
+// once its iterator is stopped, so that no consumer outlives the request
+// or the watch that made it. It gives up quietly when NATS is not
+// reachable: consumerIdle then removes the consumer.
+func (b *Backend) release(stream string, c jetstream.Consumer) {
+	info := c.CachedInfo()
+	if info == nil || b.connected() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.OpTimeout)
+	defer cancel()
+	if err := b.js.DeleteConsumer(ctx, stream, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		b.log.LogAttrs(ctx, slog.LevelDebug, "nats: delete consumer", slog.String("stream", stream), slog.String("consumer", info.Name), slog.Any("err", err))
+	}
+}
+
+// Head implements gateway.Header: the records stream's last sequence,
+// "<seq>", which Watch reads as "after every event of that record".
+func (b *Backend) Head(ctx context.Context) (string, error) {
+	if err := b.connected(); err != nil {
+		return "", fmt.Errorf("nats: head: %w", err)
+	}
+	seq, err := b.lastSeq(ctx)
+	if err != nil {
+		return "", fmt.Errorf("nats: head: %w", err)
+	}
+	return strconv.FormatUint(seq, 10), nil
 }

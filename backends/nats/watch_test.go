@@ -99,3 +99,42 @@ func TestWatchOfNewElectionFromElectionsCursor(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchFromHead: Head names the position after the latest write, and a
+// watch from it gets the next write's events and none before.
+func TestWatchFromHead(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	b := open(t, e, freshConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if h, err := b.Head(ctx); err != nil || h != "0" {
+		t.Fatalf("head of an empty stream = %q, %v; want \"0\"", h, err)
+	}
+	campaignT(t, b, "head", "a", 10*time.Second) // joined(a), begin(a): one record
+	head, err := b.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := gateway.ParsePosition(head); !ok || p.String() != head {
+		t.Fatalf("head %q is not a bare position", head)
+	}
+	ch, err := b.Watch(ctx, "", head)
+	if err != nil {
+		t.Fatalf("watch from head %q: %v", head, err)
+	}
+	campaignT(t, b, "head", "b", 10*time.Second)
+	select {
+	case ev := <-ch:
+		if ev.Type != gateway.EventCandidateJoined || ev.Candidate.ID != "b" {
+			t.Fatalf("first event after head: %s %+v, want b joined", ev.Type, ev.Candidate)
+		}
+		evPos, _ := gateway.ParsePosition(ev.ID)
+		headPos, _ := gateway.ParsePosition(head)
+		if evPos.Compare(headPos) <= 0 {
+			t.Fatalf("event %s is not after head %s", ev.ID, head)
+		}
+	case <-ctx.Done():
+		t.Fatal("no event after head")
+	}
+}

@@ -63,7 +63,7 @@ func TestWatchThatFallsBehindHistoryEnds(t *testing.T) {
 	// One election on the stream: its records are consecutive sequences.
 	prev := uint64(0)
 	for _, ev := range got {
-		seq, _, err := parseEventID(ev.ID)
+		seq, _, err := parseCursor(ev.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

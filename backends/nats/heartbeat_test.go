@@ -1,0 +1,89 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// TestHeartbeatNeverTellsADeposedLeaderItLeads deposes a leader through
+// one replica (an error report, as the begin-deadline webhook makes) and
+// heartbeats it through another at once: the answer, served from the
+// second replica's view, must already show the leader deposed, whatever
+// that view had delivered when the heartbeat arrived.
+func TestHeartbeatNeverTellsADeposedLeaderItLeads(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	a := open(t, e, freshConfig())
+	b := open(t, e, a.cfg)
+	run(t, a)
+	run(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i := range 30 {
+		election := fmt.Sprintf("depose-%d", i)
+		x, _ := campaignT(t, a, election, "x", time.Minute)
+		campaignT(t, a, election, "y", time.Minute)
+		st, err := a.Heartbeat(ctx, election, "x", x)
+		if err != nil || st.Candidate.State != gateway.StateLeader {
+			t.Fatalf("round %d: heartbeat of the leader: %+v, %v", i, st, err)
+		}
+		view := a.running()
+		before, _ := view.latest(election)
+		if _, err := b.ReportError(ctx, election, "x", x, "begin webhook failed"); err != nil {
+			t.Fatalf("round %d: report error: %v", i, err)
+		}
+		if i%10 == 0 {
+			// Make a's view lag for sure: back to where it was before the
+			// report, as if its watch had not delivered it yet.
+			for {
+				if s, _ := view.latest(election); s.seq > before.seq {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					t.Fatal("a's view never got the report")
+				case <-time.After(time.Millisecond):
+				}
+			}
+			view.mu.Lock()
+			view.recs[election], view.seen = before, before.seq
+			delete(view.ahead, election)
+			view.mu.Unlock()
+		}
+		st, err = a.Heartbeat(ctx, election, "x", x)
+		if err != nil {
+			t.Fatalf("round %d: heartbeat after the error: %v", i, err)
+		}
+		if st.Candidate.State != gateway.StateError || st.Leader == nil || st.Leader.ID != "y" || st.Term <= 0 {
+			t.Fatalf("round %d: deposed leader told %+v (leader %+v), want state error under y", i, st.Candidate, st.Leader)
+		}
+	}
+}
+
+// TestHeartbeatAnswersExpiry: a heartbeat's answer carries the new expiry
+// of the candidate and of its leader, read from liveness, not the record.
+func TestHeartbeatAnswersExpiry(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	b := open(t, e, freshConfig())
+	run(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	campaignT(t, b, "expiry", "lead", time.Hour)
+	y, _ := campaignT(t, b, "expiry", "follow", time.Minute)
+	start := time.Now()
+	st, err := b.Heartbeat(ctx, "expiry", "follow", y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Candidate.ExpiresAt; got.Before(start.Add(time.Minute-time.Second)) || got.After(time.Now().Add(time.Minute+time.Second)) {
+		t.Errorf("follower expires at %s, want about a minute from %s", got, start)
+	}
+	if st.Leader == nil || st.Leader.ID != "lead" || st.Leader.ExpiresAt.Before(start.Add(50*time.Minute)) {
+		t.Errorf("leader %+v, want lead expiring in about an hour", st.Leader)
+	}
+}

@@ -1,0 +1,141 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// TestLostLivenessGrantsEveryCandidateAFullTTL restarts the embedded
+// server, which loses the in-memory liveness stream: every recorded
+// candidate gets a fresh full TTL from the restart, the leader keeps its
+// term, and candidates that then stop heartbeating expire as usual.
+func TestLostLivenessGrantsEveryCandidateAFullTTL(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	openAt := func() *Backend {
+		b, err := OpenEmbedded(ctx, EmbeddedConfig{DataDir: dir, ServerName: "grant"}, Config{SweepInterval: time.Second}, WithLogger(testLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	const ttl = 3 * time.Second
+	b := openAt()
+	stopRun := runUntil(b)
+	campaignT(t, b, "grant", "x", ttl)
+	y, _ := campaignT(t, b, "grant", "y", ttl)
+	before, err := b.epoch(ctx)
+	if err != nil || before == "" {
+		t.Fatalf("epoch of the first liveness stream: %q, %v", before, err)
+	}
+	stopRun()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	b = openAt()
+	defer b.Close()
+	defer runUntil(b)()
+	if after, err := b.epoch(ctx); err != nil || after == "" || after == before {
+		t.Fatalf("epoch after the restart: %q (before %q), %v; want a new one", after, before, err)
+	}
+	el, err := b.Election(ctx, "grant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(el.Candidates) != 2 || el.Leader == nil || el.Leader.ID != "x" || el.Term != 1 {
+		t.Fatalf("after the restart: %+v, want x leading y in term 1", el)
+	}
+	for _, c := range el.Candidates {
+		if c.ExpiresAt.Before(start.Add(ttl)) {
+			t.Errorf("%s expires at %s, before a full TTL from the restart at %s", c.ID, c.ExpiresAt, start)
+		}
+	}
+	if st, err := b.Heartbeat(ctx, "grant", "y", y); err != nil || st.Candidate.State != gateway.StateFollower {
+		t.Fatalf("heartbeat after the restart: %+v, %v", st, err)
+	}
+	for {
+		el, err := b.Election(ctx, "grant")
+		if err == nil && len(el.Candidates) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("granted candidates that stopped heartbeating never expired: %+v", el.Candidates)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestLivenessLostWhileRunningIsGranted deletes the liveness stream under
+// a running backend, as a restart of an external NATS would lose it: Run
+// makes it again and grants it, and the leader heartbeats on with its
+// term instead of being expired.
+func TestLivenessLostWhileRunningIsGranted(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	b := open(t, e, freshConfig())
+	run(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	x, st := campaignT(t, b, "lost", "x", 5*time.Second)
+	if err := b.js.DeleteStream(ctx, b.cfg.Stream+"_ALIVE"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		got, err := b.Heartbeat(ctx, "lost", "x", x)
+		if err == nil {
+			if got.Candidate.State != gateway.StateLeader || got.Term != st.Term {
+				t.Fatalf("after the liveness stream came back: %+v, want leader in term %d", got, st.Term)
+			}
+			break
+		}
+		if !errors.Is(err, gateway.ErrUnavailable) {
+			t.Fatalf("heartbeat while the liveness stream is gone: %v, want ErrUnavailable until it is back", err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the liveness stream never came back")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestLivenessMovesToMemory opens a store whose liveness stream an older
+// version kept on disk: it is made again in memory and its candidates are
+// granted, so none is expired by the move.
+func TestLivenessMovesToMemory(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	old := open(t, e, freshConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	x, _ := campaignT(t, old, "move", "x", time.Minute)
+	cfg := old.aliveStreamConfig()
+	cfg.Storage = jetstream.FileStorage
+	if err := old.js.DeleteStream(ctx, cfg.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	b := open(t, e, old.cfg)
+	info, err := b.alive.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.Storage != jetstream.MemoryStorage {
+		t.Fatalf("liveness storage %s, want memory", info.Config.Storage)
+	}
+	if st, err := b.Heartbeat(ctx, "move", "x", x); err != nil || st.Candidate.State != gateway.StateLeader {
+		t.Fatalf("heartbeat after the move: %+v, %v", st, err)
+	}
+}

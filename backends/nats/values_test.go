@@ -1,0 +1,96 @@
+package nats
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"reflect"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/record-v2.json from the code")
+
+// TestRecordGoldenV2 pins the form records are written in: a change to it
+// must be a new version, read beside the old ones.
+func TestRecordGoldenV2(t *testing.T) {
+	data, err := encode(goldenRecord(), goldenEvents(), 41)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, data, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	pretty.WriteByte('\n')
+	if *update {
+		if err := os.WriteFile("testdata/record-v2.json", pretty.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile("testdata/record-v2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pretty.Bytes(), want) {
+		t.Fatalf("record written as\n%s\nwant (testdata/record-v2.json)\n%s", pretty.Bytes(), want)
+	}
+}
+
+// TestRecordGoldenReads reads every version's golden file back into the
+// same record, events and chain link.
+func TestRecordGoldenReads(t *testing.T) {
+	for _, file := range []string{"testdata/record-v1.json", "testdata/record-v2.json"} {
+		t.Run(file, func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := decode("orders", 42, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(normal(t, s.rec), normal(t, goldenRecord())) {
+				t.Fatalf("record = %+v\nwant %+v", s.rec, goldenRecord())
+			}
+			if !s.hasPrev || s.prev != 41 {
+				t.Fatalf("prev = %d (%v), want 41", s.prev, s.hasPrev)
+			}
+			want := goldenEvents()
+			if len(s.events) != len(want) {
+				t.Fatalf("%d events, want %d", len(s.events), len(want))
+			}
+			for i, e := range s.events {
+				if e.ID != eventID(42, i+1) || e.Type != want[i].Type || !e.Time.Equal(want[i].Time) ||
+					e.Term != want[i].Term || e.Candidate.ID != want[i].Candidate.ID || *e.Previous != *want[i].Previous {
+					t.Fatalf("event %d = %+v, want %+v", i, e, want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestRecordRefusesUnknownVersion: a record of a newer writer is an error,
+// never a half-read election.
+func TestRecordRefusesUnknownVersion(t *testing.T) {
+	for _, data := range []string{`{"v":3,"record":{"name":"x"}}`, `{"v":2}`, `{"v":2,"record":null}`, `{"v":2,"record":{"settings":{"error_cooldown":"soon"}}}`} {
+		if _, err := decode("x", 1, []byte(data)); err == nil {
+			t.Errorf("decode(%s) = nil error", data)
+		}
+	}
+}
+
+// normal re-marshals a record through its v1 form so that equal records
+// compare equal whatever their metadata's whitespace.
+func normal(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		t.Fatal(err)
+	}
+	return c.String()
+}

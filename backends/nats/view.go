@@ -1,0 +1,389 @@
+package nats
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// reconciler is Run's state, and the replica's view of every election:
+// the latest record of each, as the watch of the records stream delivered
+// them (recs, every record up to sequence seen), and the records this
+// replica wrote that the watch has not delivered yet (ahead).
+//
+// Reads served from the view are linearizable: before answering, a read
+// fetches the stream's last sequence through the read index (fetched after
+// the read arrived, coalesced across concurrent reads) and waits until the
+// watch has delivered it, so it reflects every write acknowledged before
+// it began. The watch delivers in stream order, so recs at any moment is
+// the stream's state at sequence seen.
+type reconciler struct {
+	b *Backend
+
+	mu     sync.Mutex
+	recs   map[string]stored // as delivered: the stream's state at seen
+	ahead  map[string]stored // written here, not delivered yet
+	seen   uint64            // the highest records stream sequence the watch delivered
+	seenCh chan struct{}     // closed (and replaced) when seen grows
+	// filled is set once the watch has delivered the stream's last
+	// sequence as of Run's start: until then the view is still loading,
+	// and reads go to the stream leader without waiting for it.
+	filled bool
+
+	// due is each election's next deadline (Record.NextDeadline of its
+	// latest record), and deadlines a min-heap of them, so that a write
+	// costs the loop O(log n), not a pass over every election. Entries of
+	// deadlines that no longer match due are stale and skipped.
+	due       map[string]time.Time
+	deadlines deadlineHeap
+
+	wake chan struct{} // the loop re-plans its deadlines
+	done chan struct{} // closed when Run returns
+}
+
+func newReconciler(b *Backend) *reconciler {
+	return &reconciler{
+		b: b, recs: map[string]stored{}, ahead: map[string]stored{}, seenCh: make(chan struct{}), due: map[string]time.Time{},
+		wake: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+}
+
+// record takes a record message from the watch into the view.
+func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	s, err := decode(r.b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
+	if err != nil {
+		r.b.log.Error("nats: reconciler: bad record", "err", err)
+	}
+	r.mu.Lock()
+	if err == nil {
+		if old, ok := r.recs[s.rec.Name]; !ok || s.seq > old.seq {
+			r.recs[s.rec.Name] = s
+		}
+		if a, ok := r.ahead[s.rec.Name]; ok && a.seq <= s.seq {
+			delete(r.ahead, s.rec.Name)
+		}
+		r.replan(s.rec.Name)
+	}
+	if md.Sequence.Stream > r.seen {
+		r.seen = md.Sequence.Stream
+		close(r.seenCh)
+		r.seenCh = make(chan struct{})
+	}
+	r.mu.Unlock()
+	r.poke()
+}
+
+// put takes a record this replica wrote (or loaded) into the view, ahead
+// of the watch, unless the view already has it or a later one.
+func (r *reconciler) put(s stored) {
+	r.mu.Lock()
+	if s.seq > r.latestLocked(s.rec.Name).seq {
+		r.ahead[s.rec.Name] = s
+		r.replan(s.rec.Name)
+	}
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *reconciler) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// replan takes election's deadline from its latest record. Callers hold
+// r.mu.
+func (r *reconciler) replan(election string) {
+	at, ok := r.latestLocked(election).rec.NextDeadline()
+	if !ok {
+		delete(r.due, election)
+		return
+	}
+	r.plan(election, at)
+}
+
+// plan sets election's deadline. Callers hold r.mu.
+func (r *reconciler) plan(election string, at time.Time) {
+	if cur, ok := r.due[election]; ok && cur.Equal(at) {
+		return
+	}
+	r.due[election] = at
+	heap.Push(&r.deadlines, deadline{at: at, name: election})
+	if len(r.deadlines) > 2*len(r.due)+64 {
+		// Mostly stale entries of deadlines that moved: rebuild.
+		r.deadlines = r.deadlines[:0]
+		for name, at := range r.due {
+			r.deadlines = append(r.deadlines, deadline{at: at, name: name})
+		}
+		heap.Init(&r.deadlines)
+	}
+}
+
+// nextDeadline is the earliest deadline of any election.
+func (r *reconciler) nextDeadline() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.deadlines.Len() > 0 {
+		d := r.deadlines[0]
+		if at, ok := r.due[d.name]; ok && at.Equal(d.at) {
+			return d.at, true
+		}
+		heap.Pop(&r.deadlines) // stale
+	}
+	return time.Time{}, false
+}
+
+// takeDue removes and returns the deadlines at or before now.
+func (r *reconciler) takeDue(now time.Time) []deadline {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []deadline
+	for r.deadlines.Len() > 0 && !r.deadlines[0].at.After(now) {
+		d := heap.Pop(&r.deadlines).(deadline)
+		if at, ok := r.due[d.name]; ok && at.Equal(d.at) {
+			delete(r.due, d.name)
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// deadline is one election's next deadline.
+type deadline struct {
+	at   time.Time
+	name string
+}
+
+// deadlineHeap is a container/heap of deadlines, earliest first.
+type deadlineHeap []deadline
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h deadlineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *deadlineHeap) Push(x any)        { *h = append(*h, x.(deadline)) }
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return d
+}
+
+// latest returns the latest record of election that the view has.
+func (r *reconciler) latest(election string) (stored, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.latestLocked(election)
+	return s, s.rec != nil
+}
+
+func (r *reconciler) latestLocked(election string) stored {
+	s := r.recs[election]
+	if a, ok := r.ahead[election]; ok && a.seq > s.seq {
+		return a
+	}
+	return s
+}
+
+// all returns the latest record of every election in the view.
+func (r *reconciler) all() []stored {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]stored, 0, len(r.recs)+len(r.ahead))
+	for name := range r.recs {
+		out = append(out, r.latestLocked(name))
+	}
+	for name, a := range r.ahead {
+		if _, ok := r.recs[name]; !ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// count returns the number of elections in the view.
+func (r *reconciler) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.recs)
+	for name := range r.ahead {
+		if _, ok := r.recs[name]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// fill marks the view filled once the watch has delivered the records
+// stream's last sequence as of now (fetched again after failures).
+func (r *reconciler) fill(ctx context.Context) {
+	for ctx.Err() == nil {
+		want, err := r.b.fetchHead(ctx)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for {
+			err := r.waitSeen(ctx, want)
+			if err == nil {
+				r.mu.Lock()
+				r.filled = true
+				r.mu.Unlock()
+				return
+			}
+			if !errors.Is(err, errViewBehind) || ctx.Err() != nil {
+				return
+			}
+			select {
+			case <-r.done:
+				return
+			default: // still loading: wait on
+			}
+		}
+	}
+}
+
+// isFilled reports whether the view has loaded the stream as it was when
+// Run started.
+func (r *reconciler) isFilled() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.filled
+}
+
+// errViewBehind says the view did not catch up in time (or Run ended):
+// the caller reads from the stream leader instead.
+var errViewBehind = errors.New("nats: view behind")
+
+// waitSeen waits until the watch has delivered sequence want. It returns
+// errViewBehind when Run ends or after catchUpGrace, and ctx's error
+// (as gateway.ErrUnavailable) when ctx ends first.
+func (r *reconciler) waitSeen(ctx context.Context, want uint64) error {
+	var grace <-chan time.Time
+	for {
+		r.mu.Lock()
+		seen, ch := r.seen, r.seenCh
+		r.mu.Unlock()
+		if seen >= want {
+			return nil
+		}
+		if grace == nil {
+			t := time.NewTimer(catchUpGrace)
+			defer t.Stop()
+			grace = t.C
+		}
+		select {
+		case <-ch:
+		case <-r.done:
+			return errViewBehind
+		case <-grace:
+			return errViewBehind
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", gateway.ErrUnavailable, ctx.Err())
+		}
+	}
+}
+
+// view returns the reconciler of a running Run, caught up with the records
+// stream as of a read index fetched after the call; nil (and no error)
+// when Run is not running, its view is still loading or its watch lags,
+// so that the caller reads from the stream leader instead. Errors:
+// gateway.ErrUnavailable when the read index cannot be fetched.
+func (b *Backend) view(ctx context.Context) (*reconciler, error) {
+	r := b.running()
+	if r == nil || !r.isFilled() {
+		return nil, nil
+	}
+	want, err := b.readIndex.Revision(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return b.caughtUpTo(ctx, r, want)
+}
+
+// caughtUpTo waits until r has delivered want; nil (no error) if it lags.
+func (b *Backend) caughtUpTo(ctx context.Context, r *reconciler, want uint64) (*reconciler, error) {
+	switch err := r.waitSeen(ctx, want); {
+	case errors.Is(err, errViewBehind):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return r, nil
+}
+
+// running returns the reconciler of a running Run (the one furthest
+// ahead, if several run), or nil.
+func (b *Backend) running() *reconciler {
+	b.runsMu.Lock()
+	defer b.runsMu.Unlock()
+	var best *reconciler
+	var bestSeen uint64
+	for r := range b.runs {
+		r.mu.Lock()
+		seen := r.seen
+		r.mu.Unlock()
+		if best == nil || seen > bestSeen {
+			best, bestSeen = r, seen
+		}
+	}
+	return best
+}
+
+// fetchHead is the read index's fetch: the records stream's last sequence,
+// from the stream leader.
+func (b *Backend) fetchHead(ctx context.Context) (uint64, error) {
+	if err := b.connected(); err != nil {
+		return 0, err
+	}
+	return b.lastSeq(ctx)
+}
+
+// CountElections implements gateway.ElectionCounter: the elections in the
+// view, or, while Run is not running or its view is still loading, the
+// records stream's subject count (one request). Either may lag other
+// replicas by a write in flight; the limit it serves is best-effort.
+// Errors: gateway.ErrUnavailable.
+func (b *Backend) CountElections(ctx context.Context) (int, error) {
+	if r := b.running(); r != nil && r.isFilled() {
+		return r.count(), nil
+	}
+	if err := b.connected(); err != nil {
+		return 0, fmt.Errorf("nats: count elections: %w", err)
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	info, err := b.records.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("nats: count elections: %w", translate(err))
+	}
+	return int(info.State.NumSubjects), nil
+}
+
+// clone returns a copy of rec that a transition may change without
+// changing rec, which the view shares between requests.
+func clone(rec *gateway.Record) *gateway.Record {
+	c := *rec
+	c.Line = slices.Clone(rec.Line)
+	c.Cooling = slices.Clone(rec.Cooling)
+	if rec.Previous != nil {
+		p := *rec.Previous
+		c.Previous = &p
+	}
+	return &c
+}
