@@ -288,7 +288,7 @@ func translate(err error) error {
 		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining),
 		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionReconnecting),
 		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
-		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount), errors.Is(err, jetstream.ErrStreamNotFound):
 		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
 	case errors.As(err, &apiErr) && (apiErr.Code == 503 || slices.Contains(refusals, apiErr.ErrorCode)):
 		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
@@ -304,6 +304,7 @@ var refusals = []jetstream.ErrorCode{
 	10002, // JSAccountResourcesExceededErr
 	10023, // JSInsufficientResourcesErr
 	jetstream.JSErrCodeMaximumConsumersLimit,
+	jetstream.JSErrCodeStreamNotFound, // a stream lost with a restart, until it is made again
 	10028, // JSMemoryResourcesExceededErr
 	10047, // JSStorageResourcesExceededErr
 }

@@ -85,6 +85,11 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 		if err != nil {
 			return gateway.Status{}, err
 		}
+		if err := s.rec.HandoverDue(id); err != nil {
+			// Asked to hand over: the heartbeat is refused and extends
+			// nothing (see gateway.Record.Transfer).
+			return gateway.Status{}, fmt.Errorf("nats: heartbeat %q: %w", election, err)
+		}
 		exp, err := b.beat(ctx, subject, e.TTL, &seq)
 		if isConflict(err) {
 			continue // a concurrent heartbeat, or the expiry marker: look again
@@ -116,6 +121,9 @@ func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, i
 	e := cur.rec.Find(id)
 	if e == nil || !gateway.TokenMatches(e.TokenHash, tokenHash) {
 		return gateway.Status{}, false, nil // perhaps the view is behind: ask the stream leader
+	}
+	if cur.rec.HandoverDue(id) != nil {
+		return gateway.Status{}, false, nil // refused on the stream leader's record, without a publish
 	}
 	subject := b.aliveSubject(election, nonce(e.TokenHash))
 	seq, ok := b.liveSeq(subject)
@@ -155,6 +163,13 @@ func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, i
 		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q in %q: %w", id, election, gateway.ErrCandidateNotFound)
 	case !gateway.TokenMatches(now.TokenHash, tokenHash):
 		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q in %q: %w", id, election, gateway.ErrTokenMismatch)
+	}
+	if err := s.rec.HandoverDue(id); err != nil {
+		// A transfer recorded while the beat was in flight: the beat
+		// extended the candidate's life, so the transfer completes that
+		// much later, but the leader is told now and its step-down
+		// deadline does not move (the answer is no success).
+		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, err)
 	}
 	if at, ok := s.rec.NextDeadline(); ok && !at.After(b.now()) {
 		if s, err = b.apply(ctx, "heartbeat", election, nil, writeOnEvents, advance); err != nil {

@@ -182,6 +182,23 @@
 //     match, or whose live message the replica has not seen, takes the slow
 //     path: the view is trusted for nothing but a faster route to the same
 //     conditional publish.
+//   - A leader asked to hand over (a pending transfer in its record) is
+//     refused before anything is published, so its liveness is not renewed
+//     and the transfer completes at its expiry at the latest. A transfer
+//     recorded while a beat is in flight is seen in the answer, which is
+//     then a refusal too: that beat extended the leader's life, which only
+//     makes the transfer wait longer (gateway.Record.Transfer).
+//
+// # Transfers, error verdicts and deletion
+//
+// Transfer, Handover and FailLeader are Record methods applied under the
+// same compare-and-set as every transition: the check and the change are
+// one link of the record chain. DeleteElection writes a tombstone: the
+// election's record with "deleted" set and no candidate, holding its last
+// term. Reads treat it as absent; a campaign or Configure starts the
+// election again from it, with terms above the deleted one's, since the
+// stream never loses an election's latest record. CountElections before
+// Run's view has loaded counts subjects, tombstones included.
 //
 // # Event ids and watches
 //

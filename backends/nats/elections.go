@@ -30,7 +30,7 @@ func (b *Backend) Election(ctx context.Context, election string) (gateway.Electi
 	} else if s, found, err = b.load(ctx, election); err != nil {
 		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
 	}
-	if !found {
+	if !found || s.deleted {
 		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, gateway.ErrElectionNotFound)
 	}
 	e, err := b.show(ctx, s)
@@ -88,6 +88,9 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 	}
 	out := make([]gateway.Election, 0, len(recs))
 	for _, s := range recs {
+		if s.deleted {
+			continue
+		}
 		e, err := b.show(ctx, s)
 		if err != nil {
 			return nil, "", fmt.Errorf("nats: elections: %w", err)

@@ -19,6 +19,9 @@ import (
 type stored struct {
 	rec    *gateway.Record
 	seq    uint64
+	// deleted marks a tombstone: the election was deleted; rec holds its
+	// last term and no candidate. Reads treat it as absent.
+	deleted bool
 	events []gateway.Event // with ids
 	prev   uint64          // sequence of the record before this one, if hasPrev
 	// hasPrev is false for records written without Prev (older writers)
@@ -60,14 +63,14 @@ func decode(election string, seq uint64, data []byte) (stored, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
-	rec, err := decodeRecord(m)
+	rec, deleted, err := decodeRecord(m)
 	if err != nil {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
 	if err := rec.Check(); err != nil {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
-	s := stored{rec: rec, seq: seq, events: make([]gateway.Event, len(m.Events))}
+	s := stored{rec: rec, seq: seq, deleted: deleted, events: make([]gateway.Event, len(m.Events))}
 	if m.Prev != nil {
 		s.prev, s.hasPrev = *m.Prev, true
 	}
@@ -167,6 +170,16 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 				cur = stored{rec: gateway.NewRecord(election, *create)}
 			}
 		}
+		if cur.deleted {
+			// A deleted election: absent, unless this write creates it
+			// again, continuing from the tombstone's term and sequence.
+			if create == nil {
+				return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, gateway.ErrElectionNotFound)
+			}
+			rec := gateway.NewRecord(election, *create)
+			rec.Term = cur.rec.Term
+			cur.rec, cur.deleted = rec, false
+		}
 		ev, terr := t(ctx, cur.rec, b.now())
 		if len(ev) == 0 && (terr != nil || mode == writeOnEvents) {
 			if fromCache {
@@ -208,7 +221,7 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 
 // publishRecord writes rec with its events over cur.seq.
 func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Event) (stored, error) {
-	data, err := encode(cur.rec, ev, cur.seq)
+	data, err := encode(cur.rec, ev, cur.seq, cur.deleted)
 	if err != nil {
 		return stored{}, err
 	}

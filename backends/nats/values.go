@@ -17,6 +17,12 @@ import (
 //	  "token_hash":"<hex>","joined_at":"…"}],"cooling":[…]},
 //	 "events":[<gateway.Payload>…],"prev":41}
 //
+// A deleted election keeps a tombstone: its record with "deleted":true
+// and no candidates, holding its last term, so that an election created
+// again under the name continues above it (the stream denies deletes, so
+// the tombstone stays). Leadership transfers add "transfer" to the
+// record, "priority" to entries and "preempt" to settings.
+//
 // Durations are Go duration strings, times RFC 3339 with nanoseconds.
 // Version 1 stored gateway.Record as it marshals (settings as
 // {"ErrorCooldown":<ns>,"HandoverDelay":<ns>}, TTLs in nanoseconds); it is
@@ -53,14 +59,17 @@ type recordValue struct {
 	LeaderSince   time.Time        `json:"leader_since,omitzero"`
 	Previous      *gateway.TermRef `json:"previous,omitempty"`
 	PreviousEnd   string           `json:"previous_end,omitempty"`
-	HandoverUntil time.Time        `json:"handover_until,omitzero"`
-	Line          []entryValue     `json:"line,omitempty"`
-	Cooling       []entryValue     `json:"cooling,omitempty"`
+	HandoverUntil time.Time         `json:"handover_until,omitzero"`
+	Pending       *gateway.Transfer `json:"transfer,omitempty"`
+	Line          []entryValue      `json:"line,omitempty"`
+	Cooling       []entryValue      `json:"cooling,omitempty"`
+	Deleted       bool              `json:"deleted,omitempty"`
 }
 
 type settingsValue struct {
 	ErrorCooldown duration `json:"error_cooldown"`
 	HandoverDelay duration `json:"handover_delay"`
+	Preempt       bool     `json:"preempt,omitempty"`
 }
 
 // entryValue is a gateway.Entry. ExpiresAt is not stored: liveness lives
@@ -69,6 +78,7 @@ type entryValue struct {
 	ID            string          `json:"id"`
 	Metadata      json.RawMessage `json:"metadata,omitempty"`
 	TTL           duration        `json:"ttl"`
+	Priority      int             `json:"priority,omitempty"`
 	TokenHash     string          `json:"token_hash"`
 	JoinedAt      time.Time       `json:"joined_at"`
 	CooldownUntil time.Time       `json:"cooldown_until,omitzero"`
@@ -92,11 +102,11 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func valueOf(r *gateway.Record) recordValue {
+func valueOf(r *gateway.Record, deleted bool) recordValue {
 	v := recordValue{
 		Name: r.Name, Term: r.Term, Leading: r.Leading, LeaderSince: r.LeaderSince,
-		Previous: r.Previous, PreviousEnd: r.PreviousEnd, HandoverUntil: r.HandoverUntil,
-		Settings: settingsValue{ErrorCooldown: duration(r.Settings.ErrorCooldown), HandoverDelay: duration(r.Settings.HandoverDelay)},
+		Previous: r.Previous, PreviousEnd: r.PreviousEnd, HandoverUntil: r.HandoverUntil, Pending: r.Pending, Deleted: deleted,
+		Settings: settingsValue{ErrorCooldown: duration(r.Settings.ErrorCooldown), HandoverDelay: duration(r.Settings.HandoverDelay), Preempt: r.Settings.Preempt},
 		Line:     entryValues(r.Line),
 		Cooling:  entryValues(r.Cooling),
 	}
@@ -109,7 +119,7 @@ func entryValues(es []gateway.Entry) []entryValue {
 	}
 	out := make([]entryValue, len(es))
 	for i, e := range es {
-		out[i] = entryValue{ID: e.ID, Metadata: e.Metadata, TTL: duration(e.TTL), TokenHash: e.TokenHash, JoinedAt: e.JoinedAt, CooldownUntil: e.CooldownUntil}
+		out[i] = entryValue{ID: e.ID, Metadata: e.Metadata, TTL: duration(e.TTL), Priority: e.Priority, TokenHash: e.TokenHash, JoinedAt: e.JoinedAt, CooldownUntil: e.CooldownUntil}
 	}
 	return out
 }
@@ -117,8 +127,8 @@ func entryValues(es []gateway.Entry) []entryValue {
 func (v recordValue) record() *gateway.Record {
 	return &gateway.Record{
 		Name: v.Name, Term: v.Term, Leading: v.Leading, LeaderSince: v.LeaderSince,
-		Previous: v.Previous, PreviousEnd: v.PreviousEnd, HandoverUntil: v.HandoverUntil,
-		Settings: gateway.Settings{ErrorCooldown: time.Duration(v.Settings.ErrorCooldown), HandoverDelay: time.Duration(v.Settings.HandoverDelay)},
+		Previous: v.Previous, PreviousEnd: v.PreviousEnd, HandoverUntil: v.HandoverUntil, Pending: v.Pending,
+		Settings: gateway.Settings{ErrorCooldown: time.Duration(v.Settings.ErrorCooldown), HandoverDelay: time.Duration(v.Settings.HandoverDelay), Preempt: v.Settings.Preempt},
 		Line:     entries(v.Line),
 		Cooling:  entries(v.Cooling),
 	}
@@ -130,15 +140,15 @@ func entries(vs []entryValue) []gateway.Entry {
 	}
 	out := make([]gateway.Entry, len(vs))
 	for i, v := range vs {
-		out[i] = gateway.Entry{ID: v.ID, Metadata: v.Metadata, TTL: time.Duration(v.TTL), TokenHash: v.TokenHash, JoinedAt: v.JoinedAt, CooldownUntil: v.CooldownUntil}
+		out[i] = gateway.Entry{ID: v.ID, Metadata: v.Metadata, TTL: time.Duration(v.TTL), Priority: v.Priority, TokenHash: v.TokenHash, JoinedAt: v.JoinedAt, CooldownUntil: v.CooldownUntil}
 	}
 	return out
 }
 
 // encode returns the version 2 message of rec with its events, computed
-// from the record at sequence prev.
-func encode(rec *gateway.Record, ev []gateway.Event, prev uint64) ([]byte, error) {
-	r, err := json.Marshal(valueOf(rec))
+// from the record at sequence prev; deleted makes it a tombstone.
+func encode(rec *gateway.Record, ev []gateway.Event, prev uint64, deleted bool) ([]byte, error) {
+	r, err := json.Marshal(valueOf(rec, deleted))
 	if err != nil {
 		return nil, err
 	}
@@ -149,29 +159,30 @@ func encode(rec *gateway.Record, ev []gateway.Event, prev uint64) ([]byte, error
 	return json.Marshal(m)
 }
 
-// decodeRecord reads a message's record in the form its version has.
-func decodeRecord(m message) (*gateway.Record, error) {
+// decodeRecord reads a message's record in the form its version has, and
+// whether it is a tombstone.
+func decodeRecord(m message) (rec *gateway.Record, deleted bool, err error) {
 	if len(m.Record) == 0 || string(m.Record) == "null" {
-		return nil, fmt.Errorf("no record")
+		return nil, false, fmt.Errorf("no record")
 	}
 	switch m.Version {
 	case messageV1:
 		var r gateway.Record
 		if err := json.Unmarshal(m.Record, &r); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, es := range [][]gateway.Entry{r.Line, r.Cooling} {
 			for i := range es {
 				es[i].ExpiresAt = time.Time{} // liveness lives in the liveness stream
 			}
 		}
-		return &r, nil
+		return &r, false, nil
 	case messageVersion:
 		var v recordValue
 		if err := json.Unmarshal(m.Record, &v); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return v.record(), nil
+		return v.record(), v.Deleted, nil
 	}
-	return nil, fmt.Errorf("unknown format version %d", m.Version)
+	return nil, false, fmt.Errorf("unknown format version %d", m.Version)
 }

@@ -14,7 +14,7 @@ var update = flag.Bool("update", false, "rewrite testdata/record-v2.json from th
 // TestRecordGoldenV2 pins the form records are written in: a change to it
 // must be a new version, read beside the old ones.
 func TestRecordGoldenV2(t *testing.T) {
-	data, err := encode(goldenRecord(), goldenEvents(), 41)
+	data, err := encode(goldenRecord(), goldenEvents(), 41, false)
 	if err != nil {
 		t.Fatal(err)
 	}

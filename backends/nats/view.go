@@ -182,6 +182,8 @@ func (h *deadlineHeap) Pop() any {
 }
 
 // latest returns the latest record of election that the view has.
+// latest returns the latest record of election in the view; a tombstone
+// (s.deleted) counts as found, for writers to continue its chain.
 func (r *reconciler) latest(election string) (stored, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -213,13 +215,18 @@ func (r *reconciler) all() []stored {
 	return out
 }
 
-// count returns the number of elections in the view.
+// count returns the number of elections in the view, tombstones left out.
 func (r *reconciler) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := len(r.recs)
-	for name := range r.ahead {
-		if _, ok := r.recs[name]; !ok {
+	n := 0
+	for name := range r.recs {
+		if !r.latestLocked(name).deleted {
+			n++
+		}
+	}
+	for name, a := range r.ahead {
+		if _, ok := r.recs[name]; !ok && !a.deleted {
 			n++
 		}
 	}
@@ -381,6 +388,10 @@ func clone(rec *gateway.Record) *gateway.Record {
 	c := *rec
 	c.Line = slices.Clone(rec.Line)
 	c.Cooling = slices.Clone(rec.Cooling)
+	if rec.Pending != nil {
+		p := *rec.Pending
+		c.Pending = &p
+	}
 	if rec.Previous != nil {
 		p := *rec.Previous
 		c.Previous = &p
