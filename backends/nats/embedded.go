@@ -223,6 +223,10 @@ func OpenEmbedded(ctx context.Context, ecfg EmbeddedConfig, cfg Config, opts ...
 		return nil, err
 	}
 	last := ""
+	if clustered && ecfg.OnWait != nil {
+		// Until the first attempt has failed, say whom this member reaches.
+		ecfg.OnWait(e.waitReason(len(ecfg.Routes), nil))
+	}
 	for {
 		b, err := New(ctx, nc, cfg, opts...)
 		if err == nil {
@@ -272,16 +276,21 @@ func isNoPeers(err error) bool {
 const errCodeClusterNoPeers jetstream.ErrorCode = 10005
 
 // waitReason says, for a person, why a member of a cluster with others
-// other members is not ready: whom it reaches and what JetStream said.
+// other members is not ready: whom it reaches and, unless err is nil, what
+// JetStream said.
 func (e *Embedded) waitReason(others int, err error) string {
+	said := ""
+	if err != nil {
+		said = fmt.Sprintf(" (%v)", err)
+	}
 	if others == 0 {
-		return fmt.Sprintf("JetStream is not ready: %v", err)
+		return "JetStream is not ready" + said
 	}
 	connected := e.srv.NumRemotes()
 	if connected < others {
-		return fmt.Sprintf("connected to %d of the %d other cluster members; waiting for the rest to start (%v)", connected, others, err)
+		return fmt.Sprintf("connected to %d of the %d other cluster members; waiting for the rest to start%s", connected, others, said)
 	}
-	return fmt.Sprintf("connected to all %d other cluster members; waiting for JetStream to elect a leader and place the streams (%v)", others, err)
+	return fmt.Sprintf("connected to all %d other cluster members; waiting for JetStream to elect a leader and place the streams%s", others, said)
 }
 
 // serverLogger sends the server's log lines to slog.
