@@ -167,7 +167,7 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	attrs := []slog.Attr{
 		slog.String("listen", ln.Addr().String()),
 		slog.String("backend", cfg.Backend.Kind),
-		slog.String("version", version),
+		slog.String("version", currentVersion().String()),
 	}
 	if l.File != "" {
 		attrs = append(attrs, slog.String("config", l.File))
