@@ -255,7 +255,7 @@ func checkGatewayConfigs(t *testing.T, w k8sObject, configMaps []k8sObject) {
 			for _, dir := range secrets {
 				tmp := t.TempDir() + "/"
 				content = strings.ReplaceAll(content, dir, tmp)
-				for _, m := range regexp.MustCompile(`file:\s*(\S+)`).FindAllStringSubmatch(content, -1) {
+				for _, m := range regexp.MustCompile(`(?m)^\s+file:\s*(\S+)`).FindAllStringSubmatch(content, -1) {
 					if strings.HasPrefix(m[1], tmp) {
 						if err := os.WriteFile(m[1], []byte("stand-in-token-0123456789"), 0o600); err != nil {
 							t.Fatal(err)
