@@ -134,9 +134,7 @@ func problemFor(r *http.Request, err error) Problem {
 		p.Ext = map[string]any{"field": ve.Field}
 		return p
 	case errors.Is(err, webhooks.ErrDestinationRefused):
-		return newProblem(r, "webhook-destination-refused", "the webhook URL is refused: "+
-			strings.TrimPrefix(err.Error(), webhooks.ErrDestinationRefused.Error()+": ")+
-			"; use a public http(s) URL, or set webhooks.allow_private_networks for local development")
+		return newProblem(r, "webhook-destination-refused", refusedDetail(err))
 	case errors.Is(err, webhooks.ErrEndpointNotFound):
 		if sub := chi.URLParam(r, "sub"); sub != "" {
 			return newProblem(r, "webhook-not-found", fmt.Sprintf("election %q has no subscription %q", election, clip(sub)))
@@ -215,4 +213,21 @@ func noLeaderError(election string, handoverUntil time.Time) error {
 		e.ext = map[string]any{"handover_until": formatTime(handoverUntil)}
 	}
 	return e
+}
+
+// allowPrivate is how the webhook guard names the setting that lifts it.
+const allowPrivate = "set webhooks.allow_private_networks to allow it"
+
+// refusedDetail says why a webhook URL is refused and what to do: use a
+// public URL or, for local development, the setting, named once with its
+// flag and environment variable.
+func refusedDetail(err error) string {
+	why := strings.TrimPrefix(err.Error(), webhooks.ErrDestinationRefused.Error()+": ")
+	why, private := strings.CutSuffix(why, "; "+allowPrivate)
+	detail := "the webhook URL is refused: " + why + "; use a public http(s) URL"
+	if private {
+		detail += ", or for local development set webhooks.allow_private_networks " +
+			"(flag --webhooks-allow-private-networks, environment ELECTOR_WEBHOOKS_ALLOW_PRIVATE_NETWORKS)"
+	}
+	return detail
 }
