@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -130,10 +131,25 @@ func runClient(ctx context.Context, cmd string, args []string, stdout, stderr io
 		err = watchCmd(ctx, c, &f, out)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "elector %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "elector %s: %s\n", cmd, cliError(err, &f))
 		return 1
 	}
 	return 0
+}
+
+// httpAdvice is the part of a problem's detail that tells an HTTP client
+// which request to send next ("; campaign again with POST /v1/…").
+var httpAdvice = regexp.MustCompile(`;? ?[^;]*\b(?:GET|POST|PUT|PATCH|DELETE) /v1/\S*$`)
+
+// cliError is err as a person at the command line should read it: advice
+// meant for HTTP clients is replaced by the elector command that does it.
+func cliError(err error, f *clientFlags) string {
+	msg := err.Error()
+	if !errors.Is(err, client.ErrCandidateNotFound) {
+		return msg
+	}
+	msg = httpAdvice.ReplaceAllString(msg, "")
+	return fmt.Sprintf("%s; campaign again: elector campaign --election %s --id %s", msg, f.election, f.id)
 }
 
 func campaignCmd(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
