@@ -21,11 +21,9 @@ import (
 // the environment serve reads: ELECTOR_LISTEN, and https when
 // ELECTOR_TLS_CERT_FILE is set.
 func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("healthcheck", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("url", "", "the gateway's base URL, whose /readyz is asked, or a full URL to probe (default: /readyz at $ELECTOR_LISTEN, https if $ELECTOR_TLS_CERT_FILE is set)")
-	timeout := fs.Duration("timeout", 5*time.Second, "time allowed for the answer")
-	insecure := fs.Bool("insecure", false, "do not verify the server's certificate (implied for the derived loopback URL)")
+	var f healthcheckFlags
+	fs := newHealthcheckFlags(stderr, &f)
+	url, timeout, insecure := &f.url, &f.timeout, &f.insecure
 	if err := fs.Parse(args); err != nil {
 		return usageExit(stderr, "healthcheck", err)
 	}
@@ -62,6 +60,22 @@ func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stdout, "%s", body)
 	return 0
+}
+
+// healthcheckFlags are the flags of `elector healthcheck`.
+type healthcheckFlags struct {
+	url      string
+	timeout  time.Duration
+	insecure bool
+}
+
+func newHealthcheckFlags(stderr io.Writer, f *healthcheckFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("healthcheck", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.url, "url", "", "the gateway's base URL, whose /readyz is asked, or a full URL to probe (default: /readyz at $ELECTOR_LISTEN, https if $ELECTOR_TLS_CERT_FILE is set)")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "time allowed for the answer")
+	fs.BoolVar(&f.insecure, "insecure", false, "do not verify the server's certificate (implied for the derived loopback URL)")
+	return fs
 }
 
 // probeURL is the URL healthcheck asks for --url u: u itself when it

@@ -32,6 +32,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runToken(rest, os.Stdin, stdout, stderr)
 	case guardCommand:
 		return runGuard(rest, stderr)
+	case "completion":
+		return runCompletion(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprint(stdout, versionLine())
 		return 0
@@ -60,6 +62,8 @@ Usage:
                           exit 0 if the gateway's /readyz answers 2xx, else 1
   elector token new | hash
                           make an API token and its sha256, or hash one from stdin
+  elector completion bash | zsh | fish
+                          print a shell completion script
   elector version         print the version and the commit it was built from
                           (also elector --version)
   elector help            print this help
