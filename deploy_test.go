@@ -193,3 +193,65 @@ func TestGrafanaDashboard(t *testing.T) {
 		t.Fatalf("the dashboard has %d panels; want its overview, HTTP, backend and webhook panels", len(ids))
 	}
 }
+
+// TestREADMEKubernetes runs the README's Kubernetes block as written, with
+// the elector of this checkout and a stand-in kubectl on PATH that records
+// its arguments: the secret gets two fresh tokens from `elector token new`,
+// and what is applied is a manifest of deploy/kubernetes.
+func TestREADMEKubernetes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the elector binary")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	block := readmeBlock(t, "kubernetes")
+	bin := t.TempDir()
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "elector"), "./cmd/elector").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	calls := filepath.Join(t.TempDir(), "kubectl-calls")
+	kubectl := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> " + calls + "\necho >> " + calls + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte(kubectl), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", block)
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubernetes block: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []string
+	tokens := map[string]string{}
+	for call := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n\n") {
+		args := strings.Split(call, "\n")
+		switch {
+		case len(args) > 3 && args[0] == "create" && args[1] == "secret":
+			for _, a := range args {
+				if kv, ok := strings.CutPrefix(a, "--from-literal="); ok {
+					k, v, _ := strings.Cut(kv, "=")
+					tokens[k] = v
+				}
+			}
+		case len(args) == 3 && args[0] == "apply" && args[1] == "-f":
+			applied = append(applied, args[2])
+		}
+	}
+	if len(tokens["clients"]) < 16 || len(tokens["ops"]) < 16 || tokens["clients"] == tokens["ops"] {
+		t.Fatalf("the secret's tokens %q; want two distinct tokens", tokens)
+	}
+	if len(applied) == 0 {
+		t.Fatal("the block applies nothing")
+	}
+	for _, f := range applied {
+		if m, _ := filepath.Match("deploy/kubernetes/*.yaml", f); !m {
+			t.Errorf("the block applies %s, not a manifest of deploy/kubernetes", f)
+		}
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("the block applies %s: %v", f, err)
+		}
+	}
+}
