@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -163,6 +165,24 @@ func (m *member) waitStatus(t *testing.T, c *http.Client, path string, want int,
 	}
 }
 
+// waitWaiting waits until m's /readyz answers 503 with a detail that
+// contains reason (a member says why it waits once it has looked at the
+// cluster), and returns the problem.
+func (m *member) waitWaiting(t *testing.T, c *http.Client, reason string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		p := m.waitStatus(t, c, "/readyz", http.StatusServiceUnavailable, 10*time.Second)
+		if detail, _ := p["detail"].(string); strings.Contains(detail, reason) {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz of %s never said %q; last: %v", m.name, reason, p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // decodeJSON decodes resp's body into v and closes it.
 func decodeJSON(resp *http.Response, v any) error {
 	defer resp.Body.Close()
@@ -227,10 +247,8 @@ func TestEmbeddedClusterFormsInAnyStartOrder(t *testing.T) {
 					// ready.
 					for _, j := range tt.order[:2] {
 						members[j].waitStatus(t, c, "/healthz", http.StatusOK, 10*time.Second)
-						p := members[j].waitStatus(t, c, "/readyz", http.StatusServiceUnavailable, 10*time.Second)
-						checks, _ := p["checks"].(map[string]any)
-						detail, _ := p["detail"].(string)
-						if checks["backend"] != "starting" || !strings.Contains(detail, "of the 2 other cluster members") {
+						p := members[j].waitWaiting(t, c, "of the 2 other cluster members")
+						if checks, _ := p["checks"].(map[string]any); checks["backend"] != "starting" {
 							t.Fatalf("/readyz of %s while a member is missing: %v", members[j].name, p)
 						}
 						members[j].alive(t)
@@ -282,5 +300,47 @@ func TestEmbeddedClusterFormsInAnyStartOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServeWaitingForPeersAnswersProbesAndStopsCleanly runs one member of
+// a cluster whose peers never come: it serves /healthz, says in /readyz
+// what it waits for, answers API requests 503 with Retry-After, and a
+// signal while it waits stops it with exit status 0.
+func TestServeWaitingForPeersAnswersProbesAndStopsCleanly(t *testing.T) {
+	isolate(t)
+	listen := freeAddr(t)
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	code := make(chan int, 1)
+	args := []string{"serve", "--listen", listen, "--log-format", "json",
+		"--embedded-data-dir", t.TempDir(), "--embedded-server-name", "lonely",
+		"--embedded-cluster-listen", freeAddr(t), "--embedded-routes", freeAddr(t) + "," + freeAddr(t)}
+	exited := make(chan struct{})
+	go func() { defer close(exited); code <- run(ctx, args, io.Discard, logs) }()
+	// Registered after t.TempDir, so it runs before the directory goes.
+	t.Cleanup(func() { cancel(); <-exited })
+	m := &member{name: "lonely", base: "http://" + listen, logs: logs, exited: make(chan struct{})}
+	c := &http.Client{Timeout: 5 * time.Second}
+	m.waitStatus(t, c, "/healthz", http.StatusOK, 10*time.Second)
+	m.waitWaiting(t, c, "connected to 0 of the 2 other cluster members")
+	res, err := c.Get(m.base + "/v1/elections/x/leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prob map[string]any
+	_ = decodeJSON(res, &prob)
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" ||
+		res.Header.Get("Content-Type") != "application/problem+json" || prob["type"] != "urn:elector:problem:backend-unavailable" {
+		t.Fatalf("an API request while waiting: %d %v %v", res.StatusCode, res.Header, prob)
+	}
+	cancel()
+	select {
+	case got := <-code:
+		if got != 0 {
+			t.Fatalf("serve stopped while waiting exited %d; logs:\n%s", got, logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop while waiting; logs:\n%s", logs)
 	}
 }
