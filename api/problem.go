@@ -215,19 +215,23 @@ func noLeaderError(election string, handoverUntil time.Time) error {
 	return e
 }
 
-// allowPrivate is how the webhook guard names the setting that lifts it.
-const allowPrivate = "set webhooks.allow_private_networks to allow it"
+// The endings of the webhook guard's refusals that refusedDetail says
+// itself, once.
+const (
+	allowPrivate = "; set webhooks.allow_private_networks to allow it"
+	usePublic    = "; use a public name or address"
+)
 
 // refusedDetail says why a webhook URL is refused and what to do: use a
-// public URL or, for local development, the setting, named once with its
-// flag and environment variable.
+// public http(s) URL or, for a destination on a non-public network (which
+// local development may allow), the setting, named once with its flag and
+// environment variable.
 func refusedDetail(err error) string {
 	why := strings.TrimPrefix(err.Error(), webhooks.ErrDestinationRefused.Error()+": ")
-	why, private := strings.CutSuffix(why, "; "+allowPrivate)
-	detail := "the webhook URL is refused: " + why + "; use a public http(s) URL"
-	if private {
-		detail += ", or for local development set webhooks.allow_private_networks " +
-			"(flag --webhooks-allow-private-networks, environment ELECTOR_WEBHOOKS_ALLOW_PRIVATE_NETWORKS)"
+	why = strings.TrimSuffix(strings.TrimSuffix(why, allowPrivate), usePublic)
+	if strings.HasPrefix(why, "scheme ") {
+		return "the webhook URL is refused: " + why + "; use an http(s) URL"
 	}
-	return detail
+	return "the webhook URL is refused: " + why + "; use a public http(s) URL, or for local development set " +
+		"webhooks.allow_private_networks (flag --webhooks-allow-private-networks, environment ELECTOR_WEBHOOKS_ALLOW_PRIVATE_NETWORKS)"
 }
