@@ -206,6 +206,12 @@ func checkGatewayConfigs(t *testing.T, w k8sObject, configMaps []k8sObject) {
 		if len(c.Args) == 0 || c.Args[0] != "serve" {
 			continue
 		}
+		// A gateway is alive while it serves HTTP (also while it waits for
+		// its peers) and ready once its backend can serve.
+		if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" ||
+			c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+			t.Errorf("%s: the gateway container wants a liveness probe on /healthz and a readiness probe on /readyz", w.Metadata.Name)
+		}
 		// Where each ConfigMap is mounted, and its files there; where
 		// secrets are mounted.
 		files := map[string]string{}
