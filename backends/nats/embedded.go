@@ -228,7 +228,12 @@ func OpenEmbedded(ctx context.Context, ecfg EmbeddedConfig, cfg Config, opts ...
 		ecfg.OnWait(e.waitReason(len(ecfg.Routes), nil))
 	}
 	for {
-		b, err := New(ctx, nc, cfg, opts...)
+		attempt, cancelAttempt := ctx, context.CancelFunc(func() {})
+		if clustered {
+			attempt, cancelAttempt = context.WithTimeout(ctx, clusterAttemptTimeout)
+		}
+		b, err := New(attempt, nc, cfg, opts...)
+		cancelAttempt()
 		if err == nil {
 			b.ownConn = true
 			b.onClose = e.Shutdown
@@ -262,6 +267,12 @@ func OpenEmbedded(ctx context.Context, ecfg EmbeddedConfig, cfg Config, opts ...
 		}
 	}
 }
+
+// clusterAttemptTimeout bounds each attempt of a cluster member to create
+// the streams. When the last member arrives, every member asks at once, and
+// all but one request wait on the first one's proposal until they time
+// out; a short attempt asks again soon, and then finds the streams made.
+const clusterAttemptTimeout = 2 * time.Second
 
 // isNoPeers reports whether err is JetStream's "no suitable peers for
 // placement": the cluster has a meta leader but fewer members than the
