@@ -126,7 +126,7 @@ complete -o default -F _elector elector
 func writeZsh(w io.Writer, cs []command) {
 	fmt.Fprint(w, "#compdef elector\n# zsh completion for elector: elector completion zsh > \"${fpath[1]}/_elector\"\n_elector() {\n\tlocal -a cmds cand\n\tcmds=(\n")
 	for _, c := range cs {
-		fmt.Fprintf(w, "\t\t%s\n", zshQuote(c.name+":"+c.summary))
+		fmt.Fprintf(w, "\t\t%s\n", singleQuote(c.name+":"+c.summary))
 	}
 	// $words is zsh's array of the command line, $CURRENT the word
 	// being completed.
@@ -141,8 +141,8 @@ func writeZsh(w io.Writer, cs []command) {
 	fmt.Fprint(w, "\tesac\n\tcompadd -a cand\n\t_files\n}\n_elector \"$@\"\n")
 }
 
-// zshQuote single-quotes s for zsh.
-func zshQuote(s string) string {
+// singleQuote single-quotes s for zsh and fish.
+func singleQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
@@ -154,10 +154,10 @@ func writeFish(w io.Writer, cs []command) {
 	}
 	all := strings.Join(names, " ")
 	for _, c := range cs {
-		fmt.Fprintf(w, "complete -c elector -n 'not __fish_seen_subcommand_from %s' -a %s -d %s\n", all, c.name, zshQuote(c.summary))
+		fmt.Fprintf(w, "complete -c elector -n 'not __fish_seen_subcommand_from %s' -a %s -d %s\n", all, c.name, singleQuote(c.summary))
 	}
 	for _, c := range cs {
-		cond := zshQuote("__fish_seen_subcommand_from " + c.name)
+		cond := singleQuote("__fish_seen_subcommand_from " + c.name)
 		for _, word := range c.words {
 			fmt.Fprintf(w, "complete -c elector -n %s -a %s\n", cond, word)
 		}
@@ -173,7 +173,7 @@ func writeFish(w io.Writer, cs []command) {
 				line += " -r -F" // takes a value; offer files, as for --config
 			}
 			usage, _, _ := strings.Cut(f.Usage, "\n")
-			fmt.Fprintf(w, "%s -d %s\n", line, zshQuote(usage))
+			fmt.Fprintf(w, "%s -d %s\n", line, singleQuote(usage))
 		})
 	}
 }
