@@ -69,7 +69,7 @@ func TestBashCompletionCompletesCommandsAndFlags(t *testing.T) {
 
 // TestCompletionScriptsParse checks the zsh and fish scripts with the
 // shells' own syntax check, where the shell is installed, and that each
-// names every command; fish is also asked what it completes.
+// names every command; both are also asked what they complete.
 func TestCompletionScriptsParse(t *testing.T) {
 	for _, tt := range []struct{ shell, check string }{{"zsh", "-n"}, {"fish", "--no-execute"}} {
 		t.Run(tt.shell, func(t *testing.T) {
@@ -89,7 +89,21 @@ func TestCompletionScriptsParse(t *testing.T) {
 			if out, err := exec.Command(tt.shell, tt.check, file).CombinedOutput(); err != nil {
 				t.Fatalf("%s %s: %v\n%s", tt.shell, tt.check, err, out)
 			}
-			if tt.shell != "fish" {
+			if tt.shell == "zsh" {
+				// The completion system's functions stand in as printers:
+				// what _elector offers for the words typed so far.
+				prog := `compadd() { [[ $1 == -a ]] && (( ${#${(P)2}} )) && print -l -- ${(P)2} }
+_files() { }
+_describe() { print -l -- ${(P)2} }
+source ` + file + `
+words=(elector serve --conf); CURRENT=3; _elector | grep -x -- --config
+words=(elector token ""); CURRENT=3; _elector | paste -sd, -
+words=(elector se); CURRENT=2; _elector | grep '^serve:'
+`
+				out, err := exec.Command("zsh", "-f", "-c", prog).CombinedOutput()
+				if err != nil || string(out) != "--config\nnew,hash\nserve:start the gateway\n" {
+					t.Fatalf("zsh completes %q (%v); want --config, then new and hash, then serve", out, err)
+				}
 				return
 			}
 			// fish can say what it would complete.
