@@ -88,7 +88,10 @@ var routeScopes = map[string]Scope{
 	"GET /metrics":      scopeOpen,
 	"GET /openapi.yaml": scopeOpen,
 	"GET /openapi.json": scopeOpen,
+	"GET /":             scopeOpen,
+	"HEAD /":            scopeOpen,
 	"GET /docs":         scopeOpen,
+	"HEAD /docs":        scopeOpen,
 	"GET /docs/{asset}": scopeOpen,
 	"GET /ui":           scopeOpen, // the page holds no data: see uiPage
 	"GET /ui/{asset}":   scopeOpen,
@@ -133,7 +136,7 @@ var candidateScopes = map[string]Scope{
 // operational lists the open routes that Config.ProtectOperational puts
 // behind ScopeRead. The probes stay open: orchestrators call them without
 // credentials.
-var operational = []string{"GET /metrics", "GET /openapi.yaml", "GET /openapi.json", "GET /docs", "GET /docs/{asset}"}
+var operational = []string{"GET /metrics", "GET /openapi.yaml", "GET /openapi.json", "GET /docs", "HEAD /docs", "GET /docs/{asset}"}
 
 // scopeOf is the scope the route method pattern needs under cfg.
 func scopeOf(cfg Config, method, pattern string) Scope {

@@ -37,7 +37,13 @@ func (a *api) openapiAsJSON(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-// docs serves the documentation page, Swagger UI over /openapi.json.
+// root sends a browser pointed at the gateway to its documentation page.
+func (a *api) root(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, "/docs", http.StatusFound)
+}
+
+// docs serves the documentation page, Swagger UI over /openapi.json (its
+// headers alone for HEAD: the server drops the body).
 func (a *api) docs(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")

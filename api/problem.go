@@ -168,9 +168,7 @@ func problemFor(r *http.Request, err error) Problem {
 	case errors.Is(err, gateway.ErrNoTransfer):
 		return newProblem(r, "no-transfer-pending", fmt.Sprintf("election %q has no leadership transfer pending; there is nothing to hand over", election))
 	case errors.Is(err, webhooks.ErrDestinationRefused):
-		return newProblem(r, "webhook-destination-refused", "the webhook URL is refused: "+
-			strings.TrimPrefix(err.Error(), webhooks.ErrDestinationRefused.Error()+": ")+
-			"; use a public http(s) URL, or set webhooks.allow_private_networks for local development")
+		return newProblem(r, "webhook-destination-refused", refusedDetail(err))
 	case errors.Is(err, webhooks.ErrEndpointNotFound):
 		if sub := chi.URLParam(r, "sub"); sub != "" {
 			return newProblem(r, "webhook-not-found", fmt.Sprintf("election %q has no subscription %q", election, clip(sub)))
@@ -268,4 +266,25 @@ func noLeaderError(election string, handoverUntil time.Time) error {
 		e.ext = map[string]any{"handover_until": formatTime(handoverUntil)}
 	}
 	return e
+}
+
+// The endings of the webhook guard's refusals that refusedDetail says
+// itself, once.
+const (
+	allowPrivate = "; set webhooks.allow_private_networks to allow it"
+	usePublic    = "; use a public name or address"
+)
+
+// refusedDetail says why a webhook URL is refused and what to do: use a
+// public http(s) URL or, for a destination on a non-public network (which
+// local development may allow), the setting, named once with its flag and
+// environment variable.
+func refusedDetail(err error) string {
+	why := strings.TrimPrefix(err.Error(), webhooks.ErrDestinationRefused.Error()+": ")
+	why = strings.TrimSuffix(strings.TrimSuffix(why, allowPrivate), usePublic)
+	if strings.HasPrefix(why, "scheme ") {
+		return "the webhook URL is refused: " + why + "; use an http(s) URL"
+	}
+	return "the webhook URL is refused: " + why + "; use a public http(s) URL, or for local development set " +
+		"webhooks.allow_private_networks (flag --webhooks-allow-private-networks, environment ELECTOR_WEBHOOKS_ALLOW_PRIVATE_NETWORKS)"
 }

@@ -107,7 +107,8 @@ func (a *api) watch(ctx context.Context, election, after string) (subscription, 
 // Otherwise (a fresh connection or an expired cursor) it starts with a
 // reset snapshot of the election and watches from the snapshot's cursor, so
 // that no event falls between the snapshot and the stream. An election that
-// does not exist yet is watched for its first events.
+// does not exist yet gets an empty snapshot without an id (there is no
+// cursor to resume from) and is watched for its first events.
 func (a *api) subscribeElection(ctx context.Context, election, last string) (subscription, error) {
 	if last != "" {
 		sub, err := a.watch(ctx, election, last)
@@ -137,6 +138,11 @@ func (a *api) subscribeElection(ctx context.Context, election, last string) (sub
 				sub.stop()
 				continue
 			}
+			settings := gateway.DefaultSettings()
+			if d := a.gw.Config().Defaults; d != nil {
+				settings = *d
+			}
+			sub.resets = []reset{{e: gateway.Election{Name: election, Settings: settings}}}
 			return sub, nil
 		default:
 			return subscription{}, err

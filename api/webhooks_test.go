@@ -150,8 +150,10 @@ func TestPrivateDestinationsAreRefusedWithAProblem(t *testing.T) {
 	for _, u := range []string{"http://127.0.0.1:8080/", "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/", "http://localhost/", "http://[::1]/",
 		"http://[::1%25lo]:19091/x", "http://[::1%25eth0]/", "http://[fe80::1%25lo]/"} {
 		r := g.do("POST", "/v1/elections/billing/subscriptions", map[string]any{"url": u}).expect(t, 422)
-		if p := r.problemType(t); p != "webhook-destination-refused" || !strings.Contains(r.json(t)["detail"].(string), "allow_private_networks") {
-			t.Errorf("%s: %s", u, r.Body)
+		detail, _ := r.json(t)["detail"].(string)
+		if p := r.problemType(t); p != "webhook-destination-refused" || strings.Count(detail, "allow_private_networks") != 1 ||
+			!strings.Contains(detail, "--webhooks-allow-private-networks") || !strings.Contains(detail, "ELECTOR_WEBHOOKS_ALLOW_PRIVATE_NETWORKS") {
+			t.Errorf("%s: %s; want the setting named once, with its flag and environment variable", u, r.Body)
 		}
 		r = g.do("POST", "/v1/elections/billing/candidates", map[string]any{"id": "a", "webhook": map[string]any{"url": u}}).expect(t, 422)
 		if p := r.problemType(t); p != "webhook-destination-refused" {

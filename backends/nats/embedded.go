@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
 )
@@ -50,6 +51,11 @@ type EmbeddedConfig struct {
 	Routes []string
 	// ReadyTimeout bounds the server's start. Default 10s.
 	ReadyTimeout time.Duration
+	// OnWait, if set, is called by OpenEmbedded each time it waits for the
+	// cluster, with why it waits (which members are missing, what
+	// JetStream answered), so that a caller can report it while it starts.
+	// It is called from OpenEmbedded's goroutine. Default none.
+	OnWait func(reason string)
 }
 
 // Embedded is a running in-process NATS server with JetStream.
@@ -197,10 +203,13 @@ func (e *Embedded) Shutdown() {
 // over an in-process connection to it; closing the Backend shuts the
 // server down. In a cluster (ecfg.Routes set) Replicas defaults to 3 and
 // OpenEmbedded waits, until ctx ends, for enough members to create the
-// streams. Errors as StartEmbedded and New.
+// streams: members may start in any order and at any interval, and each
+// waits for the others without failing, telling ecfg.OnWait why. Errors as
+// StartEmbedded and New, and ctx's error when it ends first.
 func OpenEmbedded(ctx context.Context, ecfg EmbeddedConfig, cfg Config, opts ...Option) (*Backend, error) {
 	o := newOptions(opts)
-	if len(ecfg.Routes) > 0 && cfg.Replicas == 0 {
+	clustered := len(ecfg.Routes) > 0
+	if clustered && cfg.Replicas == 0 {
 		cfg.Replicas = 3
 	}
 	if err := cfg.Validate(); err != nil {
@@ -215,24 +224,86 @@ func OpenEmbedded(ctx context.Context, ecfg EmbeddedConfig, cfg Config, opts ...
 		e.Shutdown()
 		return nil, err
 	}
+	last := ""
+	if clustered && ecfg.OnWait != nil {
+		// Until the first attempt has failed, say whom this member reaches.
+		ecfg.OnWait(e.waitReason(len(ecfg.Routes), nil))
+	}
 	for {
-		b, err := New(ctx, nc, cfg, opts...)
+		attempt, cancelAttempt := ctx, context.CancelFunc(func() {})
+		if clustered {
+			attempt, cancelAttempt = context.WithTimeout(ctx, clusterAttemptTimeout)
+		}
+		b, err := New(attempt, nc, cfg, opts...)
+		cancelAttempt()
 		if err == nil {
 			b.ownConn = true
 			b.onClose = e.Shutdown
+			if last != "" {
+				o.log.Info("nats: the embedded JetStream cluster has formed")
+			}
 			return b, nil
 		}
-		if !errors.Is(err, gateway.ErrUnavailable) || ctx.Err() != nil {
+		if ctx.Err() != nil || !(errors.Is(err, gateway.ErrUnavailable) || clustered && isNoPeers(err)) {
 			nc.Close()
 			e.Shutdown()
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("nats: embedded server: %w", ctx.Err())
+			}
 			return nil, err
 		}
-		o.log.Info("nats: waiting for the embedded JetStream cluster", slog.Any("err", err))
+		// Waiting is safe: nothing of any election is read or written
+		// until New has created the streams, and JetStream creates them
+		// through its meta leader, which a quorum elects.
+		reason := e.waitReason(len(ecfg.Routes), err)
+		if ecfg.OnWait != nil {
+			ecfg.OnWait(reason)
+		}
+		if reason != last {
+			o.log.Info("nats: waiting for the embedded JetStream cluster", slog.String("reason", reason))
+			last = reason
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// clusterAttemptTimeout bounds each attempt of a cluster member to create
+// the streams. When the last member arrives, every member asks at once, and
+// all but one request wait on the first one's proposal until they time
+// out; a short attempt asks again soon, and then finds the streams made.
+const clusterAttemptTimeout = 2 * time.Second
+
+// isNoPeers reports whether err is JetStream's "no suitable peers for
+// placement": the cluster has a meta leader but fewer members than the
+// streams' replicas, as while a cluster's members are still starting.
+func isNoPeers(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeClusterNoPeers
+}
+
+// errCodeClusterNoPeers is JetStream's error code for "no suitable peers
+// for placement" (JSClusterNoPeersErrF); nats.go names no constant for it.
+const errCodeClusterNoPeers jetstream.ErrorCode = 10005
+
+// waitReason says, for a person, why a member of a cluster with others
+// other members is not ready: whom it reaches and, unless err is nil, what
+// JetStream said.
+func (e *Embedded) waitReason(others int, err error) string {
+	said := ""
+	if err != nil {
+		said = fmt.Sprintf(" (%v)", err)
+	}
+	if others == 0 {
+		return "JetStream is not ready" + said
+	}
+	connected := e.srv.NumRemotes()
+	if connected < others {
+		return fmt.Sprintf("connected to %d of the %d other cluster members; waiting for the rest to start%s", connected, others, said)
+	}
+	return fmt.Sprintf("connected to all %d other cluster members; waiting for JetStream to elect a leader and place the streams%s", others, said)
 }
 
 // serverLogger sends the server's log lines to slog.

@@ -20,10 +20,14 @@ func backendKinds() []string {
 
 // openBackend returns the backend cfg.Backend.Kind names and a function
 // that releases it, which serve calls after the gateway's Run has returned.
-func openBackend(ctx context.Context, cfg Config, log *slog.Logger) (gateway.Backend, func() error, error) {
+// While it waits (a member of an embedded cluster for its peers), it tells
+// waiting why.
+func openBackend(ctx context.Context, cfg Config, log *slog.Logger, waiting func(reason string)) (gateway.Backend, func() error, error) {
 	switch cfg.Backend.Kind {
 	case "embedded":
-		b, err := nats.OpenEmbedded(ctx, cfg.embeddedConfig(), cfg.natsConfig(), nats.WithLogger(log))
+		ecfg := cfg.embeddedConfig()
+		ecfg.OnWait = waiting
+		b, err := nats.OpenEmbedded(ctx, ecfg, cfg.natsConfig(), nats.WithLogger(log))
 		if err != nil {
 			return nil, nil, natsError(err)
 		}

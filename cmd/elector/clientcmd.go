@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -144,10 +145,35 @@ func runClient(ctx context.Context, cmd string, args []string, stdout, stderr io
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "elector %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "elector %s: %s\n", cmd, cliError(err, &f))
 		return 1
 	}
 	return 0
+}
+
+// httpAdvice is the part of a problem's detail that tells an HTTP client
+// which request to send ("; campaign again with POST /v1/…"), up to the
+// next clause.
+var httpAdvice = regexp.MustCompile(`;[^;]*\b(?:GET|POST|PUT|PATCH|DELETE) /v1/[^;]*`)
+
+// cliError is err as a person at the command line should read it: advice
+// meant for HTTP clients is replaced by the elector command that does it.
+func cliError(err error, f *clientFlags) string {
+	msg := err.Error()
+	var advice string
+	switch {
+	case errors.Is(err, client.ErrCandidateNotFound):
+		advice = fmt.Sprintf("campaign again: elector campaign --election %s --id %s", f.election, f.id)
+	case errors.Is(err, client.ErrElectionNotFound):
+		advice = fmt.Sprintf("the first campaign creates it: elector campaign --election %s", f.election)
+	case errors.Is(err, client.ErrCandidateExists):
+		advice = fmt.Sprintf("resign it with its token (elector resign --election %s --id %s --token TOKEN) or wait for its TTL to run out", f.election, f.id)
+	case errors.Is(err, client.ErrTokenMismatch):
+		return strings.Replace(msg, "the Elector-Candidate-Token header", "--token (or $"+envToken+")", 1)
+	default:
+		return msg
+	}
+	return httpAdvice.ReplaceAllString(msg, "") + "; " + advice
 }
 
 func campaignCmd(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {

@@ -65,7 +65,8 @@ func TestWatchCommandPrintsOneLinePerEvent(t *testing.T) {
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"watch", "--gateway", g.srv.URL, "--election", "e"}, &out, &errOut) }()
-	time.Sleep(200 * time.Millisecond) // the stream is open
+	// Every stream opens with a reset, even of an election not created yet.
+	waitFor(t, 5*time.Second, "the reset line", func() bool { return strings.Contains(out.String(), " reset ") })
 	_, token, err := g.c.Campaign(ctx, "e", campaignReq("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -73,12 +74,16 @@ func TestWatchCommandPrintsOneLinePerEvent(t *testing.T) {
 	if err := g.c.Resign(ctx, "e", "a", token); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "four event lines", func() bool { return strings.Count(out.String(), "\n") >= 4 })
+	waitFor(t, 5*time.Second, "five event lines", func() bool { return strings.Count(out.String(), "\n") >= 5 })
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("watch exit %d: %s", code, &errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if !strings.Contains(lines[0], "reset") || !strings.Contains(lines[0], "election=e") {
+		t.Errorf("line 0 %q, want the reset of e", lines[0])
+	}
+	lines = lines[1:]
 	for i, want := range []string{"candidate.joined", "leader.begin", "leader.end", "candidate.left"} {
 		if !strings.Contains(lines[i], want) || !strings.Contains(lines[i], "candidate=a") || !strings.Contains(lines[i], " id=") {
 			t.Errorf("line %d %q, want %s of a with an id", i, lines[i], want)

@@ -10,7 +10,9 @@
 //	                        container image's HEALTHCHECK)
 //	elector token new | hash
 //	                        make an API token and its sha256, or hash one
-//	elector version         print the version
+//	elector completion bash | zsh | fish
+//	                        print a shell completion script
+//	elector version         print the version (also elector --version)
 //
 // # Configuration
 //

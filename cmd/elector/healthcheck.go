@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -19,17 +21,22 @@ import (
 // the environment serve reads: ELECTOR_LISTEN, and https when
 // ELECTOR_TLS_CERT_FILE is set.
 func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("healthcheck", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("url", "", "URL to probe (default: /readyz at $ELECTOR_LISTEN, https if $ELECTOR_TLS_CERT_FILE is set)")
-	timeout := fs.Duration("timeout", 5*time.Second, "time allowed for the answer")
-	insecure := fs.Bool("insecure", false, "do not verify the server's certificate (implied for the derived loopback URL)")
+	var f healthcheckFlags
+	fs := newHealthcheckFlags(stderr, &f)
+	url, timeout, insecure := &f.url, &f.timeout, &f.insecure
 	if err := fs.Parse(args); err != nil {
 		return usageExit(stderr, "healthcheck", err)
 	}
 	if *url == "" {
 		*url = defaultProbeURL(os.Getenv(setting{key: "listen"}.env()), os.Getenv(setting{key: "tls.cert_file"}.env()) != "")
 		*insecure = true // our own address: its certificate names the public host
+	} else {
+		u, err := probeURL(*url)
+		if err != nil {
+			fmt.Fprintf(stderr, "elector healthcheck: %v\n", err)
+			return 2
+		}
+		*url = u
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -53,6 +60,39 @@ func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stdout, "%s", body)
 	return 0
+}
+
+// healthcheckFlags are the flags of `elector healthcheck`.
+type healthcheckFlags struct {
+	url      string
+	timeout  time.Duration
+	insecure bool
+}
+
+func newHealthcheckFlags(stderr io.Writer, f *healthcheckFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("healthcheck", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.url, "url", "", "the gateway's base URL, whose /readyz is asked, or a full URL to probe (default: /readyz at $ELECTOR_LISTEN, https if $ELECTOR_TLS_CERT_FILE is set)")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "time allowed for the answer")
+	fs.BoolVar(&f.insecure, "insecure", false, "do not verify the server's certificate (implied for the derived loopback URL)")
+	return fs
+}
+
+// probeURL is the URL healthcheck asks for --url u: u itself when it
+// names a path, else /readyz under it, so that the base URL other commands
+// take as --gateway works too; http:// is assumed without a scheme.
+func probeURL(u string) (string, error) {
+	if !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	p, err := neturl.Parse(u)
+	if err != nil || p.Host == "" || (p.Scheme != "http" && p.Scheme != "https") {
+		return "", fmt.Errorf("--url %q is not an http(s) URL such as http://127.0.0.1:8080", u)
+	}
+	if p.Path == "" || p.Path == "/" {
+		p.Path = "/readyz"
+	}
+	return p.String(), nil
 }
 
 // defaultProbeURL is /readyz at the listen address, with a wildcard host

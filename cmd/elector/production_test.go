@@ -133,6 +133,10 @@ func TestCertReloaderReloadKeepsTheOldCertificateOnError(t *testing.T) {
 
 func TestHealthcheckExitCodes(t *testing.T) {
 	ready := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
 		_, _ = io.WriteString(w, `{"status":"ready"}`)
 	}))
 	defer ready.Close()
@@ -148,6 +152,11 @@ func TestHealthcheckExitCodes(t *testing.T) {
 		want int
 	}{
 		{"ready", []string{"--url", ready.URL + "/readyz"}, 0},
+		{"base URL", []string{"--url", ready.URL}, 0},
+		{"base URL with a slash", []string{"--url", ready.URL + "/"}, 0},
+		{"host and port", []string{"--url", strings.TrimPrefix(ready.URL, "http://")}, 0},
+		{"another path", []string{"--url", ready.URL + "/healthz"}, 1},
+		{"not a URL", []string{"--url", "ftp://x/readyz"}, 2},
 		{"not ready", []string{"--url", notReady.URL + "/readyz"}, 1},
 		{"nothing listens", []string{"--url", closed.URL + "/readyz", "--timeout", "2s"}, 1},
 		{"bad flag", []string{"--nope"}, 2},

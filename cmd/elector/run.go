@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 
 	"github.com/spf13/pflag"
 )
@@ -33,8 +32,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runToken(rest, os.Stdin, stdout, stderr)
 	case guardCommand:
 		return runGuard(rest, stderr)
-	case "version":
-		fmt.Fprintf(stdout, "elector %s %s %s/%s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	case "completion":
+		return runCompletion(rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprint(stdout, versionLine())
 		return 0
 	case "help", "-h", "--help":
 		usage(stdout)
@@ -61,7 +62,10 @@ Usage:
                           exit 0 if the gateway's /readyz answers 2xx, else 1
   elector token new | hash
                           make an API token and its sha256, or hash one from stdin
-  elector version         print the version
+  elector completion bash | zsh | fish
+                          print a shell completion script
+  elector version         print the version and the commit it was built from
+                          (also elector --version)
   elector help            print this help
 `)
 }

@@ -65,8 +65,42 @@ func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
 // or the error that stopped the server or the backend loop.
 func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	cfg := l.Config
-	backend, release, err := openBackend(ctx, cfg, log)
+	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	tcp := ln
+	ln, certs, err := listenTLS(tcp, cfg.TLS, log)
+	if err != nil {
+		_ = tcp.Close()
+		return err
+	}
+	warnIfOpen(ctx, log, cfg, ln.Addr())
+	// HTTP is served from here on, so that probes answer while the backend
+	// opens (a member of an embedded cluster waits for its peers): the
+	// API takes over once the backend is open.
+	phased := newPhasedHandler("opening the " + cfg.Backend.Kind + " backend")
+	srv := &http.Server{
+		Handler:           phased,
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
+		WriteTimeout:      cfg.HTTP.WriteTimeout,
+		IdleTimeout:       cfg.HTTP.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.LogAttrs(ctx, slog.LevelInfo, "listening; opening the backend", slog.String("listen", ln.Addr().String()),
+		slog.String("backend", cfg.Backend.Kind))
+	backend, release, err := openBackend(ctx, cfg, log, phased.Waiting)
+	if err != nil {
+		_ = srv.Close()
+		<-serveErr
+		if ctx.Err() != nil {
+			// Stopped while waiting for the backend: a clean shutdown.
+			log.LogAttrs(context.Background(), slog.LevelInfo, "elector stopped before its backend opened", slog.Any("err", err))
+			return nil
+		}
 		return err
 	}
 	defer func() {
@@ -93,33 +127,16 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 		log.LogAttrs(ctx, slog.LevelWarn, "this backend cannot keep the webhook outbox: webhooks are off", slog.String("backend", cfg.Backend.Kind))
 	}
 
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
-	tcp := ln
-	ln, certs, err := listenTLS(tcp, cfg.TLS, log)
-	if err != nil {
-		_ = tcp.Close()
-		return err
-	}
-	warnIfOpen(ctx, log, cfg, ln.Addr())
 	// streams ends when shutdown begins; it ends event streams (endStreamsOn).
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	// Streams also see the shutdown themselves, to send a retry hint.
 	if apiCfg, err = cfg.withProduction(apiCfg, streams.Done()); err != nil {
-		_ = ln.Close()
+		_ = srv.Close()
+		<-serveErr
 		return err
 	}
-	srv := &http.Server{
-		Handler:           endStreamsOn(streams, api.New(gw, apiCfg)),
-		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
-		WriteTimeout:      cfg.HTTP.WriteTimeout,
-		IdleTimeout:       cfg.HTTP.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	phased.Ready(endStreamsOn(streams, api.New(gw, apiCfg)))
 
 	// The backend loop runs on its own context, which outlives ctx: requests
 	// still draining after a signal need the backend.
@@ -127,10 +144,8 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	defer stopRun()
 	var wg sync.WaitGroup
 	runErr := make(chan error, 1)
-	serveErr := make(chan error, 1)
 	wg.Go(func() { runErr <- gw.Run(runCtx) })
 	wg.Go(func() { runTransitions(runCtx, transitions, log) })
-	wg.Go(func() { serveErr <- srv.Serve(ln) })
 	hup, stopHangup := catchHangup()
 	defer stopHangup()
 	wg.Go(func() { reloadOnHangup(runCtx, hup, certs) })
@@ -154,7 +169,7 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	attrs := []slog.Attr{
 		slog.String("listen", ln.Addr().String()),
 		slog.String("backend", cfg.Backend.Kind),
-		slog.String("version", version),
+		slog.String("version", currentVersion().String()),
 	}
 	if l.File != "" {
 		attrs = append(attrs, slog.String("config", l.File))

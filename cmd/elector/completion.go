@@ -1,0 +1,179 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// completionShells are the shells `elector completion` writes a script for.
+var completionShells = []string{"bash", "zsh", "fish"}
+
+// command is one elector command, for completion.
+type command struct {
+	name, summary string
+	flags         *pflag.FlagSet // nil: none
+	words         []string       // words it takes as its first argument
+}
+
+// commands lists elector's commands with the flag sets they parse, so that
+// completion offers exactly what each command accepts.
+func commands() []command {
+	cs := []command{
+		{name: "serve", summary: "start the gateway", flags: newServeFlags(io.Discard)},
+		{name: "run", summary: "campaign as a sidecar and run commands while leading", flags: newRunFlags(io.Discard, &sidecarConfig{})},
+	}
+	for _, name := range []string{"campaign", "heartbeat", "resign", "leader", "candidates", "watch"} {
+		summary := clientUsage[name]
+		if _, s, ok := strings.Cut(summary, ": "); ok {
+			summary = s
+		}
+		cs = append(cs, command{name: name, summary: summary, flags: newClientFlags(name, io.Discard, &clientFlags{})})
+	}
+	return append(cs,
+		command{name: "healthcheck", summary: "exit 0 if the gateway is ready, else 1", flags: newHealthcheckFlags(io.Discard, &healthcheckFlags{})},
+		command{name: "token", summary: "make an API token, or hash one", words: []string{"new", "hash"}},
+		command{name: "completion", summary: "print a shell completion script", words: completionShells},
+		command{name: "version", summary: "print the version"},
+		command{name: "help", summary: "print the commands"},
+	)
+}
+
+// flagWords are a flag set's flags as typed: --name, and -x for a
+// shorthand; --help always.
+func flagWords(fs *pflag.FlagSet) []string {
+	out := []string{"--help"}
+	if fs == nil {
+		return out
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		out = append(out, "--"+f.Name)
+		if f.Shorthand != "" {
+			out = append(out, "-"+f.Shorthand)
+		}
+	})
+	slices.Sort(out)
+	return out
+}
+
+// runCompletion is `elector completion bash|zsh|fish`: it prints the
+// completion script for the shell. Exit codes: 0, or 2 for another shell.
+func runCompletion(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 || !slices.Contains(completionShells, args[0]) {
+		fmt.Fprintf(stderr, "Usage: elector completion bash|zsh|fish\n\n"+
+			"  bash: source <(elector completion bash)   (or save it in /etc/bash_completion.d/elector)\n"+
+			"  zsh:  elector completion zsh > \"${fpath[1]}/_elector\"\n"+
+			"  fish: elector completion fish > ~/.config/fish/completions/elector.fish\n")
+		return 2
+	}
+	cs := commands()
+	switch args[0] {
+	case "bash":
+		writeBash(stdout, cs)
+	case "zsh":
+		writeZsh(stdout, cs)
+	case "fish":
+		writeFish(stdout, cs)
+	}
+	return 0
+}
+
+// argWords are what a command completes after its name: its words, else
+// its flags.
+func argWords(c command) string {
+	if c.words != nil {
+		return strings.Join(c.words, " ")
+	}
+	return strings.Join(flagWords(c.flags), " ")
+}
+
+func writeBash(w io.Writer, cs []command) {
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.name)
+	}
+	fmt.Fprintf(w, `# bash completion for elector: source <(elector completion bash)
+_elector() {
+	local cur=${COMP_WORDS[COMP_CWORD]} words=""
+	if ((COMP_CWORD == 1)); then
+		COMPREPLY=($(compgen -W %q -- "$cur"))
+		return
+	fi
+	local i
+	for ((i = 2; i < COMP_CWORD; i++)); do
+		# After "run ... --", the words are the supervised command's.
+		[[ ${COMP_WORDS[1]} == run && ${COMP_WORDS[i]} == -- ]] && return
+	done
+	case ${COMP_WORDS[1]} in
+`, strings.Join(names, " "))
+	for _, c := range cs {
+		if c.words != nil {
+			fmt.Fprintf(w, "\t%s) ((COMP_CWORD == 2)) && words=%q ;;\n", c.name, argWords(c))
+		} else {
+			fmt.Fprintf(w, "\t%s) words=%q ;;\n", c.name, argWords(c))
+		}
+	}
+	fmt.Fprint(w, `	esac
+	COMPREPLY=($(compgen -W "$words" -- "$cur"))
+}
+complete -o default -F _elector elector
+`)
+}
+
+func writeZsh(w io.Writer, cs []command) {
+	fmt.Fprint(w, "#compdef elector\n# zsh completion for elector: elector completion zsh > \"${fpath[1]}/_elector\"\n_elector() {\n\tlocal -a cmds cand\n\tcmds=(\n")
+	for _, c := range cs {
+		fmt.Fprintf(w, "\t\t%s\n", singleQuote(c.name+":"+c.summary))
+	}
+	// $words is zsh's array of the command line, $CURRENT the word
+	// being completed.
+	fmt.Fprint(w, "\t)\n\tif ((CURRENT == 2)); then\n\t\t_describe command cmds\n\t\treturn\n\tfi\n\tcase ${words[2]} in\n")
+	for _, c := range cs {
+		if c.words != nil {
+			fmt.Fprintf(w, "\t%s) ((CURRENT == 3)) && cand=(%s) ;;\n", c.name, argWords(c))
+		} else {
+			fmt.Fprintf(w, "\t%s) cand=(%s) ;;\n", c.name, argWords(c))
+		}
+	}
+	fmt.Fprint(w, "\tesac\n\tcompadd -a cand\n\t_files\n}\n_elector \"$@\"\n")
+}
+
+// singleQuote single-quotes s for zsh and fish.
+func singleQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func writeFish(w io.Writer, cs []command) {
+	fmt.Fprint(w, "# fish completion for elector: elector completion fish > ~/.config/fish/completions/elector.fish\ncomplete -c elector -f\n")
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.name)
+	}
+	all := strings.Join(names, " ")
+	for _, c := range cs {
+		fmt.Fprintf(w, "complete -c elector -n 'not __fish_seen_subcommand_from %s' -a %s -d %s\n", all, c.name, singleQuote(c.summary))
+	}
+	for _, c := range cs {
+		cond := singleQuote("__fish_seen_subcommand_from " + c.name)
+		for _, word := range c.words {
+			fmt.Fprintf(w, "complete -c elector -n %s -a %s\n", cond, word)
+		}
+		if c.flags == nil {
+			continue
+		}
+		c.flags.VisitAll(func(f *pflag.Flag) {
+			line := fmt.Sprintf("complete -c elector -n %s -l %s", cond, f.Name)
+			if f.Shorthand != "" {
+				line += " -s " + f.Shorthand
+			}
+			if f.Value.Type() != "bool" {
+				line += " -r -F" // takes a value; offer files, as for --config
+			}
+			usage, _, _ := strings.Cut(f.Usage, "\n")
+			fmt.Fprintf(w, "%s -d %s\n", line, singleQuote(usage))
+		})
+	}
+}

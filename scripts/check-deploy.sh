@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# check-deploy.sh: the checks of what surrounds the binary that go test
+# does not run. Run from anywhere:
+#   bash scripts/check-deploy.sh
+# It needs Go, node and npm (installed with apt-get when missing) and the
+# npm registry and the Go module proxy for the pinned packages.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+node_deps=()
+command -v node >/dev/null 2>&1 || node_deps+=(nodejs)
+command -v npm >/dev/null 2>&1 || node_deps+=(npm)
+if ((${#node_deps[@]} > 0)); then
+	echo "== installing ${node_deps[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq </dev/null
+	apt-get install -y -qq "${node_deps[@]}" </dev/null >/dev/null
+fi
+
+# The Kubernetes manifests against the API schemas, offline: the
+# kubernetes-models package (pinned in deploy/testdata/k8s-validate).
+echo "== deploy/kubernetes validated by kubernetes-models"
+(cd deploy/testdata/k8s-validate && npm ci --no-audit --no-fund --loglevel=error && node validate.mjs ../../kubernetes/*.yaml)
+
+# And strictly, into the API's Go types: unknown (misspelt) fields fail.
+echo "== deploy/kubernetes decoded strictly into k8s.io/api types"
+(cd deploy/testdata/k8s-strict && go run . ../../kubernetes/*.yaml)
+
+# The serverless receivers of examples/ against deliveries captured from a
+# real gateway: the README's serverless block, run as written.
+echo "== examples/ receivers against a real gateway's deliveries (README block)"
+serverless="$(awk '/^<!-- readme: serverless -->$/ {f = 1; next} f && /^```sh$/ {g = 1; next} g && /^```$/ {exit} g' README.md)"
+if [[ -z "$serverless" ]]; then
+	echo "README.md has no serverless block" >&2
+	exit 1
+fi
+bash -euo pipefail -c "$serverless"
