@@ -305,8 +305,8 @@ var refusals = []jetstream.ErrorCode{
 	10023, // JSInsufficientResourcesErr
 	jetstream.JSErrCodeMaximumConsumersLimit,
 	jetstream.JSErrCodeStreamNotFound, // a stream lost with a restart, until it is made again
-	10028, // JSMemoryResourcesExceededErr
-	10047, // JSStorageResourcesExceededErr
+	10028,                             // JSMemoryResourcesExceededErr
+	10047,                             // JSStorageResourcesExceededErr
 }
 
 // isConflict reports whether err is JetStream's compare-and-set failure:

@@ -17,13 +17,13 @@ import (
 // stored is a record as read from the stream, at the sequence it was
 // written at (0 for an election that has no record yet).
 type stored struct {
-	rec    *gateway.Record
-	seq    uint64
+	rec *gateway.Record
+	seq uint64
 	// deleted marks a tombstone: the election was deleted; rec holds its
 	// last term and no candidate. Reads treat it as absent.
 	deleted bool
-	events []gateway.Event // with ids
-	prev   uint64          // sequence of the record before this one, if hasPrev
+	events  []gateway.Event // with ids
+	prev    uint64          // sequence of the record before this one, if hasPrev
 	// hasPrev is false for records written without Prev (older writers)
 	// and for records not read from the stream.
 	hasPrev bool

@@ -52,13 +52,13 @@ type message struct {
 
 // recordValue is gateway.Record as version 2 stores it.
 type recordValue struct {
-	Name          string           `json:"name"`
-	Settings      settingsValue    `json:"settings"`
-	Term          uint64           `json:"term"`
-	Leading       bool             `json:"leading,omitempty"`
-	LeaderSince   time.Time        `json:"leader_since,omitzero"`
-	Previous      *gateway.TermRef `json:"previous,omitempty"`
-	PreviousEnd   string           `json:"previous_end,omitempty"`
+	Name          string            `json:"name"`
+	Settings      settingsValue     `json:"settings"`
+	Term          uint64            `json:"term"`
+	Leading       bool              `json:"leading,omitempty"`
+	LeaderSince   time.Time         `json:"leader_since,omitzero"`
+	Previous      *gateway.TermRef  `json:"previous,omitempty"`
+	PreviousEnd   string            `json:"previous_end,omitempty"`
 	HandoverUntil time.Time         `json:"handover_until,omitzero"`
 	Pending       *gateway.Transfer `json:"transfer,omitempty"`
 	Line          []entryValue      `json:"line,omitempty"`
