@@ -35,8 +35,9 @@ func (c *candidate) id() string {
 // than the schedule shows as schedule lag (and, past the TTL, as
 // candidates that expire and campaign again), never as an unbounded number
 // of requests in flight. When ctx ends it resigns its candidates and
-// returns how many it resigned and how many it could not.
-func (l *Load) heartbeatLoop(ctx context.Context, w int, start time.Time) (resigned, unresigned int) {
+// returns how many of them last heard they led before that, how many it
+// resigned and how many it could not.
+func (l *Load) heartbeatLoop(ctx context.Context, w int, start time.Time) (leaders, resigned, unresigned int) {
 	cfg := l.cfg
 	interval := cfg.TTL / 3
 	var mine []*candidate
@@ -68,7 +69,13 @@ run:
 			l.beat(c)
 		}
 	}
-	return l.resignAll(mine)
+	for _, c := range mine {
+		if c.leader {
+			leaders++
+		}
+	}
+	resigned, unresigned = l.resignAll(mine)
+	return leaders, resigned, unresigned
 }
 
 // beat campaigns c if it holds no candidacy, else heartbeats it; a
@@ -128,8 +135,10 @@ func (l *Load) heard(c *candidate, op Op) {
 }
 
 // resignAll resigns the candidates that hold a candidacy, within
-// Config.ResignWait in all. A candidacy already gone counts as resigned; an
-// orphan (see beat) as unresigned.
+// Config.ResignWait in all. A resignation refused for now (rate-limited,
+// backend unavailable, no answer) is tried again after a back-off. A
+// candidacy already gone counts as resigned; an orphan (see beat) as
+// unresigned.
 func (l *Load) resignAll(cs []*candidate) (resigned, unresigned int) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ResignWait)
 	defer cancel()
@@ -138,14 +147,7 @@ func (l *Load) resignAll(cs []*candidate) (resigned, unresigned int) {
 		if c.token == "" {
 			continue
 		}
-		g := c.index % len(l.clients)
-		op := Op{Kind: Resign, Gateway: g, Election: c.election, Candidate: c.id(), Start: time.Now()}
-		rctx, rcancel := context.WithTimeout(ctx, l.cfg.Timeout)
-		op.Err = l.clients[g].Resign(rctx, c.election, op.Candidate, c.token)
-		rcancel()
-		op.End = time.Now()
-		l.record(op)
-		if op.Err == nil || errors.Is(op.Err, client.ErrCandidateNotFound) {
+		if l.resign(ctx, c) {
 			resigned++
 			c.token = ""
 			if c.leader {
@@ -157,4 +159,34 @@ func (l *Load) resignAll(cs []*candidate) (resigned, unresigned int) {
 		}
 	}
 	return resigned, unresigned
+}
+
+// resign resigns c, trying again while the refusal is temporary and ctx
+// lasts, and reports whether the candidacy is gone.
+func (l *Load) resign(ctx context.Context, c *candidate) bool {
+	g := c.index % len(l.clients)
+	backoff := 50 * time.Millisecond
+	for {
+		op := Op{Kind: Resign, Gateway: g, Election: c.election, Candidate: c.id(), Start: time.Now()}
+		rctx, rcancel := context.WithTimeout(ctx, l.cfg.Timeout)
+		op.Err = l.clients[g].Resign(rctx, c.election, op.Candidate, c.token)
+		rcancel()
+		op.End = time.Now()
+		l.record(op)
+		var p *client.Problem
+		switch {
+		case op.Err == nil || errors.Is(op.Err, client.ErrCandidateNotFound):
+			return true
+		case errors.As(op.Err, &p) && !errors.Is(p, client.ErrRateLimited) && !errors.Is(p, client.ErrUnavailable):
+			return false // refused for good: a token mismatch, say
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
 }

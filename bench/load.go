@@ -288,13 +288,14 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 	}
 
 	var work, steady sync.WaitGroup
-	var resigned, unresigned atomic.Int64
+	var leaders, resigned, unresigned atomic.Int64
 	for w := range cfg.Connections {
 		if cfg.Candidates == 0 {
 			break
 		}
 		steady.Go(func() {
-			r, u := l.heartbeatLoop(ctx, w, start)
+			n, r, u := l.heartbeatLoop(ctx, w, start)
+			leaders.Add(int64(n))
 			resigned.Add(int64(r))
 			unresigned.Add(int64(u))
 		})
@@ -316,7 +317,6 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 	elapsed := time.Since(start)
 	work.Wait()
 	burst.Wait()
-	leaders := l.leaders.Load()
 	steady.Wait() // the loops resign their candidates before they return
 	stopSubs()
 	subs.Wait()
@@ -327,7 +327,7 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 		Subscribers: cfg.Subscribers, Readers: cfg.Readers, Burst: cfg.Burst,
 		TTLSeconds: cfg.TTL.Seconds(), IntervalSecs: (cfg.TTL / 3).Seconds(),
 		DurationSecs: elapsed.Seconds(),
-		Leaders:      leaders,
+		Leaders:      leaders.Load(),
 		Resigned:     int(resigned.Load()), Unresigned: int(unresigned.Load()),
 	}
 	if cfg.Candidates == 0 {

@@ -27,7 +27,7 @@ func WriteText(w io.Writer, s Summary) error {
 	fmt.Fprintf(&b, "ran %s, elections %s-*\n\n", secs(s.DurationSecs), s.Prefix)
 
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "operation\tcount\trate/s\tp50\tp90\tp99\tmax\terrors\t")
+	fmt.Fprintln(tw, "operation     \tcount\trate/s\tp50\tp90\tp99\tmax\terrors\t")
 	for k := range numKinds {
 		op, ok := s.Operations[k.String()]
 		if !ok {
@@ -38,7 +38,7 @@ func WriteText(w io.Writer, s Summary) error {
 			r = "" // a lag is not an operation
 		}
 		l := op.Latency
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t\n", k, op.Count, r,
+		fmt.Fprintf(tw, "%-14s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t\n", k, op.Count, r,
 			millis(l.P50), millis(l.P90), millis(l.P99), millis(l.Max), op.Errors)
 	}
 	_ = tw.Flush()

@@ -25,7 +25,7 @@ func TestWriteTextListsOperationsAndErrorsByTypeAndStatus(t *testing.T) {
 	}
 	for _, want := range []string{
 		"2 candidates in 1 election, TTL 10s (heartbeat every 3.333s)",
-		"heartbeat     18     0.6  0.40ms  0.90ms  1.50ms  2.00ms       1",
+		"heartbeat          18     0.6  0.40ms  0.90ms  1.50ms  2.00ms       1",
 		"1  urn:elector:problem:candidate-not-found",
 		"1  404",
 		"resigned 2 of 2 candidates",
