@@ -52,7 +52,7 @@ func TestBenchDrivesEveryModeThenResignsEveryCandidate(t *testing.T) {
 	var stdout, stderr syncBuffer
 	code := run(context.Background(), []string{"bench",
 		"--gateway", strings.Join(urls, ","), "--output", "json", "--prefix", "t",
-		"--candidates", "12", "--elections", "3", "--ttl", "3s", "--connections", "4",
+		"--candidates", "12", "--elections", "3", "--ttl", "6s", "--connections", "4",
 		"--subscribers", "2", "--readers", "1", "--burst", "6", "--burst-workers", "2",
 		"--duration", "3s",
 	}, &stdout, &stderr)
