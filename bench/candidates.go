@@ -34,10 +34,9 @@ func (c *candidate) id() string {
 // campaigns them. A loop holds one request at a time, so a gateway slower
 // than the schedule shows as schedule lag (and, past the TTL, as
 // candidates that expire and campaign again), never as an unbounded number
-// of requests in flight. When ctx ends it resigns its candidates and
-// returns how many of them last heard they led before that, how many it
-// resigned and how many it could not.
-func (l *Load) heartbeatLoop(ctx context.Context, w int, start time.Time) (leaders, resigned, unresigned int) {
+// of requests in flight. It returns its candidates when ctx ends; Run
+// resigns them once every loop has stopped.
+func (l *Load) heartbeatLoop(ctx context.Context, w int, start time.Time) []*candidate {
 	cfg := l.cfg
 	interval := cfg.TTL / 3
 	var mine []*candidate
@@ -69,13 +68,7 @@ run:
 			l.beat(c)
 		}
 	}
-	for _, c := range mine {
-		if c.leader {
-			leaders++
-		}
-	}
-	resigned, unresigned = l.resignAll(mine)
-	return leaders, resigned, unresigned
+	return mine
 }
 
 // beat campaigns c if it holds no candidacy, else heartbeats it; a

@@ -288,17 +288,12 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 	}
 
 	var work, steady sync.WaitGroup
-	var leaders, resigned, unresigned atomic.Int64
+	loops := make([][]*candidate, cfg.Connections)
 	for w := range cfg.Connections {
 		if cfg.Candidates == 0 {
 			break
 		}
-		steady.Go(func() {
-			n, r, u := l.heartbeatLoop(ctx, w, start)
-			leaders.Add(int64(n))
-			resigned.Add(int64(r))
-			unresigned.Add(int64(u))
-		})
+		steady.Go(func() { loops[w] = l.heartbeatLoop(ctx, w, start) })
 	}
 	var next atomic.Int64
 	for range cfg.Readers {
@@ -317,7 +312,27 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 	elapsed := time.Since(start)
 	work.Wait()
 	burst.Wait()
-	steady.Wait() // the loops resign their candidates before they return
+	steady.Wait()
+	// Every loop has stopped before any candidate resigns, so that the
+	// leaders counted are those of the load, not of its resignations.
+	var leaders int64
+	for _, mine := range loops {
+		for _, c := range mine {
+			if c.leader {
+				leaders++
+			}
+		}
+	}
+	var resigned, unresigned atomic.Int64
+	var resigning sync.WaitGroup
+	for _, mine := range loops {
+		resigning.Go(func() {
+			r, u := l.resignAll(mine)
+			resigned.Add(int64(r))
+			unresigned.Add(int64(u))
+		})
+	}
+	resigning.Wait()
 	stopSubs()
 	subs.Wait()
 
@@ -327,7 +342,7 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 		Subscribers: cfg.Subscribers, Readers: cfg.Readers, Burst: cfg.Burst,
 		TTLSeconds: cfg.TTL.Seconds(), IntervalSecs: (cfg.TTL / 3).Seconds(),
 		DurationSecs: elapsed.Seconds(),
-		Leaders:      leaders.Load(),
+		Leaders:      leaders,
 		Resigned:     int(resigned.Load()), Unresigned: int(unresigned.Load()),
 	}
 	if cfg.Candidates == 0 {
