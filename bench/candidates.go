@@ -64,6 +64,9 @@ run:
 			} else if ctx.Err() != nil {
 				break run
 			}
+			if l.isPaused(c.index) {
+				continue // a stopped process sends nothing
+			}
 			l.stats.ok(ScheduleLag, time.Since(due))
 			l.beat(c)
 		}
@@ -78,7 +81,7 @@ func (l *Load) beat(c *candidate) {
 	cl := l.clients[g]
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
 	defer cancel()
-	op := Op{Gateway: g, Election: c.election, Candidate: c.id(), Start: time.Now()}
+	op := Op{Gateway: g, Election: c.election, Index: c.index, Candidate: c.id(), Start: time.Now()}
 	if c.token != "" {
 		op.Kind = Heartbeat
 		op.Status, op.Err = cl.Heartbeat(ctx, c.election, op.Candidate, c.token)
@@ -89,7 +92,7 @@ func (l *Load) beat(c *candidate) {
 			return
 		}
 		c.token = ""
-		op = Op{Gateway: g, Election: c.election, Candidate: c.id(), Start: time.Now()}
+		op = Op{Gateway: g, Election: c.election, Index: c.index, Candidate: c.id(), Start: time.Now()}
 	}
 	op.Kind = Campaign
 	var token string
@@ -160,7 +163,7 @@ func (l *Load) resign(ctx context.Context, c *candidate) bool {
 	g := c.index % len(l.clients)
 	backoff := 50 * time.Millisecond
 	for {
-		op := Op{Kind: Resign, Gateway: g, Election: c.election, Candidate: c.id(), Start: time.Now()}
+		op := Op{Kind: Resign, Gateway: g, Election: c.election, Index: c.index, Candidate: c.id(), Start: time.Now()}
 		rctx, rcancel := context.WithTimeout(ctx, l.cfg.Timeout)
 		op.Err = l.clients[g].Resign(rctx, c.election, op.Candidate, c.token)
 		rcancel()

@@ -85,9 +85,12 @@ type Config struct {
 
 // Op is one operation as Config.Observe sees it.
 type Op struct {
-	Kind       Kind
-	Gateway    int // index in Config.Gateways
-	Election   string
+	Kind     Kind
+	Gateway  int // index in Config.Gateways
+	Election string
+	// Index is the steady candidate's number (for Pause), -1 for other
+	// operations.
+	Index      int
 	Candidate  string
 	Start, End time.Time
 	// Status is the answer of a campaign or heartbeat that succeeded.
@@ -176,7 +179,8 @@ type Load struct {
 	clients []*client.Client // one per gateway, over the shared transport
 	streams []*client.Client // one per gateway, for event streams
 	leaders atomic.Int64
-	start   atomic.Int64 // unix nanoseconds when Run began
+	start   atomic.Int64   // unix nanoseconds when Run began
+	paused  []atomic.Int64 // per steady candidate: unix nanoseconds until which it is paused
 	closers []func()
 }
 
@@ -186,7 +190,7 @@ func New(cfg Config) (*Load, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	l := &Load{cfg: cfg, stats: newStats()}
+	l := &Load{cfg: cfg, stats: newStats(), paused: make([]atomic.Int64, cfg.Candidates)}
 	// Every heartbeat loop, reader and burst worker holds at most one
 	// request at a time, so this many idle connections per gateway lets
 	// each keep its own connection instead of dialling anew.
@@ -351,6 +355,18 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 	l.stats.summary(&sum, elapsed)
 	return sum, nil
 }
+
+// Pause stops steady candidate i's heartbeats (and campaigns) for d, as
+// if its process were stopped: a fault to inject. Indexes out of range are
+// ignored.
+func (l *Load) Pause(i int, d time.Duration) {
+	if i >= 0 && i < len(l.paused) {
+		l.paused[i].Store(time.Now().Add(d).UnixNano())
+	}
+}
+
+// isPaused reports whether steady candidate i is paused now.
+func (l *Load) isPaused(i int) bool { return time.Now().UnixNano() < l.paused[i].Load() }
 
 // ElectionName returns the name of steady election i of the run.
 func (l *Load) ElectionName(i int) string { return fmt.Sprintf("%s-%d", l.cfg.Prefix, i) }

@@ -20,7 +20,7 @@ func (l *Load) readLoop(ctx context.Context, next *atomic.Int64) {
 		g := i % len(l.clients)
 		election := l.ElectionName(i % l.cfg.Elections)
 		rctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
-		op := Op{Kind: LeaderRead, Gateway: g, Election: election, Start: time.Now()}
+		op := Op{Kind: LeaderRead, Gateway: g, Election: election, Index: -1, Start: time.Now()}
 		op.Leader, op.Err = l.clients[g].Leader(rctx, election)
 		op.End = time.Now()
 		cancel()
@@ -43,7 +43,7 @@ func (l *Load) burstLoop(ctx context.Context, next *atomic.Int64) {
 		cl := l.clients[g]
 		election := fmt.Sprintf("%s-b%d", l.cfg.Prefix, i)
 		rctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
-		op := Op{Kind: BurstCampaign, Gateway: g, Election: election, Candidate: "b", Start: time.Now()}
+		op := Op{Kind: BurstCampaign, Gateway: g, Election: election, Index: -1, Candidate: "b", Start: time.Now()}
 		var token string
 		op.Status, token, op.Err = cl.Campaign(rctx, election, client.CampaignRequest{ID: op.Candidate, TTL: l.cfg.TTL})
 		op.End = time.Now()
@@ -53,7 +53,7 @@ func (l *Load) burstLoop(ctx context.Context, next *atomic.Int64) {
 			continue
 		}
 		rctx, cancel = context.WithTimeout(context.Background(), l.cfg.Timeout)
-		op = Op{Kind: BurstResign, Gateway: g, Election: election, Candidate: "b", Start: time.Now()}
+		op = Op{Kind: BurstResign, Gateway: g, Election: election, Index: -1, Candidate: "b", Start: time.Now()}
 		op.Err = cl.Resign(rctx, election, op.Candidate, token)
 		op.End = time.Now()
 		cancel()
