@@ -1,0 +1,189 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/electorhq/elector/bench"
+	"github.com/electorhq/elector/client"
+)
+
+// Shape of the soak.
+const (
+	soakTTL        = 3 * time.Second
+	soakMargin     = soakTTL / 10 // the step-down rule's safety margin
+	soakCandidates = 24
+	soakElections  = 4
+)
+
+// TestSoak drives candidates and event streams through a real `elector
+// serve` on the embedded backend while killing (-9) and restarting it and
+// pausing leaders past their TTL, then checks the history. It runs for
+// ELECTOR_SOAK (a duration, at least 30s) and is skipped without it.
+func TestSoak(t *testing.T) {
+	spec := os.Getenv("ELECTOR_SOAK")
+	if spec == "" {
+		t.Skip("set ELECTOR_SOAK to a duration, such as 2m, to run the soak")
+	}
+	d, err := time.ParseDuration(spec)
+	if err != nil || d < 30*time.Second {
+		t.Fatalf("ELECTOR_SOAK=%q: want a duration of at least 30s", spec)
+	}
+	gw := startGateway(t, buildElector(t))
+
+	h := &History{}
+	var mu sync.Mutex
+	leaders := map[string]int{} // election → index of the candidate last told it leads
+	load, err := bench.New(bench.Config{
+		Gateways:    []string{gw.URL},
+		Candidates:  soakCandidates,
+		Elections:   soakElections,
+		TTL:         soakTTL,
+		Connections: 8,
+		Subscribers: 2,
+		Duration:    d,
+		Timeout:     2 * time.Second,
+		ResignWait:  time.Minute,
+		Prefix:      "soak",
+		Observe: func(op bench.Op) {
+			h.ObserveOp(op)
+			if op.Err == nil && op.Status.State == client.StateLeader {
+				mu.Lock()
+				leaders[op.Election] = op.Index
+				mu.Unlock()
+			}
+		},
+		ObserveEvent: h.ObserveEvent,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Faults stop two TTLs before the load does, with the gateway up, so
+	// that the candidates resign through it.
+	ctx, cancel := context.WithTimeout(context.Background(), d-2*soakTTL)
+	defer cancel()
+	var faults sync.WaitGroup
+	faults.Go(func() {
+		injectFaults(ctx, t, gw, load, h, func(election string) (int, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			i, ok := leaders[election]
+			return i, ok
+		})
+	})
+	sum, err := load.Run(context.Background())
+	cancel()
+	faults.Wait()
+	if err != nil {
+		t.Fatalf("load: %v\n%s", err, gw.Log())
+	}
+
+	violations := Check(h, Rules{TTL: soakTTL, Margin: soakMargin, End: time.Now()})
+	t.Log("\n" + report(d, h, sum, violations))
+	for i, v := range violations {
+		if i == 50 {
+			t.Errorf("… and %d more", len(violations)-50)
+			break
+		}
+		t.Error(v)
+	}
+	if sum.Unresigned > 0 {
+		t.Errorf("%d candidates could not resign at the end", sum.Unresigned)
+	}
+}
+
+// injectFaults alternates, every few seconds until ctx ends: kill -9 of the
+// gateway and its restart after a second; and stopping the heartbeats of
+// an election's leader for longer than its TTL. It leaves the gateway up.
+func injectFaults(ctx context.Context, t *testing.T, gw *gatewayProcess, load *bench.Load, h *History, leaderOf func(string) (int, bool)) {
+	for n := 0; ; n++ {
+		wait := time.NewTimer(3*time.Second + rand.N(3*time.Second))
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			return
+		case <-wait.C:
+		}
+		if n%3 == 0 {
+			f := Fault{Kind: "kill -9 gateway", Target: gw.URL, Start: time.Now()}
+			gw.Kill()
+			down := time.NewTimer(500*time.Millisecond + rand.N(time.Second))
+			<-down.C
+			if err := gw.Start(); err != nil {
+				t.Errorf("restarting the gateway: %v\n%s", err, gw.Log())
+				return
+			}
+			f.End = time.Now()
+			h.Fault(f)
+			continue
+		}
+		election := load.ElectionName(rand.N(soakElections))
+		i, ok := leaderOf(election)
+		if !ok {
+			continue
+		}
+		pause := soakTTL + time.Second
+		load.Pause(i, pause)
+		h.Fault(Fault{Kind: "leader's heartbeats stopped past its TTL", Target: fmt.Sprintf("%s/c%06d", election, i),
+			Start: time.Now(), End: time.Now().Add(pause)})
+	}
+}
+
+// report is the soak's table of faults, operations and violations.
+func report(d time.Duration, h *History, sum bench.Summary, violations []Violation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "soak of %s: 1 `elector serve` (embedded backend), %d candidates in %d elections, TTL %s, %d subscribers\n\n",
+		d, sum.Candidates, sum.Elections, soakTTL, sum.Subscribers)
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "fault\tcount\t")
+	faults := map[string]int{}
+	for _, f := range h.Faults() {
+		faults[f.Kind]++
+	}
+	for _, k := range sortedKeys(faults) {
+		fmt.Fprintf(tw, "%s\t%d\t\n", k, faults[k])
+	}
+	fmt.Fprintln(tw, "\t\t")
+	fmt.Fprintln(tw, "operation\tcount\terrors\t")
+	for _, k := range []string{"campaign", "heartbeat", "resign", "event"} {
+		op := sum.Operations[k]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", k, op.Count, op.Errors)
+	}
+	_ = tw.Flush()
+	resets := 0
+	for _, e := range h.Events() {
+		if e.Type == client.EventReset {
+			resets++
+		}
+	}
+	ls := Leaderships(h.Ops(), Rules{TTL: soakTTL, Margin: soakMargin, End: time.Now()})
+	fmt.Fprintf(&b, "\nleaderships observed: %d; events: %d (resets: %d); errors by type: %v\n", len(ls), len(h.Events()), resets, sum.Errors.ByType)
+	byProperty := map[string]int{}
+	for _, v := range violations {
+		byProperty[v.Property]++
+	}
+	fmt.Fprintf(&b, "violations: %d", len(violations))
+	for _, k := range sortedKeys(byProperty) {
+		fmt.Fprintf(&b, "; %s: %d", k, byProperty[k])
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
