@@ -159,6 +159,9 @@ func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if !c.holds(0) {
+			return errClaimLost // nothing, not even failBegin, without the claim
+		}
 		cur, err := s.current(ctx, ep)
 		if err != nil {
 			return err
