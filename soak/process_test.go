@@ -2,11 +2,13 @@ package soak
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,54 +41,85 @@ type gatewayProcess struct {
 	bin  string
 	args []string
 	URL  string
-
-	dir string // working directory, holding serve.log
+	dir  string // working directory, holding serve.log
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
 }
 
-// startGateway starts a gateway and waits until it is ready; it stops
-// when the test ends.
-func startGateway(t *testing.T, bin string) *gatewayProcess {
+// freeAddr returns a loopback address nothing listens on now.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	g := &gatewayProcess{t: t, bin: bin, URL: "http://" + addr, dir: t.TempDir(), args: []string{"serve",
-		"--listen", addr, "--embedded-data-dir", t.TempDir(), "--log-level", "warn",
-		"--limits-writes-per-second", "0"}}
-	if err := g.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.stop)
-	return g
+	defer l.Close()
+	return l.Addr().String()
 }
 
-// Start starts the process and waits until /readyz answers 200.
-func (g *gatewayProcess) Start() error {
-	g.mu.Lock()
-	log, err := os.OpenFile(filepath.Join(g.dir, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		g.mu.Unlock()
+// startGateways starts n gateways and waits until all are ready; they
+// stop when the test ends. With n > 1 their embedded servers form one
+// cluster, each election replicated on three of them.
+func startGateways(t *testing.T, bin string, n int) []*gatewayProcess {
+	t.Helper()
+	var routes []string
+	for range n {
+		routes = append(routes, freeAddr(t))
+	}
+	gws := make([]*gatewayProcess, n)
+	for i := range n {
+		addr := freeAddr(t)
+		g := &gatewayProcess{t: t, bin: bin, URL: "http://" + addr, dir: t.TempDir(), args: []string{"serve",
+			"--listen", addr, "--embedded-data-dir", "data", "--log-level", "warn",
+			"--limits-writes-per-second", "0"}}
+		if n > 1 {
+			others := append(append([]string(nil), routes[:i]...), routes[i+1:]...)
+			g.args = append(g.args, "--embedded-server-name", fmt.Sprintf("member-%d", i+1),
+				"--embedded-cluster-listen", routes[i], "--embedded-routes", strings.Join(others, ","),
+				"--nats-replicas", strconv.Itoa(min(n, 3)))
+		}
+		if err := g.start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(g.stop)
+		gws[i] = g
+	}
+	// Members of a cluster become ready together, once they have met.
+	for _, g := range gws {
+		if err := g.waitReady(time.Minute); err != nil {
+			t.Fatalf("%s not ready: %v\n%s", g.URL, err, g.Log())
+		}
+	}
+	return gws
+}
+
+// Restart starts the process again and waits until it is ready.
+func (g *gatewayProcess) Restart() error {
+	if err := g.start(); err != nil {
 		return err
 	}
+	return g.waitReady(time.Minute)
+}
+
+// start starts the process.
+func (g *gatewayProcess) start() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	log, err := os.OpenFile(filepath.Join(g.dir, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer log.Close() // the process holds its own descriptor
 	cmd := exec.Command(g.bin, g.args...)
 	cmd.Dir = g.dir // no elector.yaml there
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = filterEnv(os.Environ())
-	err = cmd.Start()
-	log.Close() // the process holds its own descriptor
-	if err != nil {
-		g.mu.Unlock()
+	if err := cmd.Start(); err != nil {
 		return err
 	}
 	g.cmd = cmd
-	g.mu.Unlock()
-	return g.waitReady(30 * time.Second)
+	return nil
 }
 
 // filterEnv drops ELECTOR_* settings of the environment the test runs

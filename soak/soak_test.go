@@ -28,7 +28,14 @@ const (
 // serve` on the embedded backend while killing (-9) and restarting it and
 // pausing leaders past their TTL, then checks the history. It runs for
 // ELECTOR_SOAK (a duration, at least 30s) and is skipped without it.
-func TestSoak(t *testing.T) {
+func TestSoak(t *testing.T) { soak(t, 1) }
+
+// TestSoakCluster is TestSoak against three `elector serve` whose embedded
+// servers form one cluster, candidates and subscribers spread over the
+// three, one member at a time killed and restarted.
+func TestSoakCluster(t *testing.T) { soak(t, 3) }
+
+func soak(t *testing.T, members int) {
 	spec := os.Getenv("ELECTOR_SOAK")
 	if spec == "" {
 		t.Skip("set ELECTOR_SOAK to a duration, such as 2m, to run the soak")
@@ -37,18 +44,22 @@ func TestSoak(t *testing.T) {
 	if err != nil || d < 30*time.Second {
 		t.Fatalf("ELECTOR_SOAK=%q: want a duration of at least 30s", spec)
 	}
-	gw := startGateway(t, buildElector(t))
+	gws := startGateways(t, buildElector(t), members)
+	var urls []string
+	for _, g := range gws {
+		urls = append(urls, g.URL)
+	}
 
 	h := &History{}
 	var mu sync.Mutex
 	leaders := map[string]int{} // election → index of the candidate last told it leads
 	load, err := bench.New(bench.Config{
-		Gateways:    []string{gw.URL},
+		Gateways:    urls,
 		Candidates:  soakCandidates,
 		Elections:   soakElections,
 		TTL:         soakTTL,
 		Connections: 8,
-		Subscribers: 2,
+		Subscribers: max(2, members),
 		Duration:    d,
 		Timeout:     2 * time.Second,
 		ResignWait:  time.Minute,
@@ -67,13 +78,13 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Faults stop two TTLs before the load does, with the gateway up, so
-	// that the candidates resign through it.
+	// Faults stop two TTLs before the load does, with every gateway up, so
+	// that the candidates resign through them.
 	ctx, cancel := context.WithTimeout(context.Background(), d-2*soakTTL)
 	defer cancel()
 	var faults sync.WaitGroup
 	faults.Go(func() {
-		injectFaults(ctx, t, gw, load, h, func(election string) (int, bool) {
+		injectFaults(ctx, t, gws, load, h, func(election string) (int, bool) {
 			mu.Lock()
 			defer mu.Unlock()
 			i, ok := leaders[election]
@@ -84,11 +95,11 @@ func TestSoak(t *testing.T) {
 	cancel()
 	faults.Wait()
 	if err != nil {
-		t.Fatalf("load: %v\n%s", err, gw.Log())
+		t.Fatalf("load: %v", err)
 	}
 
 	violations := Check(h, Rules{TTL: soakTTL, Margin: soakMargin, End: time.Now()})
-	t.Log("\n" + report(d, h, sum, violations))
+	t.Log("\n" + report(d, members, h, sum, violations))
 	for i, v := range violations {
 		if i == 50 {
 			t.Errorf("… and %d more", len(violations)-50)
@@ -101,10 +112,12 @@ func TestSoak(t *testing.T) {
 	}
 }
 
-// injectFaults alternates, every few seconds until ctx ends: kill -9 of the
-// gateway and its restart after a second; and stopping the heartbeats of
-// an election's leader for longer than its TTL. It leaves the gateway up.
-func injectFaults(ctx context.Context, t *testing.T, gw *gatewayProcess, load *bench.Load, h *History, leaderOf func(string) (int, bool)) {
+// injectFaults alternates, every few seconds until ctx ends: kill -9 of a
+// gateway (each in turn) and its restart after a second or so; and
+// stopping the heartbeats of an election's leader for longer than its
+// TTL. It leaves every gateway up.
+func injectFaults(ctx context.Context, t *testing.T, gws []*gatewayProcess, load *bench.Load, h *History, leaderOf func(string) (int, bool)) {
+	kills := 0
 	for n := 0; ; n++ {
 		wait := time.NewTimer(3*time.Second + rand.N(3*time.Second))
 		select {
@@ -114,12 +127,14 @@ func injectFaults(ctx context.Context, t *testing.T, gw *gatewayProcess, load *b
 		case <-wait.C:
 		}
 		if n%3 == 0 {
-			f := Fault{Kind: "kill -9 gateway", Target: gw.URL, Start: time.Now()}
+			gw := gws[kills%len(gws)]
+			kills++
+			f := Fault{Kind: "kill -9 of a gateway, restarted", Target: gw.URL, Start: time.Now()}
 			gw.Kill()
 			down := time.NewTimer(500*time.Millisecond + rand.N(time.Second))
 			<-down.C
-			if err := gw.Start(); err != nil {
-				t.Errorf("restarting the gateway: %v\n%s", err, gw.Log())
+			if err := gw.Restart(); err != nil {
+				t.Errorf("restarting %s: %v\n%s", gw.URL, err, gw.Log())
 				return
 			}
 			f.End = time.Now()
@@ -139,10 +154,14 @@ func injectFaults(ctx context.Context, t *testing.T, gw *gatewayProcess, load *b
 }
 
 // report is the soak's table of faults, operations and violations.
-func report(d time.Duration, h *History, sum bench.Summary, violations []Violation) string {
+func report(d time.Duration, members int, h *History, sum bench.Summary, violations []Violation) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "soak of %s: 1 `elector serve` (embedded backend), %d candidates in %d elections, TTL %s, %d subscribers\n\n",
-		d, sum.Candidates, sum.Elections, soakTTL, sum.Subscribers)
+	shape := "1 `elector serve` (embedded backend)"
+	if members > 1 {
+		shape = fmt.Sprintf("%d `elector serve` whose embedded servers form one cluster", members)
+	}
+	fmt.Fprintf(&b, "soak of %s: %s, %d candidates in %d elections, TTL %s, %d subscribers\n\n",
+		d, shape, sum.Candidates, sum.Elections, soakTTL, sum.Subscribers)
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "fault\tcount\t")
 	faults := map[string]int{}
