@@ -163,15 +163,17 @@ func report(d time.Duration, members int, h *History, sum bench.Summary, violati
 	fmt.Fprintf(&b, "soak of %s: %s, %d candidates in %d elections, TTL %s, %d subscribers\n\n",
 		d, shape, sum.Candidates, sum.Elections, soakTTL, sum.Subscribers)
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "fault\tcount\t")
+	fmt.Fprintln(tw, "fault\tcount\tlongest\t")
 	faults := map[string]int{}
+	longest := map[string]time.Duration{}
 	for _, f := range h.Faults() {
 		faults[f.Kind]++
+		longest[f.Kind] = max(longest[f.Kind], f.End.Sub(f.Start))
 	}
 	for _, k := range sortedKeys(faults) {
-		fmt.Fprintf(tw, "%s\t%d\t\n", k, faults[k])
+		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", k, faults[k], longest[k].Round(100*time.Millisecond))
 	}
-	fmt.Fprintln(tw, "\t\t")
+	fmt.Fprintln(tw, "\t\t\t")
 	fmt.Fprintln(tw, "operation\tcount\terrors\t")
 	for _, k := range []string{"campaign", "heartbeat", "resign", "event"} {
 		op := sum.Operations[k]
