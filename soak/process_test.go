@@ -168,6 +168,15 @@ func (g *gatewayProcess) Kill() {
 	g.cmd = nil
 }
 
+// Signal sends sig to the process, if it runs.
+func (g *gatewayProcess) Signal(sig os.Signal) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd != nil {
+		_ = g.cmd.Process.Signal(sig)
+	}
+}
+
 // stop ends the process with SIGTERM, or SIGKILL if it takes too long.
 func (g *gatewayProcess) stop() {
 	g.mu.Lock()
@@ -175,6 +184,7 @@ func (g *gatewayProcess) stop() {
 	if g.cmd == nil {
 		return
 	}
+	_ = g.cmd.Process.Signal(syscall.SIGCONT) // in case it was stopped
 	_ = g.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = g.cmd.Wait(); close(done) }()

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -112,12 +113,13 @@ func soak(t *testing.T, members int) {
 	}
 }
 
-// injectFaults alternates, every few seconds until ctx ends: kill -9 of a
-// gateway (each in turn) and its restart after a second or so; and
-// stopping the heartbeats of an election's leader for longer than its
-// TTL. It leaves every gateway up.
+// injectFaults injects, every few seconds until ctx ends, in turn: kill -9
+// of a gateway (each in turn) and its restart after a second or so;
+// stopping the heartbeats of an election's leader for longer than its TTL;
+// SIGSTOP of a gateway past the TTL, then SIGCONT. It leaves every gateway
+// up.
 func injectFaults(ctx context.Context, t *testing.T, gws []*gatewayProcess, load *bench.Load, h *History, leaderOf func(string) (int, bool)) {
-	kills := 0
+	kills, stops := 0, 0
 	for n := 0; ; n++ {
 		wait := time.NewTimer(3*time.Second + rand.N(3*time.Second))
 		select {
@@ -126,7 +128,19 @@ func injectFaults(ctx context.Context, t *testing.T, gws []*gatewayProcess, load
 			return
 		case <-wait.C:
 		}
-		if n%3 == 0 {
+		if n%4 == 3 {
+			gw := gws[stops%len(gws)]
+			stops++
+			f := Fault{Kind: "SIGSTOP of a gateway past the TTL, SIGCONT", Target: gw.URL, Start: time.Now()}
+			gw.Signal(syscall.SIGSTOP)
+			paused := time.NewTimer(soakTTL + time.Second)
+			<-paused.C
+			gw.Signal(syscall.SIGCONT)
+			f.End = time.Now()
+			h.Fault(f)
+			continue
+		}
+		if n%4 == 0 {
 			gw := gws[kills%len(gws)]
 			kills++
 			f := Fault{Kind: "kill -9 of a gateway, restarted", Target: gw.URL, Start: time.Now()}
