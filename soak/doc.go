@@ -15,10 +15,11 @@
 //     events alternate term by term, and every subscriber saw the same
 //     events over the span they share.
 //
-// The soak test (soak_test.go) runs real `elector serve` processes under
-// the load of package bench while killing and restarting the gateway and
-// pausing candidates past their TTL. It runs only when ELECTOR_SOAK is set
-// to a duration:
+// The soak tests (soak_test.go) run real `elector serve` processes, one
+// or three clustered, under the load of package bench while killing (-9)
+// and restarting them, stopping them (SIGSTOP) past the candidates' TTL,
+// and stopping leaders' heartbeats past their TTL. They run only when
+// ELECTOR_SOAK is set to a duration:
 //
 //	ELECTOR_SOAK=2m go test -v -run TestSoak ./soak/
 package soak
