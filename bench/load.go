@@ -171,8 +171,22 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Load drives one run. Create it with New, start it with Run; Progress may
-// be called from another goroutine meanwhile.
+// Load is the engine of `elector bench`: candidates heartbeating every
+// TTL/3 through one or more gateways, event-stream subscribers, leader
+// reads and bursts of campaigns, measured into fixed-size histograms. A
+// harness (package soak) drives the same load and sees every operation and
+// event through Config.Observe and Config.ObserveEvent:
+//
+//	l, err := bench.New(bench.Config{
+//		Gateways:   []string{"http://127.0.0.1:8080"},
+//		Candidates: 100, Elections: 10, Subscribers: 1,
+//		Duration:   30 * time.Second,
+//	})
+//	if err != nil { … }
+//	sum, err := l.Run(ctx)
+//
+// Create it with New, start it with Run; Progress may be called from
+// another goroutine meanwhile.
 type Load struct {
 	cfg     Config
 	stats   *stats

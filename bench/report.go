@@ -33,7 +33,7 @@ func WriteText(w io.Writer, s Summary) error {
 		if !ok {
 			continue
 		}
-		r := rate(op.Rate)
+		r := formatRate(op.Rate)
 		if k == ScheduleLag {
 			r = "" // a lag is not an operation
 		}
@@ -75,7 +75,7 @@ func ProgressLine(prev, cur Progress) string {
 		if dt <= 0 {
 			return "0"
 		}
-		return rate(float64(cur.Ops[k]-prev.Ops[k]) / dt)
+		return formatRate(float64(cur.Ops[k]-prev.Ops[k]) / dt)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%6s  heartbeats %s/s  campaigns %s/s", cur.Elapsed.Truncate(100*time.Millisecond), per(Heartbeat), per(Campaign))

@@ -125,10 +125,10 @@ type Latency struct {
 	Max float64 `json:"max_ms"`
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func toMillis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func latencyOf(h *Histogram) Latency {
-	return Latency{P50: ms(h.Quantile(0.50)), P90: ms(h.Quantile(0.90)), P99: ms(h.Quantile(0.99)), Max: ms(h.Max())}
+	return Latency{P50: toMillis(h.Quantile(0.50)), P90: toMillis(h.Quantile(0.90)), P99: toMillis(h.Quantile(0.99)), Max: toMillis(h.Max())}
 }
 
 // Operation sums up one kind of operation.
@@ -220,8 +220,8 @@ func sortedKeys(m map[string]uint64) []string {
 	return keys
 }
 
-// rate formats a rate with a sensible number of digits.
-func rate(r float64) string {
+// formatRate formats a rate with a sensible number of digits.
+func formatRate(r float64) string {
 	if r >= 100 {
 		return fmt.Sprintf("%.0f", r)
 	}
