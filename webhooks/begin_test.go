@@ -89,10 +89,18 @@ func TestAcknowledgedBeginKeepsLeadership(t *testing.T) {
 	ctx := context.Background()
 	rc := newReceiver(t, nil)
 	s, _ := e.service(testConfig())
-	_, secret := e.campaignWithWebhook(s, "acked", "a", rc.srv.URL, 0)
+	tok, secret := e.campaignWithWebhook(s, "acked", "a", rc.srv.URL, 0)
 	e.campaign("acked", "b")
-	eventually(t, 5*time.Second, "a's begin delivered", func() bool { return len(rc.successes()) == 1 })
-	time.Sleep(1500 * time.Millisecond) // past the begin timeout
+	// Once the begin is settled as acknowledged and the worker has moved
+	// past it, its deadline no longer applies, however long it is.
+	eventually(t, 5*time.Second, "a's begin delivery recorded", func() bool {
+		ds, err := s.CandidateDeliveries(ctx, "acked", "a", tok, 0)
+		return err == nil && len(ds) == 1
+	})
+	ds, _ := s.CandidateDeliveries(ctx, "acked", "a", tok, 0)
+	if ds = s.settled(t, ds[0].Endpoint, 1); ds[0].Status != StatusSucceeded {
+		t.Fatalf("begin delivery %+v, want succeeded", ds[0])
+	}
 	l, _, err := e.gw.Leader(ctx, "acked")
 	if err != nil || l.ID != "a" {
 		t.Fatalf("leader %+v, %v; want a", l, err)
@@ -153,7 +161,9 @@ func TestLatePickupStillGetsAWholeBeginWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.keepAlive("late", "a", tok)
-	time.Sleep(2 * time.Second) // the begin deadline passes with nobody sending
+	// The service's clock is 2s ahead: to it, the begin deadline passed
+	// with nobody sending.
+	s.now = func() time.Time { return time.Now().Add(2 * time.Second) }
 	e.run(s)
 	eventually(t, 5*time.Second, "a's begin delivered", func() bool { return len(rc.successes()) == 1 })
 	if l, _, err := e.gw.Leader(ctx, "late"); err != nil || l.ID != "a" {

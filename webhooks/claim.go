@@ -69,12 +69,32 @@ func (c *claim) write(ctx context.Context, release bool) error {
 	return nil
 }
 
-// holds reports whether the claim is still good for long enough to start
-// an attempt.
-func (c *claim) holds() bool {
+// holds reports whether the claim is still good for longer than d, the
+// longest an attempt about to start can take. An attempt may only start
+// when it holds: another replica takes the endpoint only once the claim
+// has run out, so an attempt that ends before then cannot overlap the
+// other replica's attempts on the same endpoint.
+func (c *claim) holds(d time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.lost && c.rec.Until.After(c.s.now())
+	return !c.lost && c.rec.Until.After(c.s.now().Add(d))
+}
+
+// holdFor makes sure the claim holds for longer than d (see holds),
+// extending it now if it runs out sooner. Errors: errClaimLost, the KV's.
+func (c *claim) holdFor(ctx context.Context, d time.Duration) error {
+	if c.holds(d) {
+		return nil
+	}
+	if err := c.write(ctx, false); err != nil {
+		return err
+	}
+	if !c.holds(d) {
+		// Only a ClaimTTL shorter than d gets here, which Validate and
+		// withDefaults rule out; never start the attempt regardless.
+		return fmt.Errorf("%w: %s: the claim lasts less than an attempt", errClaimLost, c.key)
+	}
+	return nil
 }
 
 // keep renews the claim every ClaimTTL/3 until ctx ends; it calls lost
@@ -93,7 +113,8 @@ func (c *claim) keep(ctx context.Context, lost func()) {
 				return
 			}
 			// Other errors: the backend is unavailable; the claim lasts
-			// until Until, and holds() stops new attempts after that.
+			// until Until, and holdFor stops new attempts that could
+			// outlast it.
 		}
 	}
 }

@@ -17,11 +17,14 @@
 // Delivery is therefore at least once: receivers de-duplicate on
 // webhook-id (see docs/webhooks.md).
 //
-// Why one endpoint is never worked by two replicas at once for long: a
-// worker renews its claim and advances the cursor only by compare-and-set
-// on the revision it last wrote; a replica that lost its claim (expired and
-// taken) fails its next write and stops. Until then, at worst, both send
-// the same event, which at-least-once allows.
+// Why one endpoint is never worked by two replicas at once: a worker
+// renews its claim and advances the cursor only by compare-and-set on the
+// revision it last wrote; a replica that lost its claim (expired and taken)
+// fails its next write and stops. And an attempt starts only while the
+// claim outlasts it (extended first if need be; ClaimTTL is at least twice
+// RequestTimeout), so no attempt is still running when another replica may
+// take the endpoint: as judged by the replicas' clocks, which must agree
+// to well within the attempt's timeout.
 //
 // Outbound requests go through a dialer that refuses loopback, private,
 // link-local, CGNAT, multicast and unspecified addresses, checked on the

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -54,7 +55,7 @@ func testConfig() Config {
 		AllowPrivateNetworks: true,
 		RequestTimeout:       2 * time.Second,
 		RetrySchedule:        []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond},
-		ClaimTTL:             time.Second,
+		ClaimTTL:             4 * time.Second, // twice RequestTimeout, the least Validate accepts
 		PollInterval:         50 * time.Millisecond,
 		BeginTimeout:         time.Second,
 		Jitter:               func(d time.Duration) time.Duration { return d },
@@ -197,6 +198,29 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// settled waits until the delivery log of endpoint holds n deliveries,
+// none pending, and its cursor is persisted at the newest one's event: the
+// worker is done with them, so none of them is sent again. It returns the
+// log, newest first.
+func (s *Service) settled(t *testing.T, endpoint string, n int) []Delivery {
+	t.Helper()
+	var ds []Delivery
+	eventually(t, 10*time.Second, fmt.Sprintf("%d deliveries settled and the cursor past them", n), func() bool {
+		var err error
+		if ds, err = s.deliveries(context.Background(), endpoint, 0); err != nil || len(ds) != n {
+			return false
+		}
+		for _, d := range ds {
+			if d.Status == StatusPending {
+				return false
+			}
+		}
+		c, _, err := getJSON[cursorRecord](context.Background(), s.kv, cursorKey(endpoint))
+		return err == nil && c.Last == ds[0].EventID
+	})
+	return ds
 }
 
 // subscribe creates a subscription of election to url.

@@ -27,8 +27,7 @@ func TestFailingReceiverGetsEachEventOnceInOrder(t *testing.T) {
 	e.campaign("billing", "node-a") // candidate.joined, leader.begin
 	e.campaign("billing", "node-b") // candidate.joined
 
-	eventually(t, 10*time.Second, "three events delivered", func() bool { return len(rc.successes()) >= 3 })
-	time.Sleep(200 * time.Millisecond) // nothing more may arrive
+	ds := s.settled(t, ep.ID, 3)
 	all, ok := rc.requests(), rc.successes()
 	if len(ok) != 3 {
 		t.Fatalf("%d successful deliveries, want 3 (each event once)", len(ok))
@@ -66,13 +65,6 @@ func TestFailingReceiverGetsEachEventOnceInOrder(t *testing.T) {
 		}
 	}
 	// The delivery log shows the N+1 attempts of the first event.
-	ds, err := s.Deliveries(context.Background(), "billing", ep.ID, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ds) != 3 {
-		t.Fatalf("%d deliveries in the log, want 3", len(ds))
-	}
 	first := ds[len(ds)-1] // newest first
 	if first.EventID != ok[0].ID || first.Status != StatusSucceeded || len(first.Attempts) != failures+1 {
 		t.Fatalf("first delivery: event %s, %s, %d attempts; want %s, succeeded, %d", first.EventID, first.Status, len(first.Attempts), ok[0].ID, failures+1)
@@ -93,14 +85,13 @@ func TestSubscriptionFiltersByType(t *testing.T) {
 	e := newEnv(t)
 	rc := newReceiver(t, nil)
 	s, _ := e.service(testConfig())
-	subscribe(t, s, "filtered", rc.srv.URL, gateway.EventLeaderBegin, gateway.EventLeaderEnd)
+	ep, _ := subscribe(t, s, "filtered", rc.srv.URL, gateway.EventLeaderBegin, gateway.EventLeaderEnd)
 	tok := e.campaign("filtered", "a")
 	e.campaign("filtered", "b")
 	if err := e.gw.Resign(context.Background(), "filtered", "a", tok); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "begin, end, begin", func() bool { return len(rc.successes()) >= 3 })
-	time.Sleep(150 * time.Millisecond)
+	s.settled(t, ep.ID, 3) // begin, end, begin
 	var got []string
 	for _, r := range rc.successes() {
 		p := r.payload(t)
@@ -152,9 +143,7 @@ func TestCrashedReplicaLosesNothing(t *testing.T) {
 	eventually(t, 5*time.Second, "replica a tries while the receiver is down", func() bool { return len(rc.requests()) >= 2 })
 	stopA()            // the crash: a stops in the middle of its retries
 	rc.setRespond(nil) // the receiver comes back
-	eventually(t, 10*time.Second, "replica b delivers the three events", func() bool { return len(rc.successes()) >= 3 })
-	time.Sleep(300 * time.Millisecond)
-
+	b.settled(t, ep.ID, 3)
 	ok := rc.successes()
 	if len(ok) != 3 {
 		t.Fatalf("%d successes, want 3 (each event once)", len(ok))

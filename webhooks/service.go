@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +50,10 @@ type Config struct {
 	BeginTimeout time.Duration
 	// ClaimTTL is how long a replica's claim on an endpoint lasts unless
 	// renewed (every ClaimTTL/3); a dead replica's endpoints wait this long
-	// for another replica. Default 20s.
+	// for another replica. An attempt starts only while the claim outlasts
+	// it, so ClaimTTL must be at least twice RequestTimeout (then a claim
+	// renewed on time always does). Default DefaultClaimTTL, or twice
+	// RequestTimeout if that is longer.
 	ClaimTTL time.Duration
 	// PollInterval is how often Run looks for endpoints to claim.
 	// Default 2s.
@@ -90,7 +94,7 @@ func (c Config) withDefaults() Config {
 		c.BeginTimeout = DefaultBeginTimeout
 	}
 	if c.ClaimTTL <= 0 {
-		c.ClaimTTL = DefaultClaimTTL
+		c.ClaimTTL = max(DefaultClaimTTL, 2*c.RequestTimeout)
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = DefaultPollInterval
@@ -125,6 +129,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClaimTTL != 0 && c.ClaimTTL < time.Second {
 		return fmt.Errorf("webhooks: claim ttl %s is below 1s", c.ClaimTTL)
+	}
+	if rt := cmp.Or(max(c.RequestTimeout, 0), DefaultRequestTimeout); c.ClaimTTL != 0 && c.ClaimTTL < 2*rt {
+		return fmt.Errorf("webhooks: claim ttl %s is less than twice the request timeout %s: an attempt could outlast the claim", c.ClaimTTL, rt)
 	}
 	return nil
 }

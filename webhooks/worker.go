@@ -159,8 +159,8 @@ func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if !c.holds() {
-			return errClaimLost
+		if !c.holds(0) {
+			return errClaimLost // nothing, not even failBegin, without the claim
 		}
 		cur, err := s.current(ctx, ep)
 		if err != nil {
@@ -173,6 +173,11 @@ func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway
 				return s.failBegin(ctx, ep, key, ev, fmt.Sprintf("leader.begin was not acknowledged with a 2xx within %s", s.beginTimeout(ep)))
 			}
 			timeout = min(timeout, left)
+		}
+		// The attempt starts only if the claim outlasts it, so that no
+		// other replica can take the endpoint and send while it runs.
+		if err := c.holdFor(ctx, timeout); err != nil {
+			return err
 		}
 		a, o := s.send(ctx, cur, ev.ID, payload, timeout)
 		if ctx.Err() != nil {

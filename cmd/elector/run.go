@@ -26,6 +26,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runSidecar(ctx, rest, os.Stdin, stdout, stderr)
 	case "campaign", "heartbeat", "resign", "leader", "candidates", "watch", "transfer":
 		return runClient(ctx, cmd, rest, stdout, stderr)
+	case "bench":
+		return runBench(ctx, rest, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, rest, stdout, stderr)
 	case "token":
@@ -58,6 +60,9 @@ Usage:
                           while leading (elector run --help lists the flags)
   elector campaign | heartbeat | resign | leader | candidates | watch | transfer [flags]
                           talk to a gateway (elector COMMAND --help); --output json
+  elector bench --gateway URL[,URL…] [flags]
+                          drive a load of candidates, streams and reads; print
+                          throughput and latency (elector bench --help)
   elector healthcheck [--url URL]
                           exit 0 if the gateway's /readyz answers 2xx, else 1
   elector token new | hash

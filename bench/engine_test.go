@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/api"
+	"github.com/electorhq/elector/backends/memory"
+	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/gateway"
+)
+
+// memoryGateway serves a gateway over a memory backend on loopback until
+// the test ends.
+func memoryGateway(t *testing.T) string {
+	t.Helper()
+	b := memory.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = b.Run(ctx) }()
+	srv := httptest.NewServer(api.New(gateway.New(b, gateway.Config{Logger: quiet}), api.Config{Logger: quiet}))
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close(); cancel(); <-done })
+	return srv.URL
+}
+
+func TestLoadObservesEveryOperationAndPausedCandidatesSendNothing(t *testing.T) {
+	url := memoryGateway(t)
+	var mu sync.Mutex
+	byIndex := map[int][]Op{}
+	events := 0
+	l, err := New(Config{
+		Gateways: []string{url}, Candidates: 4, Elections: 1, TTL: 3 * time.Second, Connections: 2,
+		Subscribers: 1, Duration: 2500 * time.Millisecond, Prefix: "obs",
+		Observe: func(op Op) {
+			mu.Lock()
+			defer mu.Unlock()
+			byIndex[op.Index] = append(byIndex[op.Index], op)
+		},
+		ObserveEvent: func(int, client.Event, time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			events++
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Pause(3, time.Hour) // stopped from the start: it never campaigns
+	sum, err := l.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ops := byIndex[3]; len(ops) != 0 {
+		t.Errorf("the paused candidate made %d operations: %+v", len(ops), ops)
+	}
+	for i := range 3 {
+		ops := byIndex[i]
+		if len(ops) < 3 || ops[0].Kind != Campaign || ops[1].Kind != Heartbeat || ops[len(ops)-1].Kind != Resign {
+			t.Errorf("candidate %d: %+v, want a campaign, heartbeats, a resignation", i, ops)
+		}
+		for _, op := range ops {
+			if op.Err != nil || op.Election != "obs-0" || op.End.Before(op.Start) {
+				t.Errorf("candidate %d: %+v", i, op)
+			}
+		}
+	}
+	if events == 0 || sum.Resigned != 3 || sum.Leaders != 1 || sum.Errors.Total != 0 {
+		t.Errorf("%d events, summary %+v", events, sum)
+	}
+}
+
+func TestConfigValidateNamesTheBadField(t *testing.T) {
+	ok := Config{Gateways: []string{"http://127.0.0.1:8080"}, Candidates: 1, Elections: 1, Duration: time.Second}
+	tests := []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"no gateway", func(c *Config) { c.Gateways = nil }},
+		{"too many candidates", func(c *Config) { c.Candidates = MaxCandidates + 1 }},
+		{"no elections", func(c *Config) { c.Elections = 0 }},
+		{"endless", func(c *Config) { c.Duration = 0 }},
+		{"too long", func(c *Config) { c.Duration = MaxDuration + time.Second }},
+		{"readers without elections", func(c *Config) { c.Candidates, c.Subscribers, c.Readers = 0, 1, 1 }},
+		{"bad prefix", func(c *Config) { c.Prefix = "Upper" }},
+		{"not http", func(c *Config) { c.Gateways = []string{"unix:///tmp/x"} }},
+	}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("a good config: %v", err)
+	}
+	for _, tt := range tests {
+		c := ok
+		tt.edit(&c)
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", tt.name, err)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/electorhq/elector/bench"
+)
+
+// benchUsage introduces the flags of elector bench.
+const benchUsage = `Usage: elector bench --gateway URL[,URL…] [flags]
+
+Drive a load against one or more gateways: candidates in elections
+heartbeating every TTL/3, event-stream subscribers, leader reads and a burst
+of campaigns into fresh elections. At the end the candidates resign and a
+summary prints throughput, latency percentiles and errors by problem type.
+
+Flags:
+`
+
+// runBench runs elector bench. Exit codes: 0 the run completed (its errors
+// are in the summary), 1 it could not start, 2 bad usage.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var cfg bench.Config
+	var output string
+	var progress time.Duration
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
+	var gateways []string
+	if g := os.Getenv(envGateway); g != "" {
+		gateways = strings.Split(g, ",")
+	}
+	fs.StringSliceVar(&cfg.Gateways, "gateway", gateways, "the gateways' URLs, comma-separated or repeated (default $"+envGateway+")")
+	fs.StringVar(&cfg.APIToken, "api-token", os.Getenv(envAPIToken), "API token sent as Authorization: Bearer (default $"+envAPIToken+")")
+	fs.IntVarP(&cfg.Candidates, "candidates", "n", 100, "steady candidates that heartbeat every TTL/3")
+	fs.IntVarP(&cfg.Elections, "elections", "m", 10, "elections the candidates are spread over")
+	fs.DurationVar(&cfg.TTL, "ttl", bench.DefaultTTL, "the candidates' TTL")
+	fs.IntVarP(&cfg.Connections, "connections", "c", bench.DefaultConnections, "heartbeat loops, one connection each")
+	fs.IntVarP(&cfg.Subscribers, "subscribers", "k", 1, "event-stream subscribers measuring event latency")
+	fs.IntVar(&cfg.Readers, "readers", 0, "loops reading the elections' leader as fast as they are answered")
+	fs.IntVar(&cfg.Burst, "burst", 0, "campaigns (each resigned at once) into fresh elections")
+	fs.IntVar(&cfg.BurstWorkers, "burst-workers", bench.DefaultBurstWorkers, "concurrent loops of the burst")
+	fs.DurationVarP(&cfg.Duration, "duration", "d", 30*time.Second, "how long the load runs (at most 24h)")
+	fs.DurationVar(&cfg.Timeout, "timeout", bench.DefaultTimeout, "bound of each request")
+	fs.StringVar(&cfg.Prefix, "prefix", "", "prefix of the run's election names (default bench-<random>)")
+	fs.StringVarP(&output, "output", "o", "text", "text or json")
+	fs.DurationVar(&progress, "progress", time.Second, "interval of the progress line on a terminal (0: none)")
+	if err := fs.Parse(args); err != nil {
+		return usageExit(stderr, "bench", err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "elector bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if output != "text" && output != "json" {
+		fmt.Fprintf(stderr, "elector bench: --output %q: want text or json\n", output)
+		return 2
+	}
+	load, err := bench.New(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "elector bench: %v\n", err)
+		return 2
+	}
+
+	stopProgress := func() {}
+	if output == "text" && progress > 0 && isTerminal(stdout) {
+		stopProgress = showProgress(load, stdout, progress)
+	}
+	sum, err := load.Run(ctx)
+	stopProgress()
+	if err != nil {
+		fmt.Fprintf(stderr, "elector bench: %v\n", err)
+		return 1
+	}
+	if output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(sum)
+	} else {
+		err = bench.WriteText(stdout, sum)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "elector bench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// showProgress rewrites one line of w every interval until the function it
+// returns is called, which clears the line and returns once the writer
+// has stopped.
+func showProgress(load *bench.Load, w io.Writer, interval time.Duration) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		var prev bench.Progress
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\x1b[K")
+				return
+			case <-t.C:
+				cur := load.Progress()
+				fmt.Fprintf(w, "\r%s\x1b[K", bench.ProgressLine(prev, cur))
+				prev = cur
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

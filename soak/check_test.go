@@ -1,0 +1,152 @@
+package soak
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/bench"
+	"github.com/electorhq/elector/client"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// at is t0 plus ms milliseconds.
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+// answer is an operation of candidate id in election "e" from start to
+// end (ms) whose answer says state and term, with leader leading term.
+func answer(kind bench.Kind, id string, start, end int, state client.State, term uint64, leader string) bench.Op {
+	op := bench.Op{Kind: kind, Election: "e", Candidate: id, Start: at(start), End: at(end)}
+	op.Status = client.Status{Election: "e", ID: id, State: state, Term: term}
+	if leader != "" {
+		op.Status.Leader = &client.Leader{ID: leader, Term: term}
+	}
+	return op
+}
+
+func failed(kind bench.Kind, id string, start, end int, err error) bench.Op {
+	return bench.Op{Kind: kind, Election: "e", Candidate: id, Start: at(start), End: at(end), Err: err}
+}
+
+func ev(sub int, id, typ, candidate string, term uint64) Event {
+	return Event{Subscriber: sub, ID: id, Type: typ, Election: "e", Term: term, Candidate: candidate}
+}
+
+const (
+	begin = client.EventLeaderBegin
+	end   = client.EventLeaderEnd
+)
+
+func TestCheckFindsEachKindOfViolation(t *testing.T) {
+	t.Parallel()
+	notFound := &client.Problem{Type: client.ProblemTypePrefix + "candidate-not-found", Status: 404}
+	cleanEvents := []Event{
+		ev(0, "10-1", begin, "a", 1), ev(0, "20-1", end, "a", 1), ev(0, "20-2", begin, "b", 2),
+		ev(1, "10-1", begin, "a", 1), ev(1, "20-1", end, "a", 1), ev(1, "20-2", begin, "b", 2),
+	}
+	tests := []struct {
+		name   string
+		ops    []bench.Op
+		events []Event
+		want   []string // properties, in any order; none for a clean history
+	}{
+		{
+			name: "a resigns and b leads after",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateLeader, 1, "a"),
+				answer(bench.Campaign, "b", 20, 30, client.StateFollower, 1, "a"),
+				answer(bench.Heartbeat, "a", 1000, 1010, client.StateLeader, 1, "a"),
+				{Kind: bench.Resign, Election: "e", Candidate: "a", Start: at(1500), End: at(1510)},
+				answer(bench.Heartbeat, "b", 1600, 1610, client.StateLeader, 2, "b"),
+			},
+			events: cleanEvents,
+		},
+		{
+			name: "a's lease lapses while the gateway is down, then b leads",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateLeader, 1, "a"),
+				failed(bench.Heartbeat, "a", 1000, 1001, errors.New("connection refused")),
+				failed(bench.Heartbeat, "a", 2000, 2001, errors.New("connection refused")),
+				answer(bench.Heartbeat, "b", 2600, 2610, client.StateLeader, 2, "b"),
+				failed(bench.Heartbeat, "a", 3000, 3010, notFound),
+			},
+		},
+		{
+			name: "b leads while a's lease runs",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateLeader, 1, "a"),
+				answer(bench.Heartbeat, "a", 1000, 1010, client.StateLeader, 1, "a"),
+				answer(bench.Heartbeat, "b", 1500, 1510, client.StateLeader, 2, "b"),
+			},
+			want: []string{Overlap},
+		},
+		{
+			name: "a term names two leaders",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateLeader, 1, "a"),
+				answer(bench.Heartbeat, "b", 5000, 5010, client.StateFollower, 1, "c"),
+			},
+			want: []string{TermReused},
+		},
+		{
+			name:   "an event arrives twice",
+			events: []Event{ev(0, "10-1", begin, "a", 1), ev(0, "10-1", begin, "a", 1)},
+			want:   []string{Duplicate},
+		},
+		{
+			name:   "events arrive out of order",
+			events: []Event{ev(0, "10-2", client.EventCandidateJoined, "b", 1), ev(0, "10-1", client.EventCandidateJoined, "c", 1)},
+			want:   []string{OutOfOrder},
+		},
+		{
+			name:   "an end is missing",
+			events: []Event{ev(0, "10-1", begin, "a", 1), ev(0, "30-1", begin, "b", 2)},
+			want:   []string{Gap},
+		},
+		{
+			name:   "a begin of a lower term",
+			events: []Event{ev(0, "10-1", begin, "a", 2), ev(0, "20-1", end, "a", 2), ev(0, "30-1", begin, "b", 1)},
+			want:   []string{TermNotRising},
+		},
+		{
+			name: "one subscriber misses an event the other got",
+			events: []Event{
+				ev(0, "10-1", client.EventCandidateJoined, "a", 1), ev(0, "20-1", client.EventCandidateJoined, "b", 1), ev(0, "30-1", client.EventCandidateJoined, "c", 1),
+				ev(1, "10-1", client.EventCandidateJoined, "a", 1), ev(1, "30-1", client.EventCandidateJoined, "c", 1),
+			},
+			want: []string{Disagreement},
+		},
+	}
+	for _, tt := range tests {
+		h := &History{}
+		for _, op := range tt.ops {
+			h.ObserveOp(op)
+		}
+		h.events = tt.events
+		got := Check(h, Rules{TTL: 3 * time.Second, Margin: 500 * time.Millisecond, End: at(10_000)})
+		var props []string
+		for _, v := range got {
+			props = append(props, v.Property)
+		}
+		if strings.Join(props, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("%s: violations %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestLeadershipsFollowTheStepDownRule(t *testing.T) {
+	t.Parallel()
+	ls := Leaderships([]bench.Op{
+		answer(bench.Campaign, "a", 0, 10, client.StateLeader, 1, "a"),
+		answer(bench.Heartbeat, "a", 1000, 1010, client.StateLeader, 1, "a"),
+		failed(bench.Heartbeat, "a", 2000, 2010, errors.New("timeout")),
+		// Back after its lease lapsed (at 1000+3000-500): a new span.
+		answer(bench.Heartbeat, "a", 4000, 4020, client.StateLeader, 1, "a"),
+		answer(bench.Heartbeat, "a", 5000, 5010, client.StateFollower, 2, "b"),
+	}, Rules{TTL: 3 * time.Second, Margin: 500 * time.Millisecond, End: at(10_000)})
+	if len(ls) != 2 || !ls[0].From.Equal(at(10)) || !ls[0].To.Equal(at(3500)) || !ls[1].From.Equal(at(4020)) || !ls[1].To.Equal(at(5010)) {
+		t.Fatalf("leaderships %+v", ls)
+	}
+}

@@ -1,0 +1,25 @@
+// Package soak checks elector's safety from the outside: a history of
+// every operation candidates made, every event subscribers received and
+// every fault injected, and a checker that reads it afterwards.
+//
+// The checker asserts, per election:
+//
+//   - no two leaderships overlap, where a candidate leads from the answer
+//     that told it so until it learns otherwise or, by the step-down rule,
+//     until its last successful heartbeat's start plus its TTL minus a
+//     safety margin;
+//   - a term names one leadership only, and leader.begin terms strictly
+//     increase on every stream;
+//   - an event stream, resumed with Last-Event-ID across disconnections,
+//     has no duplicate, nothing out of order and no gap: its begin and end
+//     events alternate term by term, and every subscriber saw the same
+//     events over the span they share.
+//
+// The soak tests (soak_test.go) run real `elector serve` processes, one
+// or three clustered, under the load of package bench while killing (-9)
+// and restarting them, stopping them (SIGSTOP) past the candidates' TTL,
+// and stopping leaders' heartbeats past their TTL. They run only when
+// ELECTOR_SOAK is set to a duration:
+//
+//	ELECTOR_SOAK=2m go test -v -run TestSoak ./soak/
+package soak
