@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -16,16 +17,37 @@ import (
 	"github.com/electorhq/elector/api"
 )
 
-// freeAddr returns a loopback address with a port free at the time of the
-// call.
+// freeAddr returns a loopback address nothing listens on now, with a port
+// below the kernel's range for ephemeral ports (32768 and up on Linux):
+// a process started seconds later must still find it free, and the
+// outgoing connections of everything else running meanwhile (and ":0"
+// listeners) are given ports from that range, never this one.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		port := 20000 + rand.IntN(12000)
+		if !claimPort(port) {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port below 32000")
+	return ""
+}
+
+// claimedPorts are the ports freeAddr has handed out in this process.
+var claimedPorts sync.Map
+
+// claimPort reports whether port was not handed out before, and claims it.
+func claimPort(port int) bool {
+	_, taken := claimedPorts.LoadOrStore(port, true)
+	return !taken
 }
 
 // campaignVia campaigns id in election through the gateway at base and
