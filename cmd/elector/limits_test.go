@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +62,21 @@ func TestHeartbeatRateCoversTheShortestTTL(t *testing.T) {
 		if got := (LimitsConfig{HeartbeatsPerSecond: tt.limit}).heartbeatRate(tt.minTTL); got != tt.want {
 			t.Errorf("limit %d, min TTL %s: %g, want %g", tt.limit, tt.minTTL, got, tt.want)
 		}
+	}
+}
+
+// TestLimitsValidateNamesTheFirstBadLimit: with several bad limits, the
+// error names the first in the configuration file's order, every time.
+func TestLimitsValidateNamesTheFirstBadLimit(t *testing.T) {
+	l := DefaultConfig().Limits
+	l.WriteBurst, l.Elections, l.SSESubscribers = -1, -2, -3
+	for range 20 {
+		err := l.validate()
+		if err == nil || !strings.HasPrefix(err.Error(), "limits.write_burst is -1") {
+			t.Fatalf("validate: %v; want limits.write_burst named", err)
+		}
+	}
+	if err := DefaultConfig().Limits.validate(); err != nil {
+		t.Fatalf("default limits: %v", err)
 	}
 }
