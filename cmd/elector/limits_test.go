@@ -14,7 +14,7 @@ import (
 // candidate, and reads by how many run at once.
 func TestDefaultLimitsNeverRefuseAFleetBehindOneProxy(t *testing.T) {
 	c := DefaultConfig()
-	cfg, err := c.withProduction(c.apiConfig(nil), nil)
+	cfg, err := c.apiConfig(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestConfiguredLimitsReachTheAPI(t *testing.T) {
 	c := DefaultConfig()
 	c.Limits = LimitsConfig{WritesPerSecond: 20, WriteBurst: 40, HeartbeatsPerSecond: 5, HeartbeatBurst: 9, ReadsPerSecond: 50, ReadBurst: 100, ConcurrentReads: 7}
 	c.HTTP.ReadBodyTimeout = 3 * time.Second
-	cfg, err := c.withProduction(c.apiConfig(nil), nil)
+	cfg, err := c.apiConfig(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

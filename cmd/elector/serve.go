@@ -120,7 +120,12 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	gwCfg.Observer = mtr.BackendObserver()
 	gw := gateway.New(backend, gwCfg)
 	transitions := mtr.ObserveGateway(gw)
-	apiCfg := cfg.apiConfig(log)
+	apiCfg, err := cfg.apiConfig(log)
+	if err != nil {
+		_ = srv.Close()
+		<-serveErr
+		return err
+	}
 	apiCfg.Metrics = mtr
 	var hooks *webhooks.Service
 	if kv, ok := gw.KV(); ok {
@@ -136,11 +141,8 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	// Streams also see the shutdown themselves, to send a retry hint.
-	if apiCfg, err = cfg.withProduction(apiCfg, streams.Done()); err != nil {
-		_ = srv.Close()
-		<-serveErr
-		return err
-	}
+	apiCfg.Shutdown = streams.Done()
+	apiCfg.CheckOutbox = hooks != nil
 	phased.Ready(endStreamsOn(streams, api.New(gw, apiCfg)))
 
 	// The backend loop runs on its own context, which outlives ctx: requests

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +37,7 @@ type wiring struct {
 // wire builds the wiring of c as serve does.
 func wire(t *testing.T, c Config) wiring {
 	t.Helper()
-	apiCfg, err := c.withProduction(c.apiConfig(nil), nil)
+	apiCfg, err := c.apiConfig(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +85,31 @@ func TestEverySettingReachesAComponent(t *testing.T) {
 			}
 			if reflect.DeepEqual(wire(t, c), base) {
 				t.Fatalf("%s reaches no component: serve hands them the same with it changed", s.key)
+			}
+		})
+	}
+}
+
+// TestValidateAppliesTheComponentsOwnChecks: Config.Validate runs each
+// component's Validate, so a value no key of the table checks is still
+// refused before serve starts.
+func TestValidateAppliesTheComponentsOwnChecks(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"webhooks", func(c *Config) { c.Webhooks.ClaimTTL = 500 * time.Millisecond }, "claim ttl"},
+		{"nats", func(c *Config) { c.Backend.NATS.MarkerTTL = time.Millisecond }, "marker ttl"},
+		{"etcd", func(c *Config) { c.Backend.Kind = "etcd"; c.Backend.Etcd.Prefix = "elector/" }, "prefix"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.change(&c)
+			err := c.Validate(nil)
+			if !errors.Is(err, errConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate: %v; want a config error naming %s", err, tt.want)
 			}
 		})
 	}
