@@ -79,76 +79,42 @@ func (t *Token) covers(election string) bool {
 	return false
 }
 
-// routeScopes maps "METHOD pattern" of every route to the scope it needs.
-// A route missing here needs ScopeAdmin (fail closed); a test checks that
-// every route is listed.
-var routeScopes = map[string]Scope{
-	"GET /healthz":      scopeOpen,
-	"GET /readyz":       scopeOpen,
-	"GET /metrics":      scopeOpen,
-	"GET /openapi.yaml": scopeOpen,
-	"GET /openapi.json": scopeOpen,
-	"GET /":             scopeOpen,
-	"HEAD /":            scopeOpen,
-	"GET /docs":         scopeOpen,
-	"HEAD /docs":        scopeOpen,
-	"GET /docs/{asset}": scopeOpen,
-	"GET /ui":           scopeOpen, // the page holds no data: see uiPage
-	"GET /ui/{asset}":   scopeOpen,
+// Pseudo-scopes of the routing table (routes), which scopeOf resolves.
+const (
+	// scopeOperational marks an operational route (/metrics, /docs,
+	// /openapi.*): open, or behind ScopeRead with
+	// Config.ProtectOperational. The probes are not operational: they stay
+	// open, since orchestrators call them without credentials.
+	scopeOperational Scope = "(operational)"
+	// scopeAdminOrLeader needs ScopeAdmin, or ScopeCampaign from a request
+	// that carries a candidate token (Elector-Candidate-Token): a leader
+	// asks for its own transfer with the campaign scope, and the gateway
+	// then checks that the token is the leader's.
+	scopeAdminOrLeader Scope = "(admin or leader)"
+)
 
-	"GET /v1/events":                                          ScopeRead,
-	"GET /v1/elections":                                       ScopeRead,
-	"GET /v1/elections/{election}":                            ScopeRead,
-	"GET /v1/elections/{election}/leader":                     ScopeRead,
-	"GET /v1/elections/{election}/events":                     ScopeRead,
-	"GET /v1/elections/{election}/candidates":                 ScopeRead,
-	"GET /v1/elections/{election}/candidates/{id}":            ScopeRead,
-	"GET /v1/elections/{election}/candidates/{id}/deliveries": ScopeRead,
-
-	"POST /v1/elections/{election}/candidates":               ScopeCampaign,
-	"DELETE /v1/elections/{election}/candidates/{id}":        ScopeCampaign,
-	"PUT /v1/elections/{election}/candidates/{id}/heartbeat": ScopeCampaign,
-	"POST /v1/elections/{election}/candidates/{id}/error":    ScopeCampaign,
-	"POST /v1/elections/{election}/candidates/{id}/handover": ScopeCampaign,
-
-	"PATCH /v1/elections/{election}":                                                    ScopeAdmin,
-	"DELETE /v1/elections/{election}":                                                   ScopeAdmin,
-	"POST /v1/elections/{election}/candidates/{id}/deliveries/{delivery}/redeliver":     ScopeAdmin,
-	"GET /v1/elections/{election}/subscriptions":                                        ScopeAdmin,
-	"POST /v1/elections/{election}/subscriptions":                                       ScopeAdmin,
-	"GET /v1/elections/{election}/subscriptions/{sub}":                                  ScopeAdmin,
-	"DELETE /v1/elections/{election}/subscriptions/{sub}":                               ScopeAdmin,
-	"POST /v1/elections/{election}/subscriptions/{sub}/rotate-secret":                   ScopeAdmin,
-	"GET /v1/elections/{election}/subscriptions/{sub}/deliveries":                       ScopeAdmin,
-	"GET /v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}":            ScopeAdmin,
-	"POST /v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}/redeliver": ScopeAdmin,
-	"POST /v1/elections/{election}/transfer":                                            ScopeAdmin, // or ScopeCampaign with the leader's token: see candidateScopes
-}
-
-// candidateScopes lists the routes that a request carrying a candidate
-// token (Elector-Candidate-Token) may call with another scope than
-// routeScopes says: a leader asks for its own transfer with the campaign
-// scope, and the gateway then checks that the token is the leader's.
-var candidateScopes = map[string]Scope{
-	"POST /v1/elections/{election}/transfer": ScopeCampaign,
-}
-
-// operational lists the open routes that Config.ProtectOperational puts
-// behind ScopeRead. The probes stay open: orchestrators call them without
-// credentials.
-var operational = []string{"GET /metrics", "GET /openapi.yaml", "GET /openapi.json", "GET /docs", "HEAD /docs", "GET /docs/{asset}"}
-
-// scopeOf is the scope the route method pattern needs under cfg.
-func scopeOf(cfg Config, method, pattern string) Scope {
-	op := method + " " + pattern
-	s, ok := routeScopes[op]
-	if !ok {
+// scopeOf is the scope the route rt needs under cfg from a request without
+// a candidate token.
+func scopeOf(cfg Config, rt route) Scope {
+	switch rt.scope {
+	case scopeOperational:
+		if cfg.ProtectOperational {
+			return ScopeRead
+		}
+		return scopeOpen
+	case scopeAdminOrLeader:
 		return ScopeAdmin
 	}
-	if s == scopeOpen && cfg.ProtectOperational && slices.Contains(operational, op) {
-		return ScopeRead
+	return rt.scope
+}
+
+// candidateScopeOf is the scope the route rt needs from a request that
+// carries a candidate token, if another than scopeOf's; "" if none.
+func candidateScopeOf(rt route) Scope {
+	if rt.scope == scopeAdminOrLeader {
+		return ScopeCampaign
 	}
-	return s
+	return ""
 }
 
 // authenticate wraps the handler of one route: with API tokens configured,
@@ -156,12 +122,13 @@ func scopeOf(cfg Config, method, pattern string) Scope {
 // bearer token and 403 forbidden when the token lacks the scope or does not
 // cover the election. Candidate tokens are checked by the handlers as
 // before: both checks apply.
-func (a *api) authenticate(method, pattern string, next http.Handler) http.Handler {
-	scope := scopeOf(a.cfg, method, pattern)
+func (a *api) authenticate(rt route, next http.Handler) http.Handler {
+	method, pattern := rt.method, rt.pattern
+	scope := scopeOf(a.cfg, rt)
 	if len(a.cfg.Tokens) == 0 || scope == scopeOpen {
 		return next
 	}
-	routeScope, byCandidate := scope, candidateScopes[method+" "+pattern]
+	routeScope, byCandidate := scope, candidateScopeOf(rt)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scope := routeScope
 		if byCandidate != "" && r.Header.Get(TokenHeader) != "" {

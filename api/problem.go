@@ -128,8 +128,9 @@ func newProblem(r *http.Request, slug, detail string) Problem {
 
 // problemFor maps err, returned while serving r, to its problem. It is the
 // one place where errors become HTTP statuses. Details are written here
-// from the request, never copied from the error chain, so that backend
-// internals do not leak to clients.
+// from the request and from the fields of typed errors meant for clients
+// (ValidationError, RefusedError), never from an error's text, so that
+// backend internals do not leak to clients.
 func problemFor(r *http.Request, err error) Problem {
 	election, id := chi.URLParam(r, "election"), chi.URLParam(r, "id")
 	var ae *apiError
@@ -268,23 +269,19 @@ func noLeaderError(election string, handoverUntil time.Time) error {
 	return e
 }
 
-// The endings of the webhook guard's refusals that refusedDetail says
-// itself, once.
-const (
-	allowPrivate = "; set webhooks.allow_private_networks to allow it"
-	usePublic    = "; use a public name or address"
-)
-
 // refusedDetail says why a webhook URL is refused and what to do: use a
 // public http(s) URL or, for a destination on a non-public network (which
 // local development may allow), the setting, named once with its flag and
-// environment variable.
+// environment variable. The reason is the guard's RefusedError.Reason,
+// written for clients.
 func refusedDetail(err error) string {
-	why := strings.TrimPrefix(err.Error(), webhooks.ErrDestinationRefused.Error()+": ")
-	why = strings.TrimSuffix(strings.TrimSuffix(why, allowPrivate), usePublic)
-	if strings.HasPrefix(why, "scheme ") {
-		return "the webhook URL is refused: " + why + "; use an http(s) URL"
+	var re *webhooks.RefusedError
+	if !errors.As(err, &re) {
+		return "the webhook URL is refused; use a public http(s) URL"
 	}
-	return "the webhook URL is refused: " + why + "; use a public http(s) URL, or for local development set " +
+	if re.Scheme {
+		return "the webhook URL is refused: " + re.Reason + "; use an http(s) URL"
+	}
+	return "the webhook URL is refused: " + re.Reason + "; use a public http(s) URL, or for local development set " +
 		"webhooks.allow_private_networks (flag --webhooks-allow-private-networks, environment ELECTOR_WEBHOOKS_ALLOW_PRIVATE_NETWORKS)"
 }

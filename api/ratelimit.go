@@ -98,13 +98,13 @@ const heartbeatPattern = "/v1/elections/{election}/candidates/{id}/heartbeat"
 // reads (but event streams) per client address and by how many run at
 // once. Over a limit: a 429 problem with Retry-After naming the limit.
 // Routes no limit applies to are returned as they are, at no cost.
-func (a *api) limitRequests(method, pattern string, next http.Handler) http.Handler {
+func (a *api) limitRequests(rt route, next http.Handler) http.Handler {
 	switch {
-	case pattern == heartbeatPattern:
+	case rt.pattern == heartbeatPattern:
 		return a.limitHeartbeats(next)
-	case isWrite(method):
+	case isWrite(rt.method):
 		return a.limitByAddress(a.writes, "writes_per_second", "writes", next)
-	case strings.HasPrefix(pattern, "/v1/") && !strings.HasSuffix(pattern, "/events"):
+	case strings.HasPrefix(rt.pattern, "/v1/") && !rt.stream:
 		return a.limitByAddress(a.reads, "reads_per_second", "reads", a.capReads(next))
 	}
 	return next

@@ -1,12 +1,20 @@
 package api
 
 import (
-	"fmt"
+	"context"
+	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/electorhq/elector/webhooks"
 )
+
+// internalResolver resolves every name to a private address.
+type internalResolver struct{}
+
+func (internalResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return []netip.Addr{netip.MustParseAddr("10.0.0.7")}, nil
+}
 
 // TestRefusedDetailNamesTheSettingOnce: whatever the guard's words, the
 // detail names webhooks.allow_private_networks once, with its flag and
@@ -15,19 +23,23 @@ import (
 func TestRefusedDetailNamesTheSettingOnce(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		guard   string
+		url     string
 		setting bool
 	}{
-		{"169.254.169.254 is a link-local (cloud metadata) address; set webhooks.allow_private_networks to allow it", true},
-		{"localhost is loopback; set webhooks.allow_private_networks to allow it", true},
-		{"hooks.internal resolves to 10.0.0.7, a private address; set webhooks.allow_private_networks to allow it", true},
-		{`host "::1%lo" has a zone or a percent sign; use a public name or address`, true},
-		{`scheme "ftp"; only http and https are delivered to`, false},
+		{"http://169.254.169.254/hook", true},
+		{"http://localhost:8080/hook", true},
+		{"https://hooks.internal/hook", true},
+		{"http://[::1%25lo]/hook", true},
+		{"ftp://example.com/hook", false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.guard, func(t *testing.T) {
+		t.Run(tt.url, func(t *testing.T) {
 			t.Parallel()
-			d := refusedDetail(fmt.Errorf("%w: %s", webhooks.ErrDestinationRefused, tt.guard))
+			err := webhooks.CheckURL(context.Background(), tt.url, false, internalResolver{})
+			if err == nil {
+				t.Fatal("the guard let the URL through")
+			}
+			d := refusedDetail(err)
 			named := strings.Count(d, "allow_private_networks") == 1 && strings.Contains(d, "--webhooks-allow-private-networks") &&
 				strings.Contains(d, "ELECTOR_WEBHOOKS_ALLOW_PRIVATE_NETWORKS")
 			if named != tt.setting || strings.Count(d, "use a public") > 1 || !strings.HasPrefix(d, "the webhook URL is refused: ") {

@@ -152,57 +152,68 @@ func New(gw *gateway.Gateway, cfg Config) http.Handler {
 	})
 
 	for _, rt := range a.routes() {
-		r.Method(rt.method, rt.pattern, a.guard(rt.method, rt.pattern, rt.handler))
+		r.Method(rt.method, rt.pattern, a.guard(rt))
 	}
 	return r
 }
 
-// route is one operation of the API.
+// route is one operation of the API: everything the router, the
+// authentication and the limits need to know of it.
 type route struct {
 	method, pattern string
-	handler         http.HandlerFunc
+	// scope is what an API token needs to call the route (auth.go); the
+	// pseudo-scopes scopeOperational and scopeAdminOrLeader resolve per
+	// request (scopeOf).
+	scope Scope
+	// stream marks an event stream: capped by Config.MaxStreams
+	// (streamlimit.go) and exempt from the read limits, being one long read.
+	stream  bool
+	handler http.HandlerFunc
 }
 
-// routes is the API's routing table, as openapi.yaml describes it.
+// routes is the API's routing table, as openapi.yaml describes it, with
+// the scope each route needs and whether it is an event stream. A test
+// compares it with openapi.yaml both ways; another walks it with tokens of
+// every scope.
 func (a *api) routes() []route {
 	return []route{
-		{"GET", "/healthz", a.healthz},
-		{"GET", "/readyz", a.readyz},
-		{"GET", "/metrics", a.metrics},
-		{"GET", "/openapi.yaml", a.openapi},
-		{"GET", "/openapi.json", a.openapiAsJSON},
-		{"GET", "/", a.root},
-		{"HEAD", "/", a.root},
-		{"GET", "/docs", a.docs},
-		{"HEAD", "/docs", a.docs},
-		{"GET", "/docs/{asset}", a.docsAsset},
-		{"GET", "/ui", a.uiPage},
-		{"GET", "/ui/{asset}", a.uiAsset},
-		{"GET", "/v1/events", a.streamAll},
-		{"GET", "/v1/elections", a.listElections},
-		{"GET", "/v1/elections/{election}", a.getElection},
-		{"PATCH", "/v1/elections/{election}", a.patchElection},
-		{"DELETE", "/v1/elections/{election}", a.deleteElection},
-		{"GET", "/v1/elections/{election}/leader", a.getLeader},
-		{"GET", "/v1/elections/{election}/events", a.streamElection},
-		{"GET", "/v1/elections/{election}/candidates", a.listCandidates},
-		{"POST", "/v1/elections/{election}/candidates", a.campaign},
-		{"GET", "/v1/elections/{election}/candidates/{id}", a.getCandidate},
-		{"DELETE", "/v1/elections/{election}/candidates/{id}", a.resign},
-		{"PUT", "/v1/elections/{election}/candidates/{id}/heartbeat", a.heartbeat},
-		{"POST", "/v1/elections/{election}/candidates/{id}/error", a.reportError},
-		{"POST", "/v1/elections/{election}/candidates/{id}/handover", a.handover},
-		{"POST", "/v1/elections/{election}/transfer", a.transfer},
-		{"GET", "/v1/elections/{election}/candidates/{id}/deliveries", a.candidateDeliveries},
-		{"POST", "/v1/elections/{election}/candidates/{id}/deliveries/{delivery}/redeliver", a.redeliverCandidate},
-		{"GET", "/v1/elections/{election}/subscriptions", a.listSubscriptions},
-		{"POST", "/v1/elections/{election}/subscriptions", a.createSubscription},
-		{"GET", "/v1/elections/{election}/subscriptions/{sub}", a.getSubscription},
-		{"DELETE", "/v1/elections/{election}/subscriptions/{sub}", a.deleteSubscription},
-		{"POST", "/v1/elections/{election}/subscriptions/{sub}/rotate-secret", a.rotateSecret},
-		{"GET", "/v1/elections/{election}/subscriptions/{sub}/deliveries", a.listDeliveries},
-		{"GET", "/v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}", a.getDelivery},
-		{"POST", "/v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}/redeliver", a.redeliver},
+		{"GET", "/healthz", scopeOpen, false, a.healthz},
+		{"GET", "/readyz", scopeOpen, false, a.readyz},
+		{"GET", "/metrics", scopeOperational, false, a.metrics},
+		{"GET", "/openapi.yaml", scopeOperational, false, a.openapi},
+		{"GET", "/openapi.json", scopeOperational, false, a.openapiAsJSON},
+		{"GET", "/", scopeOpen, false, a.root},
+		{"HEAD", "/", scopeOpen, false, a.root},
+		{"GET", "/docs", scopeOperational, false, a.docs},
+		{"HEAD", "/docs", scopeOperational, false, a.docs},
+		{"GET", "/docs/{asset}", scopeOperational, false, a.docsAsset},
+		{"GET", "/ui", scopeOpen, false, a.uiPage}, // the page holds no data: see uiPage
+		{"GET", "/ui/{asset}", scopeOpen, false, a.uiAsset},
+		{"GET", "/v1/events", ScopeRead, true, a.streamAll},
+		{"GET", "/v1/elections", ScopeRead, false, a.listElections},
+		{"GET", "/v1/elections/{election}", ScopeRead, false, a.getElection},
+		{"PATCH", "/v1/elections/{election}", ScopeAdmin, false, a.patchElection},
+		{"DELETE", "/v1/elections/{election}", ScopeAdmin, false, a.deleteElection},
+		{"GET", "/v1/elections/{election}/leader", ScopeRead, false, a.getLeader},
+		{"GET", "/v1/elections/{election}/events", ScopeRead, true, a.streamElection},
+		{"GET", "/v1/elections/{election}/candidates", ScopeRead, false, a.listCandidates},
+		{"POST", "/v1/elections/{election}/candidates", ScopeCampaign, false, a.campaign},
+		{"GET", "/v1/elections/{election}/candidates/{id}", ScopeRead, false, a.getCandidate},
+		{"DELETE", "/v1/elections/{election}/candidates/{id}", ScopeCampaign, false, a.resign},
+		{"PUT", "/v1/elections/{election}/candidates/{id}/heartbeat", ScopeCampaign, false, a.heartbeat},
+		{"POST", "/v1/elections/{election}/candidates/{id}/error", ScopeCampaign, false, a.reportError},
+		{"POST", "/v1/elections/{election}/candidates/{id}/handover", ScopeCampaign, false, a.handover},
+		{"POST", "/v1/elections/{election}/transfer", scopeAdminOrLeader, false, a.transfer},
+		{"GET", "/v1/elections/{election}/candidates/{id}/deliveries", ScopeRead, false, a.candidateDeliveries},
+		{"POST", "/v1/elections/{election}/candidates/{id}/deliveries/{delivery}/redeliver", ScopeAdmin, false, a.redeliverCandidate},
+		{"GET", "/v1/elections/{election}/subscriptions", ScopeAdmin, false, a.listSubscriptions},
+		{"POST", "/v1/elections/{election}/subscriptions", ScopeAdmin, false, a.createSubscription},
+		{"GET", "/v1/elections/{election}/subscriptions/{sub}", ScopeAdmin, false, a.getSubscription},
+		{"DELETE", "/v1/elections/{election}/subscriptions/{sub}", ScopeAdmin, false, a.deleteSubscription},
+		{"POST", "/v1/elections/{election}/subscriptions/{sub}/rotate-secret", ScopeAdmin, false, a.rotateSecret},
+		{"GET", "/v1/elections/{election}/subscriptions/{sub}/deliveries", ScopeAdmin, false, a.listDeliveries},
+		{"GET", "/v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}", ScopeAdmin, false, a.getDelivery},
+		{"POST", "/v1/elections/{election}/subscriptions/{sub}/deliveries/{delivery}/redeliver", ScopeAdmin, false, a.redeliver},
 	}
 }
 

@@ -1,9 +1,6 @@
 package api
 
-import (
-	"net/http"
-	"strings"
-)
+import "net/http"
 
 // DefaultMaxStreams is the default cap on event streams open at once on one
 // replica (Config.MaxStreams).
@@ -13,8 +10,8 @@ const DefaultMaxStreams = 10000
 // streams open at once on this replica: over it, a 429 limit-reached
 // problem naming sse_subscribers, so that the client retries later or on
 // another replica.
-func (a *api) capStreams(pattern string, next http.Handler) http.Handler {
-	if a.cfg.MaxStreams <= 0 || !strings.HasSuffix(pattern, "/events") {
+func (a *api) capStreams(rt route, next http.Handler) http.Handler {
+	if a.cfg.MaxStreams <= 0 || !rt.stream {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -34,6 +31,6 @@ func (a *api) capStreams(pattern string, next http.Handler) http.Handler {
 // guard wraps the handler of one route with what every request to it goes
 // through before the handler: decoding of the path parameters, the rate
 // limits, authentication and, for event streams, the stream cap.
-func (a *api) guard(method, pattern string, h http.Handler) http.Handler {
-	return decodeParams(a.limitRequests(method, pattern, a.authenticate(method, pattern, a.capStreams(pattern, h))))
+func (a *api) guard(rt route) http.Handler {
+	return decodeParams(a.limitRequests(rt, a.authenticate(rt, a.capStreams(rt, rt.handler))))
 }

@@ -19,6 +19,35 @@ import (
 // while private networks are not allowed.
 var ErrDestinationRefused = errors.New("webhooks: destination refused")
 
+// RefusedError is an ErrDestinationRefused with what is refused, for
+// callers that tell a client why (package api does).
+type RefusedError struct {
+	// Reason says what is refused: `10.0.0.1 is a private address`, or
+	// for the scheme `scheme "ftp"; only http and https are delivered to`.
+	Reason string
+	// Scheme is set when the URL's scheme is refused, not its destination.
+	Scheme bool
+	// advice ends the error's text: what an operator may change.
+	advice string
+}
+
+func (e *RefusedError) Error() string {
+	msg := ErrDestinationRefused.Error() + ": " + e.Reason
+	if e.advice != "" {
+		msg += "; " + e.advice
+	}
+	return msg
+}
+
+// Unwrap returns ErrDestinationRefused.
+func (e *RefusedError) Unwrap() error { return ErrDestinationRefused }
+
+// Advice that ends a RefusedError.
+const (
+	allowPrivateAdvice = "set webhooks.allow_private_networks to allow it"
+	usePublicAdvice    = "use a public name or address"
+)
+
 // refusedPrefixes are the networks a webhook may not reach unless
 // Config.AllowPrivateNetworks is set, and why.
 var refusedPrefixes = []struct {
@@ -83,10 +112,10 @@ var sixToFour = netip.MustParsePrefix("2002::/16")
 func dialControl(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: cannot parse dialled address %q", ErrDestinationRefused, address)
+		return &RefusedError{Reason: fmt.Sprintf("cannot parse dialled address %q", address)}
 	}
 	if why := refusal(ap.Addr()); why != "" {
-		return fmt.Errorf("%w: %s is a %s address; set webhooks.allow_private_networks to allow it", ErrDestinationRefused, ap.Addr(), why)
+		return &RefusedError{Reason: fmt.Sprintf("%s is a %s address", ap.Addr(), why), advice: allowPrivateAdvice}
 	}
 	return nil
 }
@@ -107,7 +136,7 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 		return fmt.Errorf("%w: %q is not an absolute URL such as https://example.com/hooks/elector", ErrInvalidURL, clip(raw))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("%w: scheme %q; only http and https are delivered to", ErrDestinationRefused, u.Scheme)
+		return &RefusedError{Reason: fmt.Sprintf("scheme %q; only http and https are delivered to", u.Scheme), Scheme: true}
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
@@ -128,16 +157,16 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 		// A zone (http://[::1%25lo]/) or a percent-escaped name: neither is
 		// a public destination, and a zone would hide the address from the
 		// prefix checks.
-		return fmt.Errorf("%w: host %q has a zone or a percent sign; use a public name or address", ErrDestinationRefused, clip(host))
+		return &RefusedError{Reason: fmt.Sprintf("host %q has a zone or a percent sign", clip(host)), advice: usePublicAdvice}
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if why := refusal(ip); why != "" {
-			return fmt.Errorf("%w: %s is a %s address; set webhooks.allow_private_networks to allow it", ErrDestinationRefused, ip, why)
+			return &RefusedError{Reason: fmt.Sprintf("%s is a %s address", ip, why), advice: allowPrivateAdvice}
 		}
 		return nil
 	}
 	if name := strings.ToLower(strings.TrimSuffix(host, ".")); name == "localhost" || strings.HasSuffix(name, ".localhost") {
-		return fmt.Errorf("%w: %s is loopback; set webhooks.allow_private_networks to allow it", ErrDestinationRefused, host)
+		return &RefusedError{Reason: host + " is loopback", advice: allowPrivateAdvice}
 	}
 	if r == nil {
 		r = net.DefaultResolver
@@ -148,7 +177,7 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, r Resolver) er
 	}
 	for _, ip := range addrs {
 		if why := refusal(ip); why != "" {
-			return fmt.Errorf("%w: %s resolves to %s, a %s address; set webhooks.allow_private_networks to allow it", ErrDestinationRefused, host, ip, why)
+			return &RefusedError{Reason: fmt.Sprintf("%s resolves to %s, a %s address", host, ip, why), advice: allowPrivateAdvice}
 		}
 	}
 	return nil

@@ -132,7 +132,7 @@ func (s *Service) openDelivery(ctx context.Context, ep Endpoint, ev gateway.Even
 
 // deliver sends ev to ep until it succeeds, fails for good, or the worker
 // must stop; every attempt is recorded. A candidate's own leader.begin has
-// a deadline (see beginDeadline).
+// a deadline (see beginTimeout).
 func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway.Event) error {
 	payload, err := ev.MarshalJSON()
 	if err != nil {

@@ -167,17 +167,6 @@ func splitHostPort(addr string) (string, int, error) {
 	return host, port, nil
 }
 
-// Server returns the underlying server, for tests and metrics.
-func (e *Embedded) Server() *server.Server { return e.srv }
-
-// ClusterAddr returns the address this server takes routes on, or "".
-func (e *Embedded) ClusterAddr() string {
-	if a := e.srv.ClusterAddr(); a != nil {
-		return a.String()
-	}
-	return ""
-}
-
 // Connect opens an in-process connection to the server (no TCP), with the
 // reconnect behaviour of a Backend connection.
 func (e *Embedded) Connect(log *slog.Logger) (*nats.Conn, error) {

@@ -32,43 +32,103 @@ type clientFlags struct {
 	lastEventID               string
 }
 
-// clientUsage describes each client command.
-var clientUsage = map[string]string{
-	"campaign":   "campaign --election E [--id ID] [--ttl 10s] [--priority N] [--metadata JSON]: enter the election; prints the token",
-	"heartbeat":  "heartbeat --election E --id ID --token T: keep the candidacy alive; prints its state",
-	"resign":     "resign --election E --id ID --token T: leave the election (a leader hands over at once)",
-	"leader":     "leader --election E: print the leader and its term (exit 1 when there is none)",
-	"candidates": "candidates --election E: print the line of candidates",
-	"watch":      "watch [--election E] [--last-event-id ID]: print one line per event until interrupted",
-	"transfer":   "transfer --election E --to ID [--token T]: ask the leader to hand over to follower ID (scope admin, or the leader's own --token)",
+// clientCommand is one command that talks to a gateway.
+type clientCommand struct {
+	name string
+	// synopsis is the command line, summary what it does (usage, help and
+	// completion show them).
+	synopsis, summary string
+	// flags adds the command's own flags to those every client command has.
+	flags func(fs *pflag.FlagSet, f *clientFlags)
+	// run sends the command's request and prints the answer.
+	run func(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error
 }
 
-func newClientFlags(cmd string, stderr io.Writer, f *clientFlags) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(cmd, pflag.ContinueOnError)
+// clientCommands are the commands that talk to a gateway; the top-level
+// command table (commands) lists each.
+var clientCommands = []clientCommand{
+	{"campaign", "campaign --election E [--id ID] [--ttl 10s] [--priority N] [--metadata JSON]", "enter the election; prints the token",
+		func(fs *pflag.FlagSet, f *clientFlags) {
+			host, _ := os.Hostname()
+			fs.StringVar(&f.id, "id", host, "the candidate's id (default the host name)")
+			fs.DurationVar(&f.ttl, "ttl", 0, "the candidacy's TTL (default the gateway's)")
+			fs.IntVar(&f.priority, "priority", 0, "the candidate's priority: higher goes first in line")
+			fs.StringVar(&f.metadata, "metadata", "", "the candidate's metadata, a JSON object")
+		}, campaignCmd},
+	{"heartbeat", "heartbeat --election E --id ID --token T", "keep the candidacy alive; prints its state",
+		candidateFlags,
+		func(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
+			st, err := c.Heartbeat(ctx, f.election, f.id, f.token)
+			if err == nil {
+				out.status(st, "")
+			}
+			return err
+		}},
+	{"resign", "resign --election E --id ID --token T", "leave the election (a leader hands over at once)",
+		candidateFlags,
+		func(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
+			err := c.Resign(ctx, f.election, f.id, f.token)
+			if err == nil {
+				out.line(map[string]any{"election": f.election, "id": f.id, "resigned": true}, fmt.Sprintf("%s resigned from %s", f.id, f.election))
+			}
+			return err
+		}},
+	{"leader", "leader --election E", "print the leader and its term (exit 1 when there is none)",
+		nil,
+		func(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
+			l, err := c.Leader(ctx, f.election)
+			if err == nil {
+				out.line(l, fmt.Sprintf("%s (term %d, since %s)", l.ID, l.Term, l.Since.Format(time.RFC3339)))
+			}
+			return err
+		}},
+	{"candidates", "candidates --election E", "print the line of candidates",
+		nil,
+		func(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
+			cs, err := c.Candidates(ctx, f.election)
+			if err == nil {
+				out.candidates(cs)
+			}
+			return err
+		}},
+	{"watch", "watch [--election E] [--last-event-id ID]", "print one line per event until interrupted",
+		func(fs *pflag.FlagSet, f *clientFlags) {
+			fs.StringVar(&f.lastEventID, "last-event-id", "", "resume after this event id")
+		}, watchCmd},
+	{"transfer", "transfer --election E --to ID [--token T]", "ask the leader to hand over to follower ID (scope admin, or the leader's own --token)",
+		func(fs *pflag.FlagSet, f *clientFlags) {
+			fs.StringVar(&f.to, "to", "", "the follower that should lead")
+			fs.StringVar(&f.token, "token", "", "the leader's own candidate token, when the leader asks (default: ask as an operator)")
+		},
+		func(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
+			e, err := c.Transfer(ctx, f.election, f.to, f.token)
+			if err == nil {
+				out.line(e, fmt.Sprintf("transfer of %s to %s pending: the leader hands over, or the target leads when the leader's TTL runs out", f.election, f.to))
+			}
+			return err
+		}},
+}
+
+// candidateFlags are the flags of the commands that act as a candidate.
+func candidateFlags(fs *pflag.FlagSet, f *clientFlags) {
+	fs.StringVar(&f.id, "id", "", "the candidate's id")
+	fs.StringVar(&f.token, "token", os.Getenv(envToken), "the token campaign printed (default $"+envToken+")")
+}
+
+// newClientFlags is the flag set of the client command cc.
+func newClientFlags(cc clientCommand, stderr io.Writer, f *clientFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(cc.name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: elector %s\n\nFlags:\n", clientUsage[cmd])
+		fmt.Fprintf(stderr, "Usage: elector %s: %s\n\nFlags:\n", cc.synopsis, cc.summary)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.gateway, "gateway", os.Getenv(envGateway), "the gateway's URL (default $"+envGateway+")")
 	fs.StringVar(&f.apiToken, "api-token", os.Getenv(envAPIToken), "API token sent as Authorization: Bearer (default $"+envAPIToken+")")
 	fs.StringVarP(&f.output, "output", "o", "text", "text or json")
 	fs.StringVar(&f.election, "election", "", "the election")
-	switch cmd {
-	case "campaign":
-		host, _ := os.Hostname()
-		fs.StringVar(&f.id, "id", host, "the candidate's id (default the host name)")
-		fs.DurationVar(&f.ttl, "ttl", 0, "the candidacy's TTL (default the gateway's)")
-		fs.IntVar(&f.priority, "priority", 0, "the candidate's priority: higher goes first in line")
-		fs.StringVar(&f.metadata, "metadata", "", "the candidate's metadata, a JSON object")
-	case "heartbeat", "resign":
-		fs.StringVar(&f.id, "id", "", "the candidate's id")
-		fs.StringVar(&f.token, "token", os.Getenv(envToken), "the token campaign printed (default $"+envToken+")")
-	case "watch":
-		fs.StringVar(&f.lastEventID, "last-event-id", "", "resume after this event id")
-	case "transfer":
-		fs.StringVar(&f.to, "to", "", "the follower that should lead")
-		fs.StringVar(&f.token, "token", "", "the leader's own candidate token, when the leader asks (default: ask as an operator)")
+	if cc.flags != nil {
+		cc.flags(fs, f)
 	}
 	return fs
 }
@@ -94,12 +154,13 @@ func (f *clientFlags) check(cmd string) error {
 	return nil
 }
 
-// runClient runs one client command. Exit codes: 0 success, 1 the gateway
-// refused or could not be reached (the problem's detail is printed), 2 bad
-// usage.
-func runClient(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
+// runClient runs the client command cc. Exit codes: 0 success, 1 the
+// gateway refused or could not be reached (the problem's detail is
+// printed), 2 bad usage.
+func runClient(ctx context.Context, cc clientCommand, args []string, stdout, stderr io.Writer) int {
+	cmd := cc.name
 	var f clientFlags
-	fs := newClientFlags(cmd, stderr, &f)
+	fs := newClientFlags(cc, stderr, &f)
 	if err := fs.Parse(args); err != nil {
 		return usageExit(stderr, cmd, err)
 	}
@@ -113,38 +174,7 @@ func runClient(ctx context.Context, cmd string, args []string, stdout, stderr io
 	}
 	c := client.New(f.gateway, client.WithUserAgent("elector-cli/"+version), client.WithAPIToken(f.apiToken))
 	out := &printer{w: stdout, json: f.output == "json"}
-	var err error
-	switch cmd {
-	case "campaign":
-		err = campaignCmd(ctx, c, &f, out)
-	case "heartbeat":
-		var st client.Status
-		if st, err = c.Heartbeat(ctx, f.election, f.id, f.token); err == nil {
-			out.status(st, "")
-		}
-	case "resign":
-		if err = c.Resign(ctx, f.election, f.id, f.token); err == nil {
-			out.line(map[string]any{"election": f.election, "id": f.id, "resigned": true}, fmt.Sprintf("%s resigned from %s", f.id, f.election))
-		}
-	case "leader":
-		var l client.Leader
-		if l, err = c.Leader(ctx, f.election); err == nil {
-			out.line(l, fmt.Sprintf("%s (term %d, since %s)", l.ID, l.Term, l.Since.Format(time.RFC3339)))
-		}
-	case "candidates":
-		var cs client.Candidates
-		if cs, err = c.Candidates(ctx, f.election); err == nil {
-			out.candidates(cs)
-		}
-	case "watch":
-		err = watchCmd(ctx, c, &f, out)
-	case "transfer":
-		var e client.Election
-		if e, err = c.Transfer(ctx, f.election, f.to, f.token); err == nil {
-			out.line(e, fmt.Sprintf("transfer of %s to %s pending: the leader hands over, or the target leads when the leader's TTL runs out", f.election, f.to))
-		}
-	}
-	if err != nil {
+	if err := cc.run(ctx, c, &f, out); err != nil {
 		fmt.Fprintf(stderr, "elector %s: %s\n", cmd, cliError(err, &f))
 		return 1
 	}

@@ -12,43 +12,14 @@ import (
 // completionShells are the shells `elector completion` writes a script for.
 var completionShells = []string{"bash", "zsh", "fish"}
 
-// command is one elector command, for completion.
-type command struct {
-	name, summary string
-	flags         *pflag.FlagSet // nil: none
-	words         []string       // words it takes as its first argument
-}
-
-// commands lists elector's commands with the flag sets they parse, so that
-// completion offers exactly what each command accepts.
-func commands() []command {
-	cs := []command{
-		{name: "serve", summary: "start the gateway", flags: newServeFlags(io.Discard)},
-		{name: "run", summary: "campaign as a sidecar and run commands while leading", flags: newRunFlags(io.Discard, &sidecarConfig{})},
-	}
-	for _, name := range []string{"campaign", "heartbeat", "resign", "leader", "candidates", "watch"} {
-		summary := clientUsage[name]
-		if _, s, ok := strings.Cut(summary, ": "); ok {
-			summary = s
-		}
-		cs = append(cs, command{name: name, summary: summary, flags: newClientFlags(name, io.Discard, &clientFlags{})})
-	}
-	return append(cs,
-		command{name: "healthcheck", summary: "exit 0 if the gateway is ready, else 1", flags: newHealthcheckFlags(io.Discard, &healthcheckFlags{})},
-		command{name: "token", summary: "make an API token, or hash one", words: []string{"new", "hash"}},
-		command{name: "completion", summary: "print a shell completion script", words: completionShells},
-		command{name: "version", summary: "print the version"},
-		command{name: "help", summary: "print the commands"},
-	)
-}
-
-// flagWords are a flag set's flags as typed: --name, and -x for a
+// flagWords are a command's flags as typed: --name, and -x for a
 // shorthand; --help always.
-func flagWords(fs *pflag.FlagSet) []string {
+func flagWords(c command) []string {
 	out := []string{"--help"}
-	if fs == nil {
+	if c.flags == nil {
 		return out
 	}
+	fs := c.flags()
 	fs.VisitAll(func(f *pflag.Flag) {
 		out = append(out, "--"+f.Name)
 		if f.Shorthand != "" {
@@ -69,7 +40,7 @@ func runCompletion(args []string, stdout, stderr io.Writer) int {
 			"  fish: elector completion fish > ~/.config/fish/completions/elector.fish\n")
 		return 2
 	}
-	cs := commands()
+	cs := visibleCommands()
 	switch args[0] {
 	case "bash":
 		writeBash(stdout, cs)
@@ -87,7 +58,7 @@ func argWords(c command) string {
 	if c.words != nil {
 		return strings.Join(c.words, " ")
 	}
-	return strings.Join(flagWords(c.flags), " ")
+	return strings.Join(flagWords(c), " ")
 }
 
 func writeBash(w io.Writer, cs []command) {
@@ -164,7 +135,7 @@ func writeFish(w io.Writer, cs []command) {
 		if c.flags == nil {
 			continue
 		}
-		c.flags.VisitAll(func(f *pflag.Flag) {
+		c.flags().VisitAll(func(f *pflag.Flag) {
 			line := fmt.Sprintf("complete -c elector -n %s -l %s", cond, f.Name)
 			if f.Shorthand != "" {
 				line += " -s " + f.Shorthand

@@ -74,7 +74,7 @@ func TestCompletionScriptsParse(t *testing.T) {
 	for _, tt := range []struct{ shell, check string }{{"zsh", "-n"}, {"fish", "--no-execute"}} {
 		t.Run(tt.shell, func(t *testing.T) {
 			script := completionScript(t, tt.shell)
-			for _, c := range commands() {
+			for _, c := range visibleCommands() {
 				if !strings.Contains(script, c.name) {
 					t.Errorf("the %s script does not name %s", tt.shell, c.name)
 				}

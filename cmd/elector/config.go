@@ -29,11 +29,13 @@ type Config struct {
 	Elections ElectionsConfig
 	HTTP      HTTPConfig
 	SSE       SSEConfig
-	Webhooks  WebhooksConfig
-	Metrics   MetricsConfig
-	Auth      AuthConfig
-	TLS       TLSConfig
-	Limits    LimitsConfig
+	// Webhooks tunes the delivery of webhooks, when the backend keeps the
+	// webhook outbox (gateway.KV); keys webhooks.*.
+	Webhooks webhooks.Config
+	Metrics  MetricsConfig
+	Auth     AuthConfig
+	TLS      TLSConfig
+	Limits   LimitsConfig
 }
 
 // LogConfig configures the logs written to stderr.
@@ -44,83 +46,21 @@ type LogConfig struct {
 	Format string
 }
 
-// BackendConfig chooses the coordination backend and configures it.
+// BackendConfig chooses the coordination backend and configures it. The
+// backends own their configuration types, defaults and checks; the
+// settings table (load.go) points into them.
 type BackendConfig struct {
 	// Kind is one of backendKinds(). Key backend.kind, default embedded.
 	Kind string
-	// Embedded configures the in-process NATS server of kind embedded.
-	Embedded EmbeddedConfig
+	// Embedded configures the in-process NATS server of kind embedded
+	// (keys embedded.*).
+	Embedded nats.EmbeddedConfig
 	// NATS configures how kinds embedded and nats use JetStream, and how
-	// kind nats reaches its servers.
-	NATS NATSConfig
-	// Etcd configures kind etcd.
-	Etcd EtcdConfig
-}
-
-// EtcdConfig configures the etcd backend (kind etcd).
-type EtcdConfig struct {
-	// Endpoints are client URLs or host:port of any members. Key
-	// etcd.endpoints, default 127.0.0.1:2379 (comma-separated list).
-	Endpoints []string
-	// Prefix of every key; a concurrency.Election (or etcdctl elect) on
-	// <prefix>/<election> shares elector's line. Key etcd.prefix, default
-	// elector.
-	Prefix string
-	// Username and Password enable etcd authentication. Keys etcd.username,
-	// etcd.password; default none.
-	Username, Password string
-	// CAFile, CertFile, KeyFile and ServerName configure TLS. Keys
-	// etcd.ca_file, etcd.cert_file, etcd.key_file, etcd.server_name;
-	// default none.
-	CAFile, CertFile, KeyFile, ServerName string
-	// DialTimeout and RequestTimeout bound connecting and each request.
-	// Keys etcd.dial_timeout and etcd.request_timeout, default 5s each.
-	DialTimeout, RequestTimeout time.Duration
-}
-
-// EmbeddedConfig configures the in-process NATS server (kind embedded).
-type EmbeddedConfig struct {
-	// DataDir is where the embedded server stores elections.
-	// Key embedded.data_dir, default elector-data (in the working directory).
-	DataDir string
-	// ServerName names this server; each member of a cluster needs its own,
-	// stable across restarts. Key embedded.server_name, default
-	// elector-<host name>.
-	ServerName string
-	// Listen is an address for outside NATS clients. Key embedded.listen,
-	// default "" (none; the gateway connects in-process).
-	Listen string
-	// ClusterListen is the address other members route to.
-	// Key embedded.cluster_listen, default "" (no cluster).
-	ClusterListen string
-	// ClusterName names the cluster. Key embedded.cluster_name, default elector.
-	ClusterName string
-	// Routes are the other members' cluster addresses.
-	// Key embedded.routes, default none (comma-separated host:port list).
-	Routes []string
-}
-
-// NATSConfig configures the NATS backend (kinds nats and embedded).
-type NATSConfig struct {
-	// URLs of the servers (kind nats). Key nats.urls, default
-	// nats://127.0.0.1:4222 (comma-separated list).
-	URLs []string
-	// CredsFile, NKeySeedFile, Token, User and Password authenticate (kind
-	// nats). Keys nats.creds_file, nats.nkey_seed_file, nats.token,
-	// nats.user, nats.password; default none.
-	CredsFile, NKeySeedFile, Token, User, Password string
-	// CAFile, CertFile and KeyFile configure TLS (kind nats). Keys
-	// nats.ca_file, nats.cert_file, nats.key_file; default none.
-	CAFile, CertFile, KeyFile string
-	// Stream names the stream of election records. Key nats.stream,
-	// default ELECTOR.
-	Stream string
-	// Replicas of the streams: 1, or 3 on a cluster. Key nats.replicas,
-	// default 0: 1, or 3 for an embedded cluster.
-	Replicas int
-	// History is how many records of each election are kept for resuming
-	// event streams. Key nats.history, default 1000.
-	History int
+	// kind nats reaches its servers (keys nats.*). Replicas 0, the
+	// default, is 3 for an embedded cluster, else 1.
+	NATS nats.Config
+	// Etcd configures kind etcd (keys etcd.*).
+	Etcd etcd.Config
 }
 
 // ElectionsConfig is the policy the gateway applies to candidates and the
@@ -181,25 +121,6 @@ type SSEConfig struct {
 	Retry time.Duration
 }
 
-// WebhooksConfig tunes the delivery of webhooks (when the backend keeps
-// the webhook outbox: gateway.KV).
-type WebhooksConfig struct {
-	// AllowPrivateNetworks lets webhooks reach loopback, private,
-	// link-local and CGNAT addresses. Key webhooks.allow_private_networks,
-	// default false.
-	AllowPrivateNetworks bool
-	// RequestTimeout bounds one delivery attempt.
-	// Key webhooks.request_timeout, default 10s.
-	RequestTimeout time.Duration
-	// RetrySchedule is the wait before each retry of a delivery.
-	// Key webhooks.retry_schedule, default 5s,30s,2m,10m,30m,1h,2h.
-	RetrySchedule []time.Duration
-	// BeginTimeout is how long a candidate's own leader.begin may go
-	// unacknowledged before it is put in error.
-	// Key webhooks.begin_timeout, default 10s.
-	BeginTimeout time.Duration
-}
-
 // MetricsConfig tunes the Prometheus metrics served at /metrics.
 type MetricsConfig struct {
 	// ElectionLabels labels the per-election series (candidates, leaders,
@@ -220,9 +141,9 @@ func DefaultConfig() Config {
 		Log:    LogConfig{Level: "info", Format: "text"},
 		Backend: BackendConfig{
 			Kind:     "embedded",
-			Embedded: EmbeddedConfig{DataDir: nats.DefaultDataDir, ClusterName: nats.DefaultClusterName},
-			NATS:     NATSConfig{URLs: []string{natsgo.DefaultURL}, Stream: nats.DefaultStream, History: nats.DefaultHistory},
-			Etcd: EtcdConfig{
+			Embedded: nats.EmbeddedConfig{DataDir: nats.DefaultDataDir, ClusterName: nats.DefaultClusterName},
+			NATS:     nats.Config{URLs: []string{natsgo.DefaultURL}, Stream: nats.DefaultStream, History: nats.DefaultHistory},
+			Etcd: etcd.Config{
 				Endpoints: []string{etcd.DefaultEndpoint}, Prefix: etcd.DefaultPrefix,
 				DialTimeout: etcd.DefaultDialTimeout, RequestTimeout: etcd.DefaultRequestTimeout,
 			},
@@ -244,7 +165,7 @@ func DefaultConfig() Config {
 			ShutdownTimeout:   15 * time.Second,
 		},
 		SSE: SSEConfig{KeepAlive: api.DefaultKeepAlive, Retry: api.DefaultRetryHint},
-		Webhooks: WebhooksConfig{
+		Webhooks: webhooks.Config{
 			RequestTimeout: webhooks.DefaultRequestTimeout,
 			RetrySchedule:  webhooks.DefaultRetrySchedule(),
 			BeginTimeout:   webhooks.DefaultBeginTimeout,
@@ -378,9 +299,12 @@ func (c Config) Validate(source func(key string) string) error {
 			return err
 		}
 	}
-	// A backstop: the gateway's own rules, in case they grow stricter.
+	// A backstop: the components' own rules, in case they grow stricter.
 	if err := c.gatewayConfig(nil).Validate(); err != nil {
 		return fmt.Errorf("%w: elections: %w", errConfig, err)
+	}
+	if err := c.webhooksConfig(nil).Validate(); err != nil {
+		return fmt.Errorf("%w: webhooks: %w", errConfig, err)
 	}
 	return nil
 }
@@ -401,55 +325,64 @@ func (c Config) gatewayConfig(log *slog.Logger) gateway.Config {
 	}
 }
 
-// natsConfig is the part of c that the NATS backend applies.
+// natsConfig is the configuration of the NATS backend.
 func (c Config) natsConfig() nats.Config {
 	n := c.Backend.NATS
-	return nats.Config{
-		URLs: slices.Clone(n.URLs), CredsFile: n.CredsFile, NKeySeedFile: n.NKeySeedFile,
-		Token: n.Token, User: n.User, Password: n.Password,
-		CAFile: n.CAFile, CertFile: n.CertFile, KeyFile: n.KeyFile,
-		Stream: n.Stream, Replicas: n.Replicas, History: n.History,
-	}
+	n.URLs = slices.Clone(n.URLs)
+	return n
 }
 
-// etcdConfig is the part of c that the etcd backend applies.
+// etcdConfig is the configuration of the etcd backend.
 func (c Config) etcdConfig(log *slog.Logger) etcd.Config {
 	e := c.Backend.Etcd
-	return etcd.Config{
-		Endpoints: slices.Clone(e.Endpoints), Prefix: e.Prefix, Username: e.Username, Password: e.Password,
-		CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile, ServerName: e.ServerName,
-		DialTimeout: e.DialTimeout, RequestTimeout: e.RequestTimeout, Logger: log,
-	}
+	e.Endpoints = slices.Clone(e.Endpoints)
+	e.Logger = log
+	return e
 }
 
-// embeddedConfig is the part of c that the embedded NATS server applies.
+// embeddedConfig is the configuration of the embedded NATS server.
 func (c Config) embeddedConfig() nats.EmbeddedConfig {
 	e := c.Backend.Embedded
-	return nats.EmbeddedConfig{
-		DataDir: e.DataDir, ServerName: e.ServerName, Listen: e.Listen,
-		ClusterListen: e.ClusterListen, ClusterName: e.ClusterName, Routes: slices.Clone(e.Routes),
-	}
+	e.Routes = slices.Clone(e.Routes)
+	return e
 }
 
-// webhooksConfig is the part of c that webhook delivery applies.
+// webhooksConfig is the configuration of webhook delivery.
 func (c Config) webhooksConfig(log *slog.Logger) webhooks.Config {
 	w := c.Webhooks
-	return webhooks.Config{
-		AllowPrivateNetworks: w.AllowPrivateNetworks,
-		RequestTimeout:       w.RequestTimeout,
-		RetrySchedule:        slices.Clone(w.RetrySchedule),
-		BeginTimeout:         w.BeginTimeout,
-		Logger:               log,
-	}
+	w.RetrySchedule = slices.Clone(w.RetrySchedule)
+	w.Logger = log
+	return w
 }
 
-// apiConfig is the part of c that the HTTP API applies.
-func (c Config) apiConfig(log *slog.Logger) api.Config {
-	return api.Config{
-		Logger:       log,
-		MaxBodyBytes: c.HTTP.MaxBodyBytes,
-		BodyTimeout:  c.HTTP.ReadBodyTimeout,
-		KeepAlive:    c.SSE.KeepAlive,
-		RetryHint:    c.SSE.Retry,
+// apiConfig is the configuration of the HTTP API, with its auth and
+// limits; serve adds what it wires at run time (metrics, webhooks, the
+// shutdown signal of streams). c is valid; the errors are Validate's.
+func (c Config) apiConfig(log *slog.Logger) (api.Config, error) {
+	tokens, err := c.Auth.apiTokens()
+	if err != nil {
+		return api.Config{}, configError("auth.tokens", "", "%v", err)
 	}
+	proxies, err := parseTrustedProxies(c.HTTP.TrustedProxies)
+	if err != nil {
+		return api.Config{}, configError("http.trusted_proxies", "", "%v", err)
+	}
+	return api.Config{
+		Logger:             log,
+		MaxBodyBytes:       c.HTTP.MaxBodyBytes,
+		BodyTimeout:        c.HTTP.ReadBodyTimeout,
+		KeepAlive:          c.SSE.KeepAlive,
+		RetryHint:          c.SSE.Retry,
+		Tokens:             tokens,
+		ProtectOperational: c.Auth.ProtectOperational,
+		WriteRate:          float64(c.Limits.WritesPerSecond),
+		WriteBurst:         c.Limits.WriteBurst,
+		HeartbeatRate:      c.Limits.heartbeatRate(c.Elections.MinTTL),
+		HeartbeatBurst:     c.Limits.HeartbeatBurst,
+		ReadRate:           float64(c.Limits.ReadsPerSecond),
+		ReadBurst:          c.Limits.ReadBurst,
+		MaxReads:           c.Limits.ConcurrentReads,
+		TrustedProxies:     proxies,
+		MaxStreams:         c.Limits.SSESubscribers,
+	}, nil
 }

@@ -54,18 +54,22 @@ func DefaultLimits() LimitsConfig {
 	}
 }
 
-// validate reports the first limit that cannot work.
+// validate reports the first limit that cannot work, in the order of the
+// configuration file.
 func (l LimitsConfig) validate() error {
-	for key, v := range map[string]int{
-		"limits.writes_per_second": l.WritesPerSecond, "limits.write_burst": l.WriteBurst,
-		"limits.candidates_per_election": l.CandidatesPerElection, "limits.elections": l.Elections,
-		"limits.sse_subscribers":       l.SSESubscribers,
-		"limits.heartbeats_per_second": l.HeartbeatsPerSecond, "limits.heartbeat_burst": l.HeartbeatBurst,
-		"limits.reads_per_second": l.ReadsPerSecond, "limits.read_burst": l.ReadBurst,
-		"limits.concurrent_reads": l.ConcurrentReads,
+	for _, f := range []struct {
+		key string
+		v   int
+	}{
+		{"limits.writes_per_second", l.WritesPerSecond}, {"limits.write_burst", l.WriteBurst},
+		{"limits.heartbeats_per_second", l.HeartbeatsPerSecond}, {"limits.heartbeat_burst", l.HeartbeatBurst},
+		{"limits.reads_per_second", l.ReadsPerSecond}, {"limits.read_burst", l.ReadBurst},
+		{"limits.concurrent_reads", l.ConcurrentReads},
+		{"limits.candidates_per_election", l.CandidatesPerElection}, {"limits.elections", l.Elections},
+		{"limits.sse_subscribers", l.SSESubscribers},
 	} {
-		if v < 0 {
-			return fmt.Errorf("%s is %d; use 0 for no limit", key, v)
+		if f.v < 0 {
+			return fmt.Errorf("%s is %d; use 0 for no limit", f.key, f.v)
 		}
 	}
 	return nil

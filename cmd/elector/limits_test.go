@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // candidate, and reads by how many run at once.
 func TestDefaultLimitsNeverRefuseAFleetBehindOneProxy(t *testing.T) {
 	c := DefaultConfig()
-	cfg, err := c.withProduction(c.apiConfig(nil), nil)
+	cfg, err := c.apiConfig(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestConfiguredLimitsReachTheAPI(t *testing.T) {
 	c := DefaultConfig()
 	c.Limits = LimitsConfig{WritesPerSecond: 20, WriteBurst: 40, HeartbeatsPerSecond: 5, HeartbeatBurst: 9, ReadsPerSecond: 50, ReadBurst: 100, ConcurrentReads: 7}
 	c.HTTP.ReadBodyTimeout = 3 * time.Second
-	cfg, err := c.withProduction(c.apiConfig(nil), nil)
+	cfg, err := c.apiConfig(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,5 +62,21 @@ func TestHeartbeatRateCoversTheShortestTTL(t *testing.T) {
 		if got := (LimitsConfig{HeartbeatsPerSecond: tt.limit}).heartbeatRate(tt.minTTL); got != tt.want {
 			t.Errorf("limit %d, min TTL %s: %g, want %g", tt.limit, tt.minTTL, got, tt.want)
 		}
+	}
+}
+
+// TestLimitsValidateNamesTheFirstBadLimit: with several bad limits, the
+// error names the first in the configuration file's order, every time.
+func TestLimitsValidateNamesTheFirstBadLimit(t *testing.T) {
+	l := DefaultConfig().Limits
+	l.WriteBurst, l.Elections, l.SSESubscribers = -1, -2, -3
+	for range 20 {
+		err := l.validate()
+		if err == nil || !strings.HasPrefix(err.Error(), "limits.write_burst is -1") {
+			t.Fatalf("validate: %v; want limits.write_burst named", err)
+		}
+	}
+	if err := DefaultConfig().Limits.validate(); err != nil {
+		t.Fatalf("default limits: %v", err)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-
-	"github.com/electorhq/elector/api"
 )
 
 // validateProduction checks the auth, TLS, limits and proxy settings,
@@ -25,33 +23,6 @@ func (c Config) validateProduction(source func(string) string) error {
 		return configError("http.trusted_proxies", source("http.trusted_proxies"), "%v", err)
 	}
 	return nil
-}
-
-// withProduction adds auth, limits and the shutdown signal of streams to
-// the API's configuration. cfg is c.apiConfig; c is valid.
-func (c Config) withProduction(cfg api.Config, shutdown <-chan struct{}) (api.Config, error) {
-	tokens, err := c.Auth.apiTokens()
-	if err != nil {
-		return cfg, configError("auth.tokens", "", "%v", err)
-	}
-	proxies, err := parseTrustedProxies(c.HTTP.TrustedProxies)
-	if err != nil {
-		return cfg, configError("http.trusted_proxies", "", "%v", err)
-	}
-	cfg.Tokens = tokens
-	cfg.ProtectOperational = c.Auth.ProtectOperational
-	cfg.WriteRate = float64(c.Limits.WritesPerSecond)
-	cfg.WriteBurst = c.Limits.WriteBurst
-	cfg.HeartbeatRate = c.Limits.heartbeatRate(c.Elections.MinTTL)
-	cfg.HeartbeatBurst = c.Limits.HeartbeatBurst
-	cfg.ReadRate = float64(c.Limits.ReadsPerSecond)
-	cfg.ReadBurst = c.Limits.ReadBurst
-	cfg.MaxReads = c.Limits.ConcurrentReads
-	cfg.TrustedProxies = proxies
-	cfg.MaxStreams = c.Limits.SSESubscribers
-	cfg.CheckOutbox = cfg.Webhooks != nil
-	cfg.Shutdown = shutdown
-	return cfg, nil
 }
 
 // warnIfOpen logs a loud warning when the API listens beyond loopback

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -19,60 +19,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "serve":
-		return runServe(ctx, rest, stderr)
-	case "run":
-		return runSidecar(ctx, rest, os.Stdin, stdout, stderr)
-	case "campaign", "heartbeat", "resign", "leader", "candidates", "watch", "transfer":
-		return runClient(ctx, cmd, rest, stdout, stderr)
-	case "bench":
-		return runBench(ctx, rest, stdout, stderr)
-	case "healthcheck":
-		return runHealthcheck(ctx, rest, stdout, stderr)
-	case "token":
-		return runToken(rest, os.Stdin, stdout, stderr)
-	case guardCommand:
-		return runGuard(rest, stderr)
-	case "completion":
-		return runCompletion(rest, stdout, stderr)
-	case "version", "--version":
-		fmt.Fprint(stdout, versionLine())
-		return 0
-	case "help", "-h", "--help":
-		usage(stdout)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "elector: unknown command %q\n\n", cmd)
+	c, ok := findCommand(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "elector: unknown command %q\n\n", args[0])
 		usage(stderr)
 		return 2
 	}
+	return c.run(ctx, args[1:], stdout, stderr)
 }
 
-// usage prints the list of commands.
+// usage prints the commands of the command table.
 func usage(w io.Writer) {
-	fmt.Fprint(w, `elector is an HTTP leader-election gateway.
-
-Usage:
-  elector serve [flags]   start the gateway (elector serve --help lists the flags)
-  elector run [flags] [-- CMD ARGS]
-                          campaign as a sidecar: run begin / end commands (and CMD)
-                          while leading (elector run --help lists the flags)
-  elector campaign | heartbeat | resign | leader | candidates | watch | transfer [flags]
-                          talk to a gateway (elector COMMAND --help); --output json
-  elector bench --gateway URL[,URL…] [flags]
-                          drive a load of candidates, streams and reads; print
-                          throughput and latency (elector bench --help)
-  elector healthcheck [--url URL]
-                          exit 0 if the gateway's /readyz answers 2xx, else 1
-  elector token new | hash
-                          make an API token and its sha256, or hash one from stdin
-  elector completion bash | zsh | fish
-                          print a shell completion script
-  elector version         print the version and the commit it was built from
-                          (also elector --version)
-  elector help            print this help
-`)
+	const column = 24 // where the summaries start
+	fmt.Fprint(w, "elector is an HTTP leader-election gateway.\n\nUsage:\n")
+	for _, c := range visibleCommands() {
+		line := "elector " + c.name
+		if c.synopsis != "" {
+			line += " " + strings.TrimSpace(c.synopsis)
+		}
+		if len(line) < column-2 {
+			fmt.Fprintf(w, "  %-*s%s\n", column, line, c.summary)
+		} else {
+			fmt.Fprintf(w, "  %s\n  %*s%s\n", line, column, "", c.summary)
+		}
+	}
+	fmt.Fprint(w, "\nRun 'elector COMMAND --help' for a command's flags; the gateway clients\n(campaign … transfer) take --output json.\n")
 }
 
 // usageExit reports a flag parsing error of command and returns the exit

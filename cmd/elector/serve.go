@@ -58,6 +58,18 @@ func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// server is the HTTP server of the API, serving handler.
+func (h HTTPConfig) server(handler http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: h.ReadHeaderTimeout,
+		WriteTimeout:      h.WriteTimeout,
+		IdleTimeout:       h.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
 // serve runs the gateway and its HTTP server until ctx ends, then shuts
 // down: it stops accepting, ends event streams, drains requests for at most
 // http.shutdown_timeout, and only then stops the gateway's backend loop and
@@ -80,14 +92,7 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	// opens (a member of an embedded cluster waits for its peers): the
 	// API takes over once the backend is open.
 	phased := newPhasedHandler("opening the " + cfg.Backend.Kind + " backend")
-	srv := &http.Server{
-		Handler:           phased,
-		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
-		WriteTimeout:      cfg.HTTP.WriteTimeout,
-		IdleTimeout:       cfg.HTTP.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := cfg.HTTP.server(phased, log)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.LogAttrs(ctx, slog.LevelInfo, "listening; opening the backend", slog.String("listen", ln.Addr().String()),
@@ -115,7 +120,12 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	gwCfg.Observer = mtr.BackendObserver()
 	gw := gateway.New(backend, gwCfg)
 	transitions := mtr.ObserveGateway(gw)
-	apiCfg := cfg.apiConfig(log)
+	apiCfg, err := cfg.apiConfig(log)
+	if err != nil {
+		_ = srv.Close()
+		<-serveErr
+		return err
+	}
 	apiCfg.Metrics = mtr
 	var hooks *webhooks.Service
 	if kv, ok := gw.KV(); ok {
@@ -131,11 +141,8 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	// Streams also see the shutdown themselves, to send a retry hint.
-	if apiCfg, err = cfg.withProduction(apiCfg, streams.Done()); err != nil {
-		_ = srv.Close()
-		<-serveErr
-		return err
-	}
+	apiCfg.Shutdown = streams.Done()
+	apiCfg.CheckOutbox = hooks != nil
 	phased.Ready(endStreamsOn(streams, api.New(gw, apiCfg)))
 
 	// The backend loop runs on its own context, which outlives ctx: requests
