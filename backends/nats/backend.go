@@ -56,6 +56,7 @@ var (
 	_ gateway.Header  = (*Backend)(nil)
 
 	_ gateway.ElectionCounter = (*Backend)(nil)
+	_ gateway.LeaderReader    = (*Backend)(nil)
 )
 
 // Connect dials NATS as cfg says and returns a Backend that owns the
