@@ -99,6 +99,17 @@ type LeaderReader interface {
 	ElectionLeader(ctx context.Context, election string) (Election, error)
 }
 
+// CandidateCounter is implemented by backends that can count an
+// election's candidates from what the replica already holds, without a
+// round trip. The count may lag other replicas by the time a write takes
+// to reach this one; checkCandidateLimit uses it only to let a campaign
+// through quickly, never to refuse one.
+type CandidateCounter interface {
+	// CountCandidates returns the number of candidates of election, in
+	// line and in error. Errors: ErrElectionNotFound, ErrUnavailable.
+	CountCandidates(ctx context.Context, election string) (int, error)
+}
+
 // LeaderFailer is implemented by backends that can put a leader in error
 // only while it still leads a given term, in one atomic step. FailBegin
 // uses it, so that a late verdict on an old leadership can never end a

@@ -48,6 +48,25 @@ func (b *Backend) ElectionLeader(ctx context.Context, election string) (gateway.
 	return e, nil
 }
 
+// CountCandidates implements gateway.CandidateCounter: from the view
+// without a read index when Run runs (it may lag other replicas' writes),
+// otherwise from a linearizable read.
+func (b *Backend) CountCandidates(ctx context.Context, election string) (int, error) {
+	var s stored
+	if r := b.running(); r != nil && r.isFilled() {
+		var ok bool
+		if s, ok = r.latest(election); !ok || s.deleted {
+			return 0, fmt.Errorf("nats: election %q: %w", election, gateway.ErrElectionNotFound)
+		}
+	} else {
+		var err error
+		if s, err = b.read(ctx, election); err != nil {
+			return 0, err
+		}
+	}
+	return len(s.rec.Line) + len(s.rec.Cooling), nil
+}
+
 // read returns election's latest record, linearizably: from the view
 // caught up with a read index, or from the stream leader.
 func (b *Backend) read(ctx context.Context, election string) (stored, error) {
