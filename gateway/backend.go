@@ -87,6 +87,29 @@ type ElectionCounter interface {
 	CountElections(ctx context.Context) (int, error)
 }
 
+// LeaderReader is implemented by backends that can read an election's
+// leadership without building its whole snapshot (every candidate, and
+// each one's expiry). Gateway.Leader uses it.
+type LeaderReader interface {
+	// ElectionLeader returns election's snapshot with Name, Settings,
+	// Term, Leader (its ExpiresAt included), HandoverUntil, Transfer and
+	// Cursor as Election fills them, and no Candidates (see
+	// Record.LeaderSnapshot). It gives the guarantees of Election and
+	// fails as it does.
+	ElectionLeader(ctx context.Context, election string) (Election, error)
+}
+
+// CandidateCounter is implemented by backends that can count an
+// election's candidates from what the replica already holds, without a
+// round trip. The count may lag other replicas by the time a write takes
+// to reach this one; checkCandidateLimit uses it only to let a campaign
+// through quickly, never to refuse one.
+type CandidateCounter interface {
+	// CountCandidates returns the number of candidates of election, in
+	// line and in error. Errors: ErrElectionNotFound, ErrUnavailable.
+	CountCandidates(ctx context.Context, election string) (int, error)
+}
+
 // LeaderFailer is implemented by backends that can put a leader in error
 // only while it still leads a given term, in one atomic step. FailBegin
 // uses it, so that a late verdict on an old leadership can never end a

@@ -326,10 +326,23 @@ func (g *Gateway) Elections(ctx context.Context) ([]Election, string, error) {
 	return es, cursor, err
 }
 
-// Leader returns the current leader of an election. Errors: ErrInvalid,
-// ErrElectionNotFound, ErrNoLeader, ErrUnavailable.
+// Leader returns the current leader of an election, and the snapshot it
+// read it from; with a LeaderReader backend that snapshot has no
+// Candidates. Errors: ErrInvalid, ErrElectionNotFound, ErrNoLeader,
+// ErrUnavailable.
 func (g *Gateway) Leader(ctx context.Context, election string) (Leader, Election, error) {
-	e, err := g.Election(ctx, election)
+	if err := ValidateElectionName(election); err != nil {
+		return Leader{}, Election{}, err
+	}
+	var e Election
+	var err error
+	if lr, ok := g.b.(LeaderReader); ok {
+		start := time.Now()
+		e, err = lr.ElectionLeader(ctx, election)
+		g.observe("election", start, err)
+	} else {
+		e, err = g.election(ctx, election)
+	}
 	if err != nil {
 		return Leader{}, Election{}, err
 	}

@@ -34,10 +34,27 @@ func (e *LimitError) Is(target error) bool { return target == ErrLimit }
 // a cap by the number of campaigns in flight. They never take part in who
 // leads; the backend's compare-and-set alone decides that, so an overshoot
 // costs capacity, never safety.
+//
+// With a CandidateCounter backend a campaign the replica's own counts let
+// through needs nothing more (those counts may lag, as the check may
+// anyway); a refusal is only ever decided on a linearizable read of the
+// election, so a stale count never refuses a campaign the limits allow.
 func (g *Gateway) checkCandidateLimit(ctx context.Context, election string) error {
 	max := g.cfg.MaxCandidates
 	if max <= 0 && g.cfg.MaxElections <= 0 {
 		return nil
+	}
+	if c, ok := g.b.(CandidateCounter); ok {
+		n, err := c.CountCandidates(ctx, election)
+		switch {
+		case errors.Is(err, ErrElectionNotFound):
+			if g.checkElectionLimit(ctx) == nil {
+				return nil
+			}
+		case err == nil && (max <= 0 || n < max):
+			return nil
+		}
+		// Over a limit, or not known: decide on a linearizable read.
 	}
 	e, err := g.election(ctx, election)
 	switch {

@@ -393,6 +393,12 @@ func (r *Record) Snapshot() Election {
 	return e
 }
 
+// LeaderSnapshot returns Snapshot without its Candidates: what a read of
+// the leader needs, in time independent of the number of candidates.
+func (r *Record) LeaderSnapshot() Election {
+	return Election{Name: r.Name, Settings: r.Settings, Term: r.Term, Leader: r.leader(), HandoverUntil: r.HandoverUntil, Transfer: r.pending()}
+}
+
 // Status returns one candidate's Status, as StatusOf(r.Snapshot(), id)
 // would, without building the whole snapshot: a heartbeat in an election
 // of a thousand candidates costs one scan, not a thousand copies.

@@ -55,7 +55,9 @@ var (
 	_ gateway.Pinger  = (*Backend)(nil)
 	_ gateway.Header  = (*Backend)(nil)
 
-	_ gateway.ElectionCounter = (*Backend)(nil)
+	_ gateway.ElectionCounter  = (*Backend)(nil)
+	_ gateway.LeaderReader     = (*Backend)(nil)
+	_ gateway.CandidateCounter = (*Backend)(nil)
 )
 
 // Connect dials NATS as cfg says and returns a Backend that owns the

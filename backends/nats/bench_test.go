@@ -122,3 +122,31 @@ func BenchmarkHeartbeatElectionSize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkElectionParallel reads 100 elections of 3 candidates each, 32
+// goroutines at a time, with Run running: the leader-read path under the
+// API, linearizable reads coalescing on the read index.
+func BenchmarkElectionParallel(b *testing.B) {
+	e := startServer(b, b.TempDir())
+	b.Cleanup(e.Shutdown) // after the backend's cleanup
+	be := openB(b, e)
+	for i := range 300 {
+		c := gateway.Candidacy{ID: fmt.Sprintf("node-%d", i), TTL: time.Hour, TokenHash: gateway.HashToken(gateway.NewToken())}
+		if _, err := be.Campaign(context.Background(), fmt.Sprintf("read-%d", i%100), c, gateway.DefaultSettings()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
+	b.SetParallelism(16) // 32 goroutines on 2 cores
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := be.Election(context.Background(), fmt.Sprintf("read-%d", next.Add(1)%100)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
+}

@@ -127,15 +127,21 @@
 // delivered, and the records this replica wrote that it has not delivered
 // yet. It follows the liveness stream the same way and keeps, per
 // candidacy, its live message's sequence and expiry (or that its marker
-// came). Election, Elections, CountElections and heartbeat answers read
-// the view; nothing per request creates a consumer.
+// came). Election, ElectionLeader, Elections, CountElections,
+// CountCandidates and heartbeat answers read the view; nothing per
+// request creates a consumer.
 //
 // A read is linearizable: it fetches the records stream's last sequence
 // from the stream leader (a read index, gateway.ReadIndex, fetched after
 // the read arrived and shared by the reads that arrived meanwhile), waits
 // until the watch has delivered that sequence, and answers from the view.
 // Every write acknowledged before the read began has a sequence at or
-// below the one fetched, so the answer reflects it. A view still loading
+// below the one fetched, so the answer reflects it. The fetch is a
+// message get of the stream's last message (subject ">"), answered by
+// the stream leader like stream info but at a fraction of its cost.
+// CountElections and CountCandidates are the exceptions: they answer from
+// the view as it is, for the gateway's limits, which refuse a campaign
+// only after a linearizable read (gateway.CandidateCounter). A view still loading
 // the stream as it was when Run started, one that does not catch up
 // within a second, and a replica without Run read from the stream leader
 // as before; a read index that cannot be fetched is

@@ -19,25 +19,72 @@ import (
 // leader. Either way it reflects every write acknowledged before it
 // began. Errors: gateway.ErrElectionNotFound, gateway.ErrUnavailable.
 func (b *Backend) Election(ctx context.Context, election string) (gateway.Election, error) {
-	r, err := b.view(ctx)
+	s, err := b.read(ctx, election)
 	if err != nil {
-		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
-	}
-	var s stored
-	found := false
-	if r != nil {
-		s, found = r.latest(election)
-	} else if s, found, err = b.load(ctx, election); err != nil {
-		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
-	}
-	if !found || s.deleted {
-		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, gateway.ErrElectionNotFound)
+		return gateway.Election{}, err
 	}
 	e, err := b.show(ctx, s)
 	if err != nil {
 		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
 	}
 	return e, nil
+}
+
+// ElectionLeader implements gateway.LeaderReader: Election without the
+// candidates, so a read of the leader looks up one liveness, not one per
+// candidate.
+func (b *Backend) ElectionLeader(ctx context.Context, election string) (gateway.Election, error) {
+	s, err := b.read(ctx, election)
+	if err != nil {
+		return gateway.Election{}, err
+	}
+	e := s.rec.LeaderSnapshot()
+	e.Cursor = s.cursor()
+	if e.Leader != nil {
+		if e.Leader.ExpiresAt, err = b.expiresAt(ctx, election, s.rec.Line[0].TokenHash); err != nil {
+			return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
+		}
+	}
+	return e, nil
+}
+
+// CountCandidates implements gateway.CandidateCounter: from the view
+// without a read index when Run runs (it may lag other replicas' writes),
+// otherwise from a linearizable read.
+func (b *Backend) CountCandidates(ctx context.Context, election string) (int, error) {
+	var s stored
+	if r := b.running(); r != nil && r.isFilled() {
+		var ok bool
+		if s, ok = r.latest(election); !ok || s.deleted {
+			return 0, fmt.Errorf("nats: election %q: %w", election, gateway.ErrElectionNotFound)
+		}
+	} else {
+		var err error
+		if s, err = b.read(ctx, election); err != nil {
+			return 0, err
+		}
+	}
+	return len(s.rec.Line) + len(s.rec.Cooling), nil
+}
+
+// read returns election's latest record, linearizably: from the view
+// caught up with a read index, or from the stream leader.
+func (b *Backend) read(ctx context.Context, election string) (stored, error) {
+	r, err := b.view(ctx)
+	if err != nil {
+		return stored{}, fmt.Errorf("nats: election %q: %w", election, err)
+	}
+	var s stored
+	found := false
+	if r != nil {
+		s, found = r.latest(election)
+	} else if s, found, err = b.load(ctx, election); err != nil {
+		return stored{}, fmt.Errorf("nats: election %q: %w", election, err)
+	}
+	if !found || s.deleted {
+		return stored{}, fmt.Errorf("nats: election %q: %w", election, gateway.ErrElectionNotFound)
+	}
+	return s, nil
 }
 
 // Configure implements gateway.Backend.

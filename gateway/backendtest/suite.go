@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -31,6 +32,8 @@ func Run(t *testing.T, h Harness) {
 		{"DeletedElectionKeepsItsTermsForASuccessor", testDeleteElection},
 		{"DuplicateCampaignIsRefused", testDuplicateCampaign},
 		{"UnknownElectionAndCandidate", testUnknown},
+		{"LeaderReadAgreesWithElection", testLeaderRead},
+		{"CandidateCountAgreesWithElection", testCandidateCount},
 		{"ConfigureCreatesAndChanges", testConfigure},
 		{"WatchResumesWithoutGapOrDuplicate", testWatchResume},
 		{"WatchFiltersByElection", testWatchFilter},
@@ -339,6 +342,65 @@ func testUnknown(t *testing.T, b gateway.Backend) {
 	if _, err := b.ReportError(ctx, e, "zz", th, ""); !errors.Is(err, gateway.ErrCandidateNotFound) {
 		t.Errorf("error of an unknown candidate: %v", err)
 	}
+}
+
+// testLeaderRead: a LeaderReader's ElectionLeader is Election without the
+// candidates, with a leader, after a handover and with nobody leading.
+func testLeaderRead(t *testing.T, b gateway.Backend) {
+	lr, ok := b.(gateway.LeaderReader)
+	if !ok {
+		t.Skipf("%T is not a gateway.LeaderReader", b)
+	}
+	ctx := context.Background()
+	e := name("leaderread")
+	if _, err := lr.ElectionLeader(ctx, e); !errors.Is(err, gateway.ErrElectionNotFound) {
+		t.Fatalf("leader of nobody: %v, want ErrElectionNotFound", err)
+	}
+	check := func(step, leader string) {
+		t.Helper()
+		want := snapshot(t, b, e)
+		want.Candidates = nil
+		got, err := lr.ElectionLeader(ctx, e)
+		switch {
+		case err != nil:
+			t.Fatalf("%s: %v", step, err)
+		case leader == "" && got.Leader != nil, leader != "" && (got.Leader == nil || got.Leader.ID != leader):
+			t.Fatalf("%s: leader %+v, want %q", step, got.Leader, leader)
+		case !reflect.DeepEqual(got, want):
+			t.Fatalf("%s:\n got %+v\nwant %+v", step, got, want)
+		}
+	}
+	ta, _ := campaign(t, b, e, "a", 10*time.Second)
+	tb, _ := campaign(t, b, e, "b", 10*time.Second)
+	check("a leads", "a")
+	if err := b.Resign(ctx, e, "a", ta); err != nil {
+		t.Fatal(err)
+	}
+	check("b leads after a resigned", "b")
+	if err := b.Resign(ctx, e, "b", tb); err != nil {
+		t.Fatal(err)
+	}
+	check("nobody leads", "")
+}
+
+// testCandidateCount: a CandidateCounter's count, which may lag, comes to
+// agree with Election.
+func testCandidateCount(t *testing.T, b gateway.Backend) {
+	c, ok := b.(gateway.CandidateCounter)
+	if !ok {
+		t.Skipf("%T is not a gateway.CandidateCounter", b)
+	}
+	ctx := context.Background()
+	e := name("count")
+	if _, err := c.CountCandidates(ctx, e); !errors.Is(err, gateway.ErrElectionNotFound) {
+		t.Fatalf("count of nobody: %v, want ErrElectionNotFound", err)
+	}
+	campaign(t, b, e, "a", 10*time.Second)
+	campaign(t, b, e, "b", 10*time.Second)
+	eventually(t, 5*time.Second, "a count of 2", func() bool {
+		n, err := c.CountCandidates(ctx, e)
+		return err == nil && n == len(snapshot(t, b, e).Candidates) && n == 2
+	})
 }
 
 func testConfigure(t *testing.T, b gateway.Backend) {
