@@ -18,7 +18,7 @@ import (
 // records a run). It runs only with ELECTOR_BENCH_ETCD=1 and an etcd
 // binary (Debian's etcd-server, /usr/bin/etcd); ELECTOR_BENCH_SECONDS sets
 // the length of each load (default 5), ELECTOR_BENCH_ONLY the backends
-// (memory,nats,etcd), ELECTOR_LONG_BENCH adds 10,000 subscribers.
+// (memory,nats,nats-cluster,etcd), ELECTOR_LONG_BENCH adds 10,000 subscribers.
 //
 //	ELECTOR_BENCH_ETCD=1 go test -run TestCompareWithEtcd -v -timeout 30m ./bench/
 func TestCompareWithEtcd(t *testing.T) {

@@ -3,11 +3,14 @@ package bench
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/electorhq/elector/api"
 	"github.com/electorhq/elector/backends/etcd"
@@ -41,8 +44,10 @@ func serveGateway(tb testing.TB, be gateway.Backend) string {
 }
 
 // electors starts a fresh gateway per backend under comparison: memory,
-// embedded NATS (as cmd/elector opens it, in a temp dir) and etcd (the
-// etcd backend on the etcd at etcdURL, under prefix). ELECTOR_BENCH_ONLY,
+// embedded NATS (as cmd/elector opens it, in a temp dir), the embedded
+// 3-member cluster ("nats-cluster": one gateway over member 1, streams
+// replicated on all three; only when ELECTOR_BENCH_ONLY names it) and etcd (the etcd backend on the etcd at
+// etcdURL, under prefix). ELECTOR_BENCH_ONLY,
 // a comma-separated list of those names, keeps some of them.
 func electors(tb testing.TB, etcdURL, prefix string) []elector {
 	tb.Helper()
@@ -60,6 +65,11 @@ func electors(tb testing.TB, etcdURL, prefix string) []elector {
 		}
 		tb.Cleanup(func() { _ = be.Close() })
 		out = append(out, elector{name: "nats", url: serveGateway(tb, be), be: be})
+	}
+	if strings.Contains(","+only+",", ",nats-cluster,") { // only when named: six more servers
+
+		be := openCluster(tb)
+		out = append(out, elector{name: "nats-cluster", url: serveGateway(tb, be), be: be})
 	}
 	if want("etcd") {
 		be, err := etcd.New(etcd.Config{Endpoints: []string{etcdURL}, Prefix: prefix, Logger: quiet})
@@ -90,4 +100,42 @@ func etcdLease(c *http.Client, base string, ttl int) (string, error) {
 	}
 	err := call(c, "POST", base+"/v3/lease/grant", nil, map[string]any{"TTL": ttl}, &out)
 	return out.ID, err
+}
+
+// openCluster starts three embedded NATS servers that form one cluster, as
+// three `elector serve` processes of configs/cluster-N.yaml do, and returns
+// the backend of member 1 (the others are only members): every record and
+// liveness message is replicated on all three before it is acknowledged.
+func openCluster(tb testing.TB) *nats.Backend {
+	tb.Helper()
+	addrs := []string{freeAddr(tb), freeAddr(tb), freeAddr(tb)}
+	backends := make([]*nats.Backend, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		var routes []string
+		for j, a := range addrs {
+			if j != i {
+				routes = append(routes, "nats://"+a)
+			}
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			backends[i], errs[i] = nats.OpenEmbedded(ctx, nats.EmbeddedConfig{
+				DataDir: tb.TempDir(), ServerName: fmt.Sprintf("bench-%d", i+1),
+				ClusterListen: addrs[i], Routes: routes,
+			}, nats.Config{}, nats.WithLogger(quiet))
+		})
+	}
+	wg.Wait()
+	for i, b := range backends {
+		if b != nil {
+			tb.Cleanup(func() { _ = b.Close() })
+		}
+		if errs[i] != nil {
+			tb.Fatalf("cluster member %d: %v", i+1, errs[i])
+		}
+	}
+	return backends[0]
 }
