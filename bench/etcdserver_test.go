@@ -3,7 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
+	"github.com/electorhq/elector/internal/testnet"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,17 +21,6 @@ const etcdBinary = "/usr/bin/etcd"
 type etcdServer struct {
 	URL     string // the client URL, http://127.0.0.1:<port>
 	Version string
-}
-
-// freeAddr returns a free loopback host:port.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // startEtcd starts etcd and waits until it is healthy; it skips tb when
@@ -55,7 +44,7 @@ func startEtcd(tb testing.TB) *etcdServer {
 	_, _ = fmt.Sscanf(string(out), "etcd Version: %s", &version)
 
 	dir := tb.TempDir()
-	client, peer := "http://"+freeAddr(tb), "http://"+freeAddr(tb)
+	client, peer := "http://"+testnet.FreeAddr(tb), "http://"+testnet.FreeAddr(tb)
 	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
 	if err != nil {
 		tb.Fatal(err)

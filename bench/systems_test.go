@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/electorhq/elector/internal/testnet"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -108,7 +109,7 @@ func etcdLease(c *http.Client, base string, ttl int) (string, error) {
 // liveness message is replicated on all three before it is acknowledged.
 func openCluster(tb testing.TB) *nats.Backend {
 	tb.Helper()
-	addrs := []string{freeAddr(tb), freeAddr(tb), freeAddr(tb)}
+	addrs := []string{testnet.FreeAddr(tb), testnet.FreeAddr(tb), testnet.FreeAddr(tb)}
 	backends := make([]*nats.Backend, 3)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup

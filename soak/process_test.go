@@ -3,8 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
+	"github.com/electorhq/elector/internal/testnet"
 	"net/http"
 	"os"
 	"os/exec"
@@ -48,39 +47,6 @@ type gatewayProcess struct {
 	cmd *exec.Cmd
 }
 
-// freeAddr returns a loopback address nothing listens on now, with a port
-// below the kernel's range for ephemeral ports (32768 and up on Linux):
-// a process started seconds later must still find it free, and the
-// outgoing connections of everything else running meanwhile (and ":0"
-// listeners) are given ports from that range, never this one.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	for range 1000 {
-		port := 20000 + rand.IntN(12000)
-		if !claimPort(port) {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return addr
-	}
-	t.Fatal("no free port below 32000")
-	return ""
-}
-
-// claimedPorts are the ports freeAddr has handed out in this process.
-var claimedPorts sync.Map
-
-// claimPort reports whether port was not handed out before, and claims it.
-func claimPort(port int) bool {
-	_, taken := claimedPorts.LoadOrStore(port, true)
-	return !taken
-}
-
 // startGateways starts n gateways and waits until all are ready; they
 // stop when the test ends. With n > 1 their embedded servers form one
 // cluster, each election replicated on three of them.
@@ -88,11 +54,11 @@ func startGateways(t *testing.T, bin string, n int) []*gatewayProcess {
 	t.Helper()
 	var routes []string
 	for range n {
-		routes = append(routes, freeAddr(t))
+		routes = append(routes, testnet.FreeAddr(t))
 	}
 	gws := make([]*gatewayProcess, n)
 	for i := range n {
-		addr := freeAddr(t)
+		addr := testnet.FreeAddr(t)
 		g := &gatewayProcess{t: t, bin: bin, URL: "http://" + addr, dir: t.TempDir(), args: []string{"serve",
 			"--listen", addr, "--embedded-data-dir", "data", "--log-level", "warn",
 			"--limits-writes-per-second", "0"}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/electorhq/elector/internal/testnet"
 	"io"
 	"net/http"
 	"os"
@@ -73,7 +74,7 @@ func clusterDir(t *testing.T, cmds [][]string) string {
 		}
 		s := addr.ReplaceAllStringFunc(string(b), func(a string) string {
 			if ports[a] == "" {
-				ports[a] = freeAddr(t)
+				ports[a] = testnet.FreeAddr(t)
 			}
 			return ports[a]
 		})
@@ -319,13 +320,13 @@ func TestEmbeddedClusterFormsInAnyStartOrder(t *testing.T) {
 // signal while it waits stops it with exit status 0.
 func TestServeWaitingForPeersAnswersProbesAndStopsCleanly(t *testing.T) {
 	isolate(t)
-	listen := freeAddr(t)
+	listen := testnet.FreeAddr(t)
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	args := []string{"serve", "--listen", listen, "--log-format", "json",
 		"--embedded-data-dir", t.TempDir(), "--embedded-server-name", "lonely",
-		"--embedded-cluster-listen", freeAddr(t), "--embedded-routes", freeAddr(t) + "," + freeAddr(t)}
+		"--embedded-cluster-listen", testnet.FreeAddr(t), "--embedded-routes", testnet.FreeAddr(t) + "," + testnet.FreeAddr(t)}
 	exited := make(chan struct{})
 	go func() { defer close(exited); code <- run(ctx, args, io.Discard, logs) }()
 	// Registered after t.TempDir, so it runs before the directory goes.

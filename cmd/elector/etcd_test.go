@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/electorhq/elector/internal/testnet"
 	"net/http"
 	"net/url"
 	"testing"
@@ -16,8 +17,8 @@ import (
 // ends and returns its client URL.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	client := url.URL{Scheme: "http", Host: freeAddr(t)}
-	peer := url.URL{Scheme: "http", Host: freeAddr(t)}
+	client := url.URL{Scheme: "http", Host: testnet.FreeAddr(t)}
+	peer := url.URL{Scheme: "http", Host: testnet.FreeAddr(t)}
 	cfg := embed.NewConfig()
 	cfg.Name = "e2e"
 	cfg.Dir = t.TempDir()

@@ -4,9 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/electorhq/elector/internal/testnet"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -16,39 +15,6 @@ import (
 
 	"github.com/electorhq/elector/api"
 )
-
-// freeAddr returns a loopback address nothing listens on now, with a port
-// below the kernel's range for ephemeral ports (32768 and up on Linux):
-// a process started seconds later must still find it free, and the
-// outgoing connections of everything else running meanwhile (and ":0"
-// listeners) are given ports from that range, never this one.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	for range 1000 {
-		port := 20000 + rand.IntN(12000)
-		if !claimPort(port) {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return addr
-	}
-	t.Fatal("no free port below 32000")
-	return ""
-}
-
-// claimedPorts are the ports freeAddr has handed out in this process.
-var claimedPorts sync.Map
-
-// claimPort reports whether port was not handed out before, and claims it.
-func claimPort(port int) bool {
-	_, taken := claimedPorts.LoadOrStore(port, true)
-	return !taken
-}
 
 // campaignVia campaigns id in election through the gateway at base and
 // returns its token and term.
@@ -177,7 +143,7 @@ func (r *sseReader) waitFor(t *testing.T, suffix string) string {
 // on the leader, and a campaign through one reaches the other's event stream
 // with the same event id.
 func TestTwoReplicasOnOneNATSAgree(t *testing.T) {
-	natsAddr := freeAddr(t)
+	natsAddr := testnet.FreeAddr(t)
 	c := &http.Client{Timeout: 10 * time.Second}
 	one, _, stop1 := startServe(t, "--embedded-data-dir", filepath.Join(t.TempDir(), "one"), "--embedded-listen", natsAddr)
 	defer stop1()
@@ -211,7 +177,7 @@ func TestEmbeddedClusterSurvivesOneMember(t *testing.T) {
 		t.Skip("starts a three-member cluster")
 	}
 	isolate(t)
-	routes := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	routes := []string{testnet.FreeAddr(t), testnet.FreeAddr(t), testnet.FreeAddr(t)}
 	type member struct {
 		base string
 		logs *syncBuffer
