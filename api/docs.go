@@ -45,12 +45,7 @@ func (a *api) root(w http.ResponseWriter, r *http.Request) {
 // docs serves the documentation page, Swagger UI over /openapi.json (its
 // headers alone for HEAD: the server drops the body).
 func (a *api) docs(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Security-Policy", docsCSP)
-	h.Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(docsui.Page())
+	writeEmbedded(w, docsui.Page(), "text/html; charset=utf-8", "no-cache", docsCSP)
 }
 
 // docsAsset serves one of the documentation page's embedded files.
@@ -61,10 +56,16 @@ func (a *api) docsAsset(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, errorf("not-found", "there is no file %q of the documentation page; open /docs", clip(name)))
 		return
 	}
+	writeEmbedded(w, b, ct, "public, max-age=3600", docsCSP)
+}
+
+// writeEmbedded answers with one of the binary's embedded files (a page or
+// an asset of /docs or /ui), under its content security policy.
+func writeEmbedded(w http.ResponseWriter, b []byte, contentType, cacheControl, csp string) {
 	h := w.Header()
-	h.Set("Content-Type", ct)
-	h.Set("Cache-Control", "public, max-age=3600")
-	h.Set("Content-Security-Policy", docsCSP)
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", cacheControl)
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write(b)
 }

@@ -19,13 +19,8 @@ const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 
 // opens a page, and the page holds no data; everything it shows it reads
 // from the API with the token entered in it.
 func (a *api) uiPage(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Security-Policy", uiCSP)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	_, _ = w.Write(ui.Page())
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	writeEmbedded(w, ui.Page(), "text/html; charset=utf-8", "no-cache", uiCSP)
 }
 
 // uiAsset serves one of the live view's embedded files. They are small and
@@ -37,10 +32,5 @@ func (a *api) uiAsset(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, errorf("not-found", "there is no file %q of the live view; open /ui", clip(name)))
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", ct)
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Security-Policy", uiCSP)
-	h.Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(b)
+	writeEmbedded(w, b, ct, "no-cache", uiCSP)
 }
