@@ -40,29 +40,8 @@ func testConcurrency(t *testing.T, h Harness, b gateway.Backend) {
 		recs[i] = watch(t, r, e, snapshot(t, r, e).Cursor)
 	}
 
-	var (
-		mu     sync.Mutex
-		holder = map[uint64]string{} // term → the only candidate ever told it leads that term
-		fails  []string
-	)
-	fail := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(fails) < 10 {
-			fails = append(fails, fmt.Sprintf(format, args...))
-		}
-	}
-	claim := func(st gateway.Status) {
-		if st.Candidate.State != gateway.StateLeader {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if prev, ok := holder[st.Term]; ok && prev != st.Candidate.ID {
-			fails = append(fails, fmt.Sprintf("term %d told to both %s and %s", st.Term, prev, st.Candidate.ID))
-		}
-		holder[st.Term] = st.Candidate.ID
-	}
+	answers := newClaims()
+	fail, claim := answers.fail, answers.claim
 
 	stop := time.Now().Add(dur)
 	var wg sync.WaitGroup
@@ -148,9 +127,7 @@ func testConcurrency(t *testing.T, h Harness, b gateway.Backend) {
 	wg.Wait()
 	obsCancel()
 	obs.Wait()
-	for _, f := range fails {
-		t.Error(f)
-	}
+	answers.report(t)
 
 	// Every candidate resigned: the streams end with no leader. Wait for them.
 	var streams [][]gateway.Event
@@ -187,12 +164,59 @@ func testConcurrency(t *testing.T, h Harness, b gateway.Backend) {
 			}
 		}
 	}
-	mu.Lock()
-	t.Logf("%d candidates over %d replica(s) for %s: %d events, %d leaderships, %d terms claimed in answers", n, len(replicas), dur, len(streams[0]), begins, len(holder))
-	mu.Unlock()
+	t.Logf("%d candidates over %d replica(s) for %s: %d events, %d leaderships, %d terms claimed in answers", n, len(replicas), dur, len(streams[0]), begins, answers.terms())
 }
 
 func snapshotEmpty(b gateway.Backend, e string) bool {
 	s, err := b.Election(context.Background(), e)
 	return err == nil && len(s.Candidates) == 0
+}
+
+// claims collects what the candidates of a storm were told: the one
+// candidate told it leads each term (a term told to two is a failure) and
+// the first failures seen. Safe for concurrent use.
+type claims struct {
+	mu     sync.Mutex
+	holder map[uint64]string // term → the only candidate ever told it leads that term
+	fails  []string
+}
+
+func newClaims() *claims { return &claims{holder: map[uint64]string{}} }
+
+// fail records a failure; the first ten are kept.
+func (c *claims) fail(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.fails) < 10 {
+		c.fails = append(c.fails, fmt.Sprintf(format, args...))
+	}
+}
+
+// claim records an answer that told a candidate it leads.
+func (c *claims) claim(st gateway.Status) {
+	if st.Candidate.State != gateway.StateLeader {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.holder[st.Term]; ok && prev != st.Candidate.ID {
+		c.fails = append(c.fails, fmt.Sprintf("term %d told to both %s and %s", st.Term, prev, st.Candidate.ID))
+	}
+	c.holder[st.Term] = st.Candidate.ID
+}
+
+// report fails t with every failure recorded.
+func (c *claims) report(t *testing.T) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.fails {
+		t.Error(f)
+	}
+}
+
+// terms is how many terms were claimed in answers.
+func (c *claims) terms() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.holder)
 }

@@ -39,29 +39,8 @@ func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
 	for i, r := range replicas {
 		recs[i] = watch(t, r, e, snapshot(t, r, e).Cursor)
 	}
-	var (
-		mu     sync.Mutex
-		holder = map[uint64]string{}
-		fails  []string
-	)
-	fail := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(fails) < 10 {
-			fails = append(fails, fmt.Sprintf(format, args...))
-		}
-	}
-	claim := func(st gateway.Status) {
-		if st.Candidate.State != gateway.StateLeader {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if prev, ok := holder[st.Term]; ok && prev != st.Candidate.ID {
-			fails = append(fails, fmt.Sprintf("term %d told to both %s and %s", st.Term, prev, st.Candidate.ID))
-		}
-		holder[st.Term] = st.Candidate.ID
-	}
+	answers := newClaims()
+	fail, claim := answers.fail, answers.claim
 	// Refusals a storm provokes on purpose.
 	expected := func(err error) bool {
 		for _, s := range []error{gateway.ErrTransferPending, gateway.ErrNotFollower, gateway.ErrNoLeader, gateway.ErrNotLeader, gateway.ErrNoTransfer} {
@@ -135,9 +114,7 @@ func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
 		})
 	}
 	wg.Wait()
-	for _, f := range fails {
-		t.Error(f)
-	}
+	answers.report(t)
 	var streams [][]gateway.Event
 	for _, rec := range recs {
 		streams = append(streams, rec.wait(t, 30*time.Second, "the stream to catch up", func(ev []gateway.Event) bool {
