@@ -24,23 +24,9 @@ func testConcurrency(t *testing.T, h Harness, b gateway.Backend) {
 	if dur == 0 {
 		dur = 3 * time.Second
 	}
-	replicas := []gateway.Backend{b}
-	if h.Replica != nil {
-		r := h.Replica(t, b)
-		start(t, r)
-		replicas = append(replicas, r)
-	}
-	e := name("storm")
-	ctx := context.Background()
-	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	recs := make([]*recorder, len(replicas))
-	for i, r := range replicas {
-		recs[i] = watch(t, r, e, snapshot(t, r, e).Cursor)
-	}
-
-	answers := newClaims()
+	st := newStorm(t, h, b, "storm", gateway.Settings{ErrorCooldown: time.Second})
+	replicas, e, ctx := st.replicas, st.election, context.Background()
+	answers := st.answers
 	fail, claim := answers.fail, answers.claim
 
 	stop := time.Now().Add(dur)
@@ -127,23 +113,8 @@ func testConcurrency(t *testing.T, h Harness, b gateway.Backend) {
 	wg.Wait()
 	obsCancel()
 	obs.Wait()
-	answers.report(t)
-
-	// Every candidate resigned: the streams end with no leader. Wait for them.
-	var streams [][]gateway.Event
-	for _, rec := range recs {
-		streams = append(streams, rec.wait(t, 30*time.Second, "the stream to catch up", func(ev []gateway.Event) bool {
-			return len(ev) > 0 && ev[len(ev)-1].Type == gateway.EventCandidateLeft && snapshotEmpty(b, e)
-		}))
-	}
-	time.Sleep(200 * time.Millisecond)
+	streams := st.drain(t)
 	begins := 0
-	for i, rec := range recs {
-		streams[i] = rec.all()
-		if err := CheckEvents(streams[i]); err != nil {
-			t.Errorf("replica %d stream: %v", i, err)
-		}
-	}
 	for _, ev := range streams[0] {
 		if ev.Type == gateway.EventLeaderBegin {
 			begins++
@@ -170,6 +141,55 @@ func testConcurrency(t *testing.T, h Harness, b gateway.Backend) {
 func snapshotEmpty(b gateway.Backend, e string) bool {
 	s, err := b.Election(context.Background(), e)
 	return err == nil && len(s.Candidates) == 0
+}
+
+// storm is what the storms share: the backend and its replica (when the
+// harness has one), a fresh election configured with settings, a recorder
+// of each replica's event stream from before the first campaign, and the
+// claims the candidates were told.
+type storm struct {
+	b        gateway.Backend
+	replicas []gateway.Backend
+	election string
+	recs     []*recorder
+	answers  *claims
+}
+
+// newStorm sets up a storm over b in a new election named after prefix.
+func newStorm(t *testing.T, h Harness, b gateway.Backend, prefix string, settings gateway.Settings) *storm {
+	t.Helper()
+	st := &storm{b: b, replicas: []gateway.Backend{b}, election: name(prefix), answers: newClaims()}
+	if h.Replica != nil {
+		r := h.Replica(t, b)
+		start(t, r)
+		st.replicas = append(st.replicas, r)
+	}
+	if _, err := b.Configure(context.Background(), st.election, settings); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.replicas {
+		st.recs = append(st.recs, watch(t, r, st.election, snapshot(t, r, st.election).Cursor))
+	}
+	return st
+}
+
+// drain reports what the candidates were told, waits until every replica's
+// stream ends with the last candidate gone, checks each stream is a valid
+// succession of leaderships, and returns the streams, one per replica.
+func (st *storm) drain(t *testing.T) [][]gateway.Event {
+	t.Helper()
+	st.answers.report(t)
+	var streams [][]gateway.Event
+	for i, rec := range st.recs {
+		ev := rec.wait(t, 30*time.Second, "the stream to catch up", func(ev []gateway.Event) bool {
+			return len(ev) > 0 && ev[len(ev)-1].Type == gateway.EventCandidateLeft && snapshotEmpty(st.b, st.election)
+		})
+		if err := CheckEvents(ev); err != nil {
+			t.Errorf("replica %d stream: %v", i, err)
+		}
+		streams = append(streams, ev)
+	}
+	return streams
 }
 
 // claims collects what the candidates of a storm were told: the one

@@ -24,23 +24,9 @@ func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
 	if dur == 0 {
 		dur = 3 * time.Second
 	}
-	replicas := []gateway.Backend{b}
-	if h.Replica != nil {
-		r := h.Replica(t, b)
-		start(t, r)
-		replicas = append(replicas, r)
-	}
-	e := name("tstorm")
-	ctx := context.Background()
-	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: 300 * time.Millisecond, Preempt: true}); err != nil {
-		t.Fatal(err)
-	}
-	recs := make([]*recorder, len(replicas))
-	for i, r := range replicas {
-		recs[i] = watch(t, r, e, snapshot(t, r, e).Cursor)
-	}
-	answers := newClaims()
-	fail, claim := answers.fail, answers.claim
+	st := newStorm(t, h, b, "tstorm", gateway.Settings{ErrorCooldown: 300 * time.Millisecond, Preempt: true})
+	replicas, e, ctx := st.replicas, st.election, context.Background()
+	fail, claim := st.answers.fail, st.answers.claim
 	// Refusals a storm provokes on purpose.
 	expected := func(err error) bool {
 		for _, s := range []error{gateway.ErrTransferPending, gateway.ErrNotFollower, gateway.ErrNoLeader, gateway.ErrNotLeader, gateway.ErrNoTransfer} {
@@ -114,19 +100,8 @@ func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
 		})
 	}
 	wg.Wait()
-	answers.report(t)
-	var streams [][]gateway.Event
-	for _, rec := range recs {
-		streams = append(streams, rec.wait(t, 30*time.Second, "the stream to catch up", func(ev []gateway.Event) bool {
-			return len(ev) > 0 && ev[len(ev)-1].Type == gateway.EventCandidateLeft && snapshotEmpty(b, e)
-		}))
-	}
+	streams := st.drain(t)
 	counts := map[string]int{}
-	for i, ev := range streams {
-		if err := CheckEvents(ev); err != nil {
-			t.Errorf("replica %d stream: %v", i, err)
-		}
-	}
 	for _, ev := range streams[0] {
 		switch {
 		case ev.Type == gateway.EventLeaderBegin:
