@@ -96,9 +96,9 @@ func TestConfigPrecedenceFlagOverEnvOverFileOverDefault(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := l.Config
-			if c.Listen != tt.listen || c.Elections.DefaultTTL != tt.ttl || c.Elections.MaxMetadataBytes != tt.metadata {
+			if c.Listen != tt.listen || c.Gateway.DefaultTTL != tt.ttl || c.Gateway.MaxMetadataBytes != tt.metadata {
 				t.Errorf("got listen %s, default_ttl %s, max_metadata_bytes %d; want %s, %s, %d",
-					c.Listen, c.Elections.DefaultTTL, c.Elections.MaxMetadataBytes, tt.listen, tt.ttl, tt.metadata)
+					c.Listen, c.Gateway.DefaultTTL, c.Gateway.MaxMetadataBytes, tt.listen, tt.ttl, tt.metadata)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +63,7 @@ func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
 func (h HTTPConfig) server(handler http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: h.ReadHeaderTimeout,
+		ReadHeaderTimeout: cmp.Or(h.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		WriteTimeout:      h.WriteTimeout,
 		IdleTimeout:       h.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
