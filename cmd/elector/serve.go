@@ -156,7 +156,7 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	wg.Go(func() { runTransitions(runCtx, transitions, log) })
 	hup, stopHangup := catchHangup()
 	defer stopHangup()
-	wg.Go(func() { reloadOnHangup(runCtx, hup, certs) })
+	wg.Go(func() { reloadOnHangup(runCtx, hup, certs, log) })
 	// Webhook delivery stops before the backend loop, so that it can still
 	// release its claims for another replica to continue at once.
 	hooksCtx, stopHooks := context.WithCancel(context.Background())

@@ -177,8 +177,8 @@ func catchHangup() (<-chan os.Signal, func()) {
 }
 
 // reloadOnHangup reloads rl's certificate (if any) on every signal from
-// hup until ctx ends.
-func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, rl *certReloader) {
+// hup until ctx ends; without one it logs that there is nothing to reload.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, rl *certReloader, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -186,6 +186,8 @@ func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, rl *certReloader)
 		case <-hup:
 			if rl != nil {
 				_ = rl.Reload()
+			} else {
+				log.LogAttrs(ctx, slog.LevelInfo, "SIGHUP: no TLS certificate to reload")
 			}
 		}
 	}
