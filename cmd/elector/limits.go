@@ -26,14 +26,14 @@ func parseTrustedProxies(list []string) ([]netip.Prefix, error) {
 		if strings.Contains(s, "/") {
 			p, err := netip.ParsePrefix(s)
 			if err != nil {
-				return nil, fmt.Errorf("http.trusted_proxies: %q is not an address or CIDR prefix", s)
+				return nil, fmt.Errorf("%q is not an address or CIDR prefix", s)
 			}
 			out = append(out, p.Masked())
 			continue
 		}
 		a, err := netip.ParseAddr(s)
 		if err != nil {
-			return nil, fmt.Errorf("http.trusted_proxies: %q is not an address or CIDR prefix", s)
+			return nil, fmt.Errorf("%q is not an address or CIDR prefix", s)
 		}
 		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 	}

@@ -13,8 +13,8 @@ func (c Config) validateProduction(source func(string) string) error {
 	if _, err := c.Auth.apiTokens(); err != nil {
 		return configError("auth.tokens", source("auth.tokens"), "%v", err)
 	}
-	if err := c.TLS.validate(); err != nil {
-		return configError("tls", "", "%v", err)
+	if err := c.TLS.validate(source); err != nil {
+		return err
 	}
 	if _, err := parseTrustedProxies(c.HTTP.TrustedProxies); err != nil {
 		return configError("http.trusted_proxies", source("http.trusted_proxies"), "%v", err)
