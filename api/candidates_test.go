@@ -54,9 +54,14 @@ func TestHeartbeatExtendsExpiry(t *testing.T) {
 	e := newEnv(t, Config{})
 	tok := e.campaign("hb", "node-a", "5s")
 	before := e.do("GET", "/v1/elections/hb/candidates/node-a", nil).expect(t, http.StatusOK).json(t)["expires_at"].(string)
-	time.Sleep(20 * time.Millisecond)
+	t0, err := time.Parse(time.RFC3339Nano, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// expires_at is the last heartbeat (here the campaign) plus the TTL:
+	// once the clock is past that heartbeat, a new one must move it.
+	eventually(t, "the clock to pass the campaign", func() bool { return time.Now().Add(5 * time.Second).After(t0) })
 	after := e.do("PUT", "/v1/elections/hb/candidates/node-a/heartbeat", nil, token(tok)).expect(t, http.StatusOK).json(t)["expires_at"].(string)
-	t0, _ := time.Parse(time.RFC3339Nano, before)
 	t1, _ := time.Parse(time.RFC3339Nano, after)
 	if !t1.After(t0) {
 		t.Errorf("expires_at %s did not move past %s", after, before)

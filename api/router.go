@@ -32,23 +32,28 @@ const (
 	DefaultMaxReads       = 1024
 )
 
-// Config tunes the HTTP API. The zero value is ready to use.
+// Config tunes the HTTP API. The zero value is ready to use: a zero field
+// takes its default or leaves a limit off, as its comment says; Validate
+// (config.go) refuses what cannot work.
 type Config struct {
 	// Logger receives one line per request and the errors the API did not
 	// expect. Default slog.Default().
 	Logger *slog.Logger
 	// MaxBodyBytes caps request bodies; a larger body is answered with 413.
-	// Default DefaultMaxBodyBytes (64 KiB).
+	// At least MinBodyBytes. Default DefaultMaxBodyBytes (64 KiB).
 	MaxBodyBytes int64
 	// BodyTimeout bounds the time a request body may take to arrive once
 	// its headers are in; a slower body is answered with 408
-	// request-timeout. Default DefaultBodyTimeout (10s).
+	// request-timeout. At least MinBodyTimeout. Default DefaultBodyTimeout
+	// (10s).
 	BodyTimeout time.Duration
 	// KeepAlive is the interval of the comment lines that keep an idle SSE
-	// stream open through proxies. Default DefaultKeepAlive (15s).
+	// stream open through proxies. At least MinKeepAlive. Default
+	// DefaultKeepAlive (15s).
 	KeepAlive time.Duration
 	// RetryHint is the reconnection delay an SSE stream suggests to its
-	// client in its `retry:` line. Default DefaultRetryHint (2s).
+	// client in its `retry:` line. At least MinRetryHint. Default
+	// DefaultRetryHint (2s).
 	RetryHint time.Duration
 	// Webhooks, if set, serves webhook subscriptions, delivery logs and
 	// candidates' own webhooks; without it those answer 501
@@ -66,7 +71,7 @@ type Config struct {
 	ProtectOperational bool
 	// WriteRate and WriteBurst are the per-client token bucket of write
 	// requests (every method but GET and HEAD) other than heartbeats; 0
-	// disables it. Default 0: behind a load balancer every client shares
+	// disables it, and a zero burst is the rate rounded up. Default 0: behind a load balancer every client shares
 	// one address, and a fleet's writes would be refused as a crowd.
 	WriteRate  float64
 	WriteBurst int

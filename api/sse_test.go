@@ -156,14 +156,21 @@ func TestStreamSendsRetryHintAndKeepAlives(t *testing.T) {
 
 func TestStreamOutlivesServerWriteTimeout(t *testing.T) {
 	t.Parallel()
+	const writeTimeout = 100 * time.Millisecond
 	e := newEnv(t, Config{KeepAlive: 20 * time.Millisecond}, func(s *httptest.Server) {
-		s.Config.WriteTimeout = 100 * time.Millisecond
+		s.Config.WriteTimeout = writeTimeout
 	})
+	// The server's write deadline is set after this instant, when it reads
+	// the request: once the deadline has passed, a keep-alive the stream
+	// has not yet received was written after it.
+	deadline := time.Now().Add(writeTimeout)
 	s := e.stream("/v1/elections/billing/events")
 	if ev := s.next(); ev.Event != EventReset {
 		t.Fatalf("the stream opens with %+v; want a reset", ev)
 	}
-	time.Sleep(300 * time.Millisecond)
+	eventually(t, "the write deadline to pass", func() bool { return time.Now().After(deadline) })
+	seen := len(s.commentList())
+	eventually(t, "a keep-alive written after the write deadline", func() bool { return len(s.commentList()) > seen })
 	e.campaign("billing", "node-a", "1m")
 	if ev := s.next(); ev.Event != "candidate.joined" && ev.Event != "leader.begin" {
 		t.Errorf("event after the write timeout: %+v", ev)

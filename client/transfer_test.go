@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,9 @@ func TestCandidacyHandsOverWhenAsked(t *testing.T) {
 	srv := newGateway(t)
 	const ttl = 10 * time.Minute
 	var j journal
+	// a's end callback is slow: it returns only when the test lets it.
+	stopping, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	cfgA := client.CandidacyConfig{Gateways: []string{srv.URL}, Election: "e", ID: "a", TTL: ttl,
 		OnStartedLeading: func(ctx context.Context, term uint64) {
 			j.add("a started %d", term)
@@ -25,11 +29,14 @@ func TestCandidacyHandsOverWhenAsked(t *testing.T) {
 			j.add("a returned %d %v", term, context.Cause(ctx) != nil)
 		},
 		OnStoppedLeading: func(term uint64, reason string) {
-			time.Sleep(300 * time.Millisecond) // an end command that takes its time
+			once.Do(func() { close(stopping) })
+			<-release
 			j.add("a stopped %d %s", term, reason)
 		}}
 	a := newCandidacy(t, cfgA)
 	run(t, a)
+	letGo := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(letGo) // before a is stopped, should the test fail with the callback waiting
 	waitUntil(t, 5*time.Second, "a leads", func() bool { return a.Standing().Leading })
 	b := newCandidacy(t, client.CandidacyConfig{Gateways: []string{srv.URL}, Election: "e", ID: "b", TTL: ttl,
 		OnStartedLeading: func(ctx context.Context, term uint64) { j.add("b started %d", term) }})
@@ -44,6 +51,16 @@ func TestCandidacyHandsOverWhenAsked(t *testing.T) {
 	if e.Transfer == nil || e.Transfer.To != "b" || e.Transfer.Reason != "transferred" {
 		t.Fatalf("election after the request: %+v", e)
 	}
+	select {
+	case <-stopping:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("a's end callback was not called; callbacks: %q", j.get())
+	}
+	// While the callback runs, a has not handed over.
+	if l, err := cl.Leader(context.Background(), "e"); err != nil || l.ID != "a" || l.Term != 1 {
+		t.Fatalf("leader while a's end callback runs: %+v, %v; want a in term 1", l, err)
+	}
+	letGo()
 	waitUntil(t, 10*time.Second, "b leads", func() bool { return slices.Contains(j.get(), "b started 2") })
 	want := []string{"a started 1", "a returned 1 true", "a stopped 1 transferred", "b started 2"}
 	if got := j.get(); !slices.Equal(got, want) {

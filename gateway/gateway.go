@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/electorhq/elector/internal/fielderr"
 )
 
 // Defaults and bounds of a Gateway's Config.
@@ -16,10 +18,21 @@ const (
 	DefaultMinTTL           = time.Second
 	DefaultMaxTTL           = time.Hour
 	DefaultMaxMetadataBytes = 1024
+	// DefaultMaxCandidates and DefaultMaxElections are the caps elector
+	// serve applies (a zero Config has none).
+	DefaultMaxCandidates = 1000
+	DefaultMaxElections  = 10000
 	// MaxReasonBytes bounds the reason of an error report.
 	MaxReasonBytes = 1024
 	// MaxSetting bounds error_cooldown and handover_delay.
 	MaxSetting = time.Hour
+	// MinTTLBound is the smallest MinTTL a Config may set.
+	MinTTLBound = time.Millisecond
+	// MaxMetadataBytesBound is the largest MaxMetadataBytes a Config may
+	// set.
+	MaxMetadataBytesBound = 1 << 20
+	// MaxIdleElectionExpiry bounds IdleElectionExpiry.
+	MaxIdleElectionExpiry = 365 * 24 * time.Hour
 	// MaxPriority bounds a candidate's priority, from -MaxPriority to
 	// MaxPriority.
 	MaxPriority = 1000
@@ -28,13 +41,17 @@ const (
 // Config is the policy a Gateway applies in front of its Backend.
 type Config struct {
 	// Defaults are the settings of an election created by its first campaign.
-	// Zero value: DefaultSettings().
+	// Zero value: DefaultSettings(). ErrorCooldown and HandoverDelay within
+	// [0, MaxSetting].
 	Defaults *Settings
-	// DefaultTTL is the TTL of a candidate that names none. Default DefaultTTL.
+	// DefaultTTL is the TTL of a candidate that names none, within
+	// [MinTTL, MaxTTL]. Default (0) DefaultTTL.
 	DefaultTTL time.Duration
-	// MinTTL and MaxTTL bound a candidate's TTL. Default 1s and 1h.
+	// MinTTL and MaxTTL bound a candidate's TTL. Default (0) 1s and 1h;
+	// MinTTL at least MinTTLBound, MaxTTL at least MinTTL.
 	MinTTL, MaxTTL time.Duration
-	// MaxMetadataBytes bounds a candidate's metadata, compacted. Default 1024.
+	// MaxMetadataBytes bounds a candidate's metadata, compacted: 2 to
+	// MaxMetadataBytesBound. Default (0) 1024.
 	MaxMetadataBytes int
 	// MaxCandidates caps the candidates of one election; a campaign beyond
 	// it fails with a *LimitError (ErrLimit). Default 0: no cap.
@@ -50,7 +67,8 @@ type Config struct {
 	HubEvents int
 	// IdleElectionExpiry deletes an election that has had no candidate and
 	// no event for this long (on backends that can delete elections).
-	// Default 0: elections are kept until deleted through the API.
+	// Default 0: elections are kept until deleted through the API. At most
+	// MaxIdleElectionExpiry.
 	IdleElectionExpiry time.Duration
 	// Observer is told of every backend call. Default NopObserver.
 	Observer Observer
@@ -87,22 +105,47 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first setting of c that cannot work.
+// Validate reports the first field of c that cannot work, as a
+// *fielderr.Error wrapping ErrInvalid. A zero TTL bound, default TTL or
+// metadata bound takes its default; a zero cap or expiry is off; negative
+// values are refused.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if c.MinTTL <= 0 || c.MaxTTL < c.MinTTL {
-		return fmt.Errorf("gateway: ttl bounds [%s, %s] are empty: %w", c.MinTTL, c.MaxTTL, ErrInvalid)
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("gateway: %w", fielderr.Errorf(field, format, args...).Wrap(ErrInvalid))
 	}
-	if c.DefaultTTL < c.MinTTL || c.DefaultTTL > c.MaxTTL {
-		return fmt.Errorf("gateway: default ttl %s is outside [%s, %s]: %w", c.DefaultTTL, c.MinTTL, c.MaxTTL, ErrInvalid)
+	within := func(field string, d, lo, hi time.Duration) error {
+		if d < lo || d > hi {
+			return bad(field, "%s is outside [%s, %s]", d, lo, hi)
+		}
+		return nil
 	}
-	if c.IdleElectionExpiry < 0 {
-		return fmt.Errorf("gateway: idle election expiry %s is negative: %w", c.IdleElectionExpiry, ErrInvalid)
+	switch {
+	case c.MinTTL < MinTTLBound:
+		return bad("MinTTL", "%s is below %s", c.MinTTL, MinTTLBound)
+	case c.MaxTTL < c.MinTTL:
+		return bad("MaxTTL", "%s is below {MinTTL} (%s)", c.MaxTTL, c.MinTTL)
+	case c.DefaultTTL < c.MinTTL || c.DefaultTTL > c.MaxTTL:
+		return bad("DefaultTTL", "%s is outside {MinTTL} and {MaxTTL} [%s, %s]", c.DefaultTTL, c.MinTTL, c.MaxTTL)
+	case c.MaxMetadataBytes < 2 || c.MaxMetadataBytes > MaxMetadataBytesBound:
+		return bad("MaxMetadataBytes", "%d is outside [2, %d]", c.MaxMetadataBytes, MaxMetadataBytesBound)
+	case c.MaxCandidates < 0:
+		return bad("MaxCandidates", "%d is negative; 0 means no limit", c.MaxCandidates)
+	case c.MaxElections < 0:
+		return bad("MaxElections", "%d is negative; 0 means no limit", c.MaxElections)
+	case c.HubEvents < 0:
+		return bad("HubEvents", "%d is negative", c.HubEvents)
 	}
-	if c.MaxMetadataBytes < 2 {
-		return fmt.Errorf("gateway: max metadata bytes %d is too small: %w", c.MaxMetadataBytes, ErrInvalid)
+	for _, err := range []error{
+		within("IdleElectionExpiry", c.IdleElectionExpiry, 0, MaxIdleElectionExpiry),
+		within("Defaults.ErrorCooldown", c.Defaults.ErrorCooldown, 0, MaxSetting),
+		within("Defaults.HandoverDelay", c.Defaults.HandoverDelay, 0, MaxSetting),
+	} {
+		if err != nil {
+			return err
+		}
 	}
-	return validateSettings(*c.Defaults)
+	return nil
 }
 
 // Gateway is the service the API calls: it validates every input, issues

@@ -66,8 +66,8 @@ func TestClaimTTLIsAtLeastTwiceTheRequestTimeout(t *testing.T) {
 		{"defaults", 0, 0, "", DefaultClaimTTL},
 		{"exactly twice", 5 * time.Second, 10 * time.Second, "", 10 * time.Second},
 		{"a long request timeout lengthens the default claim", time.Minute, 0, "", 2 * time.Minute},
-		{"shorter than twice", 10 * time.Second, 15 * time.Second, "less than twice the request timeout 10s", 0},
-		{"shorter than twice the default request timeout", 0, 19 * time.Second, "less than twice the request timeout 10s", 0},
+		{"shorter than twice", 10 * time.Second, 15 * time.Second, "must be at least 2× RequestTimeout (10s)", 0},
+		{"shorter than twice the default request timeout", 0, 19 * time.Second, "must be at least 2× RequestTimeout (10s)", 0},
 		{"below a second", 0, 500 * time.Millisecond, "below 1s", 0},
 	}
 	for _, tt := range tests {

@@ -1,10 +1,8 @@
 package webhooks
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,127 +12,6 @@ import (
 
 	"github.com/electorhq/elector/gateway"
 )
-
-// Defaults of Config.
-const (
-	DefaultRequestTimeout = 10 * time.Second
-	DefaultBeginTimeout   = 10 * time.Second
-	DefaultClaimTTL       = 20 * time.Second
-	DefaultPollInterval   = 2 * time.Second
-	DefaultSecretOverlap  = 24 * time.Hour
-	DefaultMaxRetryAfter  = time.Hour
-	DefaultKeepDeliveries = 500
-	// MaxURLBytes bounds an endpoint URL.
-	MaxURLBytes = 2048
-)
-
-// Config tunes a Service. The zero value is ready to use.
-type Config struct {
-	// Replica names this replica in claims. Default: a random id.
-	Replica string
-	// AllowPrivateNetworks lets webhooks reach loopback, private,
-	// link-local and CGNAT addresses. Default false; local development and
-	// tests set it.
-	AllowPrivateNetworks bool
-	// RequestTimeout bounds one delivery attempt. Default 10s.
-	RequestTimeout time.Duration
-	// RetrySchedule is the wait before each retry (jittered ±20%); after
-	// the last, the delivery fails. Default DefaultRetrySchedule().
-	RetrySchedule []time.Duration
-	// MaxRetryAfter caps a receiver's Retry-After. Default 1h.
-	MaxRetryAfter time.Duration
-	// BeginTimeout is how long a candidate's own leader.begin may go
-	// unacknowledged before the candidate is put in error: from the event,
-	// or, if no attempt was recorded yet, from the first attempt when that
-	// is later. Default 10s; a candidate may ask for its own.
-	BeginTimeout time.Duration
-	// ClaimTTL is how long a replica's claim on an endpoint lasts unless
-	// renewed (every ClaimTTL/3); a dead replica's endpoints wait this long
-	// for another replica. An attempt starts only while the claim outlasts
-	// it, so ClaimTTL must be at least twice RequestTimeout (then a claim
-	// renewed on time always does). Default DefaultClaimTTL, or twice
-	// RequestTimeout if that is longer.
-	ClaimTTL time.Duration
-	// PollInterval is how often Run looks for endpoints to claim.
-	// Default 2s.
-	PollInterval time.Duration
-	// SecretOverlap is how long a rotated-out secret keeps signing.
-	// Default 24h.
-	SecretOverlap time.Duration
-	// KeepDeliveries is how many delivery records an endpoint keeps.
-	// Default 500.
-	KeepDeliveries int
-	// Logger receives the Service's logs; never a secret or a URL's query.
-	// Default slog.Default().
-	Logger *slog.Logger
-	// Resolver resolves endpoint hosts when they are registered. Default
-	// net.DefaultResolver.
-	Resolver Resolver
-	// Jitter spreads retry waits. Default ±20% at random; tests pass the
-	// identity.
-	Jitter func(time.Duration) time.Duration
-	// Metrics observes attempts and deliveries. Default NopMetrics{}.
-	Metrics Metrics
-}
-
-func (c Config) withDefaults() Config {
-	if c.Replica == "" {
-		c.Replica = newID("r-")
-	}
-	if c.RequestTimeout <= 0 {
-		c.RequestTimeout = DefaultRequestTimeout
-	}
-	if c.RetrySchedule == nil {
-		c.RetrySchedule = DefaultRetrySchedule()
-	}
-	if c.MaxRetryAfter <= 0 {
-		c.MaxRetryAfter = DefaultMaxRetryAfter
-	}
-	if c.BeginTimeout <= 0 {
-		c.BeginTimeout = DefaultBeginTimeout
-	}
-	if c.ClaimTTL <= 0 {
-		c.ClaimTTL = max(DefaultClaimTTL, 2*c.RequestTimeout)
-	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = DefaultPollInterval
-	}
-	if c.SecretOverlap <= 0 {
-		c.SecretOverlap = DefaultSecretOverlap
-	}
-	if c.KeepDeliveries <= 0 {
-		c.KeepDeliveries = DefaultKeepDeliveries
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Resolver == nil {
-		c.Resolver = net.DefaultResolver
-	}
-	if c.Jitter == nil {
-		c.Jitter = jitter
-	}
-	if c.Metrics == nil {
-		c.Metrics = NopMetrics{}
-	}
-	return c
-}
-
-// Validate reports the first setting of c that cannot work.
-func (c Config) Validate() error {
-	for i, d := range c.RetrySchedule {
-		if d <= 0 {
-			return fmt.Errorf("webhooks: retry schedule entry %d is %s; waits must be positive", i+1, d)
-		}
-	}
-	if c.ClaimTTL != 0 && c.ClaimTTL < time.Second {
-		return fmt.Errorf("webhooks: claim ttl %s is below 1s", c.ClaimTTL)
-	}
-	if rt := cmp.Or(max(c.RequestTimeout, 0), DefaultRequestTimeout); c.ClaimTTL != 0 && c.ClaimTTL < 2*rt {
-		return fmt.Errorf("webhooks: claim ttl %s is less than twice the request timeout %s: an attempt could outlast the claim", c.ClaimTTL, rt)
-	}
-	return nil
-}
 
 // Service delivers the webhooks of one gateway replica and manages
 // endpoints. Create it with New; run Run on every replica. Its methods are

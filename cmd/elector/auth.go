@@ -18,10 +18,6 @@ type AuthConfig struct {
 	// authentication). In the environment or on the command line, a JSON
 	// array of the same objects.
 	Tokens []TokenConfig
-	// ProtectOperational puts /metrics, /docs and /openapi.* behind the
-	// read scope (the probes stay open). Key auth.protect_operational,
-	// default false.
-	ProtectOperational bool
 }
 
 // TokenConfig is one API token. Exactly one of SHA256, File and Env gives

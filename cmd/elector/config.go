@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -14,28 +16,42 @@ import (
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/backends/nats"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/fielderr"
 	"github.com/electorhq/elector/webhooks"
 )
 
-// Config is the configuration of `elector serve`. Each field's comment gives
-// its key (as written in a config file) and its default; configs/elector.yaml
-// documents the same keys for operators.
+// Config is the configuration of `elector serve`. It holds each
+// component's own configuration type, whose fields' comments give their
+// defaults and bounds and whose Validate checks them; the settings table
+// (load.go) gives each field its key, and configs/elector.yaml documents
+// the keys for operators.
+//
+// A zero duration or limit turns off what can be off (the limits and caps,
+// elections.error_cooldown, handover_delay and idle_expiry, http's write,
+// idle and shutdown timeouts) and takes the default everywhere else
+// (webhooks.claim_ttl's and nats.replicas' follow other settings); a
+// negative one is refused. DefaultConfig writes the defaults out.
 type Config struct {
 	// Listen is the TCP address the HTTP API listens on. Key listen,
 	// default 127.0.0.1:8080 (loopback only, safe on a laptop).
-	Listen    string
-	Log       LogConfig
-	Backend   BackendConfig
-	Elections ElectionsConfig
-	HTTP      HTTPConfig
-	SSE       SSEConfig
+	Listen  string
+	Log     LogConfig
+	Backend BackendConfig
+	// Gateway is the election policy: keys elections.* and the caps
+	// limits.candidates_per_election and limits.elections.
+	Gateway gateway.Config
+	// HTTP is the HTTP server serve runs: keys http.*, but those of API.
+	HTTP HTTPConfig
+	// API tunes the HTTP API: keys http.max_body_bytes,
+	// http.read_body_timeout, sse.*, auth.protect_operational and the
+	// request and stream limits limits.*.
+	API api.Config
 	// Webhooks tunes the delivery of webhooks, when the backend keeps the
 	// webhook outbox (gateway.KV); keys webhooks.*.
 	Webhooks webhooks.Config
 	Metrics  MetricsConfig
 	Auth     AuthConfig
 	TLS      TLSConfig
-	Limits   LimitsConfig
 }
 
 // LogConfig configures the logs written to stderr.
@@ -63,39 +79,12 @@ type BackendConfig struct {
 	Etcd etcd.Config
 }
 
-// ElectionsConfig is the policy the gateway applies to candidates and the
-// settings a new election starts with.
-type ElectionsConfig struct {
-	// DefaultTTL is the TTL of a candidate that names none.
-	// Key elections.default_ttl, default 10s.
-	DefaultTTL time.Duration
-	// MinTTL and MaxTTL bound the TTL a candidate may ask for.
-	// Keys elections.min_ttl and elections.max_ttl, defaults 1s and 1h.
-	MinTTL, MaxTTL time.Duration
-	// MaxMetadataBytes bounds a candidate's metadata (compacted JSON).
-	// Key elections.max_metadata_bytes, default 1024.
-	MaxMetadataBytes int
-	// ErrorCooldown is how long a candidate in error stays out of line.
-	// Key elections.error_cooldown, default 10s.
-	ErrorCooldown time.Duration
-	// HandoverDelay holds back the next leader after a leader expires.
-	// Key elections.handover_delay, default 0s (no delay).
-	HandoverDelay time.Duration
-	// IdleExpiry deletes an election with no candidate and no event for
-	// this long. Key elections.idle_expiry, default 0s (kept until deleted).
-	IdleExpiry time.Duration
-}
-
 // HTTPConfig tunes the HTTP server.
 type HTTPConfig struct {
-	// MaxBodyBytes caps a request body. Key http.max_body_bytes, default 65536.
-	MaxBodyBytes int64
 	// ReadHeaderTimeout bounds reading request headers.
-	// Key http.read_header_timeout, default 10s.
+	// Key http.read_header_timeout, default (0) DefaultReadHeaderTimeout:
+	// a server without one is open to clients that never finish.
 	ReadHeaderTimeout time.Duration
-	// ReadBodyTimeout bounds reading a request body; a slower one is
-	// answered 408. Key http.read_body_timeout, default 10s.
-	ReadBodyTimeout time.Duration
 	// WriteTimeout bounds writing a response; event streams lift it for
 	// themselves. Key http.write_timeout, default 30s.
 	WriteTimeout time.Duration
@@ -111,16 +100,6 @@ type HTTPConfig struct {
 	TrustedProxies []string
 }
 
-// SSEConfig tunes the Server-Sent Events streams.
-type SSEConfig struct {
-	// KeepAlive is the interval of keep-alive comments on an idle stream.
-	// Key sse.keep_alive, default 15s.
-	KeepAlive time.Duration
-	// Retry is the reconnection delay a stream advises its clients.
-	// Key sse.retry, default 2s.
-	Retry time.Duration
-}
-
 // MetricsConfig tunes the Prometheus metrics served at /metrics.
 type MetricsConfig struct {
 	// ElectionLabels labels the per-election series (candidates, leaders,
@@ -129,6 +108,9 @@ type MetricsConfig struct {
 	// metrics.election_labels, default true.
 	ElectionLabels bool
 }
+
+// DefaultReadHeaderTimeout is the default of http.read_header_timeout.
+const DefaultReadHeaderTimeout = 10 * time.Second
 
 // DefaultListen is the default listen address: loopback only, so that a
 // gateway started on a laptop is not reachable from the network.
@@ -148,23 +130,31 @@ func DefaultConfig() Config {
 				DialTimeout: etcd.DefaultDialTimeout, RequestTimeout: etcd.DefaultRequestTimeout,
 			},
 		},
-		Elections: ElectionsConfig{
+		Gateway: gateway.Config{
+			Defaults:         &gateway.Settings{ErrorCooldown: gateway.DefaultErrorCooldown},
 			DefaultTTL:       gateway.DefaultTTL,
 			MinTTL:           gateway.DefaultMinTTL,
 			MaxTTL:           gateway.DefaultMaxTTL,
 			MaxMetadataBytes: gateway.DefaultMaxMetadataBytes,
-			ErrorCooldown:    gateway.DefaultErrorCooldown,
-			HandoverDelay:    0,
+			MaxCandidates:    gateway.DefaultMaxCandidates,
+			MaxElections:     gateway.DefaultMaxElections,
 		},
 		HTTP: HTTPConfig{
-			MaxBodyBytes:      api.DefaultMaxBodyBytes,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadBodyTimeout:   api.DefaultBodyTimeout,
+			ReadHeaderTimeout: DefaultReadHeaderTimeout,
 			WriteTimeout:      30 * time.Second,
 			IdleTimeout:       120 * time.Second,
 			ShutdownTimeout:   15 * time.Second,
 		},
-		SSE: SSEConfig{KeepAlive: api.DefaultKeepAlive, Retry: api.DefaultRetryHint},
+		API: api.Config{
+			MaxBodyBytes:   api.DefaultMaxBodyBytes,
+			BodyTimeout:    api.DefaultBodyTimeout,
+			KeepAlive:      api.DefaultKeepAlive,
+			RetryHint:      api.DefaultRetryHint,
+			HeartbeatRate:  api.DefaultHeartbeatRate,
+			HeartbeatBurst: api.DefaultHeartbeatBurst,
+			MaxReads:       api.DefaultMaxReads,
+			MaxStreams:     api.DefaultMaxStreams,
+		},
 		Webhooks: webhooks.Config{
 			RequestTimeout: webhooks.DefaultRequestTimeout,
 			RetrySchedule:  webhooks.DefaultRetrySchedule(),
@@ -172,7 +162,6 @@ func DefaultConfig() Config {
 		},
 		Metrics: MetricsConfig{ElectionLabels: true},
 		TLS:     TLSConfig{ClientAuth: "none"},
-		Limits:  DefaultLimits(),
 	}
 }
 
@@ -189,7 +178,10 @@ func configError(key, source, format string, args ...any) error {
 }
 
 // Validate reports the first value of c that cannot work, naming its key.
-// Sources, if not nil, tells where a key's value came from.
+// It checks what serve owns (the listener, logs, backend choice, HTTP
+// server, TLS, tokens and proxies) and runs each component's own Validate,
+// naming the keys of the fields a component finds at fault. Source, if not
+// nil, tells where a key's value came from.
 func (c Config) Validate(source func(key string) string) error {
 	if source == nil {
 		source = func(string) string { return "" }
@@ -206,13 +198,7 @@ func (c Config) Validate(source func(key string) string) error {
 		}
 		return nil
 	}
-	within := func(key string, d, lo, hi time.Duration) error {
-		if d < lo || d > hi {
-			return configError(key, source(key), "%s is outside [%s, %s]", d, lo, hi)
-		}
-		return nil
-	}
-	e, h := c.Elections, c.HTTP
+	h := c.HTTP
 	checks := []func() error{
 		func() error {
 			if c.Listen == "" {
@@ -234,95 +220,89 @@ func (c Config) Validate(source func(key string) string) error {
 		},
 		func() error {
 			if c.Backend.Kind == "etcd" {
-				if err := c.etcdConfig(nil).Validate(); err != nil {
-					return configError("etcd", "", "%v", err)
-				}
+				return c.componentError(&c.Backend.Etcd, "etcd", c.Backend.Etcd.Validate(), source)
 			}
 			return nil
 		},
 		func() error {
 			if c.Backend.Kind == "nats" || c.Backend.Kind == "embedded" {
-				if err := c.natsConfig().Validate(); err != nil {
-					return configError("nats", "", "%v", err)
-				}
+				return c.componentError(&c.Backend.NATS, "nats", c.Backend.NATS.Validate(), source)
 			}
 			return nil
 		},
-		func() error { return atLeast("elections.min_ttl", e.MinTTL, time.Millisecond) },
-		func() error { return atLeast("elections.max_ttl", e.MaxTTL, e.MinTTL) },
-		func() error { return within("elections.default_ttl", e.DefaultTTL, e.MinTTL, e.MaxTTL) },
-		func() error {
-			if e.MaxMetadataBytes < 2 || e.MaxMetadataBytes > 1<<20 {
-				return configError("elections.max_metadata_bytes", source("elections.max_metadata_bytes"),
-					"%d is outside [2, %d]", e.MaxMetadataBytes, 1<<20)
-			}
-			return nil
-		},
-		func() error { return within("elections.error_cooldown", e.ErrorCooldown, 0, gateway.MaxSetting) },
-		func() error { return within("elections.handover_delay", e.HandoverDelay, 0, gateway.MaxSetting) },
-		func() error { return within("elections.idle_expiry", e.IdleExpiry, 0, 365*24*time.Hour) },
+		func() error { return c.componentError(&c.Gateway, "elections", c.Gateway.Validate(), source) },
 		func() error { return c.validateProduction(source) },
-		func() error {
-			if h.MaxBodyBytes < 1024 {
-				return configError("http.max_body_bytes", source("http.max_body_bytes"),
-					"%d is below the minimum 1024", h.MaxBodyBytes)
-			}
-			return nil
-		},
-		func() error { return atLeast("http.read_header_timeout", h.ReadHeaderTimeout, time.Millisecond) },
-		func() error { return atLeast("http.read_body_timeout", h.ReadBodyTimeout, time.Millisecond) },
+		func() error { return atLeast("http.read_header_timeout", h.ReadHeaderTimeout, 0) },
 		func() error { return atLeast("http.write_timeout", h.WriteTimeout, 0) },
 		func() error { return atLeast("http.idle_timeout", h.IdleTimeout, 0) },
 		func() error { return atLeast("http.shutdown_timeout", h.ShutdownTimeout, 0) },
-		func() error { return atLeast("sse.keep_alive", c.SSE.KeepAlive, time.Second) },
-		func() error { return atLeast("sse.retry", c.SSE.Retry, 100*time.Millisecond) },
-		func() error {
-			return within("webhooks.request_timeout", c.Webhooks.RequestTimeout, time.Second, 5*time.Minute)
-		},
-		func() error {
-			return within("webhooks.begin_timeout", c.Webhooks.BeginTimeout, webhooks.MinBeginTimeout, webhooks.MaxBeginTimeout)
-		},
-		func() error {
-			if len(c.Webhooks.RetrySchedule) > 20 {
-				return configError("webhooks.retry_schedule", source("webhooks.retry_schedule"), "%d retries; at most 20", len(c.Webhooks.RetrySchedule))
-			}
-			for _, d := range c.Webhooks.RetrySchedule {
-				if d < 100*time.Millisecond || d > 24*time.Hour {
-					return configError("webhooks.retry_schedule", source("webhooks.retry_schedule"), "wait %s is outside [100ms, 24h]", d)
-				}
-			}
-			return nil
-		},
+		func() error { return c.componentError(&c.API, "api", c.API.Validate(), source) },
+		func() error { return c.componentError(&c.Webhooks, "webhooks", c.Webhooks.Validate(), source) },
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
 			return err
 		}
 	}
-	// A backstop: the components' own rules, in case they grow stricter.
-	if err := c.gatewayConfig(nil).Validate(); err != nil {
-		return fmt.Errorf("%w: elections: %w", errConfig, err)
-	}
-	if err := c.webhooksConfig(nil).Validate(); err != nil {
-		return fmt.Errorf("%w: webhooks: %w", errConfig, err)
-	}
 	return nil
 }
 
-// gatewayConfig is the part of c that the gateway applies.
-func (c Config) gatewayConfig(log *slog.Logger) gateway.Config {
-	e := c.Elections
-	return gateway.Config{
-		Defaults:           &gateway.Settings{ErrorCooldown: e.ErrorCooldown, HandoverDelay: e.HandoverDelay},
-		DefaultTTL:         e.DefaultTTL,
-		MinTTL:             e.MinTTL,
-		MaxTTL:             e.MaxTTL,
-		MaxMetadataBytes:   e.MaxMetadataBytes,
-		MaxCandidates:      c.Limits.CandidatesPerElection,
-		MaxElections:       c.Limits.Elections,
-		IdleElectionExpiry: e.IdleExpiry,
-		Logger:             log,
+// componentError turns err, from the Validate of comp (a pointer to a
+// component's configuration inside c), into a configuration error naming
+// the keys of the fields at fault, as a *fielderr.Error names them, and
+// where the first came from. An error that names no field is reported
+// under section. A nil err stays nil.
+func (c *Config) componentError(comp any, section string, err error, source func(string) string) error {
+	if err == nil {
+		return nil
 	}
+	var fe *fielderr.Error
+	if !errors.As(err, &fe) {
+		return configError(section, "", "%v", err)
+	}
+	key := func(field string) string { return c.keyOf(comp, field) }
+	msg := fe.Name(key)
+	if src := source(key(fe.Field)); src != "" {
+		msg += " (from " + src + ")"
+	}
+	return fmt.Errorf("%w: %s", errConfig, msg)
+}
+
+// keyOf returns the key of the setting that sets field of comp, a pointer
+// to a component's configuration inside c; field is a Go name, dotted
+// through nested structs and pointers. It returns "" when no setting sets
+// the field.
+func (c *Config) keyOf(comp any, field string) string {
+	v := reflect.ValueOf(comp).Elem()
+	for name := range strings.SplitSeq(field, ".") {
+		for v.Kind() == reflect.Pointer && !v.IsNil() {
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return ""
+		}
+		if v = v.FieldByName(name); !v.IsValid() {
+			return ""
+		}
+	}
+	for _, s := range settings() {
+		p := reflect.ValueOf(s.field(c))
+		if p.Pointer() == v.Addr().Pointer() && p.Elem().Type() == v.Type() {
+			return s.key
+		}
+	}
+	return ""
+}
+
+// gatewayConfig is the configuration of the gateway.
+func (c Config) gatewayConfig(log *slog.Logger) gateway.Config {
+	g := c.Gateway
+	if g.Defaults != nil {
+		d := *g.Defaults
+		g.Defaults = &d
+	}
+	g.Logger = log
+	return g
 }
 
 // natsConfig is the configuration of the NATS backend.
@@ -355,9 +335,10 @@ func (c Config) webhooksConfig(log *slog.Logger) webhooks.Config {
 	return w
 }
 
-// apiConfig is the configuration of the HTTP API, with its auth and
-// limits; serve adds what it wires at run time (metrics, webhooks, the
-// shutdown signal of streams). c is valid; the errors are Validate's.
+// apiConfig is the configuration of the HTTP API, with its tokens, trusted
+// proxies and heartbeat rate as serve applies them; serve adds what it
+// wires at run time (metrics, webhooks, the shutdown signal of streams).
+// c is valid; the errors are Validate's.
 func (c Config) apiConfig(log *slog.Logger) (api.Config, error) {
 	tokens, err := c.Auth.apiTokens()
 	if err != nil {
@@ -367,22 +348,10 @@ func (c Config) apiConfig(log *slog.Logger) (api.Config, error) {
 	if err != nil {
 		return api.Config{}, configError("http.trusted_proxies", "", "%v", err)
 	}
-	return api.Config{
-		Logger:             log,
-		MaxBodyBytes:       c.HTTP.MaxBodyBytes,
-		BodyTimeout:        c.HTTP.ReadBodyTimeout,
-		KeepAlive:          c.SSE.KeepAlive,
-		RetryHint:          c.SSE.Retry,
-		Tokens:             tokens,
-		ProtectOperational: c.Auth.ProtectOperational,
-		WriteRate:          float64(c.Limits.WritesPerSecond),
-		WriteBurst:         c.Limits.WriteBurst,
-		HeartbeatRate:      c.Limits.heartbeatRate(c.Elections.MinTTL),
-		HeartbeatBurst:     c.Limits.HeartbeatBurst,
-		ReadRate:           float64(c.Limits.ReadsPerSecond),
-		ReadBurst:          c.Limits.ReadBurst,
-		MaxReads:           c.Limits.ConcurrentReads,
-		TrustedProxies:     proxies,
-		MaxStreams:         c.Limits.SSESubscribers,
-	}, nil
+	a := c.API
+	a.Logger = log
+	a.Tokens = tokens
+	a.TrustedProxies = proxies
+	a.HeartbeatRate = heartbeatRate(a.HeartbeatRate, cmp.Or(c.Gateway.MinTTL, gateway.DefaultMinTTL))
+	return a, nil
 }

@@ -96,9 +96,9 @@ func TestConfigPrecedenceFlagOverEnvOverFileOverDefault(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := l.Config
-			if c.Listen != tt.listen || c.Elections.DefaultTTL != tt.ttl || c.Elections.MaxMetadataBytes != tt.metadata {
+			if c.Listen != tt.listen || c.Gateway.DefaultTTL != tt.ttl || c.Gateway.MaxMetadataBytes != tt.metadata {
 				t.Errorf("got listen %s, default_ttl %s, max_metadata_bytes %d; want %s, %s, %d",
-					c.Listen, c.Elections.DefaultTTL, c.Elections.MaxMetadataBytes, tt.listen, tt.ttl, tt.metadata)
+					c.Listen, c.Gateway.DefaultTTL, c.Gateway.MaxMetadataBytes, tt.listen, tt.ttl, tt.metadata)
 			}
 		})
 	}
@@ -291,6 +291,10 @@ func TestDecode(t *testing.T) {
 		{"int from float", 2048.0, 2048, func() any { return new(int) }},
 		{"int from fraction", 1.5, nil, func() any { return new(int) }},
 		{"int64 overflow", "99999999999999999999", nil, func() any { return new(int64) }},
+		{"float from string", " 0.5", 0.5, func() any { return new(float64) }},
+		{"float from int", 10, 10.0, func() any { return new(float64) }},
+		{"float from junk", "fast", nil, func() any { return new(float64) }},
+		{"float infinite", "+Inf", nil, func() any { return new(float64) }},
 		{"string trimmed", " 0.0.0.0:80 ", "0.0.0.0:80", func() any { return new(string) }},
 		{"string from map", map[string]any{"a": 1}, nil, func() any { return new(string) }},
 		{"bool", true, true, func() any { return new(bool) }},

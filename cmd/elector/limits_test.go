@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -32,11 +31,12 @@ func TestDefaultLimitsNeverRefuseAFleetBehindOneProxy(t *testing.T) {
 	}
 }
 
-// TestConfiguredLimitsReachTheAPI: limits an operator sets are applied.
+// TestConfiguredLimitsReachTheAPI: limits an operator sets are applied,
+// the heartbeat rate raised to cover the shortest TTL.
 func TestConfiguredLimitsReachTheAPI(t *testing.T) {
 	c := DefaultConfig()
-	c.Limits = LimitsConfig{WritesPerSecond: 20, WriteBurst: 40, HeartbeatsPerSecond: 5, HeartbeatBurst: 9, ReadsPerSecond: 50, ReadBurst: 100, ConcurrentReads: 7}
-	c.HTTP.ReadBodyTimeout = 3 * time.Second
+	c.API.WriteRate, c.API.WriteBurst, c.API.HeartbeatRate, c.API.HeartbeatBurst = 20, 40, 5, 9
+	c.API.ReadRate, c.API.ReadBurst, c.API.MaxReads, c.API.BodyTimeout = 50, 100, 7, 3*time.Second
 	cfg, err := c.apiConfig(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestConfiguredLimitsReachTheAPI(t *testing.T) {
 
 func TestHeartbeatRateCoversTheShortestTTL(t *testing.T) {
 	tests := []struct {
-		limit  int
+		limit  float64
 		minTTL time.Duration
 		want   float64
 	}{
@@ -59,24 +59,8 @@ func TestHeartbeatRateCoversTheShortestTTL(t *testing.T) {
 		{0, time.Millisecond, 0},
 	}
 	for _, tt := range tests {
-		if got := (LimitsConfig{HeartbeatsPerSecond: tt.limit}).heartbeatRate(tt.minTTL); got != tt.want {
-			t.Errorf("limit %d, min TTL %s: %g, want %g", tt.limit, tt.minTTL, got, tt.want)
+		if got := heartbeatRate(tt.limit, tt.minTTL); got != tt.want {
+			t.Errorf("limit %g, min TTL %s: %g, want %g", tt.limit, tt.minTTL, got, tt.want)
 		}
-	}
-}
-
-// TestLimitsValidateNamesTheFirstBadLimit: with several bad limits, the
-// error names the first in the configuration file's order, every time.
-func TestLimitsValidateNamesTheFirstBadLimit(t *testing.T) {
-	l := DefaultConfig().Limits
-	l.WriteBurst, l.Elections, l.SSESubscribers = -1, -2, -3
-	for range 20 {
-		err := l.validate()
-		if err == nil || !strings.HasPrefix(err.Error(), "limits.write_burst is -1") {
-			t.Fatalf("validate: %v; want limits.write_burst named", err)
-		}
-	}
-	if err := DefaultConfig().Limits.validate(); err != nil {
-		t.Fatalf("default limits: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ const (
 type setting struct {
 	key   string // as in a config file: "elections.default_ttl"
 	usage string
-	field func(*Config) any // a *string, *bool, *int, *int64, *time.Duration, *[]time.Duration or *[]string
+	field func(*Config) any // a *string, *bool, *int, *int64, *float64, *time.Duration, *[]time.Duration or *[]string
 }
 
 // settings lists every configuration key. A key missing here is unknown:
@@ -67,43 +67,44 @@ func settings() []setting {
 		{"etcd.server_name", "name expected in the etcd members' certificates", func(c *Config) any { return &c.Backend.Etcd.ServerName }},
 		{"etcd.dial_timeout", "time allowed to connect to an etcd member", func(c *Config) any { return &c.Backend.Etcd.DialTimeout }},
 		{"etcd.request_timeout", "time allowed for each etcd request", func(c *Config) any { return &c.Backend.Etcd.RequestTimeout }},
-		{"elections.default_ttl", "TTL of a candidate that names none", func(c *Config) any { return &c.Elections.DefaultTTL }},
-		{"elections.min_ttl", "smallest TTL a candidate may ask for", func(c *Config) any { return &c.Elections.MinTTL }},
-		{"elections.max_ttl", "largest TTL a candidate may ask for", func(c *Config) any { return &c.Elections.MaxTTL }},
-		{"elections.max_metadata_bytes", "largest candidate metadata, in bytes of compact JSON", func(c *Config) any { return &c.Elections.MaxMetadataBytes }},
-		{"elections.error_cooldown", "time a candidate in error stays out of line (new elections)", func(c *Config) any { return &c.Elections.ErrorCooldown }},
-		{"elections.handover_delay", "delay before the next leader after a leader expires (new elections)", func(c *Config) any { return &c.Elections.HandoverDelay }},
-		{"elections.idle_expiry", "delete an election with no candidate and no event for this long (0s: never)", func(c *Config) any { return &c.Elections.IdleExpiry }},
-		{"http.max_body_bytes", "largest request body, in bytes", func(c *Config) any { return &c.HTTP.MaxBodyBytes }},
+		{"elections.default_ttl", "TTL of a candidate that names none", func(c *Config) any { return &c.Gateway.DefaultTTL }},
+		{"elections.min_ttl", "smallest TTL a candidate may ask for", func(c *Config) any { return &c.Gateway.MinTTL }},
+		{"elections.max_ttl", "largest TTL a candidate may ask for", func(c *Config) any { return &c.Gateway.MaxTTL }},
+		{"elections.max_metadata_bytes", "largest candidate metadata, in bytes of compact JSON", func(c *Config) any { return &c.Gateway.MaxMetadataBytes }},
+		{"elections.error_cooldown", "time a candidate in error stays out of line (new elections)", func(c *Config) any { return &c.Gateway.Defaults.ErrorCooldown }},
+		{"elections.handover_delay", "delay before the next leader after a leader expires (new elections)", func(c *Config) any { return &c.Gateway.Defaults.HandoverDelay }},
+		{"elections.idle_expiry", "delete an election with no candidate and no event for this long (0s: never)", func(c *Config) any { return &c.Gateway.IdleElectionExpiry }},
+		{"http.max_body_bytes", "largest request body, in bytes", func(c *Config) any { return &c.API.MaxBodyBytes }},
 		{"http.read_header_timeout", "time allowed to read request headers", func(c *Config) any { return &c.HTTP.ReadHeaderTimeout }},
-		{"http.read_body_timeout", "time allowed to read a request body (408 past it)", func(c *Config) any { return &c.HTTP.ReadBodyTimeout }},
+		{"http.read_body_timeout", "time allowed to read a request body (408 past it)", func(c *Config) any { return &c.API.BodyTimeout }},
 		{"http.write_timeout", "time allowed to write a response (0: none; event streams lift it)", func(c *Config) any { return &c.HTTP.WriteTimeout }},
 		{"http.idle_timeout", "time an idle keep-alive connection stays open (0: none)", func(c *Config) any { return &c.HTTP.IdleTimeout }},
 		{"http.shutdown_timeout", "time allowed to drain requests on SIGINT or SIGTERM", func(c *Config) any { return &c.HTTP.ShutdownTimeout }},
-		{"sse.keep_alive", "interval of keep-alive comments on an idle event stream", func(c *Config) any { return &c.SSE.KeepAlive }},
-		{"sse.retry", "reconnection delay advised to event stream clients", func(c *Config) any { return &c.SSE.Retry }},
+		{"sse.keep_alive", "interval of keep-alive comments on an idle event stream", func(c *Config) any { return &c.API.KeepAlive }},
+		{"sse.retry", "reconnection delay advised to event stream clients", func(c *Config) any { return &c.API.RetryHint }},
 		{"webhooks.allow_private_networks", "let webhooks reach loopback, private and link-local addresses", func(c *Config) any { return &c.Webhooks.AllowPrivateNetworks }},
 		{"webhooks.request_timeout", "time allowed for one webhook delivery attempt", func(c *Config) any { return &c.Webhooks.RequestTimeout }},
 		{"webhooks.retry_schedule", "comma-separated waits before each webhook retry", func(c *Config) any { return &c.Webhooks.RetrySchedule }},
 		{"webhooks.begin_timeout", "time a new leader's own begin webhook has to answer 2xx", func(c *Config) any { return &c.Webhooks.BeginTimeout }},
+		{"webhooks.claim_ttl", "how long a replica's claim on a webhook endpoint lasts unless renewed (0s: 20s, or twice webhooks.request_timeout if longer)", func(c *Config) any { return &c.Webhooks.ClaimTTL }},
 		{"metrics.election_labels", "label per-election metrics with the election (false: sum over all elections)", func(c *Config) any { return &c.Metrics.ElectionLabels }},
 		{"http.trusted_proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For names the client", func(c *Config) any { return &c.HTTP.TrustedProxies }},
 		{"auth.tokens", "API tokens: {name, sha256|file|env, scopes, elections} (JSON array in flags and the environment)", func(c *Config) any { return &c.Auth.Tokens }},
-		{"auth.protect_operational", "require the read scope for /metrics, /docs and /openapi.*", func(c *Config) any { return &c.Auth.ProtectOperational }},
+		{"auth.protect_operational", "require the read scope for /metrics, /docs and /openapi.*", func(c *Config) any { return &c.API.ProtectOperational }},
 		{"tls.cert_file", "PEM certificate of the HTTP API (reloaded on SIGHUP and change)", func(c *Config) any { return &c.TLS.CertFile }},
 		{"tls.key_file", "PEM key of the HTTP API", func(c *Config) any { return &c.TLS.KeyFile }},
 		{"tls.client_ca_file", "PEM bundle trusted to sign client certificates", func(c *Config) any { return &c.TLS.ClientCAFile }},
 		{"tls.client_auth", "client certificates: none, request or require", func(c *Config) any { return &c.TLS.ClientAuth }},
-		{"limits.writes_per_second", "write requests per second per client (0: no limit)", func(c *Config) any { return &c.Limits.WritesPerSecond }},
-		{"limits.write_burst", "burst of write requests per client", func(c *Config) any { return &c.Limits.WriteBurst }},
-		{"limits.heartbeats_per_second", "heartbeats per second per candidate (0: no limit)", func(c *Config) any { return &c.Limits.HeartbeatsPerSecond }},
-		{"limits.heartbeat_burst", "burst of heartbeats per candidate", func(c *Config) any { return &c.Limits.HeartbeatBurst }},
-		{"limits.reads_per_second", "read requests per second per client (0: no limit)", func(c *Config) any { return &c.Limits.ReadsPerSecond }},
-		{"limits.read_burst", "burst of read requests per client", func(c *Config) any { return &c.Limits.ReadBurst }},
-		{"limits.concurrent_reads", "most reads served at once on this replica (0: no limit)", func(c *Config) any { return &c.Limits.ConcurrentReads }},
-		{"limits.candidates_per_election", "most candidates in one election (0: no limit)", func(c *Config) any { return &c.Limits.CandidatesPerElection }},
-		{"limits.elections", "most elections (0: no limit)", func(c *Config) any { return &c.Limits.Elections }},
-		{"limits.sse_subscribers", "most event streams open at once on this replica (0: no limit)", func(c *Config) any { return &c.Limits.SSESubscribers }},
+		{"limits.writes_per_second", "write requests per second per client (0: no limit)", func(c *Config) any { return &c.API.WriteRate }},
+		{"limits.write_burst", "burst of write requests per client", func(c *Config) any { return &c.API.WriteBurst }},
+		{"limits.heartbeats_per_second", "heartbeats per second per candidate (0: no limit)", func(c *Config) any { return &c.API.HeartbeatRate }},
+		{"limits.heartbeat_burst", "burst of heartbeats per candidate", func(c *Config) any { return &c.API.HeartbeatBurst }},
+		{"limits.reads_per_second", "read requests per second per client (0: no limit)", func(c *Config) any { return &c.API.ReadRate }},
+		{"limits.read_burst", "burst of read requests per client", func(c *Config) any { return &c.API.ReadBurst }},
+		{"limits.concurrent_reads", "most reads served at once on this replica (0: no limit)", func(c *Config) any { return &c.API.MaxReads }},
+		{"limits.candidates_per_election", "most candidates in one election (0: no limit)", func(c *Config) any { return &c.Gateway.MaxCandidates }},
+		{"limits.elections", "most elections (0: no limit)", func(c *Config) any { return &c.Gateway.MaxElections }},
+		{"limits.sse_subscribers", "most event streams open at once on this replica (0: no limit)", func(c *Config) any { return &c.API.MaxStreams }},
 	}
 }
 
@@ -134,6 +135,8 @@ func newServeFlags(stderr io.Writer) *pflag.FlagSet {
 			fs.Int(s.flag(), *p, usage)
 		case *int64:
 			fs.Int64(s.flag(), *p, usage)
+		case *float64:
+			fs.Float64(s.flag(), *p, usage)
 		case *time.Duration:
 			fs.Duration(s.flag(), *p, usage)
 		case *bool:
@@ -315,6 +318,8 @@ func reflectValue(p any) any {
 		return *p
 	case *int64:
 		return *p
+	case *float64:
+		return *p
 	case *time.Duration:
 		return *p
 	case *bool:
@@ -403,6 +408,12 @@ func decode(p any, raw any) error {
 			return err
 		}
 		*p = n
+	case *float64:
+		f, err := toFloat(raw)
+		if err != nil {
+			return err
+		}
+		*p = f
 	default:
 		return fmt.Errorf("unsupported field type %T", p)
 	}
@@ -452,6 +463,24 @@ func toInt(raw any, bits int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("invalid integer %q: use a whole number such as 1024", fmt.Sprint(raw))
+}
+
+// toFloat accepts a number or a decimal string.
+func toFloat(raw any) (float64, error) {
+	switch r := raw.(type) {
+	case int:
+		return float64(r), nil
+	case int64:
+		return float64(r), nil
+	case float64:
+		return r, nil
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
+		if err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("invalid number %q: use a number such as 10 or 0.5", fmt.Sprint(raw))
 }
 
 // decodeList stores a list setting: a comma-separated string (flags,

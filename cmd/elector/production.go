@@ -7,17 +7,14 @@ import (
 	"net/netip"
 )
 
-// validateProduction checks the auth, TLS, limits and proxy settings,
+// validateProduction checks the auth, TLS and proxy settings,
 // naming the key at fault. It reads token files and variables to do so.
 func (c Config) validateProduction(source func(string) string) error {
 	if _, err := c.Auth.apiTokens(); err != nil {
 		return configError("auth.tokens", source("auth.tokens"), "%v", err)
 	}
-	if err := c.TLS.validate(); err != nil {
-		return configError("tls", "", "%v", err)
-	}
-	if err := c.Limits.validate(); err != nil {
-		return configError("limits", "", "%v", err)
+	if err := c.TLS.validate(source); err != nil {
+		return err
 	}
 	if _, err := parseTrustedProxies(c.HTTP.TrustedProxies); err != nil {
 		return configError("http.trusted_proxies", source("http.trusted_proxies"), "%v", err)

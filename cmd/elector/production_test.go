@@ -207,16 +207,25 @@ func TestSIGTERMDrainsInFlightRequestsAndHintsStreams(t *testing.T) {
 		t.Fatalf("stream starts with %q", line)
 	}
 
-	// An in-flight campaign: headers and half the body sent.
+	// An in-flight campaign: headers and half the body sent. The server
+	// answers Expect: 100-continue when the handler starts reading the
+	// body, so the client knows the request is in flight.
 	body := `{"id":"node-a","ttl":"30s"}`
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/elections/billing/candidates HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	connR := bufio.NewReader(conn)
+	fmt.Fprintf(conn, "POST /v1/elections/billing/candidates HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n%s",
 		addr, len(body), body[:10])
-	time.Sleep(100 * time.Millisecond) // let the handler start reading the body
+	if line, err := connR.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
+		t.Fatalf("no 100 Continue: %q, %v", line, err)
+	}
+	if line, err := connR.ReadString('\n'); err != nil || line != "\r\n" {
+		t.Fatalf("after 100 Continue: %q, %v", line, err)
+	}
 
 	code := make(chan int, 1)
 	go func() { code <- stop() }()
@@ -236,7 +245,7 @@ func TestSIGTERMDrainsInFlightRequestsAndHintsStreams(t *testing.T) {
 	if _, err := io.WriteString(conn, body[10:]); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	resp, err := http.ReadResponse(connR, nil)
 	if err != nil {
 		t.Fatalf("in-flight request: %v", err)
 	}

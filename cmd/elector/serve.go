@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +63,7 @@ func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
 func (h HTTPConfig) server(handler http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: h.ReadHeaderTimeout,
+		ReadHeaderTimeout: cmp.Or(h.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		WriteTimeout:      h.WriteTimeout,
 		IdleTimeout:       h.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
@@ -155,7 +156,7 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	wg.Go(func() { runTransitions(runCtx, transitions, log) })
 	hup, stopHangup := catchHangup()
 	defer stopHangup()
-	wg.Go(func() { reloadOnHangup(runCtx, hup, certs) })
+	wg.Go(func() { reloadOnHangup(runCtx, hup, certs, log) })
 	// Webhook delivery stops before the backend loop, so that it can still
 	// release its claims for another replica to continue at once.
 	hooksCtx, stopHooks := context.WithCancel(context.Background())

@@ -217,7 +217,9 @@ func TestServeSurvivesSIGHUPWithoutTLS(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, 10*time.Second, "the SIGHUP to be taken", func() bool {
+		return strings.Contains(logs.String(), "SIGHUP: no TLS certificate to reload")
+	})
 	c := &http.Client{Timeout: 5 * time.Second}
 	if code := call(t, c, http.MethodGet, base+"/healthz", "", nil, nil); code != http.StatusOK {
 		t.Fatalf("healthz after SIGHUP: %d", code)

@@ -18,7 +18,19 @@ func TestSidecarBeginsOnceAndEndsAndResignsOnShutdown(t *testing.T) {
 	logs, stop := inProcess(t, append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s"}, hookArgs(log)...)...)
 
 	waitFor(t, 5*time.Second, "the begin command", func() bool { return len(readLines(log)) >= 1 })
-	time.Sleep(1500 * time.Millisecond) // several heartbeats, past the TTL
+	// Heartbeats carry the leadership past a whole TTL after the begin
+	// command, in the same term.
+	first, err := g.c.Leader(context.Background(), "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "heartbeats past the TTL", func() bool {
+		l, err := g.c.Leader(context.Background(), "e")
+		if err != nil || l.ID != "a" || l.Term != first.Term {
+			t.Fatalf("leader %+v, %v; want a in term %d; logs:\n%s", l, err, first.Term, logs)
+		}
+		return !l.ExpiresAt.Before(first.ExpiresAt.Add(time.Second))
+	})
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected"}) {
 		t.Fatalf("commands ran: %q, want the begin command once; logs:\n%s", got, logs)
 	}
@@ -123,18 +135,14 @@ func TestSidecarEndFailingEveryAttemptExitsWithStatus1(t *testing.T) {
 	g := newTestGateway(t)
 	log := filepath.Join(t.TempDir(), "log")
 	logs, stop := inProcess(t, "--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s",
-		"--leader-begin-command", "true", "--leader-end-command", "echo end >> "+log+"; exit 1",
+		"--leader-begin-command", "echo begin >> "+log, "--leader-end-command", "echo end >> "+log+"; exit 1",
 		"--end-retries", "2", "--end-retry-interval", "10ms")
-	waitFor(t, 5*time.Second, "leadership", func() bool {
-		l, err := g.c.Leader(context.Background(), "e")
-		return err == nil && l.ID == "a"
-	})
-	time.Sleep(100 * time.Millisecond) // the begin command has run
+	waitFor(t, 5*time.Second, "the begin command", func() bool { return slices.Equal(readLines(log), []string{"begin"}) })
 	if code := stop(); code != 1 {
 		t.Fatalf("exit code %d, want 1; logs:\n%s", code, logs)
 	}
-	if got := readLines(log); len(got) != 3 {
-		t.Fatalf("the end command ran %d times, want 3", len(got))
+	if got := readLines(log); !slices.Equal(got, []string{"begin", "end", "end", "end"}) {
+		t.Fatalf("commands ran: %q, want begin and the end command 3 times", got)
 	}
 	if !strings.Contains(logs.String(), "failed on every attempt") {
 		t.Errorf("logs do not say why:\n%s", logs)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -138,17 +137,24 @@ func (c TLSConfig) serverTLS(log *slog.Logger) (*tls.Config, *certReloader, erro
 	return cfg, rl, nil
 }
 
-// validate checks the TLS settings without loading anything.
-func (c TLSConfig) validate() error {
+// validate checks the TLS settings without loading anything, naming the
+// key at fault; source tells where a key's value came from.
+func (c TLSConfig) validate(source func(string) string) error {
+	bad := func(key, format string, args ...any) error {
+		return configError(key, source(key), format, args...)
+	}
 	switch {
 	case (c.CertFile == "") != (c.KeyFile == ""):
-		return errors.New("tls.cert_file and tls.key_file go together")
+		if c.CertFile == "" { // name the key that was given
+			return bad("tls.key_file", "needs tls.cert_file")
+		}
+		return bad("tls.cert_file", "needs tls.key_file")
 	case c.ClientAuth != "none" && c.ClientAuth != "request" && c.ClientAuth != "require":
-		return fmt.Errorf("tls.client_auth %q is not one of none, request, require", c.ClientAuth)
+		return bad("tls.client_auth", "%q is not one of none, request, require", c.ClientAuth)
 	case c.ClientAuth != "none" && c.ClientCAFile == "":
-		return errors.New("tls.client_auth " + c.ClientAuth + " needs tls.client_ca_file")
+		return bad("tls.client_auth", "%s needs tls.client_ca_file", c.ClientAuth)
 	case c.ClientAuth != "none" && !c.Enabled():
-		return errors.New("tls.client_auth needs tls.cert_file and tls.key_file")
+		return bad("tls.client_auth", "%s needs tls.cert_file and tls.key_file", c.ClientAuth)
 	}
 	return nil
 }
@@ -177,8 +183,8 @@ func catchHangup() (<-chan os.Signal, func()) {
 }
 
 // reloadOnHangup reloads rl's certificate (if any) on every signal from
-// hup until ctx ends.
-func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, rl *certReloader) {
+// hup until ctx ends; without one it logs that there is nothing to reload.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, rl *certReloader, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -186,6 +192,8 @@ func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, rl *certReloader)
 		case <-hup:
 			if rl != nil {
 				_ = rl.Reload()
+			} else {
+				log.LogAttrs(ctx, slog.LevelInfo, "SIGHUP: no TLS certificate to reload")
 			}
 		}
 	}
