@@ -47,12 +47,25 @@ type gatewayProcess struct {
 	cmd *exec.Cmd
 }
 
-// startGateways starts n gateways and waits until all are ready; they
-// stop when the test ends. With etcd (a client URL) they are replicas on
-// that etcd; without, they run the embedded backend, and with n > 1 their
-// embedded servers form one cluster, each election replicated on three of
-// them. Their webhooks may reach loopback, where the soak's receiver is.
-func startGateways(t *testing.T, bin string, n int, etcd string) []*gatewayProcess {
+// startGateways starts n gateways on the embedded backend and waits until
+// all are ready; they stop when the test ends. With n > 1 their embedded
+// servers form one cluster, each election replicated on three of them.
+// Their webhooks may reach loopback, where the soak's receiver is.
+func startGateways(t *testing.T, bin string, n int) []*gatewayProcess {
+	t.Helper()
+	return startReplicas(t, bin, n, "")
+}
+
+// startEtcdGateways is startGateways for n replicas on the etcd whose
+// client URL is etcd.
+func startEtcdGateways(t *testing.T, bin string, n int, etcd string) []*gatewayProcess {
+	t.Helper()
+	return startReplicas(t, bin, n, etcd)
+}
+
+// startReplicas starts the gateways of startGateways (etcd empty) or
+// startEtcdGateways.
+func startReplicas(t *testing.T, bin string, n int, etcd string) []*gatewayProcess {
 	t.Helper()
 	var routes []string // of an embedded cluster
 	for range n {

@@ -67,11 +67,12 @@ func soak(t *testing.T, s setup) {
 		t.Fatalf("ELECTOR_SOAK=%q: want a duration of at least 30s", spec)
 	}
 	bin := buildElector(t)
-	var etcd string
+	var gws []*gatewayProcess
 	if s.etcd {
-		etcd = startEtcd(t)
+		gws = startEtcdGateways(t, bin, s.members, startEtcd(t))
+	} else {
+		gws = startGateways(t, bin, s.members)
 	}
-	gws := startGateways(t, bin, s.members, etcd)
 	var urls []string
 	for _, g := range gws {
 		urls = append(urls, g.URL)
@@ -237,7 +238,8 @@ func injectFaults(ctx context.Context, t *testing.T, gws []*gatewayProcess, load
 	}
 }
 
-// report is the soak's table of faults, operations and violations.
+// report is the soak's table of faults, operations, webhook deliveries
+// and violations.
 func report(d time.Duration, s setup, h *History, sum bench.Summary, drain time.Duration, violations []Violation) string {
 	var b strings.Builder
 	shape := "1 `elector serve` (embedded backend)"
