@@ -34,6 +34,16 @@ func ev(sub int, id, typ, candidate string, term uint64) Event {
 	return Event{Subscriber: sub, ID: id, Type: typ, Election: "e", Term: term, Candidate: candidate}
 }
 
+// dl is a delivery of event id of election "e" the receiver accepted.
+func dl(id, typ, candidate string, term uint64) Delivery {
+	return Delivery{Endpoint: "e", ID: id, Type: typ, Election: "e", Term: term, Candidate: candidate}
+}
+
+// refused is a request for event id of election "e" the receiver refused.
+func refused(id, problem string) Delivery {
+	return Delivery{Endpoint: "e", ID: id, Problem: problem}
+}
+
 const (
 	begin = client.EventLeaderBegin
 	end   = client.EventLeaderEnd
@@ -50,7 +60,10 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 		name   string
 		ops    []bench.Op
 		events []Event
-		want   []string // properties, in any order; none for a clean history
+		// deliveries, when set, are what the webhook of election "e"
+		// got; its subscription is then in place from the start.
+		deliveries []Delivery
+		want       []string // properties, in the checker's order; none for a clean history
 	}{
 		{
 			name: "a resigns and b leads after",
@@ -118,6 +131,43 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 			},
 			want: []string{Disagreement},
 		},
+		{
+			name:       "every event reaches the webhook, one twice in a row",
+			events:     cleanEvents,
+			deliveries: []Delivery{dl("10-1", begin, "a", 1), dl("20-1", end, "a", 1), dl("20-1", end, "a", 1), dl("20-2", begin, "b", 2)},
+		},
+		{
+			name:       "an event never reaches the webhook",
+			events:     cleanEvents,
+			deliveries: []Delivery{dl("10-1", begin, "a", 1), dl("20-2", begin, "b", 2)},
+			want:       []string{Undelivered},
+		},
+		{
+			name:       "the webhook gets an event after a later one",
+			events:     cleanEvents,
+			deliveries: []Delivery{dl("10-1", begin, "a", 1), dl("20-2", begin, "b", 2), dl("20-1", end, "a", 1)},
+			want:       []string{DeliveryOutOfOrder},
+		},
+		{
+			name:   "a request the receiver refuses, then the same event signed",
+			events: cleanEvents,
+			deliveries: []Delivery{dl("10-1", begin, "a", 1), refused("20-1", "no signature matches"),
+				dl("20-1", end, "a", 1), dl("20-2", begin, "b", 2)},
+			want: []string{DeliveryRefused},
+		},
+		{
+			name:       "the webhook names another leader than the streams",
+			events:     cleanEvents,
+			deliveries: []Delivery{dl("10-1", begin, "a", 1), dl("20-1", end, "a", 1), dl("20-2", begin, "c", 2)},
+			want:       []string{DeliveryDisagrees},
+		},
+		{
+			name:   "a refused request is never sent again",
+			events: cleanEvents,
+			deliveries: []Delivery{dl("10-1", begin, "a", 1), dl("20-1", end, "a", 1),
+				refused("20-2", "election \"f\" is not the endpoint's")},
+			want: []string{DeliveryRefused, Undelivered},
+		},
 	}
 	for _, tt := range tests {
 		h := &History{}
@@ -125,6 +175,12 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 			h.ObserveOp(op)
 		}
 		h.events = tt.events
+		if tt.deliveries != nil {
+			h.Subscribe("e")
+			for _, d := range tt.deliveries {
+				h.ObserveDelivery(d)
+			}
+		}
 		got := Check(h, Rules{TTL: 3 * time.Second, Margin: 500 * time.Millisecond, End: at(10_000)})
 		var props []string
 		for _, v := range got {

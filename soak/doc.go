@@ -13,13 +13,19 @@
 //   - an event stream, resumed with Last-Event-ID across disconnections,
 //     has no duplicate, nothing out of order and no gap: its begin and end
 //     events alternate term by term, and every subscriber saw the same
-//     events over the span they share.
+//     events over the span they share;
+//   - every event a subscriber received of an election with a webhook
+//     subscription reached the webhook at least once, with the same type,
+//     term and candidate, each request verified by its signature; and the
+//     webhook never got an event older than one it had already got (the
+//     same event again is allowed).
 //
-// The soak tests (soak_test.go) run real `elector serve` processes, one
-// or three clustered, under the load of package bench while killing (-9)
-// and restarting them, stopping them (SIGSTOP) past the candidates' TTL,
-// and stopping leaders' heartbeats past their TTL. They run only when
-// ELECTOR_SOAK is set to a duration:
+// The soak tests (soak_test.go) run real `elector serve` processes (one
+// on the embedded backend, three clustered, or three on one etcd) under
+// the load of package bench, with a webhook receiver subscribed to every
+// election, while killing (-9) and restarting them, stopping them
+// (SIGSTOP) past the candidates' TTL, and stopping leaders' heartbeats
+// past their TTL. They run only when ELECTOR_SOAK is set to a duration:
 //
 //	ELECTOR_SOAK=2m go test -v -run TestSoak ./soak/
 package soak

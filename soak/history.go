@@ -22,6 +22,24 @@ type Event struct {
 	Received   time.Time
 }
 
+// Delivery is one webhook request the soak's receiver got.
+type Delivery struct {
+	// Endpoint is the election whose subscription the request was sent
+	// for (the receiver's URL names it).
+	Endpoint string
+	// ID is the webhook-id header: the event's id.
+	ID        string
+	Type      string
+	Election  string // as the body says
+	Term      uint64
+	Candidate string // the candidate the event names, if any
+	// Problem, when not empty, is what made the receiver refuse the
+	// request: a bad signature, a body that is not an event, an election
+	// that is not the endpoint's.
+	Problem  string
+	Received time.Time
+}
+
 // Fault is one fault injected.
 type Fault struct {
 	Kind       string // "kill-gateway", "pause-candidate", …
@@ -36,6 +54,9 @@ type History struct {
 	ops    []bench.Op
 	events []Event
 	faults []Fault
+
+	subscribed map[string]bool // elections with a webhook subscription
+	deliveries []Delivery
 }
 
 // ObserveOp records op; pass it as bench.Config.Observe.
@@ -69,6 +90,25 @@ func (h *History) Fault(f Fault) {
 	h.faults = append(h.faults, f)
 }
 
+// Subscribe records that the webhook subscription of election was in
+// place before any of its events happened, so that every event of it must
+// be delivered.
+func (h *History) Subscribe(election string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subscribed == nil {
+		h.subscribed = map[string]bool{}
+	}
+	h.subscribed[election] = true
+}
+
+// ObserveDelivery records a webhook request the receiver got.
+func (h *History) ObserveDelivery(d Delivery) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deliveries = append(h.deliveries, d)
+}
+
 // Ops returns a copy of the operations recorded, in the order they ended.
 func (h *History) Ops() []bench.Op {
 	h.mu.Lock()
@@ -88,4 +128,23 @@ func (h *History) Faults() []Fault {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]Fault(nil), h.faults...)
+}
+
+// Subscribed returns the elections with a webhook subscription.
+func (h *History) Subscribed() map[string]bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]bool, len(h.subscribed))
+	for e := range h.subscribed {
+		out[e] = true
+	}
+	return out
+}
+
+// Deliveries returns a copy of the webhook requests recorded, in the
+// order they arrived.
+func (h *History) Deliveries() []Delivery {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Delivery(nil), h.deliveries...)
 }

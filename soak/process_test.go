@@ -33,9 +33,9 @@ func buildElector(t *testing.T) string {
 	return bin
 }
 
-// gatewayProcess is one `elector serve` on the embedded backend, on a
-// fixed loopback port and data directory, so that a restart continues
-// where the killed process stopped.
+// gatewayProcess is one `elector serve` on a fixed loopback port and, on
+// the embedded backend, data directory, so that a restart continues where
+// the killed process stopped.
 type gatewayProcess struct {
 	t    *testing.T
 	bin  string
@@ -47,25 +47,47 @@ type gatewayProcess struct {
 	cmd *exec.Cmd
 }
 
-// startGateways starts n gateways and waits until all are ready; they
-// stop when the test ends. With n > 1 their embedded servers form one
-// cluster, each election replicated on three of them.
+// startGateways starts n gateways on the embedded backend and waits until
+// all are ready; they stop when the test ends. With n > 1 their embedded
+// servers form one cluster, each election replicated on three of them.
+// Their webhooks may reach loopback, where the soak's receiver is.
 func startGateways(t *testing.T, bin string, n int) []*gatewayProcess {
 	t.Helper()
-	var routes []string
+	return startReplicas(t, bin, n, "")
+}
+
+// startEtcdGateways is startGateways for n replicas on the etcd whose
+// client URL is etcd.
+func startEtcdGateways(t *testing.T, bin string, n int, etcd string) []*gatewayProcess {
+	t.Helper()
+	return startReplicas(t, bin, n, etcd)
+}
+
+// startReplicas starts the gateways of startGateways (etcd empty) or
+// startEtcdGateways.
+func startReplicas(t *testing.T, bin string, n int, etcd string) []*gatewayProcess {
+	t.Helper()
+	var routes []string // of an embedded cluster
 	for range n {
-		routes = append(routes, testnet.FreeAddr(t))
+		if etcd == "" && n > 1 {
+			routes = append(routes, testnet.FreeAddr(t))
+		}
 	}
 	gws := make([]*gatewayProcess, n)
 	for i := range n {
 		addr := testnet.FreeAddr(t)
 		g := &gatewayProcess{t: t, bin: bin, URL: "http://" + addr, dir: t.TempDir(), args: []string{"serve",
-			"--listen", addr, "--embedded-data-dir", "data", "--log-level", "warn",
-			"--limits-writes-per-second", "0"}}
-		if n > 1 {
+			"--listen", addr, "--log-level", "warn", "--limits-writes-per-second", "0",
+			"--webhooks-allow-private-networks"}}
+		switch {
+		case etcd != "":
+			g.args = append(g.args, "--backend-kind", "etcd", "--etcd-endpoints", etcd)
+		case n == 1:
+			g.args = append(g.args, "--embedded-data-dir", "data")
+		default:
 			others := append(append([]string(nil), routes[:i]...), routes[i+1:]...)
 			g.args = append(g.args, "--embedded-server-name", fmt.Sprintf("member-%d", i+1),
-				"--embedded-cluster-listen", routes[i], "--embedded-routes", strings.Join(others, ","),
+				"--embedded-data-dir", "data", "--embedded-cluster-listen", routes[i], "--embedded-routes", strings.Join(others, ","),
 				"--nats-replicas", strconv.Itoa(min(n, 3)))
 		}
 		if err := g.start(); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/electorhq/elector/bench"
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/webhooks"
 )
 
 // Shape of the soak.
@@ -25,18 +26,38 @@ const (
 	soakElections  = 4
 )
 
+// webhookDrain bounds the wait, after the load, for every event to reach
+// the webhook: a killed replica's claim on an endpoint runs out after
+// webhooks.DefaultClaimTTL before another replica continues its
+// deliveries, and a restarted one may die again meanwhile.
+const webhookDrain = 3 * webhooks.DefaultClaimTTL
+
+// setup is the shape of a soak: how many `elector serve`, on which
+// backend.
+type setup struct {
+	members int
+	etcd    bool // replicas on one etcd; else the embedded backend
+}
+
 // TestSoak drives candidates and event streams through a real `elector
 // serve` on the embedded backend while killing (-9) and restarting it and
-// pausing leaders past their TTL, then checks the history. It runs for
-// ELECTOR_SOAK (a duration, at least 30s) and is skipped without it.
-func TestSoak(t *testing.T) { soak(t, 1) }
+// pausing leaders past their TTL, then checks the history, webhook
+// deliveries included. It runs for ELECTOR_SOAK (a duration, at least
+// 30s) and is skipped without it.
+func TestSoak(t *testing.T) { soak(t, setup{members: 1}) }
 
 // TestSoakCluster is TestSoak against three `elector serve` whose embedded
 // servers form one cluster, candidates and subscribers spread over the
 // three, one member at a time killed and restarted.
-func TestSoakCluster(t *testing.T) { soak(t, 3) }
+func TestSoakCluster(t *testing.T) { soak(t, setup{members: 3}) }
 
-func soak(t *testing.T, members int) {
+// TestSoakEtcd is TestSoak against three `elector serve` replicas on one
+// etcd server (in the test process), candidates and subscribers spread
+// over the three, one replica at a time killed and restarted or stopped;
+// etcd itself is left alone.
+func TestSoakEtcd(t *testing.T) { soak(t, setup{members: 3, etcd: true}) }
+
+func soak(t *testing.T, s setup) {
 	spec := os.Getenv("ELECTOR_SOAK")
 	if spec == "" {
 		t.Skip("set ELECTOR_SOAK to a duration, such as 2m, to run the soak")
@@ -45,7 +66,13 @@ func soak(t *testing.T, members int) {
 	if err != nil || d < 30*time.Second {
 		t.Fatalf("ELECTOR_SOAK=%q: want a duration of at least 30s", spec)
 	}
-	gws := startGateways(t, buildElector(t), members)
+	bin := buildElector(t)
+	var gws []*gatewayProcess
+	if s.etcd {
+		gws = startEtcdGateways(t, bin, s.members, startEtcd(t))
+	} else {
+		gws = startGateways(t, bin, s.members)
+	}
 	var urls []string
 	for _, g := range gws {
 		urls = append(urls, g.URL)
@@ -60,7 +87,7 @@ func soak(t *testing.T, members int) {
 		Elections:   soakElections,
 		TTL:         soakTTL,
 		Connections: 8,
-		Subscribers: max(2, members),
+		Subscribers: max(2, s.members),
 		Duration:    d,
 		Timeout:     2 * time.Second,
 		ResignWait:  time.Minute,
@@ -77,6 +104,18 @@ func soak(t *testing.T, members int) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	// The webhook of each election is in place before the load starts,
+	// so that every event of it must be delivered.
+	rcv := startReceiver(t, h)
+	for e := range soakElections {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := rcv.subscribe(ctx, urls[e%len(urls)], load.ElectionName(e))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Faults stop two TTLs before the load does, with every gateway up, so
@@ -99,8 +138,14 @@ func soak(t *testing.T, members int) {
 		t.Fatalf("load: %v", err)
 	}
 
-	violations := Check(h, Rules{TTL: soakTTL, Margin: soakMargin, End: time.Now()})
-	t.Log("\n" + report(d, members, h, sum, violations))
+	// Every event the subscribers got reaches the webhook, at the latest
+	// once the claims of replicas killed near the end have run out.
+	end := time.Now()
+	waitFor(webhookDrain, func() bool { return h.Undelivered() == 0 })
+	drain := time.Since(end)
+
+	violations := Check(h, Rules{TTL: soakTTL, Margin: soakMargin, End: end})
+	t.Log("\n" + report(d, s, h, sum, drain, violations))
 	for i, v := range violations {
 		if i == 50 {
 			t.Errorf("… and %d more", len(violations)-50)
@@ -193,12 +238,16 @@ func injectFaults(ctx context.Context, t *testing.T, gws []*gatewayProcess, load
 	}
 }
 
-// report is the soak's table of faults, operations and violations.
-func report(d time.Duration, members int, h *History, sum bench.Summary, violations []Violation) string {
+// report is the soak's table of faults, operations, webhook deliveries
+// and violations.
+func report(d time.Duration, s setup, h *History, sum bench.Summary, drain time.Duration, violations []Violation) string {
 	var b strings.Builder
 	shape := "1 `elector serve` (embedded backend)"
-	if members > 1 {
-		shape = fmt.Sprintf("%d `elector serve` whose embedded servers form one cluster", members)
+	switch {
+	case s.etcd:
+		shape = fmt.Sprintf("%d `elector serve` on one etcd", s.members)
+	case s.members > 1:
+		shape = fmt.Sprintf("%d `elector serve` whose embedded servers form one cluster", s.members)
 	}
 	fmt.Fprintf(&b, "soak of %s: %s, %d candidates in %d elections, TTL %s, %d subscribers\n\n",
 		d, shape, sum.Candidates, sum.Elections, soakTTL, sum.Subscribers)
@@ -219,6 +268,22 @@ func report(d time.Duration, members int, h *History, sum bench.Summary, violati
 		op := sum.Operations[k]
 		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", k, op.Count, op.Errors)
 	}
+	byProperty := map[string]int{}
+	for _, v := range violations {
+		byProperty[v.Property]++
+	}
+	w := h.DeliveryFigures()
+	fmt.Fprintln(tw, "\t\t\t")
+	fmt.Fprintf(tw, "webhook (drained %s after the load)\tcount\t\t\n", drain.Round(100*time.Millisecond))
+	for _, row := range []struct {
+		what string
+		n    int
+	}{
+		{"requests", w.Requests}, {"events delivered", w.Events}, {"duplicates", w.Duplicates}, {"refused", w.Refused},
+		{"missing", byProperty[Undelivered]}, {"out of order", byProperty[DeliveryOutOfOrder]},
+	} {
+		fmt.Fprintf(tw, "%s\t%d\t\t\n", row.what, row.n)
+	}
 	_ = tw.Flush()
 	resets := 0
 	for _, e := range h.Events() {
@@ -229,10 +294,6 @@ func report(d time.Duration, members int, h *History, sum bench.Summary, violati
 	ls := Leaderships(h.Ops(), Rules{TTL: soakTTL, Margin: soakMargin, End: time.Now()})
 	fmt.Fprintf(&b, "\nleaderships observed: %d; events: %d (resets: %d); candidacies left to expire: %d\nerrors by type: %v\n",
 		len(ls), len(h.Events()), resets, sum.Unresigned, sum.Errors.ByType)
-	byProperty := map[string]int{}
-	for _, v := range violations {
-		byProperty[v.Property]++
-	}
 	fmt.Fprintf(&b, "violations: %d", len(violations))
 	for _, k := range sortedKeys(byProperty) {
 		fmt.Fprintf(&b, "; %s: %d", k, byProperty[k])
