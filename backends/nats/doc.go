@@ -152,7 +152,8 @@
 //   - A replica that was down while a delete marker was written finds it
 //     (delivered again when Run starts, or read by the sweep every
 //     SweepInterval for a marker it does not know alive) and ends the
-//     timer then: late, never early.
+//     timer then: late, never early. After Config.MarkerTTL the delete
+//     marker is gone too, and the next point applies.
 //   - A marker that is gone altogether (the in-memory liveness stream lost
 //     with a restart of the NATS servers, or a record written by a version
 //     without markers) ends nothing: the sweep publishes a new marker of

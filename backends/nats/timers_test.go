@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/electorhq/elector/gateway"
 )
 
@@ -134,4 +136,135 @@ func keepBeating(t *testing.T, b *Backend, election, id, th string) (stop func()
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// TestLostTimerMarkerRunsTheTimerAgainWhole: a handover delay whose marker
+// is gone without a delete marker (the in-memory liveness stream lost with
+// a restart of the NATS servers) does not end: the sweep gives it a new
+// marker of the full delay, so the next leader begins no sooner than a
+// whole delay after the delay would have ended. (A delay longer than the
+// sweep's grace and interval together tells that from ending the delay
+// when the sweep finds the marker gone.)
+func TestLostTimerMarkerRunsTheTimerAgainWhole(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	b := open(t, e, freshConfig())
+	run(t, b)
+	ctx := context.Background()
+	const delay = 4 * time.Second
+	if _, err := b.Configure(ctx, "lost", gateway.Settings{ErrorCooldown: delay, HandoverDelay: delay}); err != nil {
+		t.Fatal(err)
+	}
+	events := watchT(t, b, "lost")
+	campaignT(t, b, "lost", "a", time.Second)
+	th, _ := campaignT(t, b, "lost", "b", 10*time.Second)
+	defer keepBeating(t, b, "lost", "b", th)()
+	nextOf(t, events, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderEnd })
+	subject := handoverSubject(t, b, "lost")
+	s, err := b.read(ctx, "lost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := s.rec.HandoverUntil // by this process's clock, which is the real one
+	if err := b.alive.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		t.Fatal(err)
+	}
+	nextOf(t, events, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderBegin })
+	if late := time.Since(until); late < delay {
+		t.Fatalf("leader.begin %s after the lost delay's end; want a whole delay (%s) more", late, delay)
+	}
+}
+
+// TestTimerThatEndedWhileNoReplicaRanEndsOnStart: the server writes a
+// timer's delete marker while no reconciler runs; nothing is promoted
+// meanwhile, and a reconciler started afterwards finds the marker and
+// ends the delay.
+func TestTimerThatEndedWhileNoReplicaRanEndsOnStart(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	b := open(t, e, freshConfig())
+	stop := runUntil(b)
+	ctx := context.Background()
+	if _, err := b.Configure(ctx, "restart", gateway.Settings{ErrorCooldown: time.Second, HandoverDelay: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	events := watchT(t, b, "restart")
+	campaignT(t, b, "restart", "a", time.Second)
+	campaignT(t, b, "restart", "b", time.Minute)
+	nextOf(t, events, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderEnd })
+	subject := handoverSubject(t, b, "restart")
+	stop()
+	waitUntil(t, 10*time.Second, "the marker's delete marker", func() bool {
+		seq, _, alive, err := b.lastBeat(ctx, subject)
+		return err == nil && seq > 0 && !alive
+	})
+	if el, err := b.ElectionLeader(ctx, "restart"); err != nil || el.Leader != nil || el.HandoverUntil.IsZero() {
+		t.Fatalf("with no reconciler: %+v, %v; want the delay still running", el, err)
+	}
+	defer runUntil(b)()
+	ev := nextOf(t, events, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderBegin })
+	if ev.Candidate.ID != "b" {
+		t.Fatalf("leader.begin of %s, want b", ev.Candidate.ID)
+	}
+}
+
+// watchT watches election's events until the test ends.
+func watchT(t *testing.T, b *Backend, election string) <-chan gateway.Event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ch, err := b.Watch(ctx, election, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// nextOf returns the next event of ch that match accepts, failing the
+// test after 15s.
+func nextOf(t *testing.T, ch <-chan gateway.Event, match func(gateway.Event) bool) gateway.Event {
+	t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatal("watch ended")
+			}
+			if match(ev) {
+				return ev
+			}
+		case <-timeout:
+			t.Fatal("no matching event within 15s")
+		}
+	}
+}
+
+// handoverSubject is the liveness subject of election's running handover
+// delay's marker, once the marker is known alive.
+func handoverSubject(t *testing.T, b *Backend, election string) string {
+	t.Helper()
+	var subject string
+	waitUntil(t, 10*time.Second, "a handover delay with its marker", func() bool {
+		s, err := b.read(context.Background(), election)
+		if err != nil || handoverToken(s.rec) == "" {
+			return false
+		}
+		subject = b.aliveSubject(election, handoverToken(s.rec))
+		_, _, alive, err := b.lastBeat(context.Background(), subject)
+		return err == nil && alive
+	})
+	return subject
+}
+
+// waitUntil polls cond every 20ms until it holds or timeout passes.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: no %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
