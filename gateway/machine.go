@@ -48,6 +48,15 @@ type Record struct {
 	// the candidates in error.
 	Line    []Entry `json:"line,omitempty"`
 	Cooling []Entry `json:"cooling,omitempty"`
+
+	// EngineTimed says that the ends of handover delays and error
+	// cooldowns are decided outside the Record, by a TTL that the
+	// backend's engine keeps, and not by the clock of whichever replica
+	// applies a transition: Advance and NextDeadline then leave them
+	// alone, and the backend calls EndHandover and EndCooldown when its
+	// engine says the time is up. HandoverUntil and CooldownUntil are
+	// still set, as the times shown to users. Not stored.
+	EngineTimed bool `json:"-"`
 }
 
 // Entry is one candidate inside a Record.
@@ -192,6 +201,33 @@ func (r *Record) Advance(now time.Time) []Event {
 	return r.promote(now, ev)
 }
 
+// EndHandover ends a running handover delay, as Advance does when
+// HandoverUntil passes, and promotes the head of the line. A backend whose
+// Record is EngineTimed calls it when its engine's TTL for the delay ends.
+// Without a delay running it changes nothing and returns no events.
+func (r *Record) EndHandover(now time.Time) []Event {
+	ev := r.Advance(now)
+	if r.HandoverUntil.IsZero() {
+		return ev
+	}
+	r.HandoverUntil = time.Time{}
+	return r.promote(now, ev)
+}
+
+// EndCooldown puts candidate id, cooling in error, back in line, as
+// Advance does when its CooldownUntil passes, and promotes the head of the
+// line if the slot is free. A backend whose Record is EngineTimed calls it
+// when its engine's TTL for the cooldown ends. For a candidate not cooling
+// it changes nothing.
+func (r *Record) EndCooldown(now time.Time, id string) []Event {
+	ev := r.Advance(now)
+	if r.cooling(id) < 0 {
+		return ev
+	}
+	ev = r.rejoin(now, id, ev)
+	return r.promote(now, ev)
+}
+
 // NextDeadline is when Advance next has work, or ok false if never.
 func (r *Record) NextDeadline() (at time.Time, ok bool) {
 	st := r.nextStep()
@@ -234,9 +270,11 @@ func (r *Record) nextStep() pendingStep {
 		if !e.ExpiresAt.IsZero() {
 			consider(e.ExpiresAt, stepExpire, e.ID)
 		}
-		consider(e.CooldownUntil, stepRejoin, e.ID)
+		if !r.EngineTimed {
+			consider(e.CooldownUntil, stepRejoin, e.ID)
+		}
 	}
-	if !r.HandoverUntil.IsZero() {
+	if !r.HandoverUntil.IsZero() && !r.EngineTimed {
 		consider(r.HandoverUntil, stepHandover, "")
 	}
 	return next

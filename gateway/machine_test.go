@@ -231,3 +231,48 @@ func TestRecordStatusAgreesWithStatusOf(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineTimedRecordWaitsForItsEngine: in an EngineTimed Record no
+// clock, however far ahead, ends a handover delay or a cooldown; only
+// EndHandover and EndCooldown do, and then as Advance would have.
+func TestEngineTimedRecordWaitsForItsEngine(t *testing.T) {
+	r := NewRecord("e", Settings{ErrorCooldown: time.Second, HandoverDelay: time.Second})
+	r.EngineTimed = true
+	late := t0.Add(24 * time.Hour)
+	if _, err := r.Campaign(t0, Candidacy{ID: "a", TTL: time.Second, TokenHash: "ha"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"b", "c"} {
+		if _, err := r.Campaign(t0, Candidacy{ID: id, TTL: time.Hour, TokenHash: "h" + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range r.Line {
+		r.Line[i].ExpiresAt = time.Time{} // liveness decided outside, as in the backends that use EngineTimed
+	}
+	r.Expire(t0.Add(time.Second), "a")
+	if _, err := r.ReportError(t0.Add(time.Second), "c", "hc", ""); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := r.NextDeadline(); ok {
+		t.Fatalf("NextDeadline %s: want none for engine-timed steps", at)
+	}
+	if got := eventString(r.Advance(late)); got != "-" || r.Leading || r.HandoverUntil.IsZero() || len(r.Cooling) != 1 {
+		t.Fatalf("Advance a day later: %s, leading %v, handover %v, cooling %d: want nothing ended", got, r.Leading, r.HandoverUntil, len(r.Cooling))
+	}
+	if got := eventString(r.EndCooldown(late, "b")); got != "-" {
+		t.Fatalf("EndCooldown of a candidate not cooling: %s, want no events", got)
+	}
+	if got, want := eventString(r.EndHandover(late)), "leader.begin(b,expired)"; got != want {
+		t.Fatalf("EndHandover: %s, want %s", got, want)
+	}
+	if got, want := eventString(r.EndCooldown(late, "c")), "candidate.joined(c,rejoined)"; got != want {
+		t.Fatalf("EndCooldown: %s, want %s", got, want)
+	}
+	if got := eventString(r.EndHandover(late)); got != "-" {
+		t.Fatalf("EndHandover without a delay: %s, want no events", got)
+	}
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

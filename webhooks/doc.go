@@ -23,8 +23,36 @@
 // fails its next write and stops. And an attempt starts only while the
 // claim outlasts it (extended first if need be; ClaimTTL is at least twice
 // RequestTimeout), so no attempt is still running when another replica may
-// take the endpoint: as judged by the replicas' clocks, which must agree
-// to well within the attempt's timeout.
+// take the endpoint.
+//
+// Clocks. That last argument is judged by the replicas' clocks: a claim's
+// Until is written by the holder's clock and read against the taker's. No
+// engine TTL can decide it instead through gateway.KV, which has
+// compare-and-set and no expiry (a claim that expires by itself needs a
+// new KV ability: a lease on etcd, a per-key TTL on NATS). What skew s
+// between two replicas' clocks can cause, and what it cannot:
+//   - With s below ClaimTTL, a healthy holder renews every ClaimTTL/3 and
+//     no one takes its endpoints. A holder that is alive but cannot reach
+//     the backend keeps delivering until its Until (holds); a taker whose
+//     clock runs s ahead takes over up to s before that, so for at most s
+//     the two may both send to the endpoint: the taker resends the
+//     in-flight event (same webhook-id) and may send the next ones before
+//     the old holder's attempt ends. The receiver then sees a duplicate,
+//     possibly after a later event: a duplicate or reordered delivery.
+//   - With s at or above ClaimTTL, a replica whose clock runs ahead takes
+//     endpoints from healthy holders at once, and endpoints can move back
+//     and forth between replicas, each move a possible duplicate or
+//     reordering as above.
+//   - Never a lost event: the cursor moves only by compare-and-set of the
+//     claim's holder after the endpoint acknowledged the event (or the
+//     attempts are exhausted and recorded), a replica that lost the claim
+//     fails its next write and stops, and a taker starts from the cursor
+//     as stored. Skew changes who delivers and how often, never whether.
+//
+// So replicas' clocks should agree to well within ClaimTTL minus
+// RequestTimeout (NTP does, by orders of magnitude); receivers
+// de-duplicate on webhook-id and order by the event's timestamp or term
+// in any case. Leadership itself never depends on these clocks.
 //
 // Outbound requests go through a dialer that refuses loopback, private,
 // link-local, CGNAT, multicast and unspecified addresses, checked on the

@@ -26,6 +26,10 @@ type Backend struct {
 	// of concurrent requests.
 	index, barrier *gateway.ReadIndex
 
+	// now stamps what this replica writes. It decides no deadline: lease
+	// expiries decide those (see plan). Tests set it (export_test.go).
+	now func() time.Time
+
 	revokes chan clientv3.LeaseID // leases to revoke, see revoke
 	done    context.Context       // ends with Close
 	stop    context.CancelFunc
@@ -59,7 +63,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	k := keys{p: cfg.Prefix}
 	ctx, stop := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, cli: cli, keys: k, log: cfg.Logger, cache: newCache(cli, k, cfg.Logger), leases: newLeaseBook(), revokes: make(chan clientv3.LeaseID, 1024), done: ctx, stop: stop}
+	b := &Backend{cfg: cfg, cli: cli, keys: k, log: cfg.Logger, cache: newCache(cli, k, cfg.Logger), leases: newLeaseBook(), now: time.Now, revokes: make(chan clientv3.LeaseID, 1024), done: ctx, stop: stop}
 	b.index, b.barrier = gateway.NewReadIndex(b.head), gateway.NewReadIndex(b.writeBarrier)
 	b.wg.Add(2)
 	go func() {
@@ -231,7 +235,7 @@ func (b *Backend) Election(ctx context.Context, election string) (gateway.Electi
 	if !v.exists {
 		return gateway.Election{}, fmt.Errorf("etcd: %q: %w", election, gateway.ErrElectionNotFound)
 	}
-	return b.snapshot(v, rev, time.Now()), nil
+	return b.snapshot(v, rev, b.now()), nil
 }
 
 // Elections implements gateway.Backend: every election of the cache, at
@@ -246,7 +250,7 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 	)
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
-	now := time.Now()
+	now := b.now()
 	err := b.cache.read(rctx, func(st *state) {
 		rev = st.rev
 		for _, n := range st.names() {
@@ -264,7 +268,7 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 // delay to expiries that happen afterwards. Errors: gateway.ErrUnavailable.
 func (b *Backend) Configure(ctx context.Context, election string, s gateway.Settings) (gateway.Election, error) {
 	rctx, cancel := b.reqCtx(ctx)
-	resp, err := b.cli.Put(rctx, b.keys.settings(election), mustJSON(settingsOf(s, time.Now())))
+	resp, err := b.cli.Put(rctx, b.keys.settings(election), mustJSON(settingsOf(s, b.now())))
 	cancel()
 	if err != nil {
 		return gateway.Election{}, translate(ctx, fmt.Sprintf("configure %q", election), err)
@@ -281,7 +285,7 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 	if !v.exists {
 		return gateway.Election{}, fmt.Errorf("etcd: configure %q: settings vanished: %w", election, gateway.ErrUnavailable)
 	}
-	return b.snapshot(v, rev, time.Now()), nil
+	return b.snapshot(v, rev, b.now()), nil
 }
 
 // snapshot turns a view into the gateway's Election.

@@ -31,8 +31,8 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	if err != nil {
 		return gateway.Status{}, translate(ctx, op, err)
 	}
-	now := time.Now()
-	b.leases.note(int64(grant.ID), grant.TTL, grant.TTL, now)
+	now := b.now()
+	b.leases.note(int64(grant.ID), grant.TTL, grant.TTL, time.Now())
 	hex := leaseHex(int64(grant.ID))
 	val := candidateValue{Elector: 1, ID: c.ID, Metadata: c.Metadata, TTLms: c.TTL.Milliseconds(), TokenHash: c.TokenHash, At: now}
 	idKey, setKey := b.keys.candidateID(election, c.ID), b.keys.settings(election)
@@ -270,10 +270,26 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 				return nil, err
 			}
 		}
-		cmps, ops := b.removeTxn(v, x, cooling, id, reason, detail, time.Now())
+		now := b.now()
+		var marker *clientv3.Op
+		var lease clientv3.LeaseID
+		if reason == gateway.ReasonError {
+			// The cooldown's marker (timers.go), granted before the
+			// transaction so that it ends no sooner than a cooldown from now.
+			t := timerPut{key: b.keys.cooldownMark(election, x.hex), value: markerValue{Until: now.Add(v.settings.ErrorCooldown)}, ttl: v.settings.ErrorCooldown}
+			var put clientv3.Op
+			if lease, put, err = b.grantMarker(ctx, t); err != nil {
+				return nil, translate(ctx, fmt.Sprintf("%s %q", op, id), err)
+			}
+			marker = &put
+		}
+		cmps, ops := b.removeTxn(v, x, cooling, id, reason, detail, now, marker)
 		rctx, cancel := b.reqCtx(ctx)
 		resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()
 		cancel()
+		if lease != 0 && (err != nil || !resp.Succeeded) {
+			b.revoke(lease)
+		}
 		if err != nil {
 			return nil, translate(ctx, fmt.Sprintf("%s %q", op, id), err)
 		}
@@ -293,7 +309,11 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 // handover or a reconciler on another replica), and removing the leader
 // without handing over would leave a pending handover, as if it had
 // expired (the handover delay, a leader.begin saying "expired").
-func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail string, now time.Time) ([]clientv3.Cmp, []clientv3.Op) {
+//
+// marker, for an error, is the write of the cooldown's marker key
+// (timers.go), which the transaction makes with the cooling key; with
+// nil the cooling key is not timed and a reconciler gives it a marker.
+func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail string, now time.Time, marker *clientv3.Op) ([]clientv3.Cmp, []clientv3.Op) {
 	election := v.name
 	idKey := b.keys.candidateID(election, id)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(idKey), "=", v.ids[id].create)}
@@ -301,7 +321,10 @@ func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail s
 	mark := clientv3.OpPut(b.keys.mark(election), mustJSON(markValue{Key: x.hex, Reason: reason, Detail: detail, At: now}))
 	coolKey := b.keys.cooling(election, x.hex)
 	cooled := x.value
-	cooled.CooldownUntil, cooled.At = now.Add(v.settings.ErrorCooldown), now
+	cooled.CooldownUntil, cooled.At, cooled.Timed = now.Add(v.settings.ErrorCooldown), now, marker != nil
+	if marker != nil && reason == gateway.ReasonError {
+		ops = append(ops, *marker)
+	}
 	switch {
 	case cooling && reason == gateway.ReasonError:
 		// Already cooling: restart the cooldown, nothing else moves.

@@ -19,6 +19,8 @@
 //	p/_elector/settings/<election>            error cooldown and handover delay
 //	p/_elector/lead/<election>                the lead record: who elector says leads
 //	p/_elector/mark/<election>                why elector last removed a key
+//	p/_elector/handover/<election>            marker of a handover delay, on a lease of its own
+//	p/_elector/cooldown/<election>/<lease-hex> marker of a cooldown, on a lease of its own
 //	p/_elector/kv/<key>                       the gateway.KV (webhooks' endpoints, deliveries…)
 //	p/_elector/barrier                        written only to move the replicas' watches (see below)
 //
@@ -52,12 +54,13 @@
 //
 //	candidacy  {"elector":1,"id":"node-a","metadata":{"addr":"10.0.0.7:8080"},
 //	            "ttl_ms":10000,"token_hash":"<sha-256 hex>","at":"…"}
-//	cooling    the same, plus "cooldown_until":"…"
+//	cooling    the same, plus "cooldown_until":"…","timed":true
 //	ids        the lease in hex, as in the candidacy key
 //	settings   {"error_cooldown_ms":10000,"handover_delay_ms":0,"at":"…"}
 //	lead       {"term":41,"key":"<lease-hex>","id":"node-b","metadata":…,"since":"…",
 //	            "previous":{"id":"node-a","term":37},"previous_end":"resigned",
-//	            "ended":"","until":"…","at":"…"}
+//	            "ended":"","until":"…","timed":true,"at":"…"}
+//	handover   {"term":41,"until":"…"} (a marker; a cooldown's is {"until":"…"})
 //	mark       {"key":"<lease-hex>","reason":"resigned"|"error","detail":"…","at":"…"}
 //
 // # Who leads
@@ -116,6 +119,26 @@
 // the head of the line does not know about the delay: it considers itself
 // leader as soon as its predecessor's key is gone (etcd's recipe has no
 // such notion); elector reports no leader until the delay has passed.
+//
+// Both timers end on etcd's clock, never on a replica's: a replica whose
+// clock runs ahead must not end a handover delay early, as the delay
+// exists to let the expired leader stand down. The transaction that
+// starts one (ReportError's, the reconciler's "start handover delay")
+// also writes its marker key, p/_elector/cooldown/<election>/<lease-hex>
+// or p/_elector/handover/<election>, on a lease of its own granted just
+// before, whose TTL is the delay rounded up to whole seconds (etcd raises
+// a TTL below its minimum, never lowers one), and marks the cooling key or
+// lead record "timed". "until" and "cooldown_until" are only shown. The
+// reconciler ends a timed delay or cooldown when a revision holds the
+// record without its marker: written together, the marker can only have
+// gone with its lease (or by hand), so etcd's lease expiry decides, and
+// the lease began after the expiry or the error report that started the
+// timer. A record without "timed" (written by an older version) gets a
+// marker of the full delay, or of what "until" says is left if that is
+// longer: it ends late, never early. etcd extends every lease by its TTL
+// when a raft leader takes over, which also only makes a timer longer.
+// Ending a timer acknowledges a leader only through the guarded
+// transaction above, so it cannot make two leaders.
 //
 // # Events
 //

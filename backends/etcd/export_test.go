@@ -19,7 +19,7 @@ func (b *Backend) PrepareRemove(ctx context.Context, election, id, tokenHash, re
 	if err != nil {
 		return nil, err
 	}
-	cmps, ops := b.removeTxn(v, x, cooling, id, reason, "", time.Now())
+	cmps, ops := b.removeTxn(v, x, cooling, id, reason, "", time.Now(), nil)
 	return func() (bool, error) {
 		resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {
@@ -81,4 +81,36 @@ func (b *Backend) StatusOfSnapshot(ctx context.Context, election, id string) (ga
 	}
 	st, ok := gateway.StatusOf(b.snapshot(v, rev, time.Now()), id)
 	return st, ok, nil
+}
+
+// SetClock replaces the clock that stamps what b writes. Call it before
+// b is used; now is called concurrently afterwards.
+func (b *Backend) SetClock(now func() time.Time) { b.now = now }
+
+// LeadUntil is the end of the handover delay that the lead record of
+// election holds in this replica's cache, zero if none is running.
+func (b *Backend) LeadUntil(ctx context.Context, election string) (time.Time, error) {
+	var until time.Time
+	err := b.cache.read(ctx, func(st *state) {
+		if e := st.elections[election]; e != nil && e.lead != nil {
+			until = e.lead.Until
+		}
+	})
+	return until, err
+}
+
+// CooldownUntil is the end of candidate id's cooldown as this replica's
+// cache holds it, zero if it is not cooling.
+func (b *Backend) CooldownUntil(ctx context.Context, election, id string) (time.Time, error) {
+	var until time.Time
+	err := b.cache.read(ctx, func(st *state) {
+		if e := st.elections[election]; e != nil {
+			for _, x := range e.cooling {
+				if x.value.ID == id {
+					until = x.value.CooldownUntil
+				}
+			}
+		}
+	})
+	return until, err
 }

@@ -22,6 +22,8 @@ const internalDir = "_elector"
 //	p/_elector/mark/<election>                why the last key removed by elector went (no lease)
 //	p/_elector/cooling/<election>/<lease-hex> candidate in error cooldown (on its lease)
 //	p/_elector/ids/<election>/<candidate-id>  candidate id → lease hex (on its lease)
+//	p/_elector/handover/<election>            marker of a handover delay (on a lease of its own, timers.go)
+//	p/_elector/cooldown/<election>/<lease-hex> marker of a cooldown (on a lease of its own, timers.go)
 //	p/_elector/kv/<key>                       gateway.KV (kv.go), no election's
 //	p/_elector/barrier                        written to move the caches' watches, no election's
 type keys struct{ p string }
@@ -37,6 +39,10 @@ func (k keys) mark(e string) string            { return k.internal("mark", e) }
 func (k keys) candidacy(e, hex string) string  { return k.line(e) + hex }
 func (k keys) cooling(e, hex string) string    { return k.internal("cooling", e) + "/" + hex }
 func (k keys) candidateID(e, id string) string { return k.internal("ids", e) + "/" + id }
+
+// handoverMark and cooldownMark are the marker keys of timers (timers.go).
+func (k keys) handoverMark(e string) string      { return k.internal("handover", e) }
+func (k keys) cooldownMark(e, hex string) string { return k.internal("cooldown", e) + "/" + hex }
 
 // barrier is the key a replica writes to be sure its watch delivers a
 // revision (see Backend.catchUp). It is no election's: parse ignores it.
@@ -62,6 +68,8 @@ const (
 	kindMark
 	kindCooling
 	kindID
+	kindHandoverMark
+	kindCooldownMark
 )
 
 // parsedKey is what a key under the prefix stands for: its kind, its
@@ -99,6 +107,10 @@ func (k keys) parse(key string) parsedKey {
 			return parsedKey{kind: kindCooling, election: e, name: name}
 		case kind == "ids" && nested && name != "":
 			return parsedKey{kind: kindID, election: e, name: name}
+		case kind == "handover" && !nested:
+			return parsedKey{kind: kindHandoverMark, election: e}
+		case kind == "cooldown" && nested && name != "":
+			return parsedKey{kind: kindCooldownMark, election: e, name: name}
 		}
 		return parsedKey{}
 	}

@@ -25,6 +25,10 @@ func TestKeyLayoutParses(t *testing.T) {
 		{"elector/_elector/kv/settings/billing", parsedKey{}},
 		{"elector/_elector/kv/ids/billing/node-a", parsedKey{}},
 		{"elector/_elector/kv/billing/694d", parsedKey{}},
+		// Timers' markers.
+		{"elector/_elector/handover/billing", parsedKey{kindHandoverMark, "billing", ""}},
+		{"elector/_elector/cooldown/billing/694d", parsedKey{kindCooldownMark, "billing", "694d"}},
+		{"elector/_elector/cooldown/billing", parsedKey{}}, // a cooldown's marker names its candidacy
 	}
 	for _, tt := range tests {
 		if got := k.parse(tt.key); got != tt.want {

@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,17 +19,32 @@ type action struct {
 	what string
 	cmps []clientv3.Cmp
 	ops  []clientv3.Op
+	// timer, if set, is a marker key that the transaction also writes, on
+	// a lease granted just before it (timers.go).
+	timer *timerPut
 }
 
-// plan returns the actions due in v at now and when the next one will be.
+// plan returns the actions due in v at now, and next, when the next one is
+// due by the clock: always zero now, as no action waits on a replica's
+// clock (timers are marker keys that etcd expires, timers.go); Run still
+// honours a non-zero one.
 //
 //   - No acknowledged leader, no handover pending, a line: acknowledge the
 //     head of the line (write the lead record naming it).
 //   - A handover pending (the named leader's key went without elector ending
-//     it): start the delay (write "until"), or once it has passed
-//     acknowledge the head of the line, or record the end if nobody waits.
-//   - A cooling candidate whose cooldown ended: re-create its candidacy key,
-//     at the back of the line, on its lease.
+//     it): start the delay (write "until" and the delay's marker key), or
+//     once etcd has deleted the marker acknowledge the head of the line, or
+//     record the end if nobody waits.
+//   - A cooling candidate whose cooldown's marker etcd deleted: re-create
+//     its candidacy key, at the back of the line, on its lease.
+//   - A delay or cooldown written without a marker (by an older version):
+//     give it one of its full length, or of what "until" says is left if
+//     that is longer. It ends late by at most that much, never early.
+//
+// now stamps what the actions write and the "until" shown to users; it
+// decides nothing: whether a delay or cooldown ended is whether etcd still
+// holds its marker key, so a replica whose clock runs ahead cannot end one
+// early (see timers.go).
 func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 	leadKey := b.keys.lead(v.name)
 	leadIs := clientv3.Compare(clientv3.ModRevision(leadKey), "=", v.leadMod)
@@ -42,24 +58,24 @@ func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 			cmps: []clientv3.Cmp{leadIs, clientv3.Compare(clientv3.CreateRevision(b.keys.candidacy(v.name, x.hex)), "=", x.create)},
 			ops:  []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(acknowledge(x, prev, prevEnd, now)))}}
 	}
-	soonest := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
 	switch {
 	case v.pending && v.lead.Until.IsZero() && v.settings.HandoverDelay > 0:
 		l := *v.lead
-		l.Until, l.At = now.Add(v.settings.HandoverDelay), now
-		acts = append(acts, action{what: "start handover delay", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))}})
-		soonest(l.Until)
-	case v.pending && now.Before(v.lead.Until):
-		soonest(v.lead.Until)
+		l.Until, l.At, l.Timed = now.Add(v.settings.HandoverDelay), now, true
+		acts = append(acts, action{what: "start handover delay", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))},
+			timer: &timerPut{key: b.keys.handoverMark(v.name), value: markerValue{Term: l.Term, Until: l.Until}, ttl: v.settings.HandoverDelay}})
+	case v.pending && !v.lead.Until.IsZero() && !v.lead.Timed:
+		l := *v.lead
+		l.Timed = true
+		acts = append(acts, action{what: "time handover delay in etcd", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))},
+			timer: &timerPut{key: b.keys.handoverMark(v.name), value: markerValue{Term: l.Term, Until: l.Until}, ttl: max(v.settings.HandoverDelay, l.Until.Sub(now))}})
+	case v.pending && !v.lead.Until.IsZero() && v.handover != nil && v.handover.Term == v.lead.Term:
+		// The delay's marker is still in etcd: its lease has not expired.
 	case v.pending && len(v.line) > 0:
 		acts = append(acts, ack(gateway.ReasonExpired))
 	case v.pending:
 		l := *v.lead
-		l.Ended, l.Until, l.At = gateway.ReasonExpired, time.Time{}, now
+		l.Ended, l.Until, l.Timed, l.At = gateway.ReasonExpired, time.Time{}, false, now
 		acts = append(acts, action{what: "end expired leadership", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))}})
 	case v.leader == nil && len(v.line) > 0:
 		prevEnd := ""
@@ -69,18 +85,26 @@ func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 		acts = append(acts, ack(prevEnd))
 	}
 	for _, x := range v.cooling {
-		if now.Before(x.value.CooldownUntil) {
-			soonest(x.value.CooldownUntil)
-			continue
+		if v.cooldowns[x.hex] {
+			continue // the cooldown's marker is still in etcd
 		}
 		ie, ok := v.ids[x.value.ID]
 		if !ok || ie.hex != x.hex {
 			continue // expiring: its id key is already gone
 		}
-		back := x.value
-		back.CooldownUntil, back.At = time.Time{}, now
-		k := b.keys.candidacy(v.name, x.hex)
 		coolKey := b.keys.cooling(v.name, x.hex)
+		if !x.value.Timed {
+			timed := x.value
+			timed.Timed = true
+			acts = append(acts, action{what: "time cooldown in etcd",
+				cmps:  []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod)},
+				ops:   []clientv3.Op{clientv3.OpPut(coolKey, mustJSON(timed), clientv3.WithLease(clientv3.LeaseID(x.lease)))},
+				timer: &timerPut{key: b.keys.cooldownMark(v.name, x.hex), value: markerValue{Until: x.value.CooldownUntil}, ttl: max(v.settings.ErrorCooldown, x.value.CooldownUntil.Sub(now))}})
+			continue
+		}
+		back := x.value
+		back.CooldownUntil, back.At, back.Timed = time.Time{}, now, false
+		k := b.keys.candidacy(v.name, x.hex)
 		acts = append(acts, action{what: "rejoin after cooldown",
 			cmps: []clientv3.Cmp{
 				clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod),
@@ -95,9 +119,21 @@ func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 // do runs one action and waits until the cache holds its outcome (ours or
 // the write that beat it). ok reports whether it applied.
 func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, err error) {
+	ops := a.ops
+	var lease clientv3.LeaseID
+	if a.timer != nil {
+		var put clientv3.Op
+		if lease, put, err = b.grantMarker(ctx, *a.timer); err != nil {
+			return false, translate(ctx, a.what+" in "+election, err)
+		}
+		ops = append(slices.Clip(ops), put)
+	}
 	rctx, cancel := b.reqCtx(ctx)
-	resp, err := b.cli.Txn(rctx).If(a.cmps...).Then(a.ops...).Commit()
+	resp, err := b.cli.Txn(rctx).If(a.cmps...).Then(ops...).Commit()
 	cancel()
+	if lease != 0 && (err != nil || !resp.Succeeded) {
+		b.revoke(lease)
+	}
 	if err != nil {
 		return false, translate(ctx, a.what+" in "+election, err)
 	}
@@ -118,7 +154,7 @@ func (b *Backend) reconcile(ctx context.Context, election string) error {
 		if err != nil {
 			return err
 		}
-		acts, _ := b.plan(v, time.Now())
+		acts, _ := b.plan(v, b.now())
 		if len(acts) == 0 {
 			return nil
 		}
@@ -153,7 +189,7 @@ func (b *Backend) Run(ctx context.Context) error {
 	for {
 		changed := b.cache.changes()
 		dirty, all := b.cache.takeDirty()
-		now := time.Now()
+		now := b.now()
 		names := map[string]bool{}
 		for _, n := range dirty {
 			names[n] = true

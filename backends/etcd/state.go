@@ -33,7 +33,11 @@ type estate struct {
 	line     map[string]*entry // by lease hex
 	cooling  map[string]*entry // by lease hex
 	ids      map[string]idEntry
-	at       time.Time // the latest "at" written in the revision being applied
+	// handover is the marker of a handover delay, cooldowns the lease hexes
+	// of the cooldowns that have a marker (timers.go).
+	handover  *markerValue
+	cooldowns map[string]bool
+	at        time.Time // the latest "at" written in the revision being applied
 }
 
 // entry is one candidacy or cooling key.
@@ -60,7 +64,7 @@ func newState(k keys) *state {
 }
 
 func newEstate() *estate {
-	return &estate{line: map[string]*entry{}, cooling: map[string]*entry{}, ids: map[string]idEntry{}}
+	return &estate{line: map[string]*entry{}, cooling: map[string]*entry{}, ids: map[string]idEntry{}, cooldowns: map[string]bool{}}
 }
 
 // clone returns a deep enough copy: entries and values are never mutated
@@ -69,7 +73,7 @@ func (s *state) clone() *state {
 	c := &state{keys: s.keys, rev: s.rev, count: s.count, elections: make(map[string]*estate, len(s.elections))}
 	for n, e := range s.elections {
 		x := *e
-		x.line, x.cooling, x.ids = maps.Clone(e.line), maps.Clone(e.cooling), maps.Clone(e.ids)
+		x.line, x.cooling, x.ids, x.cooldowns = maps.Clone(e.line), maps.Clone(e.cooling), maps.Clone(e.ids), maps.Clone(e.cooldowns)
 		c.elections[n] = &x
 	}
 	return c
@@ -138,6 +142,15 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 		}
 		e.mark, e.markMod = &v, kv.ModRevision
 		e.touch(v.At)
+	case kindHandoverMark:
+		var v markerValue
+		if json.Unmarshal(kv.Value, &v) != nil {
+			e.unset(pk)
+			return pk.election
+		}
+		e.handover = &v
+	case kindCooldownMark:
+		e.cooldowns[pk.name] = true
 	}
 	return pk.election
 }
@@ -169,6 +182,10 @@ func (e *estate) unset(pk parsedKey) {
 		e.lead, e.leadMod = nil, 0
 	case kindMark:
 		e.mark, e.markMod = nil, 0
+	case kindHandoverMark:
+		e.handover = nil
+	case kindCooldownMark:
+		delete(e.cooldowns, pk.name)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 //	{"elector":1,"id":"node-a","metadata":{"addr":"10.0.0.7:8080"},"ttl_ms":10000,
 //	 "token_hash":"<hex sha-256 of the candidate token>","at":"2026-11-22T10:00:00.1Z"}
 //
-// A cooling key adds "cooldown_until". The token hash is what the gateway
+// A cooling key adds "cooldown_until" and "timed". The token hash is what the gateway
 // compares; it does not give its reader the power to act for the candidate.
 type candidateValue struct {
 	Elector       int             `json:"elector"`
@@ -27,6 +27,10 @@ type candidateValue struct {
 	TokenHash     string          `json:"token_hash"`
 	At            time.Time       `json:"at"` // when it joined the line (or went cooling)
 	CooldownUntil time.Time       `json:"cooldown_until,omitzero"`
+	// Timed is set on a cooling key whose cooldown has a marker key
+	// (timers.go): it ends when etcd deletes the marker, not at
+	// CooldownUntil, which is only shown.
+	Timed bool `json:"timed,omitempty"`
 }
 
 func (v candidateValue) ttl() time.Duration { return time.Duration(v.TTLms) * time.Millisecond }
@@ -54,7 +58,7 @@ func parseCandidate(raw []byte, hex string) (v candidateValue, native bool) {
 //
 //	{"term":41,"key":"694d7d3a1c2b0f05","id":"node-b","since":"…","at":"…",
 //	 "previous":{"id":"node-a","term":37},"previous_end":"resigned",
-//	 "ended":"", "until":"…"}
+//	 "ended":"", "until":"…", "timed":true}
 //
 // Term is the create revision of the leader's candidacy key Key. Ended is
 // set when elector ended the leadership itself (resigned, error) and no
@@ -71,6 +75,10 @@ type leadValue struct {
 	PreviousEnd string           `json:"previous_end,omitempty"`
 	Ended       string           `json:"ended,omitempty"`
 	Until       time.Time        `json:"until,omitzero"`
+	// Timed is set when the handover delay has a marker key (timers.go):
+	// it ends when etcd deletes the marker, not at Until, which is only
+	// shown.
+	Timed bool `json:"timed,omitempty"`
 }
 
 // markValue (<prefix>/_elector/mark/<election>) is written by the

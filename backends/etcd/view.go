@@ -37,6 +37,9 @@ type view struct {
 	ids     map[string]idEntry
 	mark    *markValue
 	markMod int64
+	// handover and cooldowns are the timers' marker keys (timers.go).
+	handover  *markerValue
+	cooldowns map[string]bool
 }
 
 // view derives the view of election name.
@@ -63,6 +66,7 @@ func (s *state) view(name string) view {
 	// A view outlives the cache's lock: it shares only values that are
 	// replaced, never changed in place (entries, records), and copies maps.
 	v.lead, v.leadMod, v.ids, v.mark, v.markMod = e.lead, e.leadMod, maps.Clone(e.ids), e.mark, e.markMod
+	v.handover, v.cooldowns = e.handover, maps.Clone(e.cooldowns)
 	if l := e.lead; l != nil {
 		v.term = l.Term
 		if l.Ended == "" {

@@ -8,4 +8,10 @@
 // Why two leaders cannot happen: every transition of every election runs
 // under Backend.mu on the one Record of that election, and the Record has a
 // single leader slot (see gateway.Record).
+//
+// Time is this process's clock alone: expiries, handover delays and error
+// cooldowns are deadlines in the Record, applied by Advance as the clock
+// passes them. With one process there is no other replica's clock to
+// disagree with, so the engine-timed markers of the NATS and etcd backends
+// (gateway.Record.EngineTimed) have nothing to add here.
 package memory

@@ -63,7 +63,8 @@ type Config struct {
 	// how far back a watcher can resume. Default 1000.
 	History int
 	// MarkerTTL is how long the server keeps the marker it writes when a
-	// candidate's liveness expires. Default one minute.
+	// candidate's liveness, or a timer's marker, expires. Default one
+	// minute.
 	MarkerTTL time.Duration
 	// SweepInterval is how often Run checks that every candidate still has
 	// a liveness message, in case a marker was missed. Default 5s.

@@ -26,6 +26,7 @@
 //
 //	ELECTOR        elector.election.<election>         one message per transition
 //	ELECTOR_ALIVE  elector.alive.<election>.<nonce>    one liveness message per candidacy
+//	               elector.alive.<election>._<timer>   one marker per running timer (see Timers)
 //
 // A record message is JSON {"v":2,"record":{…},"events":[…],"prev":<seq>}
 // (values.go describes the form; version 1 records are still read, but
@@ -115,9 +116,57 @@
 // itself, and if it comes back it is told the term it holds. Markers (an
 // expiry that happened in the current stream) are acted on as before.
 //
-// Time-driven steps (end of an error cooldown, end of a handover delay)
-// are applied by Run at each election's Record.NextDeadline, again with
-// compare-and-set; a heartbeat that finds a deadline passed applies it too.
+// # Timers: handover delays and cooldowns end on the server's clock
+//
+// A handover delay exists to give an expired leader time to notice and
+// stand down; ending it early on one replica's fast clock would promote
+// the next leader while the old one may still act. So neither it nor an
+// error cooldown ends by a replica's clock: the records this backend
+// reads and writes are gateway.Record.EngineTimed, whose Advance leaves
+// them alone, and HandoverUntil and CooldownUntil are kept only as the
+// (approximate) times shown to users. Instead each running timer has a
+// marker on the liveness stream, on a subject no candidacy can have
+// (timers.go):
+//
+//	elector.alive.<election>._h<term>-<until>          a handover delay
+//	elector.alive.<election>._c<nonce>-<until>         a candidate's cooldown
+//
+// where <until> is the recorded end in Unix nanoseconds, so a late marker
+// of an earlier timer never ends a later one. The marker is published
+// with Nats-TTL the timer's length rounded up to whole seconds (at least
+// one second: the server's unit), before the record that starts the timer
+// is written. The timer ends only when the server's delete marker for it
+// is seen: Run applies gateway.Record.EndHandover or EndCooldown, under
+// compare-and-set like every write, in one link of the record chain, so
+// the argument above for one leader holds unchanged.
+//
+// Why a timer never ends early:
+//   - The marker is published after the transition's time is taken and
+//     before its record is stored, with a TTL no shorter than the delay;
+//     the server writes the delete marker only once that TTL has passed
+//     on its own clock. A crash between publish and write leaves a marker
+//     no record names, whose end changes nothing.
+//   - Racing writers of one transition publish on the same subject; the
+//     last publish replaces the others and its TTL counts: longer, never
+//     shorter.
+//   - A replica that was down while a delete marker was written finds it
+//     (delivered again when Run starts, or read by the sweep every
+//     SweepInterval for a marker it does not know alive) and ends the
+//     timer then: late, never early. After Config.MarkerTTL the delete
+//     marker is gone too, and the next point applies.
+//   - A marker that is gone altogether (the in-memory liveness stream lost
+//     with a restart of the NATS servers, or a record written by a version
+//     without markers) ends nothing: the sweep publishes a new marker of
+//     the full delay, or of what the record says is left if that is
+//     longer, conditional on the subject being empty. The timer then ends
+//     at most one full delay and a sweep interval later than it would
+//     have, never earlier.
+//
+// On a replicated stream the server that expires the marker is the
+// stream's leader; a change of stream leader moves the end by at most the
+// skew between NATS servers' clocks, as it does a candidate's liveness.
+// The rounding up to whole seconds means a 500ms delay holds back for one
+// second.
 //
 // # The view, and reads that are linearizable
 //

@@ -70,6 +70,7 @@ func decode(election string, seq uint64, data []byte) (stored, error) {
 	if err := rec.Check(); err != nil {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
+	rec.EngineTimed = true // see "Timers" in the package doc
 	s := stored{rec: rec, seq: seq, deleted: deleted, events: make([]gateway.Event, len(m.Events))}
 	if m.Prev != nil {
 		s.prev, s.hasPrev = *m.Prev, true
@@ -180,7 +181,10 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 			rec.Term = cur.rec.Term
 			cur.rec, cur.deleted = rec, false
 		}
-		ev, terr := t(ctx, cur.rec, b.now())
+		before := timers(cur.rec)
+		cur.rec.EngineTimed = true // see "Timers" in the package doc
+		now := b.now()
+		ev, terr := t(ctx, cur.rec, now)
 		if len(ev) == 0 && (terr != nil || mode == writeOnEvents) {
 			if fromCache {
 				continue // not proven current: decide on the stream leader's record
@@ -189,6 +193,9 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 				terr = fmt.Errorf("nats: %s: %w", op, terr)
 			}
 			return cur, terr
+		}
+		if err := b.startTimers(ctx, cur.rec, before, now); err != nil {
+			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, err)
 		}
 		next, err := b.publishRecord(ctx, cur, ev)
 		if err == nil {

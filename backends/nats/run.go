@@ -18,8 +18,12 @@ import (
 //   - expires a candidacy when the server's expiry marker for its liveness
 //     message arrives (and, every SweepInterval, any candidacy whose
 //     liveness message is gone without a marker having been seen);
-//   - applies Record.Advance at each election's NextDeadline (end of a
-//     cooldown or a handover delay).
+//   - ends a handover delay or an error cooldown when the server's delete
+//     marker for its timer's marker arrives (timers.go; and, every
+//     SweepInterval, checks the markers of timers it has not seen alive);
+//   - applies Record.Advance at each election's NextDeadline, if a record
+//     has one (records this backend reads and writes are EngineTimed, so
+//     neither cooldowns nor handover delays give one).
 //
 // Every such write is a compare-and-set like any other: when several
 // replicas run Run, they race, exactly one write wins and the others find
@@ -96,6 +100,10 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg) {
 	election, n, ok := r.b.aliveParts(m.Subject())
 	if !ok || m.Subject() == r.b.epochSubject() {
+		return
+	}
+	if isTimerToken(n) {
+		r.timerMarker(ctx, m, election, n)
 		return
 	}
 	md, err := m.Metadata()
@@ -192,6 +200,7 @@ func (r *reconciler) sweep(ctx context.Context) {
 		}
 	}
 	for _, s := range r.all() {
+		r.sweepTimers(ctx, s, now, grace)
 		for _, e := range slices.Concat(s.rec.Line, s.rec.Cooling) {
 			n := nonce(e.TokenHash)
 			subject := r.b.aliveSubject(s.rec.Name, n)

@@ -1,0 +1,101 @@
+package etcd
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// TestPlanEndsTimersOnMarkersNotClocks: whether a handover delay or a
+// cooldown has ended is whether etcd still holds its marker key, however
+// far the clock is past "until"; a record written without a marker gets
+// one, never an early end.
+func TestPlanEndsTimersOnMarkersNotClocks(t *testing.T) {
+	b := &Backend{keys: keys{p: "p"}}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	const delay = 3 * time.Second
+	late := t0.Add(24 * time.Hour)
+	next := &entry{hex: "b", create: 20, value: candidateValue{Elector: 1, ID: "b"}}
+	cooling := &entry{hex: "c", create: 30, mod: 31, lease: 0xc, value: candidateValue{Elector: 1, ID: "c", CooldownUntil: t0.Add(delay), Timed: true}}
+	untimed := &entry{hex: "c", create: 30, mod: 31, lease: 0xc, value: candidateValue{Elector: 1, ID: "c", CooldownUntil: t0.Add(delay)}}
+	lead := func(until time.Time, timed bool) *leadValue {
+		return &leadValue{Term: 10, Key: "a", ID: "a", Until: until, Timed: timed}
+	}
+	base := func() view {
+		return view{name: "e", exists: true, settings: gateway.Settings{ErrorCooldown: delay, HandoverDelay: delay},
+			ids: map[string]idEntry{"b": {hex: "b", create: 20}, "c": {hex: "c", create: 30}}, cooldowns: map[string]bool{}}
+	}
+	tests := []struct {
+		name  string
+		view  func() view
+		now   time.Time
+		want  []string // the actions' what
+		timer time.Duration
+	}{
+		{"expiry starts the delay with a marker", func() view {
+			v := base()
+			v.line, v.lead, v.pending = []*entry{next}, lead(time.Time{}, false), true
+			return v
+		}, t0, []string{"start handover delay"}, delay},
+		{"a delay whose marker is held waits, however late", func() view {
+			v := base()
+			v.line, v.lead, v.pending = []*entry{next}, lead(t0.Add(delay), true), true
+			v.handover = &markerValue{Term: 10, Until: t0.Add(delay)}
+			return v
+		}, late, nil, 0},
+		{"a delay whose marker etcd deleted ends, however early", func() view {
+			v := base()
+			v.line, v.lead, v.pending = []*entry{next}, lead(t0.Add(delay), true), true
+			return v
+		}, t0, []string{"acknowledge leader"}, 0},
+		{"a marker of another leadership holds nothing back", func() view {
+			v := base()
+			v.line, v.lead, v.pending = []*entry{next}, lead(t0.Add(delay), true), true
+			v.handover = &markerValue{Term: 9}
+			return v
+		}, t0, []string{"acknowledge leader"}, 0},
+		{"a delay written without a marker gets a whole one", func() view {
+			v := base()
+			v.line, v.lead, v.pending = []*entry{next}, lead(t0.Add(delay), false), true
+			return v
+		}, late, []string{"time handover delay in etcd"}, delay},
+		{"a delay without a marker gets what until says is left, if longer", func() view {
+			v := base()
+			v.line, v.lead, v.pending = []*entry{next}, lead(t0.Add(time.Hour), false), true
+			return v
+		}, t0, []string{"time handover delay in etcd"}, time.Hour},
+		{"a cooldown whose marker is held waits, however late", func() view {
+			v := base()
+			v.cooling, v.cooldowns["c"] = []*entry{cooling}, true
+			return v
+		}, late, nil, 0},
+		{"a cooldown whose marker etcd deleted ends, however early", func() view {
+			v := base()
+			v.cooling = []*entry{cooling}
+			return v
+		}, t0, []string{"rejoin after cooldown"}, 0},
+		{"a cooldown written without a marker gets a whole one", func() view {
+			v := base()
+			v.cooling = []*entry{untimed}
+			return v
+		}, late, []string{"time cooldown in etcd"}, delay},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			acts, _ := b.plan(tt.view(), tt.now)
+			var got []string
+			var timer time.Duration
+			for _, a := range acts {
+				got = append(got, a.what)
+				if a.timer != nil {
+					timer = a.timer.ttl
+				}
+			}
+			if !slices.Equal(got, tt.want) || timer != tt.timer {
+				t.Fatalf("actions %q with a marker of %s, want %q with %s", got, timer, tt.want, tt.timer)
+			}
+		})
+	}
+}

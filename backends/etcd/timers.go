@@ -1,0 +1,59 @@
+package etcd
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Handover delays and error cooldowns end when etcd says so, not when a
+// replica's clock says so (see "Error cooldown and handover delay" in the
+// package doc). Each running timer has a marker key on a lease of its
+// own, whose TTL is the timer's length rounded up to whole seconds:
+//
+//	p/_elector/handover/<election>            {"term":41,"until":"…"}
+//	p/_elector/cooldown/<election>/<lease-hex> {"until":"…"}
+//
+// It is written in the transaction that starts the timer, and the record
+// that the timer belongs to (the lead record, the cooling key) says
+// "timed": true in that same transaction. So at any revision, a timed
+// record whose marker key is absent has a marker that etcd deleted when
+// its lease expired: the timer has ended.
+
+// markerValue is the value of a timer's marker key: the term of the
+// leadership whose expiry started a handover delay (0 for a cooldown)
+// and the recorded end, as shown to users.
+type markerValue struct {
+	Term  uint64    `json:"term,omitempty"`
+	Until time.Time `json:"until"`
+}
+
+// timerPut is a marker key an action writes on a lease it grants first.
+type timerPut struct {
+	key   string
+	value markerValue
+	ttl   time.Duration
+}
+
+// markerSecs is a marker lease's TTL: ttl rounded up to whole seconds, at
+// least one. etcd raises a TTL below its minimum lease TTL, never lowers
+// one, so a marker never expires before ttl has passed.
+func markerSecs(ttl time.Duration) int64 {
+	return max(int64((ttl+time.Second-1)/time.Second), 1)
+}
+
+// grantMarker grants the lease of a marker of ttl and returns the write
+// of t's key on it. The lease is granted before the transaction that
+// starts the timer, so it expires no sooner than ttl after the timer's
+// cause (an expiry, an error report) was seen. The caller revokes the
+// lease when its transaction is not committed.
+func (b *Backend) grantMarker(ctx context.Context, t timerPut) (clientv3.LeaseID, clientv3.Op, error) {
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	g, err := b.cli.Grant(rctx, markerSecs(t.ttl))
+	if err != nil {
+		return 0, clientv3.Op{}, err
+	}
+	return g.ID, clientv3.OpPut(t.key, mustJSON(t.value), clientv3.WithLease(g.ID)), nil
+}

@@ -1,0 +1,143 @@
+package etcd_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/backends/etcd"
+	"github.com/electorhq/elector/gateway"
+)
+
+// TestTimersEndOnEtcdsLeasesNotAReplicasClock: once a handover delay or an
+// error cooldown has started, the replica's clock jumps an hour ahead (as
+// another replica's clock may run ahead of the one that started it) and a
+// campaign makes it reconcile the election. With the timer judged by that
+// clock it would end at once; here it ends only when etcd expires its
+// marker's lease, at least the delay after it started in real time.
+func TestTimersEndOnEtcdsLeasesNotAReplicasClock(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 1)
+	const delay = 2 * time.Second
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// start starts the timer and returns when it started (the
+		// replica's clock was still right then) and whether an event
+		// ends it.
+		start func(t *testing.T, b *etcd.Backend, election string) (time.Time, func(gateway.Event) bool)
+	}{
+		{"HandoverDelay", func(t *testing.T, b *etcd.Backend, election string) (time.Time, func(gateway.Event) bool) {
+			campaignAs(t, b, election, "a", time.Second) // expires: its lease is never kept alive
+			th := campaignAs(t, b, election, "b", 10*time.Second)
+			keepBeating(t, b, election, "b", th)
+			var until time.Time
+			eventually(t, 10*time.Second, "the handover delay starts", func() bool {
+				var err error
+				until, err = b.LeadUntil(ctx, election)
+				return err == nil && !until.IsZero()
+			})
+			return until.Add(-delay), func(ev gateway.Event) bool {
+				return ev.Type == gateway.EventLeaderBegin && ev.Candidate.ID == "b"
+			}
+		}},
+		{"ErrorCooldown", func(t *testing.T, b *etcd.Backend, election string) (time.Time, func(gateway.Event) bool) {
+			th := campaignAs(t, b, election, "a", 10*time.Second)
+			keepBeating(t, b, election, "a", th)
+			if _, err := b.ReportError(ctx, election, "a", th, "begin hook failed"); err != nil {
+				t.Fatal(err)
+			}
+			until, err := b.CooldownUntil(ctx, election, "a")
+			if err != nil || until.IsZero() {
+				t.Fatalf("cooldown until %v, %v: want a cooling", until, err)
+			}
+			return until.Add(-delay), func(ev gateway.Event) bool {
+				return ev.Type == gateway.EventCandidateJoined && ev.Candidate.ID == "a" && ev.Reason == gateway.ReasonRejoined
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBackend(t, ms, "skew-"+tt.name)
+			var ahead atomic.Bool
+			b.SetClock(func() time.Time {
+				if ahead.Load() {
+					return time.Now().Add(time.Hour)
+				}
+				return time.Now()
+			})
+			run(t, b)
+			election := "timers"
+			if _, err := b.Configure(ctx, election, gateway.Settings{ErrorCooldown: delay, HandoverDelay: delay}); err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			events, err := b.Watch(wctx, election, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			started, ended := tt.start(t, b, election)
+			ahead.Store(true)
+			campaignAs(t, b, election, "c", 10*time.Second) // the replica reconciles the election
+			for {
+				ev, ok := <-events
+				if !ok {
+					t.Fatal("watch ended before the timer did")
+				}
+				if !ended(ev) {
+					continue
+				}
+				if held := time.Since(started); held < delay {
+					t.Fatalf("%s %s after the timer started; it is %s long", ev.Type, held, delay)
+				}
+				return
+			}
+		})
+	}
+}
+
+// campaignAs campaigns id with ttl and returns its token hash.
+func campaignAs(t *testing.T, b *etcd.Backend, election, id string, ttl time.Duration) string {
+	t.Helper()
+	th := gateway.HashToken(gateway.NewToken())
+	if _, err := b.Campaign(context.Background(), election, gateway.Candidacy{ID: id, TTL: ttl, TokenHash: th}, gateway.DefaultSettings()); err != nil {
+		t.Fatalf("campaign %s: %v", id, err)
+	}
+	return th
+}
+
+// keepBeating heartbeats id every 500ms until the test ends.
+func keepBeating(t *testing.T, b *etcd.Backend, election, id, th string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				_, _ = b.Heartbeat(ctx, election, id, th)
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// eventually polls cond every 20ms until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
