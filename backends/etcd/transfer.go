@@ -194,12 +194,18 @@ func (b *Backend) moveBack(election string, x *entry, rejoined bool, now time.Ti
 		}
 }
 
-// moveAction is the action that moves follower x of v to the back of the
-// line, with the further comparisons more. Moving a follower changes no
-// leadership: elector's leader is named by the lead record, and the head
-// of the line is never a follower that moves while someone leads.
+// moveAction is the action that moves candidate x of v to the back of the
+// line, with the further comparisons more. When x is not the head of v's
+// line, the action also requires that head to be still there, so that x
+// is still not the head when it moves (the head can change without a
+// write of the lead record: an expiry): moving a follower changes no
+// leadership, as elector's leader is named by the lead record and native
+// clients lead only at the head.
 func (b *Backend) moveAction(v view, x *entry, what string, more ...clientv3.Cmp) action {
 	cmps, ops := b.moveBack(v.name, x, false, time.Time{})
+	if h := v.line[0]; h != x {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, h)), "=", h.create))
+	}
 	return action{what: what, cmps: append(cmps, more...), ops: ops}
 }
 
@@ -271,6 +277,9 @@ func (b *Backend) reorder(v view) (action, bool) {
 	for _, x := range v.line {
 		newest = max(newest, x.create)
 	}
+	// Guarded by the lead record too: a leadership that changed since v
+	// (a resignation, a handover) may have made want[k] the head.
 	return b.moveAction(v, want[k], "order the line by priority",
+		clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod),
 		clientv3.Compare(clientv3.CreateRevision(b.keys.line(v.name)), "<", newest+1).WithPrefix()), true
 }
