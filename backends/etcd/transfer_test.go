@@ -113,6 +113,14 @@ func TestNativeClientSeesTransfersAndPriorities(t *testing.T) {
 	x.campaign("c", 0)
 	n, won := x.native(ctx, "native-1")
 	waitLine(t, x.b, x.e, "a:leader", "b:follower", "c:follower", "native-1:follower")
+	snap, err := x.b.Election(ctx, x.e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := x.b.Watch(ctx, x.e, snap.Cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	if _, err := x.b.Transfer(ctx, x.e, "c", ""); err != nil {
 		t.Fatalf("transfer to c: %v", err)
@@ -152,6 +160,13 @@ func TestNativeClientSeesTransfersAndPriorities(t *testing.T) {
 	}
 	waitLine(t, x.b, x.e, "native-1:leader", "e:follower", "b:follower", "a:follower", "d:follower")
 	x.nativeSeesLeader(n, "native-1")
+
+	// The keys that moved are the same candidates: nobody left or joined
+	// but d and e, and c when it resigned.
+	expectEvents(t, "events", w, x.e,
+		gateway.EventLeaderTransfer, gateway.EventLeaderEnd, gateway.EventLeaderBegin, // the handover
+		gateway.EventCandidateJoined, gateway.EventCandidateJoined, // d, e
+		gateway.EventLeaderEnd, gateway.EventCandidateLeft, gateway.EventLeaderBegin) // c resigned
 }
 
 // TestTransferPastNativeClientIsRefused checks that a transfer to a
