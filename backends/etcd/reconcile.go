@@ -121,6 +121,11 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 	rctx, cancel := b.reqCtx(ctx)
 	resp, err := b.cli.Txn(rctx).If(a.cmps...).Then(a.ops...).Commit()
 	cancel()
+	if leaseGone(err) {
+		// A key it moves is on a lease that just expired: the election is
+		// about to change, as after a failed comparison.
+		return false, b.fresh(ctx)
+	}
 	if err != nil {
 		return false, translate(ctx, a.what+" in "+election, err)
 	}
