@@ -19,8 +19,11 @@ var _ gateway.Transferer = (*Backend)(nil)
 // lead record (guarded by the record's mod revision and the target's
 // key), which changes no leadership: from then on every replica refuses
 // the leader's heartbeats (see Heartbeat) until it hands over, resigns,
-// errs or expires, and whoever then ends the leadership makes the target
-// the head of the line and the leader in one transaction. Errors:
+// errs or expires. Meanwhile the reconcilers move the followers between
+// the leader and the target behind the target (see plan); whoever ends
+// the leadership then makes the target the leader in the transaction that
+// makes it the head of the line (a resignation or an error before the
+// target is next cancels the transfer instead). Errors:
 // gateway.ErrElectionNotFound, gateway.ErrNoLeader, gateway.ErrNotLeader,
 // gateway.ErrNotFollower, gateway.ErrTransferPending (to another target),
 // gateway.ErrTransferBlocked (a native candidate stands between the leader
