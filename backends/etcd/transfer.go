@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -75,6 +76,11 @@ func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) 
 		}
 		if err := b.waitApplied(ctx, resp.Header.Revision); err != nil {
 			return gateway.Election{}, err
+		}
+		// Move the target up now rather than at the reconcilers' next
+		// pass, so that a leader that resigns right away hands over to it.
+		if err := b.reconcile(ctx, election); err != nil {
+			b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: reconcile after transfer", slog.String("election", election), slog.String("error", err.Error()))
 		}
 		v, rev, err = b.cached(ctx, election)
 		if err != nil {
