@@ -242,3 +242,35 @@ func TestTransferPastNativeClientIsRefused(t *testing.T) {
 	waitLine(t, x.b, x.e, "native-1:leader", "b:follower", "a:follower")
 	x.nativeSeesLeader(n, "native-1")
 }
+
+// TestLeaderResigningWithTransferPendingHandsOverToTarget checks that a
+// leader that resigns instead of handing over hands over to the target of
+// the pending transfer, not to the next in line when the transfer was
+// asked for, and that a native client behind them sees the same leader.
+func TestLeaderResigningWithTransferPendingHandsOverToTarget(t *testing.T) {
+	t.Parallel()
+	x := newInterop(t, "resign")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	x.campaign("a", 0)
+	x.campaign("b", 0)
+	x.campaign("c", 0)
+	n, won := x.native(ctx, "native-1")
+	waitLine(t, x.b, x.e, "a:leader", "b:follower", "c:follower", "native-1:follower")
+	if _, err := x.b.Transfer(ctx, x.e, "c", ""); err != nil {
+		t.Fatalf("transfer to c: %v", err)
+	}
+	if err := x.b.Resign(ctx, x.e, "a", x.tok["a"]); err != nil {
+		t.Fatal(err)
+	}
+	s, err := x.b.Election(ctx, x.e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Leader == nil || s.Leader.ID != "c" || s.Transfer != nil {
+		t.Fatalf("after a resigned: leader %+v, transfer %+v; want c leading, no transfer", s.Leader, s.Transfer)
+	}
+	x.nativeSeesLeader(n, "c")
+	notWon(t, won, "c leads")
+}
