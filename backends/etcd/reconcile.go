@@ -30,6 +30,13 @@ type action struct {
 //     acknowledge the head of the line, or record the end if nobody waits.
 //   - A cooling candidate whose cooldown ended: re-create its candidacy key,
 //     at the back of the line, on its lease.
+//   - A pending transfer (transfer.go): move the followers between the
+//     leader and the target behind the target, one per action; after the
+//     leader expired, the keys ahead of the target, then acknowledge it.
+//     A transfer whose target expired: drop it from the lead record.
+//   - Otherwise, a line out of priority order: move the next key that
+//     must go behind a candidate of higher priority (reorder); with the
+//     line in order and preempt set, start a preemption (preempt).
 func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 	leadKey := b.keys.lead(v.name)
 	leadIs := clientv3.Compare(clientv3.ModRevision(leadKey), "=", v.leadMod)
