@@ -79,8 +79,12 @@
 // transaction that deletes its key), and the reconciler that any replica
 // runs (Run): it acknowledges the head of a line nobody leads, and after an
 // expiry it first starts the handover delay and then acknowledges the next.
+// Handover names the target of a transfer in the transaction that moves the
+// leader's key behind it, which makes the target the head. (Transfer and
+// preemptions write the record too, without changing whom it names.)
 // Every one of those transactions names the head of the line, and no key can
-// ever get ahead of it: keys created later get higher revisions. Therefore:
+// ever get ahead of it: keys created or moved later get higher revisions.
+// Therefore:
 //
 //   - At most one leader: the view of an election at a revision has one lead
 //     record naming one key; it counts only while that key exists, and it is
