@@ -62,6 +62,7 @@ var problemKinds = map[string]problemKind{
 	"not-a-follower":              {http.StatusConflict, "Not a follower"},
 	"not-leader":                  {http.StatusConflict, "Not the leader"},
 	"no-transfer-pending":         {http.StatusConflict, "No leadership transfer pending"},
+	"transfer-blocked":            {http.StatusConflict, "Leadership transfer blocked"},
 	"webhooks-unavailable":        {http.StatusNotImplemented, "Webhooks unavailable"},
 	"not-supported":               {http.StatusNotImplemented, "Not supported by this backend"},
 	"internal":                    {http.StatusInternalServerError, "Internal error"},
@@ -139,6 +140,7 @@ func problemFor(r *http.Request, err error) Problem {
 	var le *gateway.LimitError
 	var tp *gateway.TransferPendingError
 	var ue *gateway.UnsupportedError
+	var tb *gateway.TransferBlockedError
 	switch {
 	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
 		return newProblem(r, "client-closed-request", "the client went away before the answer")
@@ -155,7 +157,7 @@ func problemFor(r *http.Request, err error) Problem {
 	case errors.As(err, &tp):
 		return transferPendingProblem(r, election, id, tp.Transfer)
 	case errors.As(err, &ue):
-		p := newProblem(r, "not-supported", fmt.Sprintf("the %s backend of this gateway does not support %s; use a backend that does (memory)", ue.Backend, ue.Ability))
+		p := newProblem(r, "not-supported", fmt.Sprintf("the %s backend of this gateway does not support %s; use a backend that does (memory, nats, etcd)", ue.Backend, ue.Ability))
 		p.Ext = map[string]any{"backend": ue.Backend}
 		return p
 	case errors.Is(err, gateway.ErrNotFollower):
@@ -166,6 +168,8 @@ func problemFor(r *http.Request, err error) Problem {
 			return newProblem(r, "not-leader", fmt.Sprintf("the candidate token is not the token of the leader of election %q; only the leader (or an API token with scope admin, without a candidate token) may ask for a transfer", election))
 		}
 		return newProblem(r, "not-leader", fmt.Sprintf("candidate %q does not lead election %q", id, election))
+	case errors.As(err, &tb):
+		return newProblem(r, "transfer-blocked", fmt.Sprintf("the leadership of election %q cannot be transferred to %q: %s", election, tb.To, tb.Reason))
 	case errors.Is(err, gateway.ErrNoTransfer):
 		return newProblem(r, "no-transfer-pending", fmt.Sprintf("election %q has no leadership transfer pending; there is nothing to hand over", election))
 	case errors.Is(err, webhooks.ErrDestinationRefused):

@@ -67,8 +67,8 @@ func (c *Client) ReportError(ctx context.Context, election, id, token, reason st
 // once the leader hands over or its TTL runs out.
 //
 // Errors: ErrNoLeader, ErrNotFollower, ErrNotLeader (the token is not the
-// leader's), ErrTransferPending (to another target), ErrNotSupported,
-// ErrElectionNotFound, ErrForbidden, ErrUnavailable.
+// leader's), ErrTransferPending (to another target), ErrTransferBlocked,
+// ErrNotSupported, ErrElectionNotFound, ErrForbidden, ErrUnavailable.
 func (c *Client) Transfer(ctx context.Context, election, to, leaderToken string) (Election, error) {
 	var e Election
 	err := c.do(ctx, http.MethodPost, map[string]string{"to": to}, leaderToken, &e, "v1", "elections", election, "transfer")

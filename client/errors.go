@@ -40,6 +40,11 @@ var (
 	ErrNotLeader       = errors.New("elector: not the leader")               // not-leader
 	ErrNoTransfer      = errors.New("elector: no transfer pending")          // no-transfer-pending
 	ErrNotSupported    = errors.New("elector: not supported by the backend") // not-supported
+
+	// ErrTransferBlocked: the backend cannot reorder the line for that
+	// transfer (on etcd, a native client's key stands between the leader
+	// and the target); the *Problem's Detail names it.
+	ErrTransferBlocked = errors.New("elector: leadership transfer blocked") // transfer-blocked
 )
 
 // problemSentinels maps problem slugs to sentinels.
@@ -65,6 +70,7 @@ var problemSentinels = map[string]error{
 	"not-a-follower":           ErrNotFollower,
 	"not-leader":               ErrNotLeader,
 	"no-transfer-pending":      ErrNoTransfer,
+	"transfer-blocked":         ErrTransferBlocked,
 	"not-supported":            ErrNotSupported,
 }
 

@@ -169,7 +169,8 @@ type Transferer interface {
 	// tokenHash must be the leader's. Asking again for the same target
 	// changes nothing. Errors: ErrElectionNotFound, ErrNoLeader,
 	// ErrNotLeader (tokenHash is not the leader's), ErrNotFollower,
-	// ErrTransferPending (to another target).
+	// ErrTransferPending (to another target), ErrTransferBlocked (the
+	// backend cannot reorder the line that far; a *TransferBlockedError).
 	Transfer(ctx context.Context, election, to, tokenHash string) (Election, error)
 
 	// Handover ends the leadership of candidate id in favour of the
@@ -198,7 +199,25 @@ var (
 	ErrNotFollower       = errors.New("gateway: candidate is not a follower")
 	ErrTransferPending   = errors.New("gateway: leadership transfer pending")
 	ErrNoTransfer        = errors.New("gateway: no leadership transfer pending")
+	ErrTransferBlocked   = errors.New("gateway: leadership transfer blocked")
 )
+
+// TransferBlockedError is ErrTransferBlocked: a transfer (or a handover)
+// the backend cannot make because of the line it would have to change,
+// such as a native etcd client's key ahead of the target, which elector
+// cannot move. Reason says what stands in the way.
+type TransferBlockedError struct {
+	Election string
+	To       string
+	Reason   string
+}
+
+func (e *TransferBlockedError) Error() string {
+	return fmt.Sprintf("gateway: %q: leadership transfer to %q blocked: %s", e.Election, e.To, e.Reason)
+}
+
+// Is makes a TransferBlockedError match ErrTransferBlocked.
+func (e *TransferBlockedError) Is(target error) bool { return target == ErrTransferBlocked }
 
 // TransferPendingError is ErrTransferPending with the pending transfer: a
 // leader's heartbeat refused while it should hand over, or a request for a

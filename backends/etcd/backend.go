@@ -290,7 +290,7 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 
 // snapshot turns a view into the gateway's Election.
 func (b *Backend) snapshot(v view, rev int64, now time.Time) gateway.Election {
-	e := gateway.Election{Name: v.name, Settings: v.settings, Term: v.term, Cursor: revCursor(rev)}
+	e := gateway.Election{Name: v.name, Settings: v.settings, Term: v.term, Cursor: revCursor(rev), Transfer: v.transfer.gateway()}
 	e.Candidates = make([]gateway.Candidate, 0, len(v.line)+len(v.cooling))
 	for _, x := range v.line {
 		c := b.candidate(x, gateway.StateFollower)
@@ -317,7 +317,7 @@ func (b *Backend) snapshot(v view, rev int64, now time.Time) gateway.Election {
 }
 
 func (b *Backend) candidate(x *entry, s gateway.State) gateway.Candidate {
-	c := gateway.Candidate{ID: x.value.ID, Metadata: x.value.Metadata, TTL: x.value.ttl(), State: s, JoinedAt: x.value.At}
+	c := gateway.Candidate{ID: x.value.ID, Metadata: x.value.Metadata, TTL: x.value.ttl(), Priority: x.priority(), State: s, JoinedAt: x.value.At}
 	if x.native {
 		c.JoinedAt = x.seen
 	}
@@ -361,7 +361,7 @@ func (b *Backend) status(ctx context.Context, op, election, id, tokenHash string
 	if !gateway.TokenMatches(st.x.value.TokenHash, tokenHash) {
 		return gateway.Status{}, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrTokenMismatch)
 	}
-	out := gateway.Status{Election: election, Position: st.ahead, Term: st.term}
+	out := gateway.Status{Election: election, Position: st.ahead, Term: st.term, Transfer: st.transfer.gateway()}
 	switch {
 	case st.cooling:
 		out.Candidate = b.candidate(st.x, gateway.StateError)

@@ -34,7 +34,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	now := b.now()
 	b.leases.note(int64(grant.ID), grant.TTL, grant.TTL, time.Now())
 	hex := leaseHex(int64(grant.ID))
-	val := candidateValue{Elector: 1, ID: c.ID, Metadata: c.Metadata, TTLms: c.TTL.Milliseconds(), TokenHash: c.TokenHash, At: now}
+	val := candidateValue{Elector: 1, ID: c.ID, Metadata: c.Metadata, TTLms: c.TTL.Milliseconds(), TokenHash: c.TokenHash, Priority: c.Priority, At: now}
 	idKey, setKey := b.keys.candidateID(election, c.ID), b.keys.settings(election)
 	lease := clientv3.WithLease(grant.ID)
 	resp, err := b.cli.Txn(rctx).
@@ -168,6 +168,14 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 			return gateway.Status{}, fmt.Errorf("etcd: %s: %w", op, gateway.ErrTokenMismatch)
 		}
 	}
+	// A leader asked to hand over is refused before its lease is kept
+	// alive, so its life runs out unless it hands over (see
+	// gateway.Record.HandoverDue). A transfer this replica has not seen yet
+	// lets one keep-alive through: the leader's life, and its step-down
+	// deadline, then end a TTL later, and the answer below still refuses.
+	if err := b.handoverDue(ctx, election, id); err != nil {
+		return gateway.Status{}, err
+	}
 	rctx, rcancel := b.reqCtx(ctx)
 	ka, err := b.cli.KeepAliveOnce(rctx, clientv3.LeaseID(x.lease))
 	rcancel()
@@ -176,6 +184,9 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 	}
 	b.leases.note(x.lease, ka.TTL, ka.TTL, time.Now())
 	if err := caught.wait(); err != nil {
+		return gateway.Status{}, err
+	}
+	if err := b.handoverDue(ctx, election, id); err != nil {
 		return gateway.Status{}, err
 	}
 	return b.status(ctx, "heartbeat", election, id, tokenHash)
@@ -334,8 +345,8 @@ func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail s
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod))
 		ops = append(ops, clientv3.OpDelete(coolKey), clientv3.OpDelete(idKey), mark)
 	default:
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keys.candidacy(election, x.hex)), "=", x.create))
-		ops = append(ops, clientv3.OpDelete(b.keys.candidacy(election, x.hex)), mark)
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keyOf(election, x)), "=", x.create))
+		ops = append(ops, clientv3.OpDelete(b.keyOf(election, x)), mark)
 		if reason == gateway.ReasonError {
 			ops = append(ops, clientv3.OpPut(coolKey, mustJSON(cooled), clientv3.WithLease(clientv3.LeaseID(x.lease))))
 		} else {
@@ -346,8 +357,14 @@ func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail s
 			cmps, ops = append(cmps, c...), append(ops, o...)
 		} else {
 			// Not the leader as v sees it: only while the lead record is
-			// still the one v saw.
+			// still the one v saw. The target of a pending transfer
+			// leaving cancels it, in the same transaction.
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", v.leadMod))
+			if v.transfer != nil && v.line[v.target] == x {
+				l := *v.lead
+				l.Transfer, l.At = nil, now
+				ops = append(ops, clientv3.OpPut(b.keys.lead(election), mustJSON(l)))
+			}
 		}
 	}
 	return cmps, ops
@@ -356,18 +373,21 @@ func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail s
 // handOver returns the comparisons and writes that end the leadership of
 // v.leader with reason inside the transaction that removes it: the lead
 // record names the next in line (whose key must still exist, so it is
-// still next) or, with nobody waiting, records the end.
+// still next) or, with nobody waiting, records the end. With a transfer
+// pending, the next in line is its target once the reconcilers have moved
+// the keys between behind it (see plan); until then the next in
+// line leads, and the new record drops the transfer (an event cancels it).
 func (b *Backend) handOver(v view, reason string, now time.Time) ([]clientv3.Cmp, []clientv3.Op) {
 	leadKey := b.keys.lead(v.name)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(leadKey), "=", v.leadMod)}
 	prev := &gateway.TermRef{ID: v.leader.value.ID, Term: v.term}
 	if len(v.line) > 1 {
 		next := v.line[1]
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keys.candidacy(v.name, next.hex)), "=", next.create))
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, next)), "=", next.create))
 		return cmps, []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(acknowledge(next, prev, reason, now)))}
 	}
 	ended := *v.lead
-	ended.Ended, ended.At, ended.Until = reason, now, time.Time{}
+	ended.Ended, ended.At, ended.Until, ended.Transfer = reason, now, time.Time{}, nil
 	return cmps, []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(ended))}
 }
 

@@ -60,8 +60,10 @@ func (s *state) applyRevision(rev int64, changes []*clientv3.Event, now time.Tim
 
 // diff returns the events that lead from view a to view b, which differ by
 // the changes of revision rev, in the order the gateway's Record emits
-// them: the end of a leadership, candidates leaving, candidates joining,
-// the beginning of a leadership.
+// them: the end of a leadership, a transfer cancelled, candidates leaving,
+// candidates joining, a transfer requested, the beginning of a leadership.
+// A key that moved (deleted and put again on the same lease, see
+// moveBack) is the same candidate: it neither leaves nor joins.
 func diff(a, b view, rev int64, at time.Time) []gateway.Event {
 	var out []gateway.Event
 	ev := func(t gateway.EventType, x *entry, term uint64, reason string) gateway.Event {
@@ -76,7 +78,7 @@ func diff(a, b view, rev int64, at time.Time) []gateway.Event {
 		return gateway.ReasonExpired, ""
 	}
 	inLine := func(v view, x *entry) bool {
-		return slices.ContainsFunc(v.line, func(y *entry) bool { return y.hex == x.hex && y.create == x.create })
+		return slices.ContainsFunc(v.line, func(y *entry) bool { return y.hex == x.hex })
 	}
 	inCooling := func(v view, x *entry) bool {
 		return slices.ContainsFunc(v.cooling, func(y *entry) bool { return y.hex == x.hex })
@@ -85,7 +87,12 @@ func diff(a, b view, rev int64, at time.Time) []gateway.Event {
 	if l := a.leader; l != nil && (b.leader == nil || b.leader.create != l.create) {
 		reason, detail := why(l.hex)
 		if inLine(b, l) {
-			reason, detail = "transferred", ""
+			// Still in line: it handed over, and the record that names its
+			// successor says why (transferred or preempted).
+			reason, detail = gateway.ReasonTransferred, ""
+			if b.lead != nil && b.lead.Previous != nil && b.lead.Previous.Term == a.term && b.lead.PreviousEnd != "" {
+				reason = b.lead.PreviousEnd
+			}
 		}
 		if reason == gateway.ReasonError {
 			e := ev(gateway.EventLeaderError, l, a.term, "")
@@ -93,6 +100,20 @@ func diff(a, b view, rev int64, at time.Time) []gateway.Event {
 			out = append(out, e)
 		}
 		out = append(out, ev(gateway.EventLeaderEnd, l, a.term, reason))
+	}
+	if t := a.transfer; t != nil && (b.transfer == nil || b.transfer.Key != t.Key) && (b.leader == nil || b.leader.hex != t.Key) {
+		// Neither pending any more nor completed: cancelled, because its
+		// target left the line (why says how) or the leadership ended
+		// otherwise.
+		x := a.line[a.target]
+		reason := ""
+		if !inLine(b, x) {
+			reason, _ = why(x.hex)
+			if inCooling(b, x) {
+				reason = gateway.ReasonError
+			}
+		}
+		out = append(out, ev(gateway.EventTransferCancelled, x, a.term, reason))
 	}
 	for _, x := range slices.Concat(a.line, a.cooling) {
 		if !inLine(b, x) && !inCooling(b, x) {
@@ -108,6 +129,11 @@ func diff(a, b view, rev int64, at time.Time) []gateway.Event {
 			}
 			out = append(out, ev(gateway.EventCandidateJoined, x, a.term, reason))
 		}
+	}
+	if t := b.transfer; t != nil && b.leader != nil && (a.transfer == nil || a.transfer.Key != t.Key) {
+		e := ev(gateway.EventLeaderTransfer, b.line[b.target], b.term, t.Reason)
+		e.Previous = &gateway.TermRef{ID: b.leader.value.ID, Term: b.term}
+		out = append(out, e)
 	}
 	if l := b.leader; l != nil && (a.leader == nil || a.leader.create != l.create) {
 		e := ev(gateway.EventLeaderBegin, l, b.term, b.lead.PreviousEnd)

@@ -14,6 +14,7 @@
 // of the lease. Under the prefix p (Config.Prefix):
 //
 //	p/<election>/<lease-hex>                  candidacy, on the lease: the line
+//	p/<election>/<lease-hex>.moved            the same after a move (see Transfers and priorities)
 //	p/_elector/ids/<election>/<candidate-id>  the candidate's lease hex, on the lease
 //	p/_elector/cooling/<election>/<lease-hex> candidate in error cooldown, on the lease
 //	p/_elector/settings/<election>            error cooldown and handover delay
@@ -53,15 +54,19 @@
 // and "at" is the writer's clock when it wrote the value.
 //
 //	candidacy  {"elector":1,"id":"node-a","metadata":{"addr":"10.0.0.7:8080"},
-//	            "ttl_ms":10000,"token_hash":"<sha-256 hex>","at":"…"}
+//	            "ttl_ms":10000,"token_hash":"<sha-256 hex>","priority":5,"at":"…"}
 //	cooling    the same, plus "cooldown_until":"…","timed":true
 //	ids        the lease in hex, as in the candidacy key
-//	settings   {"error_cooldown_ms":10000,"handover_delay_ms":0,"at":"…"}
+//	settings   {"error_cooldown_ms":10000,"handover_delay_ms":0,"preempt":true,"at":"…"}
 //	lead       {"term":41,"key":"<lease-hex>","id":"node-b","metadata":…,"since":"…",
 //	            "previous":{"id":"node-a","term":37},"previous_end":"resigned",
-//	            "ended":"","until":"…","timed":true,"at":"…"}
+//	            "ended":"","until":"…","timed":true,"at":"…",
+//	            "transfer":{"to":"node-c","key":"<lease-hex>","reason":"transferred","at":"…"}}
 //	handover   {"term":41,"until":"…"} (a marker; a cooldown's is {"until":"…"})
 //	mark       {"key":"<lease-hex>","reason":"resigned"|"error","detail":"…","at":"…"}
+//
+// "priority", "preempt" and "transfer" are left out when 0, false or
+// none, and values written without them read so.
 //
 // # Who leads
 //
@@ -77,16 +82,23 @@
 // transaction that deletes its key), and the reconciler that any replica
 // runs (Run): it acknowledges the head of a line nobody leads, and after an
 // expiry it first starts the handover delay and then acknowledges the next.
+// Handover names the target of a transfer in the transaction that moves the
+// leader's key behind it, which makes the target the head. (Transfer and
+// preemptions write the record too, without changing whom it names.)
 // Every one of those transactions names the head of the line, and no key can
-// ever get ahead of it: keys created later get higher revisions. Therefore:
+// ever get ahead of it: keys created or moved later get higher revisions.
+// Therefore:
 //
 //   - At most one leader: the view of an election at a revision has one lead
 //     record naming one key; it counts only while that key exists, and it is
 //     then the head of the line.
-//   - Terms strictly increase: each leadership is a new key (a candidate that
-//     rejoins after cooldown gets a new key), acknowledged only while it is
-//     the head of the line, when every key of an earlier leadership is gone;
-//     so its create revision is greater than every earlier term.
+//   - Terms strictly increase: a leadership is acknowledged only while its
+//     key is the head of the line, so every other key then has a greater
+//     create revision; a leader after it is a key that was behind it, or
+//     was created or moved (re-created, see Transfers and priorities)
+//     later, so its term, its key's create revision then, is greater. A
+//     transaction creates or moves at most one key of a line, so no two
+//     keys of a line share a create revision.
 //   - Replicas cannot disagree: leadership is a pure function of the keys at
 //     a revision (see view). A replica's answers come from its cache at some
 //     revision, so two replicas may be at different revisions, but at a
@@ -139,6 +151,56 @@
 // when a raft leader takes over, which also only makes a timer longer.
 // Ending a timer acknowledges a leader only through the guarded
 // transaction above, so it cannot make two leaders.
+//
+// # Transfers and priorities
+//
+// A transfer (Transfer, or a preemption, which the reconciler starts) is
+// written into the lead record, guarded by its mod revision: it changes no
+// leadership. While it is pending, every replica refuses the leader's
+// heartbeats with gateway.ErrTransferPending before keeping its lease
+// alive, so the leader's life runs out unless it hands over (see
+// gateway.Record.Transfer for why that never makes two leaders act). The
+// target must be first behind the leader before anybody can hand over to
+// it: the reconcilers (and Handover itself) move the followers between
+// them to the back of the line, one key per transaction. Then Handover, in
+// one transaction guarded by the lead record and both keys, moves the
+// leader's key to the back and writes the lead record naming the target,
+// now the head of the line, with its key's create revision as its term.
+// A leader that stays silent expires; after the handover delay the
+// reconcilers move the keys ahead of the target and acknowledge it. A
+// leader that resigns or errs hands over to the next in line, which is
+// the target once it has been moved up; if it has not been yet, the
+// transfer is cancelled. A target that leaves cancels the transfer.
+//
+// Moving a key means deleting it and putting it again, with its value, on
+// its lease, under its other name (<lease-hex> and <lease-hex>.moved
+// alternate: etcd refuses a transaction that deletes and puts the same
+// key), so it gets a new create revision and goes to the back of the line.
+// Events treat a moved key as the same candidate: it neither leaves nor
+// joins. A candidate's priority orders the line the same way: the
+// reconcilers move the elector candidates that stand ahead of a candidate
+// of higher priority behind it, one per transaction, never the head of
+// the line, and never those standing ahead of a pending transfer's target.
+//
+// Native candidates. Elector never moves or deletes a native client's key
+// and never moves an elector key from behind a native key to ahead of it,
+// so a native candidate never loses its place. It counts as priority 0
+// and keeps its place: priorities order only the elector candidates
+// behind the last native key in line, and a candidate of higher priority
+// that arrives after a native one waits behind it. A transfer to a
+// candidate behind a native key is refused with a
+// *gateway.TransferBlockedError (the API's 409 transfer-blocked), as is a
+// transfer away from a native leader (elector cannot ask it to hand
+// over); a transfer to a native candidate works, and it leads, as it sees
+// for itself, once the keys ahead of it have moved. Why no two leaders can
+// result: a native client leads when its key is the oldest of the line,
+// and elector's leader is the key the lead record names while it is the
+// oldest. Moves take elector keys from ahead of the target to behind it;
+// the head's key moves only in the transaction that writes the lead
+// record naming the target, which makes the target the oldest; so the oldest key
+// and elector's leader change together, and a native client never becomes
+// the oldest key because of a move (no native key stands between the
+// head and a target).
 //
 // # Events
 //

@@ -94,7 +94,12 @@ func follow(t *testing.T, b gateway.Backend, e string) (get func() []gateway.Eve
 					t.Errorf("resume after %q: %v", last, err)
 					return
 				}
-				time.Sleep(50 * time.Millisecond)
+				// Spaces out the attempts while etcd is between leaders:
+				// pacing, not a wait for something.
+				select {
+				case <-ctx.Done():
+				case <-time.After(50 * time.Millisecond):
+				}
 			}
 		}
 	}()
@@ -118,6 +123,9 @@ func churn(b gateway.Backend, e string, n int) (stop func()) {
 			id := fmt.Sprintf("churn-%d", i)
 			for ctx.Err() == nil {
 				th := gateway.HashToken(gateway.NewToken())
+				// The sleeps space out the load (a campaign refused while
+				// etcd is between leaders, a leadership held for a while);
+				// nothing waits on them.
 				if _, err := b.Campaign(ctx, e, gateway.Candidacy{ID: id, TTL: 2 * time.Second, TokenHash: th}, gateway.DefaultSettings()); err != nil {
 					time.Sleep(100 * time.Millisecond)
 					continue
@@ -153,7 +161,16 @@ func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
 	stopChurn := churn(b, busy, 4)
 	defer stopChurn()
 
-	time.Sleep(time.Second)
+	leaderships := func(after time.Time) int {
+		n := 0
+		for _, ev := range events() {
+			if ev.Type == gateway.EventLeaderBegin && !ev.Time.Before(after) {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "the churn under way", func() bool { return leaderships(time.Time{}) >= 3 })
 	var stopped time.Time
 	for _, m := range ms {
 		if m.e.Server.Leader() == m.e.Server.MemberID() {
@@ -164,8 +181,16 @@ func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
 		}
 	}
 	// Two TTLs later, through the leader election of the two members left,
-	// both candidates are still there and a still leads its term.
-	time.Sleep(6 * time.Second)
+	// both candidates are still there and a still leads its term: wait
+	// until a heartbeat of a after that has been answered (its expiry is
+	// then more than three TTLs past the stop) and the churn has gone on.
+	ttl := 3 * time.Second
+	if !eventually(30*time.Second, func() bool {
+		s, err := b.Election(ctx, e)
+		return err == nil && s.Leader != nil && s.Leader.ExpiresAt.After(stopped.Add(3*ttl)) && leaderships(stopped) >= 3
+	}) {
+		t.Fatal("no heartbeat of a answered two TTLs after the raft leader stopped, or the churn stalled")
+	}
 	stopChurn()
 	s, err := b.Election(ctx, e)
 	if err != nil {
@@ -184,7 +209,14 @@ func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
 	candidate(t, b, e, "c", 3*time.Second)
 	waitLine(t, b, e, "b:leader", "c:follower")
 
-	time.Sleep(500 * time.Millisecond)
+	// A last candidacy marks the end: once the stream has delivered its
+	// event, it has delivered every event before it.
+	candidate(t, b, busy, "marker", 3*time.Second)
+	waitFor(t, "the churn's stream to catch up", func() bool {
+		return slices.ContainsFunc(events(), func(ev gateway.Event) bool {
+			return ev.Type == gateway.EventCandidateJoined && ev.Candidate.ID == "marker"
+		})
+	})
 	got := events()
 	if err := backendtest.CheckEvents(got); err != nil {
 		t.Fatalf("churn events across the stop: %v", err)
@@ -237,12 +269,8 @@ func TestRestartKeepsCandidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("etcd restarted in %s", time.Since(t0).Round(time.Millisecond))
-	deadline := time.Now().Add(10 * time.Second)
-	for b.Ping(ctx) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("ping still failing 10s after etcd restarted")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !eventually(10*time.Second, func() bool { return b.Ping(ctx) == nil }) {
+		t.Fatal("ping still failing 10s after etcd restarted")
 	}
 	t.Logf("ping succeeds %s after the restart began", time.Since(t0).Round(time.Millisecond))
 	st, err := b.Heartbeat(ctx, e, "a", th)

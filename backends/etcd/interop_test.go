@@ -65,12 +65,9 @@ func lineOf(t *testing.T, b gateway.Backend, e string) []string {
 
 func waitLine(t *testing.T, b gateway.Backend, e string, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for got := lineOf(t, b, e); !slices.Equal(got, want); got = lineOf(t, b, e) {
-		if time.Now().After(deadline) {
-			t.Fatalf("line = %v, want %v", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got []string
+	if !eventually(5*time.Second, func() bool { got = lineOf(t, b, e); return slices.Equal(got, want) }) {
+		t.Fatalf("line = %v, want %v", got, want)
 	}
 }
 

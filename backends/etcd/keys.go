@@ -17,6 +17,7 @@ const internalDir = "_elector"
 // keys is the key layout under one prefix p (no trailing slash):
 //
 //	p/<election>/<lease-hex>                  candidacy: the line, shared with concurrency.Election
+//	p/<election>/<lease-hex>.moved            the same, after a move (see movedSuffix)
 //	p/_elector/settings/<election>            settings (no lease)
 //	p/_elector/lead/<election>                lead record: the acknowledged leadership (no lease)
 //	p/_elector/mark/<election>                why the last key removed by elector went (no lease)
@@ -54,6 +55,24 @@ func (k keys) kvDir() string        { return k.p + "/" + internalDir + "/kv/" }
 func (k keys) kv(key string) string { return k.kvDir() + key }
 func (k keys) kvEnd() string        { return clientv3.GetPrefixRangeEnd(k.kvDir()) }
 func (k keys) rootEnd() string      { return clientv3.GetPrefixRangeEnd(k.root()) }
+
+// movedSuffix marks the second name an elector candidacy key can have.
+// Moving a key to the back of the line means deleting it and creating it
+// again (a new create revision) on the same lease, in one transaction; etcd
+// refuses a transaction that deletes and puts the same key, so a moved key
+// alternates between p/<election>/<lease-hex> and
+// p/<election>/<lease-hex>.moved. Native clients order by create revision
+// and never look at the names.
+const movedSuffix = ".moved"
+
+// movedName is the name an elector candidacy key named name (of lease hex)
+// takes when it moves.
+func movedName(name, hex string) string {
+	if name == hex {
+		return hex + movedSuffix
+	}
+	return hex
+}
 
 // leaseHex names a lease the way concurrency.Election names its key.
 func leaseHex(lease int64) string { return fmt.Sprintf("%x", lease) }

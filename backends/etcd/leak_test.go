@@ -61,11 +61,8 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	for range open {
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for left := ours(); len(left) > 0; left = ours() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines left after Close:\n%s", len(left), strings.Join(left, "\n\n"))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var left []string
+	if !eventually(5*time.Second, func() bool { left = ours(); return len(left) == 0 }) {
+		t.Fatalf("%d goroutines left after Close:\n%s", len(left), strings.Join(left, "\n\n"))
 	}
 }

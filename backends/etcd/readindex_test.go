@@ -12,16 +12,28 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// waitFor polls cond every 5ms until it holds, failing the test after 10s.
+// waitFor waits until cond holds, failing the test after 10s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !eventually(10*time.Second, cond) {
+		t.Fatalf("%s: not within 10s", what)
 	}
+}
+
+// eventually checks cond every 5ms until it holds or timeout has passed,
+// and reports whether it held.
+func eventually(timeout time.Duration, cond func() bool) bool {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return cond()
+		}
+	}
+	return true
 }
 
 // A campaign whose transaction succeeded answers with the candidate, even

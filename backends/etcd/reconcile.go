@@ -40,6 +40,13 @@ type action struct {
 //   - A delay or cooldown written without a marker (by an older version):
 //     give it one of its full length, or of what "until" says is left if
 //     that is longer. It ends late by at most that much, never early.
+//   - A pending transfer (transfer.go): move the followers between the
+//     leader and the target behind the target, one per action; after the
+//     leader expired, the keys ahead of the target, then acknowledge it.
+//     A transfer whose target expired: drop it from the lead record.
+//   - Otherwise, a line out of priority order: move the next key that
+//     must go behind a candidate of higher priority (reorder); with the
+//     line in order and preempt set, start a preemption (preempt).
 //
 // now stamps what the actions write and the "until" shown to users; it
 // decides nothing: whether a delay or cooldown ended is whether etcd still
@@ -54,8 +61,15 @@ func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 		if v.lead != nil {
 			prev = &gateway.TermRef{ID: v.lead.ID, Term: v.lead.Term}
 		}
+		if v.pending && v.transfer != nil && v.target > 0 && !slices.ContainsFunc(v.line[:v.target], func(y *entry) bool { return y.native }) {
+			// The leader the transfer was for is gone (it expired): its
+			// target, not the head, leads next. Nobody leads meanwhile, so
+			// the keys ahead of it (elector's: no native key can get ahead
+			// of a target, see Transfer) move behind it one by one first.
+			return b.moveAction(v, v.line[0], "move the transfer's target up", leadIs)
+		}
 		return action{what: "acknowledge leader",
-			cmps: []clientv3.Cmp{leadIs, clientv3.Compare(clientv3.CreateRevision(b.keys.candidacy(v.name, x.hex)), "=", x.create)},
+			cmps: []clientv3.Cmp{leadIs, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create)},
 			ops:  []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(acknowledge(x, prev, prevEnd, now)))}}
 	}
 	switch {
@@ -75,7 +89,7 @@ func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 		acts = append(acts, ack(gateway.ReasonExpired))
 	case v.pending:
 		l := *v.lead
-		l.Ended, l.Until, l.Timed, l.At = gateway.ReasonExpired, time.Time{}, false, now
+		l.Ended, l.Until, l.Timed, l.At, l.Transfer = gateway.ReasonExpired, time.Time{}, false, now, nil
 		acts = append(acts, action{what: "end expired leadership", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))}})
 	case v.leader == nil && len(v.line) > 0:
 		prevEnd := ""
@@ -83,6 +97,21 @@ func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 			prevEnd = v.lead.Ended
 		}
 		acts = append(acts, ack(prevEnd))
+	case v.lead != nil && v.lead.Transfer != nil && v.transfer == nil:
+		// A transfer whose target left the line without elector removing
+		// it (it expired): drop it from the record.
+		l := *v.lead
+		l.Transfer, l.At = nil, now
+		acts = append(acts, action{what: "drop cancelled transfer", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))}})
+	}
+	// At most one of these: each moves the line or the record another
+	// would compute from.
+	if v.leader != nil && v.transfer != nil && v.target > 1 && blocked(v, v.target) == nil {
+		acts = append(acts, b.moveAction(v, v.line[1], "move the transfer's target up", leadIs))
+	} else if a, ok := b.reorder(v); ok {
+		acts = append(acts, a)
+	} else if a, ok := b.preempt(v, now); ok {
+		acts = append(acts, a)
 	}
 	for _, x := range v.cooling {
 		if v.cooldowns[x.hex] {
@@ -134,6 +163,11 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 	if lease != 0 && (err != nil || !resp.Succeeded) {
 		b.revoke(lease)
 	}
+	if leaseGone(err) {
+		// A key it moves is on a lease that just expired: the election is
+		// about to change, as after a failed comparison.
+		return false, b.fresh(ctx)
+	}
 	if err != nil {
 		return false, translate(ctx, a.what+" in "+election, err)
 	}
@@ -146,10 +180,15 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 	return false, b.catchUp(ctx, resp.Header.Revision)
 }
 
+// reconcileRounds bounds the actions reconcile makes: enough to
+// acknowledge a leader and move a few keys into priority order; the
+// reconcilers (Run) do the rest.
+const reconcileRounds = 16
+
 // reconcile makes the actions due in one election now, as a writer does
 // right after its own write so that its answer already reflects them.
 func (b *Backend) reconcile(ctx context.Context, election string) error {
-	for range 3 {
+	for range reconcileRounds {
 		v, _, err := b.cached(ctx, election)
 		if err != nil {
 			return err
@@ -290,4 +329,30 @@ func (b *Backend) refreshLeases(ctx context.Context) {
 		})
 		b.leases.refresh(ctx, b.cli, live, b.cfg.RequestTimeout)
 	}
+}
+
+// preempt returns the action that starts a transfer (reason preempted) to
+// line[1] when the election preempts, an elector candidate leads, and
+// line[1] (which, once the line is in order, is the follower of highest
+// priority that the line lets through) has a higher priority than the
+// leader's. A pending preemption to another target moves to it; a
+// transfer an operator asked for is left alone. Like Transfer, it changes
+// no leadership by itself.
+func (b *Backend) preempt(v view, now time.Time) (action, bool) {
+	l := v.leader
+	if !v.settings.Preempt || l == nil || l.native || len(v.line) < 2 || v.line[1].priority() <= l.priority() {
+		return action{}, false
+	}
+	x := v.line[1]
+	if t := v.transfer; t != nil && (t.Reason != gateway.ReasonPreempted || t.Key == x.hex) {
+		return action{}, false
+	}
+	lead := *v.lead
+	lead.Transfer, lead.At = &leadTransfer{To: x.value.ID, Key: x.hex, Reason: gateway.ReasonPreempted, At: now}, now
+	return action{what: "preempt",
+		cmps: []clientv3.Cmp{
+			clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod),
+			clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create),
+		},
+		ops: []clientv3.Op{clientv3.OpPut(b.keys.lead(v.name), mustJSON(lead))}}, true
 }

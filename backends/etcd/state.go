@@ -3,6 +3,7 @@ package etcd
 import (
 	"encoding/json"
 	"maps"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -30,7 +31,7 @@ type estate struct {
 	leadMod  int64
 	mark     *markValue
 	markMod  int64
-	line     map[string]*entry // by lease hex
+	line     map[string]*entry // by lease hex (a native key: by its name)
 	cooling  map[string]*entry // by lease hex
 	ids      map[string]idEntry
 	// handover is the marker of a handover delay, cooldowns the lease hexes
@@ -42,7 +43,8 @@ type estate struct {
 
 // entry is one candidacy or cooling key.
 type entry struct {
-	hex    string
+	hex    string // the lease, in hex (a native key: its name)
+	name   string // the key's last component: hex, or hex+movedSuffix after a move
 	create int64
 	mod    int64
 	lease  int64
@@ -99,22 +101,23 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 	switch pk.kind {
 	case kindCandidacy:
 		v, native := parseCandidate(kv.Value, pk.name)
-		x := &entry{hex: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v, native: native}
+		x := &entry{hex: pk.name, name: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v, native: native}
 		if !native {
+			x.hex = strings.TrimSuffix(pk.name, movedSuffix)
 			e.touch(v.At)
 		} else if old := e.line[pk.name]; old != nil && old.create == x.create {
 			x.seen = old.seen
 		} else {
 			x.seen = time.Now()
 		}
-		e.line[pk.name] = x
+		e.line[x.hex] = x
 	case kindCooling:
 		var v candidateValue
 		if json.Unmarshal(kv.Value, &v) != nil {
 			e.unset(pk) // not ours: as if absent, as a fresh load sees it
 			return pk.election
 		}
-		e.cooling[pk.name] = &entry{hex: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v}
+		e.cooling[pk.name] = &entry{hex: pk.name, name: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v}
 		e.touch(v.At)
 	case kindID:
 		e.ids[pk.name] = idEntry{hex: string(kv.Value), create: kv.CreateRevision}
@@ -171,7 +174,14 @@ func (s *state) del(key []byte) string {
 func (e *estate) unset(pk parsedKey) {
 	switch pk.kind {
 	case kindCandidacy:
-		delete(e.line, pk.name)
+		// The entry of the key of that name: a moved key's old name is
+		// deleted in the revision its new name is written.
+		for _, k := range []string{pk.name, strings.TrimSuffix(pk.name, movedSuffix)} {
+			if x := e.line[k]; x != nil && x.name == pk.name {
+				delete(e.line, k)
+				break
+			}
+		}
 	case kindCooling:
 		delete(e.cooling, pk.name)
 	case kindID:

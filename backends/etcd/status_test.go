@@ -54,6 +54,32 @@ func TestStatusIsStatusOfTheSnapshot(t *testing.T) {
 	if _, err := b.ReportError(ctx, "ended", "a", tokens["ended/a"], "boom"); err != nil {
 		t.Fatal(err)
 	}
+	// "transfer": a leads, a transfer to c is pending, b and c follow.
+	for _, id := range []string{"a", "b", "c"} {
+		tokens["transfer/"+id] = campaign("transfer", id)
+	}
+	if _, err := b.Transfer(ctx, "transfer", "c", ""); err != nil {
+		t.Fatal(err)
+	}
+	// "moved": keys moved by a handover (a, b behind c) and by a priority
+	// (p, 2, ahead of a and b): c leads, then p, b, a.
+	for _, id := range []string{"a", "b", "c"} {
+		tokens["moved/"+id] = campaign("moved", id)
+	}
+	if _, err := b.Transfer(ctx, "moved", "c", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Handover(ctx, "moved", "a", tokens["moved/a"]); err != nil {
+		t.Fatal(err)
+	}
+	th := gateway.HashToken(gateway.NewToken())
+	if _, err := b.Campaign(ctx, "moved", gateway.Candidacy{ID: "p", TTL: 30 * time.Second, Priority: 2, TokenHash: th}, cooldown); err != nil {
+		t.Fatal(err)
+	}
+	tokens["moved/p"] = th
+	if st, err := b.Status(ctx, "moved", "a", tokens["moved/a"]); err != nil || st.Position != 3 || st.Leader == nil || st.Leader.ID != "c" {
+		t.Fatalf("moved/a: %+v, %v; want at position 3 behind c, p and b", st, err)
+	}
 	if _, err := b.Election(ctx, "native"); err != nil { // the cache has every write
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestTimersEndOnEtcdsLeasesNotAReplicasClock(t *testing.T) {
 			th := campaignAs(t, b, election, "b", 10*time.Second)
 			keepBeating(t, b, election, "b", th)
 			var until time.Time
-			eventually(t, 10*time.Second, "the handover delay starts", func() bool {
+			waitFor(t, "the handover delay starts", func() bool {
 				var err error
 				until, err = b.LeadUntil(ctx, election)
 				return err == nil && !until.IsZero()
@@ -130,14 +130,3 @@ func keepBeating(t *testing.T, b *etcd.Backend, election, id, th string) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-// eventually polls cond every 20ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

@@ -17,7 +17,8 @@ import (
 //	{"elector":1,"id":"node-a","metadata":{"addr":"10.0.0.7:8080"},"ttl_ms":10000,
 //	 "token_hash":"<hex sha-256 of the candidate token>","at":"2026-11-22T10:00:00.1Z"}
 //
-// A cooling key adds "cooldown_until" and "timed". The token hash is what the gateway
+// A cooling key adds "cooldown_until" and "timed"; a candidate campaigning
+// with a priority other than 0 adds "priority". The token hash is what the gateway
 // compares; it does not give its reader the power to act for the candidate.
 type candidateValue struct {
 	Elector       int             `json:"elector"`
@@ -25,7 +26,8 @@ type candidateValue struct {
 	Metadata      json.RawMessage `json:"metadata,omitempty"`
 	TTLms         int64           `json:"ttl_ms"`
 	TokenHash     string          `json:"token_hash"`
-	At            time.Time       `json:"at"` // when it joined the line (or went cooling)
+	Priority      int             `json:"priority,omitempty"` // absent in values written before priorities: 0
+	At            time.Time       `json:"at"`                 // when it joined the line (or went cooling)
 	CooldownUntil time.Time       `json:"cooldown_until,omitzero"`
 	// Timed is set on a cooling key whose cooldown has a marker key
 	// (timers.go): it ends when etcd deletes the marker, not at
@@ -52,6 +54,15 @@ func parseCandidate(raw []byte, hex string) (v candidateValue, native bool) {
 	return candidateValue{ID: id, Metadata: meta}, true
 }
 
+// priority is the candidate's place in the order of the line: natives
+// count as 0.
+func (x *entry) priority() int {
+	if x.native {
+		return 0
+	}
+	return x.value.Priority
+}
+
 // leadValue is the lead record (<prefix>/_elector/lead/<election>): the
 // last leadership elector acknowledged, written by the transaction that
 // starts it.
@@ -64,6 +75,9 @@ func parseCandidate(raw []byte, hex string) (v candidateValue, native bool) {
 // set when elector ended the leadership itself (resigned, error) and no
 // successor was waiting; Until is the end of a handover delay that
 // started because the named key disappeared without Ended (an expiry).
+// Transfer is the pending transfer of this leadership, if any (see
+// transfer.go); a record without it (as every record written before
+// transfers) has none.
 type leadValue struct {
 	Term        uint64           `json:"term"`
 	Key         string           `json:"key"`
@@ -78,7 +92,26 @@ type leadValue struct {
 	// Timed is set when the handover delay has a marker key (timers.go):
 	// it ends when etcd deletes the marker, not at Until, which is only
 	// shown.
-	Timed bool `json:"timed,omitempty"`
+	Timed    bool          `json:"timed,omitempty"`
+	Transfer *leadTransfer `json:"transfer,omitempty"`
+}
+
+// leadTransfer is a pending transfer in the lead record:
+// {"to":"node-c","key":"<lease-hex>","reason":"transferred","at":"…"}.
+// Key is the lease of the target's candidacy, which stays the same when
+// the key moves; the transfer holds only while that candidacy is in line.
+type leadTransfer struct {
+	To     string    `json:"to"`
+	Key    string    `json:"key"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+func (t *leadTransfer) gateway() *gateway.Transfer {
+	if t == nil {
+		return nil
+	}
+	return &gateway.Transfer{To: t.To, Reason: t.Reason, At: t.At}
 }
 
 // markValue (<prefix>/_elector/mark/<election>) is written by the
@@ -94,21 +127,24 @@ type markValue struct {
 }
 
 // settingsValue (<prefix>/_elector/settings/<election>):
-// {"error_cooldown_ms":10000,"handover_delay_ms":0,"at":"…"}.
+// {"error_cooldown_ms":10000,"handover_delay_ms":0,"preempt":true,"at":"…"}.
+// "preempt" is absent when false, as in values written before it existed.
 type settingsValue struct {
 	ErrorCooldownMs int64     `json:"error_cooldown_ms"`
 	HandoverDelayMs int64     `json:"handover_delay_ms"`
+	Preempt         bool      `json:"preempt,omitempty"`
 	At              time.Time `json:"at"`
 }
 
 func settingsOf(s gateway.Settings, at time.Time) settingsValue {
-	return settingsValue{ErrorCooldownMs: s.ErrorCooldown.Milliseconds(), HandoverDelayMs: s.HandoverDelay.Milliseconds(), At: at}
+	return settingsValue{ErrorCooldownMs: s.ErrorCooldown.Milliseconds(), HandoverDelayMs: s.HandoverDelay.Milliseconds(), Preempt: s.Preempt, At: at}
 }
 
 func (v settingsValue) settings() gateway.Settings {
 	return gateway.Settings{
 		ErrorCooldown: time.Duration(v.ErrorCooldownMs) * time.Millisecond,
 		HandoverDelay: time.Duration(v.HandoverDelayMs) * time.Millisecond,
+		Preempt:       v.Preempt,
 	}
 }
 

@@ -34,9 +34,15 @@ type view struct {
 	// ending it (an expiry), and the next leader is held back until a
 	// reconciler writes the lead record again (after the handover delay).
 	pending bool
-	ids     map[string]idEntry
-	mark    *markValue
-	markMod int64
+	// transfer is the lead record's pending transfer while it holds: a
+	// leadership is open (or pending) and its target, line[target], is in
+	// line behind the head. A transfer whose target left is void, and a
+	// reconciler drops it from the record.
+	transfer *leadTransfer
+	target   int
+	ids      map[string]idEntry
+	mark     *markValue
+	markMod  int64
 	// handover and cooldowns are the timers' marker keys (timers.go).
 	handover  *markerValue
 	cooldowns map[string]bool
@@ -74,6 +80,11 @@ func (s *state) view(name string) view {
 				v.leader = v.line[0]
 			} else if !slices.ContainsFunc(v.line, func(x *entry) bool { return x.hex == l.Key && uint64(x.create) == l.Term }) {
 				v.pending = true
+			}
+		}
+		if t := l.Transfer; t != nil && (v.leader != nil || v.pending) {
+			if i := slices.IndexFunc(v.line, func(x *entry) bool { return x.hex == t.Key }); i > 0 || (i == 0 && v.pending) {
+				v.transfer, v.target = t, i
 			}
 		}
 	}
@@ -121,6 +132,8 @@ type standing struct {
 	leader  *entry
 	lead    *leadValue
 	term    uint64
+	// transfer is the pending transfer as view derives it.
+	transfer *leadTransfer
 }
 
 // standing finds candidate id of election name. It costs one pass over
@@ -157,6 +170,21 @@ func (s *state) standing(name, id string) (st standing, ok bool) {
 		if l.Ended == "" && head != nil && head.hex == l.Key && uint64(head.create) == l.Term {
 			st.leader = head
 		}
+		if t := l.Transfer; t != nil && l.Ended == "" {
+			// As view: the target is in line, behind the leader or, while
+			// the leadership is pending (the named key is gone), anywhere.
+			if x := e.line[t.Key]; x != nil && x != st.leader {
+				if st.leader != nil || !e.holds(l) {
+					st.transfer = t
+				}
+			}
+		}
 	}
 	return st, true
+}
+
+// holds reports whether the key the lead record l names is in line.
+func (e *estate) holds(l *leadValue) bool {
+	x := e.line[l.Key]
+	return x != nil && uint64(x.create) == l.Term
 }
