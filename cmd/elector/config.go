@@ -250,8 +250,8 @@ func (c Config) Validate(source func(key string) string) error {
 // componentError turns err, from the Validate of comp (a pointer to a
 // component's configuration inside c), into a configuration error naming
 // the keys of the fields at fault, as a *fielderr.Error names them, and
-// where the first came from. An error that names no field is reported
-// under section. A nil err stays nil.
+// where the first came from. An error that names no field, or a field no
+// key sets, is reported under section. A nil err stays nil.
 func (c *Config) componentError(comp any, section string, err error, source func(string) string) error {
 	if err == nil {
 		return nil
@@ -262,6 +262,9 @@ func (c *Config) componentError(comp any, section string, err error, source func
 	}
 	key := func(field string) string { return c.keyOf(comp, field) }
 	msg := fe.Name(key)
+	if key(fe.Field) == "" {
+		msg = section + ": " + msg
+	}
 	if src := source(key(fe.Field)); src != "" {
 		msg += " (from " + src + ")"
 	}
