@@ -210,11 +210,8 @@ func (c Config) Validate(source func(key string) string) error {
 		func() error { return oneOf("log.format", c.Log.Format, []string{"text", "json"}) },
 		func() error { return oneOf("backend.kind", c.Backend.Kind, backendKinds()) },
 		func() error {
-			if c.Backend.Kind == "embedded" && c.Backend.Embedded.DataDir == "" {
-				return configError("embedded.data_dir", source("embedded.data_dir"), "a directory is required")
-			}
-			if len(c.Backend.Embedded.Routes) > 0 && c.Backend.Embedded.ClusterListen == "" {
-				return configError("embedded.routes", source("embedded.routes"), "routes need embedded.cluster_listen")
+			if c.Backend.Kind == "embedded" {
+				return c.componentError(&c.Backend.Embedded, "embedded", c.Backend.Embedded.Validate(), source)
 			}
 			return nil
 		},
