@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/fielderr"
 )
 
 // Defaults of Config.
@@ -70,19 +71,31 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first setting of c that cannot work, wrapping
-// gateway.ErrInvalid.
+// Validate reports the first field of c that cannot work, as a
+// *fielderr.Error wrapping gateway.ErrInvalid. A zero field takes its
+// default; a negative timeout is refused.
 func (c Config) Validate() error {
-	c = c.withDefaults()
-	if strings.HasSuffix(c.Prefix, "/") || strings.Contains(c.Prefix, "//") {
-		return fmt.Errorf("etcd: prefix %q must not end in '/' or contain '//': %w", c.Prefix, gateway.ErrInvalid)
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("etcd: %w", fielderr.Errorf(field, format, args...).Wrap(gateway.ErrInvalid))
 	}
-	if (c.CertFile == "") != (c.KeyFile == "") {
-		return fmt.Errorf("etcd: a client certificate needs both cert_file and key_file: %w", gateway.ErrInvalid)
+	switch {
+	case c.DialTimeout < 0:
+		return bad("DialTimeout", "%s is negative; 0 takes the default, %s", c.DialTimeout, DefaultDialTimeout)
+	case c.RequestTimeout < 0:
+		return bad("RequestTimeout", "%s is negative; 0 takes the default, %s", c.RequestTimeout, DefaultRequestTimeout)
+	}
+	c = c.withDefaults()
+	switch {
+	case strings.HasSuffix(c.Prefix, "/") || strings.Contains(c.Prefix, "//"):
+		return bad("Prefix", "%q must not end in '/' or contain '//'", c.Prefix)
+	case c.CertFile != "" && c.KeyFile == "":
+		return bad("CertFile", "needs {KeyFile}")
+	case c.KeyFile != "" && c.CertFile == "":
+		return bad("KeyFile", "needs {CertFile}")
 	}
 	for _, e := range c.Endpoints {
 		if strings.TrimSpace(e) == "" {
-			return fmt.Errorf("etcd: empty endpoint: %w", gateway.ErrInvalid)
+			return bad("Endpoints", "an empty endpoint")
 		}
 	}
 	return nil

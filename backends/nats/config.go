@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/electorhq/elector/internal/fielderr"
 )
 
 // Defaults of a Config.
@@ -107,27 +110,40 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first setting of c that cannot work, wrapping
-// ErrInvalidConfig.
+// Validate reports the first field of c that cannot work, as a
+// *fielderr.Error wrapping ErrInvalidConfig. A zero field takes its
+// default; a negative one is refused.
 func (c Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("nats: %w", fielderr.Errorf(field, format, args...).Wrap(ErrInvalidConfig))
+	}
 	c = c.withDefaults()
 	switch {
 	case !tokenRE.MatchString(c.Stream):
-		return fmt.Errorf("%w: stream name %q: use letters, digits, '_' or '-'", ErrInvalidConfig, c.Stream)
+		return bad("Stream", "%q: use letters, digits, '_' or '-'", c.Stream)
 	case !tokenRE.MatchString(c.SubjectPrefix):
-		return fmt.Errorf("%w: subject prefix %q: use letters, digits, '_' or '-'", ErrInvalidConfig, c.SubjectPrefix)
+		return bad("SubjectPrefix", "%q: use letters, digits, '_' or '-'", c.SubjectPrefix)
 	case c.Replicas != 1 && c.Replicas != 3:
-		return fmt.Errorf("%w: replicas %d: use 1 or 3", ErrInvalidConfig, c.Replicas)
+		return bad("Replicas", "%d: use 1, or 3 on a JetStream cluster", c.Replicas)
 	case c.History < 1:
-		return fmt.Errorf("%w: history %d: keep at least one record", ErrInvalidConfig, c.History)
+		return bad("History", "%d is negative; 0 takes the default, %d", c.History, DefaultHistory)
 	case c.MarkerTTL < time.Second:
-		return fmt.Errorf("%w: marker ttl %s: at least 1s", ErrInvalidConfig, c.MarkerTTL)
-	case c.SweepInterval <= 0 || c.OpTimeout <= 0:
-		return fmt.Errorf("%w: sweep interval and op timeout must be positive", ErrInvalidConfig)
-	case (c.CertFile == "") != (c.KeyFile == ""):
-		return fmt.Errorf("%w: a client certificate needs both cert and key files", ErrInvalidConfig)
+		return bad("MarkerTTL", "%s is below 1s", c.MarkerTTL)
+	case c.SweepInterval < 0:
+		return bad("SweepInterval", "%s is negative; 0 takes the default, %s", c.SweepInterval, DefaultSweepInterval)
+	case c.OpTimeout < 0:
+		return bad("OpTimeout", "%s is negative; 0 takes the default, %s", c.OpTimeout, DefaultOpTimeout)
+	case c.CertFile != "" && c.KeyFile == "":
+		return bad("CertFile", "needs {KeyFile}")
+	case c.KeyFile != "" && c.CertFile == "":
+		return bad("KeyFile", "needs {CertFile}")
 	case c.Token != "" && c.User != "":
-		return fmt.Errorf("%w: give a token or a user, not both", ErrInvalidConfig)
+		return bad("Token", "give {Token} or {User}, not both")
+	}
+	for _, u := range c.URLs {
+		if strings.TrimSpace(u) == "" {
+			return bad("URLs", "an empty URL")
+		}
 	}
 	return nil
 }

@@ -6,19 +6,24 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/fielderr"
 )
 
-// Defaults of an EmbeddedConfig.
+// Defaults of an EmbeddedConfig. DefaultDataDir is no default of the
+// component (EmbeddedConfig.DataDir is required) but the directory elector
+// serve uses unless told another.
 const (
 	DefaultDataDir      = "elector-data"
 	DefaultClusterName  = "elector"
@@ -26,11 +31,12 @@ const (
 )
 
 // EmbeddedConfig configures the in-process NATS server that `elector serve`
-// runs when no backend is configured. The zero value is a single server
-// storing under ./elector-data with no network listener at all.
+// runs when no backend is configured. With only DataDir set it is a single
+// server with no network listener at all.
 type EmbeddedConfig struct {
 	// DataDir is where JetStream stores the streams (under DataDir/jetstream).
-	// Default "elector-data".
+	// Required: the streams hold the elections' terms, so the directory is
+	// one the caller chose, not one the working directory happens to give.
 	DataDir string
 	// ServerName names this server; it must differ between the members of
 	// a cluster and stay the same across restarts. Default "elector-" plus
@@ -58,18 +64,57 @@ type EmbeddedConfig struct {
 	OnWait func(reason string)
 }
 
+// Validate reports the first field of cfg that cannot work, as a
+// *fielderr.Error wrapping ErrInvalidConfig. It reads no file and opens no
+// port: a busy port or an unwritable DataDir is StartEmbedded's error.
+func (cfg EmbeddedConfig) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("nats: embedded server: %w", fielderr.Errorf(field, format, args...).Wrap(ErrInvalidConfig))
+	}
+	switch {
+	case strings.TrimSpace(cfg.DataDir) == "":
+		// A server started on another directory than the last time starts
+		// the streams afresh, and with them the terms it hands out.
+		return bad("DataDir", "a directory is required")
+	case strings.ContainsFunc(cfg.ServerName, unicode.IsSpace):
+		return bad("ServerName", "%q contains a space", cfg.ServerName)
+	case strings.ContainsFunc(cfg.ClusterName, unicode.IsSpace):
+		return bad("ClusterName", "%q contains a space", cfg.ClusterName)
+	case cfg.ReadyTimeout < 0:
+		return bad("ReadyTimeout", "%s is negative; 0 takes the default, %s", cfg.ReadyTimeout, DefaultReadyTimeout)
+	case len(cfg.Routes) > 0 && cfg.ClusterListen == "":
+		return bad("Routes", "need {ClusterListen}")
+	}
+	for _, a := range []struct{ field, addr string }{{"Listen", cfg.Listen}, {"ClusterListen", cfg.ClusterListen}} {
+		if a.addr == "" {
+			continue
+		}
+		if _, _, err := splitHostPort(a.addr); err != nil {
+			return bad(a.field, "%q is not a host:port (%v)", a.addr, err)
+		}
+	}
+	for _, r := range cfg.Routes {
+		if _, err := routeURL(r); err != nil {
+			return bad("Routes", "%q is not a host:port or nats://host:port, with a port from 1 to 65535", r)
+		}
+	}
+	return nil
+}
+
 // Embedded is a running in-process NATS server with JetStream.
 type Embedded struct {
 	srv *server.Server
 }
 
 // StartEmbedded starts an in-process NATS server as cfg says and waits
-// until it accepts connections. Errors: ErrInvalidConfig for a bad address,
-// or the server's own error when it cannot start (a busy port, an
-// unwritable data dir).
+// until it accepts connections. Errors: cfg.Validate's, or the server's own
+// error when it cannot start (a busy port, an unwritable data dir).
 func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 	if log == nil {
 		log = slog.Default()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	opts, err := cfg.serverOptions()
 	if err != nil {
@@ -93,15 +138,13 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 	return &Embedded{srv: srv}, nil
 }
 
+// serverOptions returns the server's options of cfg, which is valid; its
+// errors are Validate's.
 func (cfg EmbeddedConfig) serverOptions() (*server.Options, error) {
 	name := cfg.ServerName
 	if name == "" {
 		host, _ := os.Hostname()
 		name = "elector-" + host
-	}
-	dir := cfg.DataDir
-	if dir == "" {
-		dir = DefaultDataDir
 	}
 	listen := cfg.Listen
 	if listen == "" && cfg.ClusterListen != "" {
@@ -110,7 +153,7 @@ func (cfg EmbeddedConfig) serverOptions() (*server.Options, error) {
 	opts := &server.Options{
 		ServerName: name,
 		JetStream:  true,
-		StoreDir:   dir,
+		StoreDir:   cfg.DataDir,
 		NoSigs:     true,
 		DontListen: listen == "",
 		// fsync every write before it is acknowledged. The file store
@@ -138,18 +181,31 @@ func (cfg EmbeddedConfig) serverOptions() (*server.Options, error) {
 		if opts.Cluster.Name == "" {
 			opts.Cluster.Name = DefaultClusterName
 		}
-		routes := make([]string, len(cfg.Routes))
-		for i, r := range cfg.Routes {
-			if !strings.Contains(r, "://") {
-				r = "nats://" + r
+		for _, r := range cfg.Routes {
+			u, err := routeURL(r)
+			if err != nil {
+				return nil, fmt.Errorf("%w: route: %w", ErrInvalidConfig, err)
 			}
-			routes[i] = r
+			opts.Routes = append(opts.Routes, u)
 		}
-		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
-	} else if len(cfg.Routes) > 0 {
-		return nil, fmt.Errorf("%w: routes need a cluster listen address", ErrInvalidConfig)
 	}
 	return opts, nil
+}
+
+// routeURL parses the address of another member of a cluster: host:port,
+// or a URL such as nats://host:port.
+func routeURL(r string) (*url.URL, error) {
+	if !strings.Contains(r, "://") {
+		r = "nats://" + r
+	}
+	u, err := url.Parse(r)
+	if err != nil {
+		return nil, err
+	}
+	if port, err := strconv.Atoi(u.Port()); u.Hostname() == "" || err != nil || port < 1 || port > 65535 {
+		return nil, errors.New("want a host and a port from 1 to 65535")
+	}
+	return u, nil
 }
 
 func splitHostPort(addr string) (string, int, error) {
@@ -158,8 +214,8 @@ func splitHostPort(addr string) (string, int, error) {
 		return "", 0, err
 	}
 	port, err := strconv.Atoi(p)
-	if err != nil {
-		return "", 0, fmt.Errorf("port %q: %w", p, err)
+	if err != nil || port < -1 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q is not a number from -1 to 65535", p)
 	}
 	if port == 0 {
 		port = -1 // the server's "pick a free port"

@@ -210,11 +210,8 @@ func (c Config) Validate(source func(key string) string) error {
 		func() error { return oneOf("log.format", c.Log.Format, []string{"text", "json"}) },
 		func() error { return oneOf("backend.kind", c.Backend.Kind, backendKinds()) },
 		func() error {
-			if c.Backend.Kind == "embedded" && c.Backend.Embedded.DataDir == "" {
-				return configError("embedded.data_dir", source("embedded.data_dir"), "a directory is required")
-			}
-			if len(c.Backend.Embedded.Routes) > 0 && c.Backend.Embedded.ClusterListen == "" {
-				return configError("embedded.routes", source("embedded.routes"), "routes need embedded.cluster_listen")
+			if c.Backend.Kind == "embedded" {
+				return c.componentError(&c.Backend.Embedded, "embedded", c.Backend.Embedded.Validate(), source)
 			}
 			return nil
 		},
@@ -250,8 +247,8 @@ func (c Config) Validate(source func(key string) string) error {
 // componentError turns err, from the Validate of comp (a pointer to a
 // component's configuration inside c), into a configuration error naming
 // the keys of the fields at fault, as a *fielderr.Error names them, and
-// where the first came from. An error that names no field is reported
-// under section. A nil err stays nil.
+// where the first came from. An error that names no field, or a field no
+// key sets, is reported under section. A nil err stays nil.
 func (c *Config) componentError(comp any, section string, err error, source func(string) string) error {
 	if err == nil {
 		return nil
@@ -262,6 +259,9 @@ func (c *Config) componentError(comp any, section string, err error, source func
 	}
 	key := func(field string) string { return c.keyOf(comp, field) }
 	msg := fe.Name(key)
+	if key(fe.Field) == "" {
+		msg = section + ": " + msg
+	}
 	if src := source(key(fe.Field)); src != "" {
 		msg += " (from " + src + ")"
 	}

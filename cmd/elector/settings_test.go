@@ -135,6 +135,26 @@ func TestServeNamesTheKeyOfEachBadValue(t *testing.T) {
 		{"webhooks:\n  claim_ttl: 500ms", "webhooks.claim_ttl: 500ms is below 1s"},
 		{"webhooks:\n  claim_ttl: 15s", "webhooks.claim_ttl: 15s must be at least 2× webhooks.request_timeout (10s)"},
 		{"webhooks:\n  request_timeout: 30s\n  claim_ttl: 45s", "webhooks.claim_ttl: 45s must be at least 2× webhooks.request_timeout (30s)"},
+		{"nats:\n  stream: A.B", `nats.stream: "A.B": use letters, digits, '_' or '-'`},
+		{"nats:\n  replicas: 2", "nats.replicas: 2: use 1, or 3 on a JetStream cluster"},
+		{"nats:\n  history: -1", "nats.history: -1 is negative; 0 takes the default, 1000"},
+		{"nats:\n  cert_file: c.pem", "nats.cert_file: needs nats.key_file"},
+		{"nats:\n  key_file: k.pem", "nats.key_file: needs nats.cert_file"},
+		{"nats:\n  user: u\n  token: t", "nats.token: give nats.token or nats.user, not both"},
+		{"backend:\n  kind: nats\nnats:\n  replicas: 5", "nats.replicas: 5: use 1, or 3 on a JetStream cluster"},
+		{"backend:\n  kind: etcd\netcd:\n  prefix: elector/", `etcd.prefix: "elector/" must not end in '/' or contain '//'`},
+		{"backend:\n  kind: etcd\netcd:\n  cert_file: c.pem", "etcd.cert_file: needs etcd.key_file"},
+		{"backend:\n  kind: etcd\netcd:\n  key_file: k.pem", "etcd.key_file: needs etcd.cert_file"},
+		{"backend:\n  kind: etcd\netcd:\n  dial_timeout: -1s", "etcd.dial_timeout: -1s is negative; 0 takes the default, 5s"},
+		{"backend:\n  kind: etcd\netcd:\n  request_timeout: -1s", "etcd.request_timeout: -1s is negative; 0 takes the default, 5s"},
+		{"embedded:\n  data_dir: ''", "embedded.data_dir: a directory is required"},
+		{"embedded:\n  server_name: node 1", `embedded.server_name: "node 1" contains a space`},
+		{"embedded:\n  cluster_name: my cluster", `embedded.cluster_name: "my cluster" contains a space`},
+		{"embedded:\n  listen: 127.0.0.1", `embedded.listen: "127.0.0.1" is not a host:port`},
+		{"embedded:\n  listen: 127.0.0.1:70000", `embedded.listen: "127.0.0.1:70000" is not a host:port`},
+		{"embedded:\n  cluster_listen: 127.0.0.1:nats", `embedded.cluster_listen: "127.0.0.1:nats" is not a host:port`},
+		{"embedded:\n  routes: [10.0.0.2:6222]", "embedded.routes: need embedded.cluster_listen"},
+		{"embedded:\n  cluster_listen: 127.0.0.1:6222\n  routes: [10.0.0.2]", `embedded.routes: "10.0.0.2" is not a host:port or nats://host:port`},
 	}
 	for _, tt := range tests {
 		key, _, _ := strings.Cut(tt.want, ":")
@@ -154,22 +174,33 @@ func TestServeNamesTheKeyOfEachBadValue(t *testing.T) {
 	}
 }
 
-// TestValidateReportsABackendsErrorUnderItsSection: the backends' own
-// checks run too, their errors named by section.
-func TestValidateReportsABackendsErrorUnderItsSection(t *testing.T) {
+// TestValidateReportsAFieldWithoutAKeyUnderItsSection: a component's
+// field that no key sets (a program may set it) is named by its section and
+// Go name; the backends of other kinds are not checked.
+func TestValidateReportsAFieldWithoutAKeyUnderItsSection(t *testing.T) {
 	tests := []struct {
 		name   string
 		change func(*Config)
-		want   string
+		want   string // "" for valid
 	}{
-		{"nats", func(c *Config) { c.Backend.NATS.MarkerTTL = time.Millisecond }, "config: nats: "},
-		{"etcd", func(c *Config) { c.Backend.Kind = "etcd"; c.Backend.Etcd.Prefix = "elector/" }, "config: etcd: "},
+		{"nats", func(c *Config) { c.Backend.NATS.MarkerTTL = time.Millisecond }, "config: nats: MarkerTTL: 1ms is below 1s"},
+		{"embedded", func(c *Config) { c.Backend.Embedded.ReadyTimeout = -time.Second },
+			"config: embedded: ReadyTimeout: -1s is negative"},
+		{"gateway", func(c *Config) { c.Gateway.HubEvents = -1 }, "config: elections: HubEvents: -1 is negative"},
+		{"embedded unused by etcd", func(c *Config) { c.Backend.Kind = "etcd"; c.Backend.Embedded.DataDir = "" }, ""},
+		{"etcd unused by embedded", func(c *Config) { c.Backend.Etcd.Prefix = "elector/" }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := DefaultConfig()
 			tt.change(&c)
 			err := c.Validate(nil)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
 			if !errors.Is(err, errConfig) || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Fatalf("Validate: %v; want a config error starting %q", err, tt.want)
 			}
