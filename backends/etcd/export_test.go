@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/electorhq/elector/gateway"
 )
 
@@ -113,4 +115,16 @@ func (b *Backend) CooldownUntil(ctx context.Context, election, id string) (time.
 		}
 	})
 	return until, err
+}
+
+// WrapKV makes b's reads and writes of keys go through wrap(kv), kv being
+// the client's own, once b's cache has loaded: from then on only b's
+// callers (and the reconciler they start) use the KV, so call it before
+// them. Tests use it to make etcd's answers go wrong.
+func (b *Backend) WrapKV(ctx context.Context, wrap func(clientv3.KV) clientv3.KV) error {
+	if err := b.cache.read(ctx, func(*state) {}); err != nil {
+		return err
+	}
+	b.cli.KV = wrap(b.cli.KV)
+	return nil
 }

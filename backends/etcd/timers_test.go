@@ -2,9 +2,12 @@ package etcd_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
@@ -130,3 +133,129 @@ func keepBeating(t *testing.T, b *etcd.Backend, election, id, th string) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
+// TestTimersOutliveALostAnswer: the transaction that starts a handover
+// delay or an error cooldown commits, but its answer is lost (a request
+// timeout after etcd applied it, a connection cut). The writer does not
+// know whether the timer started; it must not revoke the lease of the
+// marker it may have written, as that would end the timer at once: the
+// timer ends when etcd expires the lease, at least its length after it
+// started.
+func TestTimersOutliveALostAnswer(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 1)
+	const delay = 3 * time.Second
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		marker string // the marker whose write loses its answer
+		// start starts the timer and returns when it started at the
+		// latest and whether an event ends it.
+		start func(t *testing.T, b *etcd.Backend, election string, lost *lostAnswerKV) (time.Time, func(gateway.Event) bool)
+	}{
+		{"HandoverDelay", "/_elector/handover/", func(t *testing.T, b *etcd.Backend, election string, lost *lostAnswerKV) (time.Time, func(gateway.Event) bool) {
+			campaignAs(t, b, election, "a", time.Second) // expires: its lease is never kept alive
+			th := campaignAs(t, b, election, "b", 10*time.Second)
+			keepBeating(t, b, election, "b", th)
+			waitFor(t, "the reconciler's start of the handover delay loses its answer", lost.fired.Load)
+			until, err := b.LeadUntil(ctx, election)
+			if err != nil || until.IsZero() {
+				t.Fatalf("handover until %v, %v: want a delay under way", until, err)
+			}
+			return until.Add(-delay), func(ev gateway.Event) bool {
+				return ev.Type == gateway.EventLeaderBegin && ev.Candidate.ID == "b"
+			}
+		}},
+		{"ErrorCooldown", "/_elector/cooldown/", func(t *testing.T, b *etcd.Backend, election string, lost *lostAnswerKV) (time.Time, func(gateway.Event) bool) {
+			th := campaignAs(t, b, election, "a", 10*time.Second)
+			keepBeating(t, b, election, "a", th)
+			started := time.Now()
+			if _, err := b.ReportError(ctx, election, "a", th, "begin hook failed"); err == nil {
+				t.Fatal("ReportError succeeded; want the lost answer's error")
+			}
+			if !lost.fired.Load() {
+				t.Fatal("ReportError's transaction did not lose its answer")
+			}
+			return started, func(ev gateway.Event) bool {
+				return ev.Type == gateway.EventCandidateJoined && ev.Candidate.ID == "a" && ev.Reason == gateway.ReasonRejoined
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBackend(t, ms, "lost-"+tt.name)
+			lost := &lostAnswerKV{key: tt.marker}
+			if err := b.WrapKV(ctx, func(kv clientv3.KV) clientv3.KV { lost.KV = kv; return lost }); err != nil {
+				t.Fatal(err)
+			}
+			run(t, b)
+			election := "timers"
+			if _, err := b.Configure(ctx, election, gateway.Settings{ErrorCooldown: delay, HandoverDelay: delay}); err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			events, err := b.Watch(wctx, election, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			started, ended := tt.start(t, b, election, lost)
+			for {
+				ev, ok := <-events
+				if !ok {
+					t.Fatal("watch ended before the timer did")
+				}
+				if !ended(ev) {
+					continue
+				}
+				if held := time.Since(started); held < delay {
+					t.Fatalf("%s %s after the timer started; it is %s long", ev.Type, held, delay)
+				}
+				return
+			}
+		})
+	}
+}
+
+// lostAnswerKV is a clientv3.KV whose first successful transaction that
+// puts a key containing key answers with an error instead, as a request
+// that timed out after etcd applied it.
+type lostAnswerKV struct {
+	clientv3.KV
+	key   string
+	fired atomic.Bool
+}
+
+func (k *lostAnswerKV) Txn(ctx context.Context) clientv3.Txn {
+	return &lostAnswerTxn{Txn: k.KV.Txn(ctx), kv: k}
+}
+
+type lostAnswerTxn struct {
+	clientv3.Txn
+	kv  *lostAnswerKV
+	hit bool
+}
+
+func (t *lostAnswerTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
+func (t *lostAnswerTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	t.Txn = t.Txn.Else(ops...)
+	return t
+}
+
+func (t *lostAnswerTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	for _, op := range ops {
+		if op.IsPut() && strings.Contains(string(op.KeyBytes()), t.kv.key) {
+			t.hit = true
+		}
+	}
+	t.Txn = t.Txn.Then(ops...)
+	return t
+}
+
+func (t *lostAnswerTxn) Commit() (*clientv3.TxnResponse, error) {
+	resp, err := t.Txn.Commit()
+	if err == nil && resp.Succeeded && t.hit && t.kv.fired.CompareAndSwap(false, true) {
+		return nil, context.DeadlineExceeded
+	}
+	return resp, err
+}
