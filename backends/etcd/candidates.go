@@ -298,7 +298,7 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 		rctx, cancel := b.reqCtx(ctx)
 		resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()
 		cancel()
-		if lease != 0 && (err != nil || !resp.Succeeded) {
+		if lease != 0 && notApplied(resp, err) {
 			b.revoke(lease)
 		}
 		if err != nil {

@@ -160,7 +160,7 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 	rctx, cancel := b.reqCtx(ctx)
 	resp, err := b.cli.Txn(rctx).If(a.cmps...).Then(ops...).Commit()
 	cancel()
-	if lease != 0 && (err != nil || !resp.Succeeded) {
+	if lease != 0 && notApplied(resp, err) {
 		b.revoke(lease)
 	}
 	if leaseGone(err) {

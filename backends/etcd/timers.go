@@ -47,7 +47,7 @@ func markerSecs(ttl time.Duration) int64 {
 // of t's key on it. The lease is granted before the transaction that
 // starts the timer, so it expires no sooner than ttl after the timer's
 // cause (an expiry, an error report) was seen. The caller revokes the
-// lease when its transaction is not committed.
+// lease only when its transaction certainly was not applied (notApplied).
 func (b *Backend) grantMarker(ctx context.Context, t timerPut) (clientv3.LeaseID, clientv3.Op, error) {
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
@@ -56,4 +56,19 @@ func (b *Backend) grantMarker(ctx context.Context, t timerPut) (clientv3.LeaseID
 		return 0, clientv3.Op{}, err
 	}
 	return g.ID, clientv3.OpPut(t.key, mustJSON(t.value), clientv3.WithLease(g.ID)), nil
+}
+
+// notApplied reports whether a transaction that would have written a
+// marker certainly did not: its comparisons failed, or etcd refused it
+// because a lease it puts a key on has expired. Only then may the caller
+// revoke the marker's lease. Any other error leaves it unknown whether
+// etcd applied the transaction (a request timeout after etcd committed
+// it, a connection cut); revoking the lease would then delete a marker
+// that may be running and end its timer at once, whereas left alone the
+// lease expires after the timer's length.
+func notApplied(resp *clientv3.TxnResponse, err error) bool {
+	if err != nil {
+		return leaseGone(err)
+	}
+	return !resp.Succeeded
 }
