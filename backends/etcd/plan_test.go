@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -95,6 +96,71 @@ func TestPlanEndsTimersOnMarkersNotClocks(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) || timer != tt.timer {
 				t.Fatalf("actions %q with a marker of %s, want %q with %s", got, timer, tt.want, tt.timer)
+			}
+		})
+	}
+}
+
+// TestPlanHoldsAnExpiredLeadersTransferUntilTheDelayEnds: a leader with a
+// transfer pending expires in an election with a handover delay. The
+// delay starts with the transfer kept in the lead record; while its marker
+// is in etcd, nothing moves the target up or acknowledges anybody; once
+// etcd deleted it, the keys ahead of the target move behind it one by one
+// and then the target is acknowledged (or the head, when a native key
+// stands ahead of the target).
+func TestPlanHoldsAnExpiredLeadersTransferUntilTheDelayEnds(t *testing.T) {
+	b := &Backend{keys: keys{p: "p"}}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	const delay = 3 * time.Second
+	ahead := &entry{hex: "e", name: "e", create: 20, lease: 0xe, value: candidateValue{Elector: 1, ID: "e"}}
+	target := &entry{hex: "t", name: "t", create: 30, lease: 0x7, value: candidateValue{Elector: 1, ID: "t"}}
+	native := &entry{hex: "n", name: "n", create: 15, native: true, value: candidateValue{ID: "n"}}
+	transfer := &leadTransfer{To: "t", Key: "t", Reason: gateway.ReasonTransferred, At: t0}
+	pending := func(line []*entry, timed, marker bool) view {
+		l := &leadValue{Term: 10, Key: "a", ID: "a", Transfer: transfer}
+		if timed {
+			l.Until, l.Timed = t0.Add(delay), true
+		}
+		v := view{name: "e", exists: true, settings: gateway.Settings{HandoverDelay: delay}, line: line, lead: l, leadMod: 11, pending: true,
+			transfer: transfer, target: slices.Index(line, target), cooldowns: map[string]bool{}}
+		if marker {
+			v.handover = &markerValue{Term: 10, Until: t0.Add(delay)}
+		}
+		return v
+	}
+	tests := []struct {
+		name string
+		view view
+		want []string
+	}{
+		{"the expiry starts the delay", pending([]*entry{ahead, target}, false, false), []string{"start handover delay"}},
+		{"the marker holds the target's moves back", pending([]*entry{ahead, target}, true, true), nil},
+		{"the marker holds the target at the head back", pending([]*entry{target}, true, true), nil},
+		{"with the marker gone the keys ahead move", pending([]*entry{ahead, target}, true, false), []string{"move the transfer's target up"}},
+		{"with the marker gone the target at the head leads", pending([]*entry{target, ahead}, true, false), []string{"acknowledge leader"}},
+		{"a native key ahead of the target leads instead", pending([]*entry{native, target}, true, false), []string{"acknowledge leader"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			acts, _ := b.plan(tt.view, t0.Add(24*time.Hour))
+			var got []string
+			for _, a := range acts {
+				got = append(got, a.what)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("actions %q, want %q", got, tt.want)
+			}
+			for _, a := range acts {
+				if a.what != "start handover delay" {
+					continue
+				}
+				var l leadValue
+				if err := json.Unmarshal(a.ops[0].ValueBytes(), &l); err != nil {
+					t.Fatal(err)
+				}
+				if l.Transfer == nil || l.Transfer.Key != "t" || !l.Timed || a.timer == nil {
+					t.Fatalf("the delay starts with lead record %+v and marker %+v: want the transfer kept, timed, with a marker", l, a.timer)
+				}
 			}
 		})
 	}
