@@ -243,11 +243,7 @@ func (t *lostAnswerTxn) Else(ops ...clientv3.Op) clientv3.Txn {
 }
 
 func (t *lostAnswerTxn) Then(ops ...clientv3.Op) clientv3.Txn {
-	for _, op := range ops {
-		if op.IsPut() && strings.Contains(string(op.KeyBytes()), t.kv.key) {
-			t.hit = true
-		}
-	}
+	t.hit = t.hit || putsKey(ops, t.kv.key)
 	t.Txn = t.Txn.Then(ops...)
 	return t
 }
@@ -258,4 +254,90 @@ func (t *lostAnswerTxn) Commit() (*clientv3.TxnResponse, error) {
 		return nil, context.DeadlineExceeded
 	}
 	return resp, err
+}
+
+// TestHandoverDelayStartsAfterItsMarkersLeaseRanOut: the reconciler's
+// transaction that starts a handover delay reaches etcd only after the
+// lease it granted for the delay's marker has expired (etcd slow, the
+// request queued; shorter than the request timeout), so etcd refuses it
+// with "lease not found". Nothing else in the election changes, so no
+// event wakes the reconciler; it must still try again, and the next
+// leader must lead once a delay has passed.
+func TestHandoverDelayStartsAfterItsMarkersLeaseRanOut(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 1)
+	b := newBackend(t, ms, "late")
+	ctx := context.Background()
+	slow := &slowKV{key: "/_elector/handover/", wait: 2500 * time.Millisecond}
+	if err := b.WrapKV(ctx, func(kv clientv3.KV) clientv3.KV { slow.KV = kv; return slow }); err != nil {
+		t.Fatal(err)
+	}
+	run(t, b)
+	const election = "late"
+	if _, err := b.Configure(ctx, election, gateway.Settings{ErrorCooldown: time.Second, HandoverDelay: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	events, err := b.Watch(wctx, election, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	campaignAs(t, b, election, "a", time.Second) // expires: its lease is never kept alive
+	th := campaignAs(t, b, election, "b", 10*time.Second)
+	keepBeating(t, b, election, "b", th)
+	for ev := range events {
+		if ev.Type == gateway.EventLeaderBegin && ev.Candidate.ID == "b" {
+			return
+		}
+	}
+	t.Fatalf("after 15s b does not lead (the late transaction ran: %v)", slow.fired.Load())
+}
+
+// slowKV is a clientv3.KV whose first transaction that puts a key
+// containing key reaches etcd only after wait.
+type slowKV struct {
+	clientv3.KV
+	key   string
+	wait  time.Duration
+	fired atomic.Bool
+}
+
+func (k *slowKV) Txn(ctx context.Context) clientv3.Txn {
+	return &slowTxn{Txn: k.KV.Txn(ctx), kv: k}
+}
+
+type slowTxn struct {
+	clientv3.Txn
+	kv  *slowKV
+	hit bool
+}
+
+func (t *slowTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
+func (t *slowTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	t.Txn = t.Txn.Else(ops...)
+	return t
+}
+
+func (t *slowTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	t.hit = t.hit || putsKey(ops, t.kv.key)
+	t.Txn = t.Txn.Then(ops...)
+	return t
+}
+
+func (t *slowTxn) Commit() (*clientv3.TxnResponse, error) {
+	if t.hit && t.kv.fired.CompareAndSwap(false, true) {
+		time.Sleep(t.kv.wait)
+	}
+	return t.Txn.Commit()
+}
+
+// putsKey reports whether ops put a key containing key.
+func putsKey(ops []clientv3.Op, key string) bool {
+	for _, op := range ops {
+		if op.IsPut() && strings.Contains(string(op.KeyBytes()), key) {
+			return true
+		}
+	}
+	return false
 }
