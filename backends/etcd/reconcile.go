@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -163,10 +164,16 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 	if lease != 0 && notApplied(resp, err) {
 		b.revoke(lease)
 	}
-	if leaseGone(err) {
+	if leaseGone(err) && a.timer == nil {
 		// A key it moves is on a lease that just expired: the election is
 		// about to change, as after a failed comparison.
 		return false, b.fresh(ctx)
+	}
+	if leaseGone(err) {
+		// The lease gone may be the marker's own, which expired before the
+		// transaction arrived: it holds no key, so no event will come to
+		// plan the election again. An error, which Run retries.
+		return false, fmt.Errorf("etcd: %s in %q: a lease it puts a key on has expired: %w", a.what, election, gateway.ErrUnavailable)
 	}
 	if err != nil {
 		return false, translate(ctx, a.what+" in "+election, err)
