@@ -294,6 +294,36 @@ func TestHandoverDelayStartsAfterItsMarkersLeaseRanOut(t *testing.T) {
 	t.Fatalf("after 15s b does not lead (the late transaction ran: %v)", slow.fired.Load())
 }
 
+// TestReportErrorWhoseCooldownMarkersLeaseRanOut: ReportError's
+// transaction reaches etcd only after the lease it granted for the
+// cooldown's marker has expired, so etcd refuses it with "lease not
+// found". The candidate is still there: ReportError must try again (the
+// candidate cools down), not answer that the candidate is not found.
+func TestReportErrorWhoseCooldownMarkersLeaseRanOut(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 1)
+	b := newBackend(t, ms, "late-cooldown")
+	ctx := context.Background()
+	slow := &slowKV{key: "/_elector/cooldown/", wait: 2500 * time.Millisecond}
+	if err := b.WrapKV(ctx, func(kv clientv3.KV) clientv3.KV { slow.KV = kv; return slow }); err != nil {
+		t.Fatal(err)
+	}
+	run(t, b)
+	const election = "late"
+	if _, err := b.Configure(ctx, election, gateway.Settings{ErrorCooldown: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	th := campaignAs(t, b, election, "a", 10*time.Second)
+	keepBeating(t, b, election, "a", th)
+	st, err := b.ReportError(ctx, election, "a", th, "begin hook failed")
+	if err != nil {
+		t.Fatalf("ReportError: %v (the late transaction ran: %v)", err, slow.fired.Load())
+	}
+	if !slow.fired.Load() || st.Candidate.State != gateway.StateError {
+		t.Fatalf("ReportError answered %+v (the late transaction ran: %v); want the candidate cooling down", st.Candidate, slow.fired.Load())
+	}
+}
+
 // slowKV is a clientv3.KV whose first transaction that puts a key
 // containing key reaches etcd only after wait.
 type slowKV struct {
