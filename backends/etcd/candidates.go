@@ -301,6 +301,12 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 		if lease != 0 && notApplied(resp, err) {
 			b.revoke(lease)
 		}
+		if lease != 0 && leaseGone(err) {
+			// The lease gone may be the marker's, which expired before the
+			// transaction arrived, or the candidate's: the next attempt
+			// reads the election freshly and tells which.
+			continue
+		}
 		if err != nil {
 			return nil, translate(ctx, fmt.Sprintf("%s %q", op, id), err)
 		}
