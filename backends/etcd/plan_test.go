@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/electorhq/elector/gateway"
 )
 
@@ -151,6 +154,12 @@ func TestPlanHoldsAnExpiredLeadersTransferUntilTheDelayEnds(t *testing.T) {
 				t.Fatalf("actions %q, want %q", got, tt.want)
 			}
 			for _, a := range acts {
+				if a.what == "move the transfer's target up" && !slices.ContainsFunc(a.cmps, func(c clientv3.Cmp) bool {
+					pc := c.GetCompare()
+					return string(pc.Key) == "p/e/t" && pc.Target == etcdserverpb.Compare_CREATE && pc.GetCreateRevision() == target.create
+				}) {
+					t.Fatalf("the move does not require the target's key: %v", a.cmps)
+				}
 				if a.what != "start handover delay" {
 					continue
 				}
