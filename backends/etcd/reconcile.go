@@ -67,7 +67,7 @@ func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 			// target, not the head, leads next. Nobody leads meanwhile, so
 			// the keys ahead of it (elector's: no native key can get ahead
 			// of a target, see Transfer) move behind it one by one first.
-			return b.moveAction(v, v.line[0], "move the transfer's target up", leadIs)
+			return b.moveTargetUp(v, leadIs)
 		}
 		return action{what: "acknowledge leader",
 			cmps: []clientv3.Cmp{leadIs, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create)},
@@ -108,7 +108,7 @@ func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 	// At most one of these: each moves the line or the record another
 	// would compute from.
 	if v.leader != nil && v.transfer != nil && v.target > 1 && blocked(v, v.target) == nil {
-		acts = append(acts, b.moveAction(v, v.line[1], "move the transfer's target up", leadIs))
+		acts = append(acts, b.moveTargetUp(v, leadIs))
 	} else if a, ok := b.reorder(v); ok {
 		acts = append(acts, a)
 	} else if a, ok := b.preempt(v, now); ok {

@@ -128,7 +128,7 @@ func (b *Backend) Handover(ctx context.Context, election, id, tokenHash string) 
 		target := v.line[v.target]
 		var a action
 		if v.target > 1 {
-			a = b.moveAction(v, v.line[1], "move the transfer's target up", leadIs)
+			a = b.moveTargetUp(v, leadIs)
 		} else {
 			cmps, ops := b.moveBack(election, x, true, now)
 			prev := &gateway.TermRef{ID: x.value.ID, Term: v.term}
@@ -216,6 +216,22 @@ func (b *Backend) moveAction(v view, x *entry, what string, more ...clientv3.Cmp
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, h)), "=", h.create))
 	}
 	return action{what: what, cmps: append(cmps, more...), ops: ops}
+}
+
+// moveTargetUp is the action that moves the first key ahead of the
+// target of v's transfer behind it: line[1] while a leader leads, line[0]
+// once the leader expired (nobody leads). It requires the lead record (as
+// leadIs) and the target's key as v saw them: with the target gone, the
+// move would send a candidate back for no transfer, and could make a
+// native key that stood behind the target the oldest of the line.
+func (b *Backend) moveTargetUp(v view, leadIs clientv3.Cmp) action {
+	x := v.line[0]
+	if v.leader != nil {
+		x = v.line[1]
+	}
+	t := v.line[v.target]
+	return b.moveAction(v, x, "move the transfer's target up", leadIs,
+		clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, t)), "=", t.create))
 }
 
 // keyOf is the candidacy key of x, as it is named now.
