@@ -126,11 +126,12 @@
 // When the leader's key disappears without elector ending the leadership
 // (its lease expired, or a native client resigned), the lead record still
 // names the missing key: that is a pending handover, and nobody leads. The
-// reconciler writes the end of the handover delay into the record, then,
-// once it has passed, acknowledges the head of the line. A native client at
-// the head of the line does not know about the delay: it considers itself
-// leader as soon as its predecessor's key is gone (etcd's recipe has no
-// such notion); elector reports no leader until the delay has passed.
+// reconciler starts the handover delay (below), and once it has ended
+// acknowledges the head of the line (with a transfer pending, its target:
+// see Transfers and priorities). A native client at the head of the line
+// does not know about the delay: it considers itself leader as soon as its
+// predecessor's key is gone (etcd's recipe has no such notion); elector
+// reports no leader until the delay has ended.
 //
 // Both timers end on etcd's clock, never on a replica's: a replica whose
 // clock runs ahead must not end a handover delay early, as the delay
@@ -149,8 +150,12 @@
 // marker of the full delay, or of what "until" says is left if that is
 // longer: it ends late, never early. etcd extends every lease by its TTL
 // when a raft leader takes over, which also only makes a timer longer.
+// The marker's lease is revoked only when the transaction certainly did
+// not write it (its comparisons failed, or a lease was gone); after an
+// error that leaves it unknown (a timeout), the lease is left to expire.
 // Ending a timer acknowledges a leader only through the guarded
-// transaction above, so it cannot make two leaders.
+// transaction above (with a transfer pending, after moving the keys ahead
+// of its target while nobody leads), so it cannot make two leaders.
 //
 // # Transfers and priorities
 //
@@ -195,12 +200,15 @@
 // for itself, once the keys ahead of it have moved. Why no two leaders can
 // result: a native client leads when its key is the oldest of the line,
 // and elector's leader is the key the lead record names while it is the
-// oldest. Moves take elector keys from ahead of the target to behind it;
-// the head's key moves only in the transaction that writes the lead
-// record naming the target, which makes the target the oldest; so the oldest key
-// and elector's leader change together, and a native client never becomes
-// the oldest key because of a move (no native key stands between the
-// head and a target).
+// oldest. Moves take elector keys from ahead of the target to behind it,
+// and only while the target is in line. While a leader leads, its key (the
+// head's) moves only in the transaction that writes the lead record naming
+// the target, which makes the target the oldest; so the oldest key and
+// elector's leader change together. After the leader expired nobody leads,
+// and the keys ahead of the target (the head's among them) move one by one
+// until the target is the oldest, and only then is it acknowledged. No
+// native key stands between the head and a target, so a native client
+// never becomes the oldest key because of a move.
 //
 // # Events
 //
@@ -278,7 +286,8 @@
 //
 // Run (the reconciler) must run on at least one replica: it acknowledges
 // leaders after expiries and native campaigns, ends handover delays and
-// cooldowns. Running it on every replica is safe and is what the gateway
+// cooldowns, moves keys for transfers and priorities, and starts
+// preemptions. Running it on every replica is safe and is what the gateway
 // does. Leases are granted in whole seconds, rounded up, and etcd raises a
 // TTL below its minimum (1.5 election timeouts: 1.5s, so 2s, with etcd's
 // defaults); expires_at in answers is the lease's real expiry as this

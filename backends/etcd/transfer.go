@@ -266,7 +266,7 @@ func (b *Backend) handoverDue(ctx context.Context, election, id string) error {
 // false when it is in order. Only the elector candidates behind the last
 // native key (and never the head of the line) are moved: a native
 // client's key keeps its place and counts as priority 0, and the head's
-// key moves only in a handover. While a transfer is pending, its target
+// key moves only for a transfer (see moveTargetUp, Handover). While a transfer is pending, its target
 // and the keys ahead of it stay too (plan moves those). Each
 // action moves one key to the back: the first of those that must go
 // behind a candidate of higher priority, in priority order, so that
