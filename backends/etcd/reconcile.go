@@ -214,9 +214,10 @@ func (b *Backend) reconcile(ctx context.Context, election string) error {
 // Run implements gateway.Runner: the reconciler. It makes the due actions
 // of the elections the cache saw change (a timer ends with such a change:
 // etcd deletes its marker), and retries those whose action failed with an
-// error; so a pass costs the same with ten elections as with ten thousand. Any number of replicas may run it
-// at once, as every action is a guarded transaction. It also refreshes
-// what the replica knows of lease expiries. It returns nil when ctx ends.
+// error; so a pass costs the same with ten elections as with ten
+// thousand. Any number of replicas may run it at once, as every action is
+// a guarded transaction. It also refreshes what the replica knows of
+// lease expiries. It returns nil when ctx ends.
 func (b *Backend) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
