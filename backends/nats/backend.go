@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -47,6 +48,8 @@ type Backend struct {
 	runs   map[*reconciler]struct{} // the reconcilers of running Run calls
 
 	readIndex *gateway.ReadIndex // the records stream's last sequence, for reads from the view
+
+	lost atomic.Uint64 // cursors below this sequence are expired: a watch found records dropped after them (watchGap)
 }
 
 var (

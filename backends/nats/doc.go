@@ -218,21 +218,51 @@
 // sequence, or names a message the stream no longer holds is
 // gateway.ErrCursorExpired. An election's records are dropped oldest
 // first, so a held cursor message means that election's later records are
-// all held; a watch of all elections can miss records of another election
-// that wrote more than History records since the cursor.
+// all held; a watch of all elections, or a watch of one election from a
+// cursor of another, can still find records of the watched election after
+// the cursor dropped, which the chain below reveals.
 //
-// A record also names the sequence of the record it was computed from
+// # Watchers that fall behind
+//
+// The stream keeps Config.History records per election and drops the
+// oldest (MaxMsgsPerSubject). A watcher that has not read a record by the
+// time its election wrote History more falls behind the history: a slow
+// receiver (an event stream whose client reads slowly, the hub stalled on
+// a loaded replica), a consumer whose pulls wait on a loaded or lagging
+// server, or an ordered consumer reset after missed heartbeats, which
+// starts again after the last message it delivered while the stream moves
+// on. A small History (tests use 5) makes this easy to reach. JetStream
+// then delivers the next held message with the next delivery sequence, so
+// the ordered consumer sees no sign of the loss and the events of the
+// dropped records were silently skipped.
+//
+// A record therefore names the sequence of the record it was computed from
 // ("prev", known to the writer from its compare-and-set), so an election's
-// records form a checkable chain. Watch checks it: a watch that falls more
-// than History records behind (a slow receiver, a consumer on a lagging
-// server or reset under load) finds the records it has not read yet
-// dropped by the per-election limit, and JetStream then delivers the next
-// held message with no sign of the loss. On a break in the chain Watch
-// ends the watch before the record after the gap; the receiver resumes
-// from its last id, which is then no longer held (ErrCursorExpired), or
-// re-reads the gap if it is. The one exception is the case above: a watch
-// of all elections logs, and goes on past, a gap before the first record
-// it gets of an election.
+// records form a checkable chain. Watch checks it: every held record at or
+// after the watch's start is delivered in order, so a record whose prev is
+// at or after the start and is not the last record the watch got of its
+// election follows dropped ones. Watch ends before it and marks every
+// cursor before it expired on this replica (watchGap). The receiver
+// resumes from its last id and gets gateway.ErrCursorExpired; the
+// gateway's hub then cuts its subscribers and starts again from the head,
+// and each event stream answers its client's resumption with reset
+// snapshots, so the loss is reported, never skipped. The mark is
+// conservative: it may refuse a cursor that needed none of the dropped
+// records, which costs that receiver a snapshot. Another replica that has
+// not seen the gap finds it in its own watch.
+//
+// The view of Run needs no chain check for its state: every record is an
+// election's whole state, so a later record replaces the dropped ones. Its
+// reads stay linearizable because each waits for a read index fetched
+// after it arrived: every election's latest record at that index is held
+// (the latest is never dropped) and delivered before the view reaches the
+// index. A view that does not reach it within a second is not used (the
+// read goes to the stream leader), and CaughtUp, which the readiness probe
+// asks, reports it behind, naming both sequences. The residual case is an
+// election that writes more than History records between the fetch of a
+// read index and the view's delivery of it (a thousand compare-and-set
+// writes to one election within that second by default): the view may
+// then answer from a record older than the index.
 //
 // # KV
 //
