@@ -286,7 +286,25 @@
 // gateway.ErrUnavailable rather than a stale leader, and Ping (the
 // readiness probe) fails until it reconnects. CaughtUp (the readiness
 // probe's watch check) says whether Run's watch has delivered the stream's
-// last sequence, and fails while Run is not running. JetStream refusing
+// last sequence, and fails while Run is not running.
+//
+// A NATS member cut off from the other members of a cluster is the harder
+// case: if it leads the records stream it goes on answering message gets
+// from its own store until NATS notices the lost quorum (checked every ten
+// seconds), while the other two may elect a leader of their own after four
+// seconds and accept writes. So on a replicated stream the read index and
+// every load are used only under a quorum lease (quorum.go): the stream
+// info must show the leader heard from a quorum of its replicas within the
+// last two seconds, half of the least time a follower that heard from it
+// waits before standing for election. A replica on a cut-off member
+// answers gateway.ErrUnavailable about two seconds after the cut, and Ping
+// fails once the leader has not heard from a quorum for four seconds, so
+// /readyz reports it. TestMemberCutOffServesNoStaleLeader shows it with
+// three members whose routes go through proxies: the member leading the
+// meta group and the records stream is cut off; its reads fail as
+// unavailable, the other two promote the next candidate after the old
+// leader's TTL, terms increase without overlap, and after healing the
+// member serves the same state. JetStream refusing
 // work for lack of room (too many consumers, no storage or memory left,
 // any 503) or not answering in time is gateway.ErrUnavailable too: the API
 // answers 503 with Retry-After, and it ends when the load does.

@@ -399,11 +399,20 @@ func (b *Backend) fetchHead(ctx context.Context) (uint64, error) {
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return b.lastSeq(ctx)
+		seq, err := b.lastSeq(ctx)
+		if err == nil {
+			err = b.confirmQuorum(ctx)
+		}
+		return seq, err
 	case resp.Error != nil:
 		return 0, translate(resp.Error)
 	case resp.Message == nil:
 		return 0, fmt.Errorf("nats: read index: an answer without a message")
+	}
+	// The answer may come from a leader cut off from its quorum: use it
+	// only if the lease held when it arrived, or is renewed after it.
+	if err := b.confirmQuorum(ctx); err != nil {
+		return 0, err
 	}
 	return resp.Message.Seq, nil
 }
