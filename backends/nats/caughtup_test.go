@@ -13,14 +13,9 @@ import (
 // caughtUpWithin polls CaughtUp until it returns nil or d passes (Run
 // starts its watch asynchronously), returning the last error.
 func caughtUpWithin(b *Backend, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		err := b.CaughtUp(context.Background())
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return poll(ctx, func() error { return b.CaughtUp(context.Background()) })
 }
 
 func TestCaughtUp(t *testing.T) {

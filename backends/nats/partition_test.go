@@ -137,18 +137,20 @@ func TestMemberCutOffServesNoStaleLeader(t *testing.T) {
 	// store longest after the cut (NATS notices a lost quorum only every
 	// ten seconds, and a meta leader answers until it has).
 	c := -1
-	waitFor(ctx, t, "a meta leader", func() error {
+	waitFor(ctx, t, "the meta group's leader to lead the records stream", func() error {
+		c = -1
 		for i, e := range pc.servers {
 			if e.srv.JetStreamIsLeader() {
 				c = i
-				return nil
 			}
 		}
-		return errors.New("none")
-	})
-	name := fmt.Sprintf("n%d", c)
-	waitFor(ctx, t, "the records stream to be led by "+name, func() error {
-		info, err := bs[0].records.Info(ctx)
+		if c < 0 {
+			return errors.New("no meta leader")
+		}
+		name := fmt.Sprintf("n%d", c)
+		sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+		defer scancel()
+		info, err := bs[0].records.Info(sctx)
 		if err != nil {
 			return err
 		}
@@ -156,10 +158,10 @@ func TestMemberCutOffServesNoStaleLeader(t *testing.T) {
 			return nil
 		}
 		req := fmt.Sprintf(`{"placement":{"preferred":%q}}`, name)
-		if _, err := bs[0].nc.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"STREAM.LEADER.STEPDOWN."+cfg.Stream, []byte(req)); err != nil {
-			return err
+		if _, err := bs[0].nc.RequestWithContext(sctx, jetstream.DefaultAPIPrefix+"STREAM.LEADER.STEPDOWN."+cfg.Stream, []byte(req)); err != nil {
+			return fmt.Errorf("asking %s to hand the records stream to %s: %w", info.Cluster.Leader, name, err)
 		}
-		return fmt.Errorf("led by %s; asked it to step down", info.Cluster.Leader)
+		return fmt.Errorf("%s led the records stream; asked it to hand over to %s", info.Cluster.Leader, name)
 	})
 	o := (c + 1) % 3
 	t.Logf("cutting n%d, the meta group's and the records stream's leader", c)
@@ -404,23 +406,4 @@ func ids(e gateway.Election) string {
 		s = append(s, c.ID+":"+string(c.State))
 	}
 	return strings.Join(s, ",")
-}
-
-// waitFor polls cond until it returns nil, failing t when ctx ends first
-// with cond's last error.
-func waitFor(ctx context.Context, t *testing.T, what string, cond func() error) {
-	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-	}
 }
