@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
@@ -52,34 +51,17 @@ func startProxiedCluster(t *testing.T) *proxiedCluster {
 				routes = append(routes, pc.proxies[i][j].Addr())
 			}
 		}
-		opts, err := EmbeddedConfig{
+		e, err := StartEmbedded(EmbeddedConfig{
 			DataDir: t.TempDir(), ServerName: fmt.Sprintf("n%d", i),
-			ClusterListen: addrs[i], Routes: routes,
-		}.serverOptions()
+			ClusterListen: addrs[i], ClusterAdvertise: nowhere, Routes: routes,
+		}, slog.New(slog.DiscardHandler)) // route errors while cut
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("start n%d: %v", i, err)
 		}
-		opts.Cluster.Advertise = nowhere
-		pc.servers[i] = startOptions(t, opts)
+		t.Cleanup(e.Shutdown)
+		pc.servers[i] = e
 	}
 	return pc
-}
-
-// startOptions starts a server with opts, shut down when t ends.
-func startOptions(t *testing.T, opts *server.Options) *Embedded {
-	t.Helper()
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.SetLoggerV2(serverLogger{slog.New(slog.DiscardHandler)}, false, false, false) // route errors while cut
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatalf("server %s not ready", opts.ServerName)
-	}
-	e := &Embedded{srv: srv}
-	t.Cleanup(e.Shutdown)
-	return e
 }
 
 // cut takes member i off the network: every route to or from it ends and
