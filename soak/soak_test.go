@@ -45,7 +45,7 @@ func soak(t *testing.T, members int) {
 	if err != nil || d < 30*time.Second {
 		t.Fatalf("ELECTOR_SOAK=%q: want a duration of at least 30s", spec)
 	}
-	gws := startGateways(t, buildElector(t), members)
+	gws, mnet := startMembers(t, buildElector(t), members)
 	var urls []string
 	for _, g := range gws {
 		urls = append(urls, g.URL)
@@ -84,6 +84,7 @@ func soak(t *testing.T, members int) {
 	ctx, cancel := context.WithTimeout(context.Background(), d-2*soakTTL)
 	defer cancel()
 	var faults sync.WaitGroup
+	faults.Go(func() { mnet.cutMembers(ctx, t, gws, h) })
 	faults.Go(func() {
 		injectFaults(ctx, t, gws, load, h, func(election string) (int, bool) {
 			mu.Lock()
