@@ -3,6 +3,7 @@ package nats
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,5 +157,126 @@ func TestWatchFromACursorOlderThanAnElectionsHistoryEnds(t *testing.T) {
 				t.Fatalf("watch from the snapshot's cursor %s: %v", snap.Cursor, err)
 			}
 		})
+	}
+}
+
+// stallOnce is the NATS backend with the first watch of all elections (the
+// gateway hub's) read by a receiver that stalls after the first
+// leader.begin of election quiet until gate closes, then loses the watch,
+// as a hub on a loaded replica whose consumer is reset would. Every other
+// watch is the backend's own.
+type stallOnce struct {
+	*Backend
+	gate    chan struct{}
+	stalled chan struct{} // closed once the receiver stalls
+	used    atomic.Bool
+}
+
+func (s *stallOnce) Watch(ctx context.Context, election, after string) (<-chan gateway.Event, error) {
+	if election != "" || s.used.Swap(true) {
+		return s.Backend.Watch(ctx, election, after)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	ch, err := s.Backend.Watch(wctx, election, after)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	out := make(chan gateway.Event)
+	go func() {
+		defer close(out)
+		defer cancel()
+		for ev := range ch {
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+			if ev.Election == "quiet" && ev.Type == gateway.EventLeaderBegin {
+				close(s.stalled)
+				select {
+				case <-s.gate:
+				case <-ctx.Done():
+				}
+				return // the watch is lost: the hub resumes from this event
+			}
+		}
+	}()
+	return out, nil
+}
+
+// TestHubThatFallsBehindHistoryCutsItsSubscribers: the gateway's hub loses
+// its watch after an event of election quiet, and election lag writes
+// more records than the stream keeps of it before the hub resumes from
+// that event (still held: quiet wrote nothing since). The resumed watch
+// meets lag's records after dropped ones: the hub must not go on past
+// them. Its subscribers are cut off and their resumption is
+// ErrCursorExpired, on which an event stream sends reset snapshots.
+func TestHubThatFallsBehindHistoryCutsItsSubscribers(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	cfg := freshConfig()
+	cfg.History = 5
+	s := &stallOnce{Backend: open(t, e, cfg), gate: make(chan struct{}), stalled: make(chan struct{})}
+	gw := gateway.New(s, gateway.Config{Logger: testLogger(t)})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	rctx, stop := context.WithCancel(ctx)
+	go func() { defer close(done); _ = gw.Run(rctx) }()
+	defer func() { stop(); <-done }()
+	waitFor(ctx, t, "the hub's watch", func() error {
+		if !s.used.Load() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+
+	sub, err := gw.Watch(ctx, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	campaignT(t, s, "lag", "a", time.Minute)
+	campaignT(t, s, "quiet", "q", time.Minute)
+	var last string
+	for range 4 { // lag's and quiet's candidate.joined and leader.begin
+		select {
+		case ev := <-sub:
+			last = ev.ID
+		case <-ctx.Done():
+			t.Fatal("no events from the hub")
+		}
+	}
+	<-s.stalled
+	for range 5 { // ten records of lag: the first five after quiet's are dropped
+		th, _ := campaignT(t, s, "lag", "b", time.Minute)
+		if err := s.Resign(ctx, "lag", "b", th); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(s.gate)
+
+	for ev := range sub {
+		t.Fatalf("after %s the hub's subscriber got %s %s of %s: the hub went on past records it never got", last, ev.ID, ev.Type, ev.Election)
+	}
+	if ctx.Err() != nil {
+		t.Fatal(ctx.Err())
+	}
+	if _, err := gw.Watch(ctx, "", last); !errors.Is(err, gateway.ErrCursorExpired) {
+		t.Fatalf("resuming after %s: %v, want ErrCursorExpired", last, err)
+	}
+	// A fresh subscriber gets what follows.
+	fresh, err := gw.Watch(ctx, "lag", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	campaignT(t, s, "lag", "c", time.Minute)
+	select {
+	case ev := <-fresh:
+		if ev.Type != gateway.EventCandidateJoined || ev.Candidate.ID != "c" {
+			t.Fatalf("a fresh subscriber got %s of %+v, want c's candidate.joined", ev.Type, ev.Candidate)
+		}
+	case <-ctx.Done():
+		t.Fatal("a fresh subscriber got nothing")
 	}
 }
