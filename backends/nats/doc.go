@@ -251,6 +251,14 @@
 // records, which costs that receiver a snapshot. Another replica that has
 // not seen the gap finds it in its own watch.
 //
+// The case that went unreported before the mark was the hub's: a hub that
+// loses its watch resumes from the last event it got, often of another
+// election and still held, and the resumed watch, not having seen the
+// lagging election yet, went on past its dropped records: subscribers
+// missed events with no reset (TestHubThatFallsBehindHistoryCutsItsSubscribers).
+// A watch of one election from another election's cursor ended at the gap
+// again on every resumption instead.
+//
 // The view of Run needs no chain check for its state: every record is an
 // election's whole state, so a later record replaces the dropped ones. Its
 // reads stay linearizable because each waits for a read index fetched
