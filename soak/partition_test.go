@@ -20,7 +20,8 @@ type memberNet struct {
 	proxies [][]*testnet.Proxy // proxies[i][j] carries i's route to j
 }
 
-// startMembers starts n gateways as startGateways does; with n > 1 their
+// startMembers starts n gateways on the embedded backend as startGateways
+// does (the same flags); with n > 1 their
 // embedded servers route to each other through proxies, and each tells
 // the others an address nothing listens on as its own, so that no member
 // learns another's real address from the routes' gossip and connects past
@@ -54,8 +55,8 @@ func startMembers(t *testing.T, bin string, n int) ([]*gatewayProcess, *memberNe
 		}
 		addr := testnet.FreeAddr(t)
 		g := &gatewayProcess{t: t, bin: bin, URL: "http://" + addr, dir: t.TempDir(), args: []string{"serve",
-			"--listen", addr, "--embedded-data-dir", "data", "--log-level", "warn",
-			"--limits-writes-per-second", "0",
+			"--listen", addr, "--log-level", "warn", "--limits-writes-per-second", "0",
+			"--webhooks-allow-private-networks", "--embedded-data-dir", "data",
 			"--embedded-server-name", fmt.Sprintf("member-%d", i+1),
 			"--embedded-cluster-listen", listen[i], "--embedded-cluster-advertise", nowhere,
 			"--embedded-routes", strings.Join(routes, ","), "--nats-replicas", strconv.Itoa(min(n, 3))}}
