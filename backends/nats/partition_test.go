@@ -75,6 +75,7 @@ func (pc *proxiedCluster) cut(i int) {
 	}
 }
 
+// heal lets routes to and from member i through again.
 func (pc *proxiedCluster) heal(i int) {
 	for j := range 3 {
 		if j != i {
@@ -93,9 +94,10 @@ type read struct {
 	err        error
 }
 
-// TestMemberCutOffServesNoStaleLeader cuts the member leading the records
-// stream off from the other two, in both directions, while a leader
-// heartbeats through it. The cut-off member must stop serving reads
+// TestMemberCutOffServesNoStaleLeader cuts the member leading the
+// JetStream meta group and the records stream off from the other two, in
+// both directions, while a leader heartbeats through it and another
+// resigns through the majority. The cut-off member must stop serving reads
 // (gateway.ErrUnavailable) and report itself not ready, rather than go on
 // telling the old leader as current; the other two elect the next
 // candidate once the old leader's TTL has passed since its last
