@@ -44,9 +44,12 @@ func TestWatchThatFallsBehindHistoryEnds(t *testing.T) {
 		}
 	}
 
+	// The writes are done: the watch either delivers every event or ends
+	// at the first dropped record. It may end before any event, when its
+	// consumer started after the first records were already dropped.
 	var got []gateway.Event
-	closed, quiet := false, false
-	for !closed && !quiet {
+	closed := false
+	for !closed && len(got) < 4*rounds {
 		select {
 		case ev, ok := <-ch:
 			if !ok {
@@ -54,12 +57,9 @@ func TestWatchThatFallsBehindHistoryEnds(t *testing.T) {
 				break
 			}
 			got = append(got, ev)
-		case <-time.After(3 * time.Second):
-			quiet = true
+		case <-ctx.Done():
+			t.Fatalf("watch neither delivered all %d events nor ended: %d events", 4*rounds, len(got))
 		}
-	}
-	if len(got) == 0 {
-		t.Fatal("no events before the watch ended")
 	}
 	// One election on the stream: its records are consecutive sequences.
 	prev := uint64(0)
@@ -76,13 +76,13 @@ func TestWatchThatFallsBehindHistoryEnds(t *testing.T) {
 	if err := backendtest.CheckEvents(got); err != nil {
 		t.Fatal(err)
 	}
-	if !closed && len(got) < 4*rounds {
-		t.Fatalf("watch neither delivered all %d events nor ended: %d events, last %s", 4*rounds, len(got), got[len(got)-1].ID)
-	}
-	if len(got) == 4*rounds {
+	if !closed {
 		t.Skip("the watch kept up; nothing was dropped") // not expected with these buffers
 	}
-	last := got[len(got)-1].ID
+	last := snap.Cursor
+	if len(got) > 0 {
+		last = got[len(got)-1].ID
+	}
 	if _, err := b.Watch(ctx, "lag", last); !errors.Is(err, gateway.ErrCursorExpired) {
 		t.Fatalf("resume after %s (%d of %d events): %v, want ErrCursorExpired", last, len(got), 4*rounds, err)
 	}
