@@ -106,3 +106,45 @@ func TestALaggingViewServesNoStaleLeader(t *testing.T) {
 		t.Fatalf("CaughtUp of the lagging view: %v, want ErrUnavailable", err)
 	}
 }
+
+// TestAViewThatMayHaveMissedRecordsIsNotUsed: a view that has reached the
+// read index, but whose watch reported as many records pending after it
+// as the stream keeps per election, may have missed records the History
+// limit dropped before it read them. A read must then go to the stream
+// leader rather than answer from the view's older record.
+func TestAViewThatMayHaveMissedRecordsIsNotUsed(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	cfg := freshConfig()
+	cfg.History = 5
+	b, other := open(t, e, cfg), open(t, e, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	thA, _ := campaignT(t, other, "e", "a", time.Minute)
+	campaignT(t, other, "e", "b", time.Minute)
+	old, found, err := b.load(ctx, "e")
+	if err != nil || !found {
+		t.Fatalf("load: %v, %v", found, err)
+	}
+	if err := other.Resign(ctx, "e", "a", thA); err != nil {
+		t.Fatal(err)
+	}
+	head, err := b.fetchHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The view says it delivered the head, with History records pending
+	// after it, and holds e as it was before a resigned.
+	lag := newReconciler(b)
+	lag.recs["e"], lag.seen, lag.pending, lag.filled = old, head, uint64(cfg.History), true
+	b.addRun(lag)
+	defer b.removeRun(lag)
+
+	el, err := b.ElectionLeader(ctx, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el.Leader == nil || el.Leader.ID != "b" || el.Term != 2 {
+		t.Fatalf("read through a view that may have missed records: leader %+v at term %d, want b at term 2", el.Leader, el.Term)
+	}
+}

@@ -262,15 +262,19 @@
 // The view of Run needs no chain check for its state: every record is an
 // election's whole state, so a later record replaces the dropped ones. Its
 // reads stay linearizable because each waits for a read index fetched
-// after it arrived: every election's latest record at that index is held
-// (the latest is never dropped) and delivered before the view reaches the
-// index. A view that does not reach it within a second is not used (the
-// read goes to the stream leader), and CaughtUp, which the readiness probe
-// asks, reports it behind, naming both sequences. The residual case is an
-// election that writes more than History records between the fetch of a
-// read index and the view's delivery of it (a thousand compare-and-set
-// writes to one election within that second by default): the view may
-// then answer from a record older than the index.
+// after it arrived, and every election's latest record at that index is
+// delivered before the view reaches it, unless the view fell so far
+// behind that the record was dropped first. That takes History later
+// records of the election, all past the index, so the view tells it from
+// the consumer's count of records pending after the last one it delivered:
+// a view whose delivered-past-the-index plus pending reaches History is
+// not used, and the read goes to the stream leader (caughtUpTo). A view
+// that does not reach the index within a second is not used either, and
+// CaughtUp, which the readiness probe asks, reports it behind, naming both
+// sequences. A watch of the view that breaks starts again just after the
+// last record it delivered, never from the last record per election,
+// which would skip records superseded meanwhile while the view's sequence
+// passed them.
 //
 // # KV
 //
