@@ -67,11 +67,14 @@ func soak(t *testing.T, s setup) {
 		t.Fatalf("ELECTOR_SOAK=%q: want a duration of at least 30s", spec)
 	}
 	bin := buildElector(t)
-	var gws []*gatewayProcess
+	var (
+		gws  []*gatewayProcess
+		mnet *memberNet // nil unless members form a cluster: no cuts
+	)
 	if s.etcd {
 		gws = startEtcdGateways(t, bin, s.members, startEtcd(t))
 	} else {
-		gws = startGateways(t, bin, s.members)
+		gws, mnet = startMembers(t, bin, s.members)
 	}
 	var urls []string
 	for _, g := range gws {
@@ -123,6 +126,7 @@ func soak(t *testing.T, s setup) {
 	ctx, cancel := context.WithTimeout(context.Background(), d-2*soakTTL)
 	defer cancel()
 	var faults sync.WaitGroup
+	faults.Go(func() { mnet.cutMembers(ctx, t, gws, h) })
 	faults.Go(func() {
 		injectFaults(ctx, t, gws, load, h, func(election string) (int, bool) {
 			mu.Lock()

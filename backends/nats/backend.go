@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -47,6 +48,10 @@ type Backend struct {
 	runs   map[*reconciler]struct{} // the reconcilers of running Run calls
 
 	readIndex *gateway.ReadIndex // the records stream's last sequence, for reads from the view
+
+	lease *quorumLease // the records stream's leader had its quorum (quorum.go)
+
+	lost atomic.Uint64 // cursors below this sequence are expired: a watch found records dropped after them (watchGap)
 }
 
 var (
@@ -95,7 +100,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	if err != nil {
 		return nil, fmt.Errorf("nats: jetstream: %w: %w", gateway.ErrUnavailable, err)
 	}
-	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[string]beatInfo{}}
+	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[string]beatInfo{}, lease: newQuorumLease()}
 	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	parent := ctx
@@ -242,10 +247,24 @@ func (b *Backend) Ping(ctx context.Context) error {
 	if err := b.connected(); err != nil {
 		return fmt.Errorf("nats: ping: %w", err)
 	}
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
-	if _, err := b.records.Info(ctx); err != nil {
-		return fmt.Errorf("nats: ping: %w", translate(err))
+	if b.cfg.Replicas == 1 {
+		ctx, cancel := b.opContext(ctx)
+		defer cancel()
+		if _, err := b.records.Info(ctx); err != nil {
+			return fmt.Errorf("nats: ping: %w", translate(err))
+		}
+		return nil
+	}
+	// A member cut off from the others still answers the stream info
+	// itself while it thinks it leads: ready only if its leader hears from
+	// a quorum (quorum.go), as reads require.
+	heard, err := b.quorumHeard(ctx)
+	if err != nil {
+		return fmt.Errorf("nats: ping: %w", err)
+	}
+	if heard >= minElection {
+		return fmt.Errorf("nats: ping: the leader of stream %s last heard from a quorum of its replicas %s ago: %w",
+			b.cfg.Stream, heard.Round(time.Millisecond), gateway.ErrUnavailable)
 	}
 	return nil
 }

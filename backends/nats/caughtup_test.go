@@ -13,14 +13,9 @@ import (
 // caughtUpWithin polls CaughtUp until it returns nil or d passes (Run
 // starts its watch asynchronously), returning the last error.
 func caughtUpWithin(b *Backend, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		err := b.CaughtUp(context.Background())
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return poll(ctx, func() error { return b.CaughtUp(context.Background()) })
 }
 
 func TestCaughtUp(t *testing.T) {
@@ -69,5 +64,87 @@ func TestCaughtUp(t *testing.T) {
 	e.Shutdown()
 	if err := b.CaughtUp(ctx); !errors.Is(err, gateway.ErrUnavailable) {
 		t.Fatalf("CaughtUp with the server down: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestALaggingViewServesNoStaleLeader: a replica whose view stopped at an
+// old record (its watch stalled, as a watcher that fell behind is) still
+// answers a read with the leader of the latest record, never the view's,
+// and its readiness check says it is behind. The read waits for the view
+// up to catchUpGrace, then reads from the stream leader.
+func TestALaggingViewServesNoStaleLeader(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	cfg := freshConfig()
+	b, other := open(t, e, cfg), open(t, e, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	thA, _ := campaignT(t, other, "e", "a", time.Minute)
+	campaignT(t, other, "e", "b", time.Minute)
+	old, found, err := b.load(ctx, "e")
+	if err != nil || !found {
+		t.Fatalf("load: %v, %v", found, err)
+	}
+	// A view that has loaded the stream up to a's leadership and receives
+	// nothing more.
+	lag := newReconciler(b)
+	lag.recs["e"], lag.seen, lag.filled = old, old.seq, true
+	b.addRun(lag)
+	defer b.removeRun(lag)
+
+	if err := other.Resign(ctx, "e", "a", thA); err != nil {
+		t.Fatal(err)
+	}
+	el, err := b.ElectionLeader(ctx, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el.Leader == nil || el.Leader.ID != "b" || el.Term != 2 {
+		t.Fatalf("read through the lagging view: leader %+v at term %d, want b at term 2", el.Leader, el.Term)
+	}
+	if err := b.CaughtUp(ctx); !errors.Is(err, gateway.ErrUnavailable) {
+		t.Fatalf("CaughtUp of the lagging view: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestAViewThatMayHaveMissedRecordsIsNotUsed: a view that has reached the
+// read index, but whose watch reported as many records pending after it
+// as the stream keeps per election, may have missed records the History
+// limit dropped before it read them. A read must then go to the stream
+// leader rather than answer from the view's older record.
+func TestAViewThatMayHaveMissedRecordsIsNotUsed(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	cfg := freshConfig()
+	cfg.History = 5
+	b, other := open(t, e, cfg), open(t, e, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	thA, _ := campaignT(t, other, "e", "a", time.Minute)
+	campaignT(t, other, "e", "b", time.Minute)
+	old, found, err := b.load(ctx, "e")
+	if err != nil || !found {
+		t.Fatalf("load: %v, %v", found, err)
+	}
+	if err := other.Resign(ctx, "e", "a", thA); err != nil {
+		t.Fatal(err)
+	}
+	head, err := b.fetchHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The view says it delivered the head, with History records pending
+	// after it, and holds e as it was before a resigned.
+	lag := newReconciler(b)
+	lag.recs["e"], lag.seen, lag.pending, lag.filled = old, head, uint64(cfg.History), true
+	b.addRun(lag)
+	defer b.removeRun(lag)
+
+	el, err := b.ElectionLeader(ctx, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el.Leader == nil || el.Leader.ID != "b" || el.Term != 2 {
+		t.Fatalf("read through a view that may have missed records: leader %+v at term %d, want b at term 2", el.Leader, el.Term)
 	}
 }

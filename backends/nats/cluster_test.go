@@ -52,26 +52,28 @@ func startCluster(t *testing.T) []*Embedded {
 func openWhenReady(t *testing.T, e *Embedded, cfg Config) *Backend {
 	t.Helper()
 	cfg.Replicas = 3
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var b *Backend
+	waitFor(ctx, t, "a backend on the cluster", func() error {
 		nc, err := e.Connect(testLogger(t))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		b, err := New(ctx, nc, cfg, WithLogger(testLogger(t)))
-		cancel()
-		if err == nil {
-			b.ownConn = true
-			t.Cleanup(func() { _ = b.Close() })
-			return b
+		octx, ocancel := context.WithTimeout(ctx, 5*time.Second)
+		defer ocancel()
+		if b, err = New(octx, nc, cfg, WithLogger(testLogger(t))); err != nil {
+			nc.Close()
+			if !errors.Is(err, gateway.ErrUnavailable) {
+				t.Fatalf("open on cluster: %v", err)
+			}
+			return err
 		}
-		nc.Close()
-		if !errors.Is(err, gateway.ErrUnavailable) || time.Now().After(deadline) {
-			t.Fatalf("open on cluster: %v", err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return nil
+	})
+	b.ownConn = true
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }
 
 func TestConformanceCluster(t *testing.T) {
@@ -122,16 +124,13 @@ func TestClusterSurvivesLosingOneServer(t *testing.T) {
 
 	// The stream leaders may have been on n2: retry while they move.
 	var st gateway.Status
-	for {
+	waitFor(ctx, t, "a campaign with one server down", func() error {
 		st, err = b.Campaign(ctx, "jobs", gateway.Candidacy{ID: "node-b", TTL: ttl, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, gateway.ErrUnavailable) || ctx.Err() != nil {
+		if err != nil && !errors.Is(err, gateway.ErrUnavailable) {
 			t.Fatalf("campaign with one server down: %v", err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 	t.Logf("campaign succeeded %s after the kill", time.Since(killed).Round(time.Millisecond))
 	if st.Candidate.State != gateway.StateFollower || st.Leader == nil || st.Leader.ID != "node-a" {
 		t.Fatalf("campaign with one server down: %+v", st)

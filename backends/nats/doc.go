@@ -267,21 +267,63 @@
 // sequence, or names a message the stream no longer holds is
 // gateway.ErrCursorExpired. An election's records are dropped oldest
 // first, so a held cursor message means that election's later records are
-// all held; a watch of all elections can miss records of another election
-// that wrote more than History records since the cursor.
+// all held; a watch of all elections, or a watch of one election from a
+// cursor of another, can still find records of the watched election after
+// the cursor dropped, which the chain below reveals.
 //
-// A record also names the sequence of the record it was computed from
+// # Watchers that fall behind
+//
+// The stream keeps Config.History records per election and drops the
+// oldest (MaxMsgsPerSubject). A watcher that has not read a record by the
+// time its election wrote History more falls behind the history: a slow
+// receiver (an event stream whose client reads slowly, the hub stalled on
+// a loaded replica), a consumer whose pulls wait on a loaded or lagging
+// server, or an ordered consumer reset after missed heartbeats, which
+// starts again after the last message it delivered while the stream moves
+// on. A small History (tests use 5) makes this easy to reach. JetStream
+// then delivers the next held message with the next delivery sequence, so
+// the ordered consumer sees no sign of the loss and the events of the
+// dropped records were silently skipped.
+//
+// A record therefore names the sequence of the record it was computed from
 // ("prev", known to the writer from its compare-and-set), so an election's
-// records form a checkable chain. Watch checks it: a watch that falls more
-// than History records behind (a slow receiver, a consumer on a lagging
-// server or reset under load) finds the records it has not read yet
-// dropped by the per-election limit, and JetStream then delivers the next
-// held message with no sign of the loss. On a break in the chain Watch
-// ends the watch before the record after the gap; the receiver resumes
-// from its last id, which is then no longer held (ErrCursorExpired), or
-// re-reads the gap if it is. The one exception is the case above: a watch
-// of all elections logs, and goes on past, a gap before the first record
-// it gets of an election.
+// records form a checkable chain. Watch checks it: every held record at or
+// after the watch's start is delivered in order, so a record whose prev is
+// at or after the start and is not the last record the watch got of its
+// election follows dropped ones. Watch ends before it and marks every
+// cursor before it expired on this replica (watchGap). The receiver
+// resumes from its last id and gets gateway.ErrCursorExpired; the
+// gateway's hub then cuts its subscribers and starts again from the head,
+// and each event stream answers its client's resumption with reset
+// snapshots, so the loss is reported, never skipped. The mark is
+// conservative: it may refuse a cursor that needed none of the dropped
+// records, which costs that receiver a snapshot. Another replica that has
+// not seen the gap finds it in its own watch.
+//
+// The case that went unreported before the mark was the hub's: a hub that
+// loses its watch resumes from the last event it got, often of another
+// election and still held, and the resumed watch, not having seen the
+// lagging election yet, went on past its dropped records: subscribers
+// missed events with no reset (TestHubThatFallsBehindHistoryCutsItsSubscribers).
+// A watch of one election from another election's cursor ended at the gap
+// again on every resumption instead.
+//
+// The view of Run needs no chain check for its state: every record is an
+// election's whole state, so a later record replaces the dropped ones. Its
+// reads stay linearizable because each waits for a read index fetched
+// after it arrived, and every election's latest record at that index is
+// delivered before the view reaches it, unless the view fell so far
+// behind that the record was dropped first. That takes History later
+// records of the election, all past the index, so the view tells it from
+// the consumer's count of records pending after the last one it delivered:
+// a view whose delivered-past-the-index plus pending reaches History is
+// not used, and the read goes to the stream leader (caughtUpTo). A view
+// that does not reach the index within a second is not used either, and
+// CaughtUp, which the readiness probe asks, reports it behind, naming both
+// sequences. A watch of the view that breaks starts again just after the
+// last record it delivered, never from the last record per election,
+// which would skip records superseded meanwhile while the view's sequence
+// passed them.
 //
 // # KV
 //
@@ -305,7 +347,25 @@
 // gateway.ErrUnavailable rather than a stale leader, and Ping (the
 // readiness probe) fails until it reconnects. CaughtUp (the readiness
 // probe's watch check) says whether Run's watch has delivered the stream's
-// last sequence, and fails while Run is not running. JetStream refusing
+// last sequence, and fails while Run is not running.
+//
+// A NATS member cut off from the other members of a cluster is the harder
+// case: if it leads the records stream it goes on answering message gets
+// from its own store until NATS notices the lost quorum (checked every ten
+// seconds), while the other two may elect a leader of their own after four
+// seconds and accept writes. So on a replicated stream the read index and
+// every load are used only under a quorum lease (quorum.go): the stream
+// info must show the leader heard from a quorum of its replicas within the
+// last two seconds, half of the least time a follower that heard from it
+// waits before standing for election. A replica on a cut-off member
+// answers gateway.ErrUnavailable about two seconds after the cut, and Ping
+// fails once the leader has not heard from a quorum for four seconds, so
+// /readyz reports it. TestMemberCutOffServesNoStaleLeader shows it with
+// three members whose routes go through proxies: the member leading the
+// meta group and the records stream is cut off; its reads fail as
+// unavailable, the other two promote the next candidate after the old
+// leader's TTL, terms increase without overlap, and after healing the
+// member serves the same state. JetStream refusing
 // work for lack of room (too many consumers, no storage or memory left,
 // any 503) or not answering in time is gateway.ErrUnavailable too: the API
 // answers 503 with Retry-After, and it ends when the load does.

@@ -50,6 +50,11 @@ type EmbeddedConfig struct {
 	// ClusterListen is the host:port this server takes routes from other
 	// members on. Default "": no cluster.
 	ClusterListen string
+	// ClusterAdvertise is the host:port the other members are told to
+	// route to this server at, when they reach it at another address than
+	// ClusterListen (a proxy, NAT, a container's published port). Default:
+	// ClusterListen.
+	ClusterAdvertise string
 	// ClusterName names the JetStream cluster. Default "elector".
 	ClusterName string
 	// Routes are the other members' cluster addresses ("nats://host:port"
@@ -177,7 +182,7 @@ func (cfg EmbeddedConfig) serverOptions() (*server.Options, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: cluster listen: %w", ErrInvalidConfig, err)
 		}
-		opts.Cluster = server.ClusterOpts{Name: cfg.ClusterName, Host: host, Port: port}
+		opts.Cluster = server.ClusterOpts{Name: cfg.ClusterName, Host: host, Port: port, Advertise: cfg.ClusterAdvertise}
 		if opts.Cluster.Name == "" {
 			opts.Cluster.Name = DefaultClusterName
 		}

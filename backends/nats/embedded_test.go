@@ -15,18 +15,24 @@ import (
 type waitLog struct {
 	mu      sync.Mutex
 	reasons []string
+	added   chan struct{} // closed (and replaced) by add; nil until first waited on
 }
 
 func (w *waitLog) add(r string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.reasons = append(w.reasons, r)
+	if w.added != nil {
+		close(w.added)
+		w.added = nil
+	}
 }
 
 // waitFor waits until a reason containing s was given.
 func (w *waitLog) waitFor(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
 	for {
 		w.mu.Lock()
 		for _, r := range w.reasons {
@@ -36,11 +42,16 @@ func (w *waitLog) waitFor(t *testing.T, s string) {
 			}
 		}
 		got := append([]string(nil), w.reasons...)
+		if w.added == nil {
+			w.added = make(chan struct{})
+		}
+		added := w.added
 		w.mu.Unlock()
-		if time.Now().After(deadline) {
+		select {
+		case <-added:
+		case <-timeout.C:
 			t.Fatalf("no wait reason containing %q; got %q", s, got)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

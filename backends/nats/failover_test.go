@@ -30,9 +30,15 @@ func TestSilentLeaderIsReplaced(t *testing.T) {
 	}
 	// The follower keeps heartbeating; the leader beats once more, then stops.
 	go func() {
-		for ctx.Err() == nil {
+		tick := time.NewTicker(ttl / 4)
+		defer tick.Stop()
+		for {
 			_, _ = b.Heartbeat(ctx, "failover", "new", thNew)
-			time.Sleep(ttl / 4)
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
 	if _, err := a.Heartbeat(ctx, "failover", "old", th); err != nil {

@@ -3,6 +3,7 @@ package nats
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,14 +47,19 @@ func TestKVReplicasShareOneBucket(t *testing.T) {
 	if err := a.Delete(ctx, "hooks/h1", r2); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2500 * time.Millisecond) // the purge marker's TTL passes
 	st, err := a.js.Stream(ctx, a.kvStreamConfig().Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info, err := st.Info(ctx); err != nil || info.State.Msgs != 0 {
-		t.Fatalf("kv stream after the marker's TTL: %+v, %v; want no messages left", info.State, err)
-	}
+	// The purge marker goes once its TTL has passed.
+	waitFor(ctx, t, "the kv stream to hold no message once the purge marker's TTL passed", func() error {
+		if info, err := st.Info(ctx); err != nil {
+			return err
+		} else if info.State.Msgs != 0 {
+			return fmt.Errorf("%d messages left", info.State.Msgs)
+		}
+		return nil
+	})
 	if _, err := b.Get(ctx, "hooks/h1"); !errors.Is(err, gateway.ErrKeyNotFound) {
 		t.Fatalf("get after the marker expired: %v, want ErrKeyNotFound", err)
 	}

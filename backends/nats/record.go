@@ -95,10 +95,15 @@ func (b *Backend) load(ctx context.Context, election string) (s stored, found bo
 	defer cancel()
 	m, err := b.records.GetLastMsgForSubject(ctx, b.recordSubject(election))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return stored{}, false, nil
+		return stored{}, false, b.confirmQuorum(ctx)
 	}
 	if err != nil {
 		return stored{}, false, translate(err)
+	}
+	// As fetchHead: an answer from a leader cut off from its quorum may be
+	// stale (quorum.go).
+	if err := b.confirmQuorum(ctx); err != nil {
+		return stored{}, false, err
 	}
 	s, err = decode(election, m.Sequence, m.Data)
 	return s, err == nil, err

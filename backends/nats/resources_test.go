@@ -141,13 +141,15 @@ func TestNothingPerRequestOutlivesIt(t *testing.T) {
 	if after := consumers(t, b); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("consumers after %d requests of each kind: %v, before: %v", n, after, before)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > goroutines {
-		if time.Now().After(deadline) {
-			t.Errorf("%d goroutines after the requests, %d before", runtime.NumGoroutine(), goroutines)
-			break
+	gctx, gcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer gcancel()
+	if err := poll(gctx, func() error {
+		if n := runtime.NumGoroutine(); n > goroutines {
+			return fmt.Errorf("%d goroutines after the requests, %d before", n, goroutines)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 	if c, err := b.CountElections(ctx); err != nil || c != n+1 {
 		t.Errorf("CountElections = %d, %v; want %d", c, err, n+1)

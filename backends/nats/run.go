@@ -39,8 +39,8 @@ func (b *Backend) Run(ctx context.Context) error {
 	defer b.removeRun(r)
 	defer close(r.done)
 	var wg sync.WaitGroup
-	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.record) })
-	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, r.liveness) })
+	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.resume, r.record) })
+	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, nil, r.liveness) })
 	wg.Go(func() { r.fill(ctx) })
 	r.loop(ctx)
 	wg.Wait()
@@ -48,11 +48,11 @@ func (b *Backend) Run(ctx context.Context) error {
 }
 
 // follow feeds every message of subject (the last per subject first, then
-// new ones) to handle, recreating the ordered consumer after failures until
-// ctx ends.
-func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnly bool, handle func(context.Context, jetstream.Msg)) {
+// new ones; or, when from says a sequence, every one from there) to
+// handle, recreating the ordered consumer after failures until ctx ends.
+func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, handle func(context.Context, jetstream.Msg)) {
 	for ctx.Err() == nil {
-		err := b.followOnce(ctx, stream, subject, headersOnly, handle)
+		err := b.followOnce(ctx, stream, subject, headersOnly, from, handle)
 		if ctx.Err() != nil {
 			return
 		}
@@ -64,14 +64,20 @@ func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnl
 	}
 }
 
-func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, handle func(context.Context, jetstream.Msg)) error {
-	octx, cancel := b.opContext(ctx)
-	c, err := b.js.OrderedConsumer(octx, stream, jetstream.OrderedConsumerConfig{
+func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, handle func(context.Context, jetstream.Msg)) error {
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{subject},
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 		HeadersOnly:       headersOnly,
 		InactiveThreshold: consumerIdle,
-	})
+	}
+	if from != nil {
+		if seq := from(); seq > 0 {
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq
+		}
+	}
+	octx, cancel := b.opContext(ctx)
+	c, err := b.js.OrderedConsumer(octx, stream, cfg)
 	cancel()
 	if err != nil {
 		return err

@@ -35,7 +35,10 @@ type reconciler struct {
 	tombstones int
 	ahead      map[string]stored // written here, not delivered yet
 	seen       uint64            // the highest records stream sequence the watch delivered
-	seenCh     chan struct{}     // closed (and replaced) when seen grows
+	// pending is how many records followed seen in the stream when the
+	// server sent it (the consumer's NumPending): see caughtUpTo.
+	pending uint64
+	seenCh  chan struct{} // closed (and replaced) when seen grows
 	// filled is set once the watch has delivered the stream's last
 	// sequence as of Run's start: until then the view is still loading,
 	// and reads go to the stream leader without waiting for it.
@@ -86,12 +89,27 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 		r.replan(s.rec.Name)
 	}
 	if md.Sequence.Stream > r.seen {
-		r.seen = md.Sequence.Stream
+		r.seen, r.pending = md.Sequence.Stream, md.NumPending
 		close(r.seenCh)
 		r.seenCh = make(chan struct{})
 	}
 	r.mu.Unlock()
 	r.poke()
+}
+
+// resume is where a new watch of the records stream starts once this one
+// has delivered something: just after seen, so that it delivers every
+// held record after it in order. Starting again from the last record per
+// election would skip the records superseded meanwhile while seen passes
+// them, and reads waiting for a sequence among them would answer from
+// records older than it. 0 (nothing delivered yet): the last per election.
+func (r *reconciler) resume() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == 0 {
+		return 0
+	}
+	return r.seen + 1
 }
 
 // put takes a record this replica wrote (or loaded) into the view, ahead
@@ -336,13 +354,30 @@ func (b *Backend) view(ctx context.Context) (*reconciler, error) {
 	return b.caughtUpTo(ctx, r, want)
 }
 
-// caughtUpTo waits until r has delivered want; nil (no error) if it lags.
+// caughtUpTo waits until r has delivered want; nil (no error) if it lags,
+// or if its watch may have been so far behind that it missed records.
+//
+// Why a view that reached want can still be stale, and how this tells:
+// let L be an election's latest record at or below want. The view lacks
+// L only if the stream dropped L before the watch read it, which takes
+// History later records of that election, all after want. Those, or newer
+// ones of the same election, are still held when the server sends the
+// message at seen (after L), each either at or below seen (at most
+// seen-want of them past want) or pending after it. So if
+// (seen-want)+pending < History, no record at or below want was dropped
+// unread, and the view holds every election's state as of want.
 func (b *Backend) caughtUpTo(ctx context.Context, r *reconciler, want uint64) (*reconciler, error) {
 	switch err := r.waitSeen(ctx, want); {
 	case errors.Is(err, errViewBehind):
 		return nil, nil
 	case err != nil:
 		return nil, err
+	}
+	r.mu.Lock()
+	seen, pending := r.seen, r.pending
+	r.mu.Unlock()
+	if (seen-want)+pending >= uint64(b.cfg.History) {
+		return nil, nil // read from the stream leader instead
 	}
 	return r, nil
 }
@@ -399,11 +434,20 @@ func (b *Backend) fetchHead(ctx context.Context) (uint64, error) {
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return b.lastSeq(ctx)
+		seq, err := b.lastSeq(ctx)
+		if err == nil {
+			err = b.confirmQuorum(ctx)
+		}
+		return seq, err
 	case resp.Error != nil:
 		return 0, translate(resp.Error)
 	case resp.Message == nil:
 		return 0, fmt.Errorf("nats: read index: an answer without a message")
+	}
+	// The answer may come from a leader cut off from its quorum: use it
+	// only if the lease held when it arrived, or is renewed after it.
+	if err := b.confirmQuorum(ctx); err != nil {
+		return 0, err
 	}
 	return resp.Message.Seq, nil
 }

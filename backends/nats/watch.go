@@ -20,9 +20,10 @@ import (
 // bare "<stream sequence>" (after every event of that record, as Head
 // returns). A cursor that does not parse, is past the stream's last
 // sequence, or names a record message the stream no longer holds is
-// gateway.ErrCursorExpired. The channel closes when ctx ends, when the
-// backend is closed, when the consumer cannot be recovered (NATS
-// unreachable), or when a record is missing from what the consumer
+// gateway.ErrCursorExpired, and so is one before a record after which a
+// watch found records missing (watchGap). The channel closes when ctx
+// ends, when the backend is closed, when the consumer cannot be recovered
+// (NATS unreachable), or when a record is missing from what the consumer
 // delivered (see watchGap): the receiver resumes from the last id it got.
 //
 // Records are checked for continuity because the consumer cannot be
@@ -83,7 +84,8 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 	stop := context.AfterFunc(wctx, it.Stop)
 	// last is the sequence of the latest record of each election this
 	// watch received: each record names the one before it (message.Prev),
-	// and one at or after start that the consumer never delivered is a gap.
+	// and one at or after start that the consumer never delivered was
+	// dropped (watchGap).
 	last := map[string]uint64{}
 	b.watchers.Add(1)
 	go func() {
@@ -114,12 +116,9 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 				b.log.LogAttrs(wctx, slog.LevelError, "nats: watch: bad record", slog.Any("err", err))
 				continue
 			}
-			if s.hasPrev && s.prev >= start {
-				if seen, ok := last[name]; !ok || seen != s.prev {
-					if b.watchGap(wctx, election, name, s, ok) {
-						return
-					}
-				}
+			if s.hasPrev && s.prev >= start && last[name] != s.prev {
+				b.watchGap(wctx, election, name, s)
+				return
 			}
 			last[name] = s.seq
 			for i, ev := range s.events {
@@ -138,35 +137,35 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 }
 
 // watchGap handles a record s of election name whose previous record
-// (s.prev) the watch should have received before it and did not. It
-// returns true when the watch is to end, so that the receiver resumes from
-// the last id it got: a record still held is then read again, and one
-// dropped by the History limit (the watch fell that far behind) makes the
-// resumption fail with gateway.ErrCursorExpired, as the receiver's cursor
-// is older still. The exception is a watch of all elections that had not
-// yet received a record of name: its cursor may be one of another election,
-// still held, so ending would only repeat the gap; that loss is logged and
-// the watch goes on (see "Event ids and watches" in the package doc).
-func (b *Backend) watchGap(ctx context.Context, election, name string, s stored, seen bool) bool {
-	attrs := []slog.Attr{slog.String("election", name), slog.Uint64("seq", s.seq), slog.Uint64("missed", s.prev)}
-	if election != "" || seen {
-		b.log.LogAttrs(ctx, slog.LevelWarn, "nats: watch missed a record; ending the watch so that the receiver resumes", attrs...)
-		return true
+// (s.prev) the watch should have delivered before it and did not: the
+// consumer delivers every held record at or after its start in order, so
+// s.prev was dropped by the History limit before the watch read it (the
+// watch fell that far behind, or its cursor is older than the records the
+// stream still holds of name). The watch ends before s, and every cursor
+// before s.seq is expired from then on (checkCursor): the receiver resumes
+// from the last id it got, is told gateway.ErrCursorExpired and starts
+// again from a snapshot (the hub cuts its subscribers, the event stream
+// sends a reset), rather than going on past events it never got.
+//
+// The mark is conservative: a cursor before s.seq that needed none of the
+// dropped records (a cursor of another election, resumed in a watch of that
+// election) is refused too, which costs its receiver a snapshot; a watch on
+// a replica that has not seen the gap finds it itself.
+func (b *Backend) watchGap(ctx context.Context, election, name string, s stored) {
+	for {
+		cur := b.lost.Load()
+		if cur >= s.seq || b.lost.CompareAndSwap(cur, s.seq) {
+			break
+		}
 	}
-	octx, cancel := b.opContext(ctx)
-	defer cancel()
-	_, err := b.records.GetMsg(octx, s.prev)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		b.log.LogAttrs(ctx, slog.LevelWarn, "nats: watch of all elections starts after records it no longer holds", attrs...)
-		return false
-	}
-	b.log.LogAttrs(ctx, slog.LevelWarn, "nats: watch missed a record; ending the watch so that the receiver resumes", attrs...)
-	return true
+	b.log.LogAttrs(ctx, slog.LevelWarn, "nats: watch missed records dropped by the history limit; ending it, and cursors before the record after them are expired",
+		slog.String("watch", election), slog.String("election", name), slog.Uint64("seq", s.seq), slog.Uint64("missed", s.prev))
 }
 
 // checkCursor reports gateway.ErrCursorExpired unless the stream still
-// holds the record message at seq (or, for seq 0, has lost nothing yet).
-// Records of one election are dropped oldest first, so a held message means
+// holds the record message at seq (or, for seq 0, has lost nothing yet)
+// and no watch found records dropped after it (watchGap). Records of one
+// election are dropped oldest first, so a held message means
 // every later record of its election is held too.
 func (b *Backend) checkCursor(ctx context.Context, seq uint64) error {
 	ctx, cancel := b.opContext(ctx)
@@ -177,6 +176,8 @@ func (b *Backend) checkCursor(ctx context.Context, seq uint64) error {
 	}
 	st := info.State
 	switch {
+	case seq < b.lost.Load():
+		return fmt.Errorf("records after sequence %d were dropped before a watch read them: %w", seq, gateway.ErrCursorExpired)
 	case seq > st.LastSeq:
 		return fmt.Errorf("sequence %d is past the stream's last %d: %w", seq, st.LastSeq, gateway.ErrCursorExpired)
 	case seq == 0 && st.FirstSeq > 1:

@@ -43,6 +43,7 @@ func settings() []setting {
 		{"embedded.server_name", "name of the embedded NATS server (unique and stable in a cluster)", func(c *Config) any { return &c.Backend.Embedded.ServerName }},
 		{"embedded.listen", "address for outside NATS clients of the embedded server (empty: none)", func(c *Config) any { return &c.Backend.Embedded.Listen }},
 		{"embedded.cluster_listen", "address other embedded members route to (empty: no cluster)", func(c *Config) any { return &c.Backend.Embedded.ClusterListen }},
+		{"embedded.cluster_advertise", "address the other embedded members are told to route to (empty: cluster_listen)", func(c *Config) any { return &c.Backend.Embedded.ClusterAdvertise }},
 		{"embedded.cluster_name", "name of the embedded cluster", func(c *Config) any { return &c.Backend.Embedded.ClusterName }},
 		{"embedded.routes", "comma-separated cluster addresses of the other embedded members", func(c *Config) any { return &c.Backend.Embedded.Routes }},
 		{"nats.urls", "comma-separated NATS server URLs (backend nats)", func(c *Config) any { return &c.Backend.NATS.URLs }},

@@ -1,5 +1,6 @@
 // Package testnet gives tests loopback addresses for the servers and
-// processes they start.
+// processes they start, and TCP proxies (Proxy) between them that a test
+// can cut and heal to take a process off the network.
 package testnet
 
 import (
