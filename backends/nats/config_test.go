@@ -81,6 +81,9 @@ func TestEmbeddedConfigValidateNamesTheFieldAtFault(t *testing.T) {
 		{"route on port 0", cluster("10.0.0.2:0"), "Routes"},
 		{"route that is no url", cluster("nats://[::1"), "Routes"},
 		{"empty route", cluster("10.0.0.2:6222", ""), "Routes"},
+		{"advertise without a cluster listener", EmbeddedConfig{DataDir: dir, ClusterAdvertise: "10.0.0.1:6222"}, "ClusterAdvertise"},
+		{"advertise without a port", EmbeddedConfig{DataDir: dir, ClusterListen: "127.0.0.1:0", ClusterAdvertise: "10.0.0.1"}, "ClusterAdvertise"},
+		{"advertise on port 0", EmbeddedConfig{DataDir: dir, ClusterListen: "127.0.0.1:0", ClusterAdvertise: "10.0.0.1:0"}, "ClusterAdvertise"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -88,7 +88,15 @@ func (cfg EmbeddedConfig) Validate() error {
 	case cfg.ReadyTimeout < 0:
 		return bad("ReadyTimeout", "%s is negative; 0 takes the default, %s", cfg.ReadyTimeout, DefaultReadyTimeout)
 	case len(cfg.Routes) > 0 && cfg.ClusterListen == "":
-		return bad("Routes", "need {ClusterListen}")
+		return bad("Routes", "needs {ClusterListen}")
+	case cfg.ClusterAdvertise != "" && cfg.ClusterListen == "":
+		return bad("ClusterAdvertise", "needs {ClusterListen}")
+	}
+	if a := cfg.ClusterAdvertise; a != "" {
+		// The other members dial it: a port to pick is no address.
+		if _, port, err := splitHostPort(a); err != nil || port < 1 {
+			return bad("ClusterAdvertise", "%q is not a host:port with a port from 1 to 65535", a)
+		}
 	}
 	for _, a := range []struct{ field, addr string }{{"Listen", cfg.Listen}, {"ClusterListen", cfg.ClusterListen}} {
 		if a.addr == "" {

@@ -153,7 +153,8 @@ func TestServeNamesTheKeyOfEachBadValue(t *testing.T) {
 		{"embedded:\n  listen: 127.0.0.1", `embedded.listen: "127.0.0.1" is not a host:port`},
 		{"embedded:\n  listen: 127.0.0.1:70000", `embedded.listen: "127.0.0.1:70000" is not a host:port`},
 		{"embedded:\n  cluster_listen: 127.0.0.1:nats", `embedded.cluster_listen: "127.0.0.1:nats" is not a host:port`},
-		{"embedded:\n  routes: [10.0.0.2:6222]", "embedded.routes: need embedded.cluster_listen"},
+		{"embedded:\n  routes: [10.0.0.2:6222]", "embedded.routes: needs embedded.cluster_listen"},
+		{"embedded:\n  cluster_listen: 127.0.0.1:6222\n  cluster_advertise: 10.0.0.1", `embedded.cluster_advertise: "10.0.0.1" is not a host:port`},
 		{"embedded:\n  cluster_listen: 127.0.0.1:6222\n  routes: [10.0.0.2]", `embedded.routes: "10.0.0.2" is not a host:port or nats://host:port`},
 	}
 	for _, tt := range tests {
