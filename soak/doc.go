@@ -25,7 +25,9 @@
 // the load of package bench, with a webhook receiver subscribed to every
 // election, while killing (-9) and restarting them, stopping them
 // (SIGSTOP) past the candidates' TTL, and stopping leaders' heartbeats
-// past their TTL. They run only when ELECTOR_SOAK is set to a duration:
+// past their TTL. The three clustered members route to each other through
+// TCP proxies the test starts, and one member at a time is cut off from
+// the other two (both directions) past the TTL, then healed. They run only when ELECTOR_SOAK is set to a duration:
 //
 //	ELECTOR_SOAK=2m go test -v -run TestSoak ./soak/
 package soak
