@@ -40,6 +40,7 @@ func Run(t *testing.T, h Harness) {
 		{"WatchRefusesUnknownCursor", testWatchUnknownCursor},
 		{"WatchClosesWhenContextEnds", testWatchCloses},
 		{"HubAgreesWithTheBackend", testHubAgreesWithTheBackend},
+		{"HubCatchesUpWhateverTheLastWriteWas", testHubCatchesUpWhateverTheLastWriteWas},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
