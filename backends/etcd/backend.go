@@ -137,14 +137,19 @@ func (b *Backend) writeBarrier(ctx context.Context) (uint64, error) {
 	return uint64(resp.Header.Revision), nil
 }
 
-// Head implements gateway.Header: etcd's current revision, as the cursor
-// "<rev>" (every event up to it). Errors: gateway.ErrUnavailable.
+// Head implements gateway.Header: the id of the newest event, once the
+// cache has caught up with etcd's current revision (through the read
+// index), or "<rev>" of the cache's load when no event came since. Not
+// etcd's revision itself: KV writes, timer markers and the barrier move it
+// without an event, and a hub waiting for an event at such a revision
+// would never be caught up. Errors: gateway.ErrUnavailable.
 func (b *Backend) Head(ctx context.Context) (string, error) {
-	rev, err := b.index.Revision(ctx)
-	if err != nil {
+	if err := b.fresh(ctx); err != nil {
 		return "", err
 	}
-	return revCursor(int64(rev)), nil
+	b.cache.mu.Lock()
+	defer b.cache.mu.Unlock()
+	return b.cache.last, nil
 }
 
 // CountElections implements gateway.ElectionCounter from the cache, which
