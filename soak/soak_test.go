@@ -172,6 +172,20 @@ func soak(t *testing.T, s setup) {
 			t.Errorf("%s still has candidates after the run (%d unresigned): %+v", election, sum.Unresigned, left)
 		}
 	}
+	// Load that ends leaves every replica ready: its hub holds every
+	// event there is, whatever the last writes were (webhook cursors,
+	// markers, resignations).
+	for _, g := range gws {
+		if err := g.waitReady(10 * time.Second); err != nil {
+			t.Errorf("%s is not ready after the run: %v\n%s", g.URL, err, lastLines(g.Log(), 20))
+		}
+	}
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // waitFor polls cond every 100ms until it holds, and reports whether it did
