@@ -147,9 +147,11 @@ func (b *Backend) Head(ctx context.Context) (string, error) {
 	if err := b.fresh(ctx); err != nil {
 		return "", err
 	}
-	b.cache.mu.Lock()
-	defer b.cache.mu.Unlock()
-	return b.cache.last, nil
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	var last string
+	err := b.cache.read(rctx, func(st *state) { last = st.last })
+	return last, err
 }
 
 // CountElections implements gateway.ElectionCounter from the cache, which
@@ -208,22 +210,20 @@ func (b *Backend) waitApplied(ctx context.Context, rev int64) error {
 
 // cached returns the view of election from the cache as it is, with the
 // revision the cache answers as of.
-func (b *Backend) cached(ctx context.Context, election string) (view, int64, error) {
-	var (
-		v   view
-		rev int64
-	)
+// cursor is the cursor of a snapshot of the view: the newest event
+// before it (state.last).
+func (b *Backend) cached(ctx context.Context, election string) (v view, cursor string, err error) {
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
-	err := b.cache.read(rctx, func(st *state) { v, rev = st.view(election), st.rev })
-	return v, rev, err
+	err = b.cache.read(rctx, func(st *state) { v, cursor = st.view(election), st.last })
+	return v, cursor, err
 }
 
 // current returns the view of election once the cache reflects every
 // write acknowledged before the call (see fresh).
-func (b *Backend) current(ctx context.Context, election string) (view, int64, error) {
+func (b *Backend) current(ctx context.Context, election string) (view, string, error) {
 	if err := b.fresh(ctx); err != nil {
-		return view{}, 0, err
+		return view{}, "", err
 	}
 	return b.cached(ctx, election)
 }
@@ -233,14 +233,14 @@ func (b *Backend) current(ctx context.Context, election string) (view, int64, er
 // the call began. Errors: gateway.ErrElectionNotFound,
 // gateway.ErrUnavailable.
 func (b *Backend) Election(ctx context.Context, election string) (gateway.Election, error) {
-	v, rev, err := b.current(ctx, election)
+	v, cursor, err := b.current(ctx, election)
 	if err != nil {
 		return gateway.Election{}, err
 	}
 	if !v.exists {
 		return gateway.Election{}, fmt.Errorf("etcd: %q: %w", election, gateway.ErrElectionNotFound)
 	}
-	return b.snapshot(v, rev, b.now()), nil
+	return b.snapshot(v, cursor, b.now()), nil
 }
 
 // Elections implements gateway.Backend: every election of the cache, at
@@ -250,22 +250,22 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 		return nil, "", err
 	}
 	var (
-		out []gateway.Election
-		rev int64
+		out    []gateway.Election
+		cursor string
 	)
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
 	now := b.now()
 	err := b.cache.read(rctx, func(st *state) {
-		rev = st.rev
+		cursor = st.last
 		for _, n := range st.names() {
-			out = append(out, b.snapshot(st.view(n), rev, now))
+			out = append(out, b.snapshot(st.view(n), cursor, now))
 		}
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	return out, revCursor(rev), nil
+	return out, cursor, nil
 }
 
 // Configure implements gateway.Backend. Settings never change who leads:
@@ -283,19 +283,19 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 	if err := b.waitApplied(ctx, resp.Header.Revision); err != nil {
 		return gateway.Election{}, err
 	}
-	v, rev, err := b.cached(ctx, election)
+	v, cursor, err := b.cached(ctx, election)
 	if err != nil {
 		return gateway.Election{}, err
 	}
 	if !v.exists {
 		return gateway.Election{}, fmt.Errorf("etcd: configure %q: settings vanished: %w", election, gateway.ErrUnavailable)
 	}
-	return b.snapshot(v, rev, b.now()), nil
+	return b.snapshot(v, cursor, b.now()), nil
 }
 
 // snapshot turns a view into the gateway's Election.
-func (b *Backend) snapshot(v view, rev int64, now time.Time) gateway.Election {
-	e := gateway.Election{Name: v.name, Settings: v.settings, Term: v.term, Cursor: revCursor(rev), Transfer: v.transfer.gateway()}
+func (b *Backend) snapshot(v view, cursor string, now time.Time) gateway.Election {
+	e := gateway.Election{Name: v.name, Settings: v.settings, Term: v.term, Cursor: cursor, Transfer: v.transfer.gateway()}
 	e.Candidates = make([]gateway.Candidate, 0, len(v.line)+len(v.cooling))
 	for _, x := range v.line {
 		c := b.candidate(x, gateway.StateFollower)

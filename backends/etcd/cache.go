@@ -46,12 +46,6 @@ type cache struct {
 	changed chan struct{} // closed and replaced whenever st moves
 	dirty   map[string]bool
 	all     bool // every election is dirty (after a load)
-	// last is the id of the newest event the cache's revisions derived,
-	// or "<rev>" of its load when none has since: no event lies after it
-	// up to st.rev. A revision that derives no event (a KV write, a
-	// marker, the barrier) leaves it. A reload cannot tell which events
-	// the revisions it skipped derived, so it starts again at "<rev>".
-	last string
 }
 
 func newCache(cli *clientv3.Client, k keys, log *slog.Logger) *cache {
@@ -96,7 +90,6 @@ func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error 
 	st.load(kvs, rev)
 	c.mu.Lock()
 	c.st, c.applied, c.loaded, c.ordered, c.all = st, rev, true, ordered, true
-	c.last = revCursor(rev)
 	c.signal()
 	c.mu.Unlock()
 
@@ -141,9 +134,7 @@ func (c *cache) apply(wr clientv3.WatchResponse) {
 	for _, batch := range byRevision(wr.Events) {
 		rev := batch[0].Kv.ModRevision
 		c.st.dirty = c.dirty
-		if evs := c.st.applyRevision(rev, batch, time.Time{}, true); len(evs) > 0 {
-			c.last = evs[len(evs)-1].ID
-		}
+		c.st.applyRevision(rev, batch, time.Time{}, true) // derives the events only to know st.last
 		c.st.dirty = nil
 		c.applied = max(c.applied, rev)
 	}

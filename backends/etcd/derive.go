@@ -55,6 +55,9 @@ func (s *state) applyRevision(rev int64, changes []*clientv3.Event, now time.Tim
 	for i := range out {
 		out[i].ID = eventID(rev, i)
 	}
+	if len(out) > 0 {
+		s.last = out[len(out)-1].ID
+	}
 	return out
 }
 

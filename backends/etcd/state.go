@@ -15,8 +15,16 @@ import (
 // revision), two states at the same revision are equal on every replica.
 // A state is not safe for concurrent use.
 type state struct {
-	keys      keys
-	rev       int64
+	keys keys
+	rev  int64
+	// last is the id of the newest event the revisions applied since the
+	// load derived, or "<rev>" of the load when none has: no event lies
+	// after it up to rev, so it is the cursor of a snapshot at rev (and
+	// Head). A revision that derives no event (a KV write, a marker, the
+	// barrier) leaves it; a load cannot tell which events the revisions
+	// before it derived, so it starts at "<rev>". Kept only where the
+	// state derives events (applyRevision with derive).
+	last      string
 	elections map[string]*estate
 	count     int // elections that exist (estate.exists)
 	// dirty, when set, collects the names of the elections that put and
@@ -72,7 +80,7 @@ func newEstate() *estate {
 // clone returns a deep enough copy: entries and values are never mutated
 // in place, only replaced.
 func (s *state) clone() *state {
-	c := &state{keys: s.keys, rev: s.rev, count: s.count, elections: make(map[string]*estate, len(s.elections))}
+	c := &state{keys: s.keys, rev: s.rev, last: s.last, count: s.count, elections: make(map[string]*estate, len(s.elections))}
 	for n, e := range s.elections {
 		x := *e
 		x.line, x.cooling, x.ids, x.cooldowns = maps.Clone(e.line), maps.Clone(e.cooling), maps.Clone(e.ids), maps.Clone(e.cooldowns)
@@ -234,5 +242,5 @@ func (s *state) load(kvs []*mvccpb.KeyValue, rev int64) {
 	for _, e := range s.elections {
 		e.at = time.Time{}
 	}
-	s.rev = rev
+	s.rev, s.last = rev, revCursor(rev)
 }

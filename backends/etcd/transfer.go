@@ -32,7 +32,7 @@ var _ gateway.Transferer = (*Backend)(nil)
 func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) (gateway.Election, error) {
 	op := fmt.Sprintf("transfer %q to %q", election, to)
 	for range maxAttempts {
-		v, rev, err := b.current(ctx, election)
+		v, cursor, err := b.current(ctx, election)
 		if err != nil {
 			return gateway.Election{}, err
 		}
@@ -50,7 +50,7 @@ func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) 
 		}
 		if t := v.transfer; t != nil {
 			if t.Key == v.line[i].hex {
-				return b.snapshot(v, rev, time.Now()), nil
+				return b.snapshot(v, cursor, b.now()), nil
 			}
 			return gateway.Election{}, &gateway.TransferPendingError{Election: election, Transfer: *t.gateway()}
 		}
@@ -82,11 +82,11 @@ func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) 
 		if err := b.reconcile(ctx, election); err != nil {
 			b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: reconcile after transfer", slog.String("election", election), slog.String("error", err.Error()))
 		}
-		v, rev, err = b.cached(ctx, election)
+		v, cursor, err = b.cached(ctx, election)
 		if err != nil {
 			return gateway.Election{}, err
 		}
-		return b.snapshot(v, rev, time.Now()), nil
+		return b.snapshot(v, cursor, b.now()), nil
 	}
 	return gateway.Election{}, fmt.Errorf("etcd: %s: the election kept changing: %w", op, gateway.ErrUnavailable)
 }

@@ -120,14 +120,23 @@ func testHubCatchesUpWhateverTheLastWriteWas(t *testing.T, b gateway.Backend) {
 			}
 		}
 	}
-	caughtUp("at start")
+	// A subscriber starting from the snapshot taken after each write is
+	// accepted by the hub (a cursor is never past the backend's head) and
+	// gets the events that follow.
 	e := name("caughtup")
+	var subscribers []*recorder
+	subscribe := func() {
+		subscribers = append(subscribers, watchGateway(t, gw, e, snapshot(t, b, e).Cursor))
+	}
+	caughtUp("at start")
 	campaign(t, b, e, "a", 30*time.Second)
 	caughtUp("after a campaign")
+	subscribe()
 	if _, err := b.Configure(context.Background(), e, gateway.Settings{ErrorCooldown: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	caughtUp("after a change of settings")
+	subscribe()
 	if kv, ok := b.(gateway.KV); ok {
 		for i := range 3 {
 			if _, err := kv.Create(context.Background(), fmt.Sprintf("%s/%d", e, i), []byte("x")); err != nil {
@@ -135,6 +144,15 @@ func testHubCatchesUpWhateverTheLastWriteWas(t *testing.T, b gateway.Backend) {
 			}
 		}
 		caughtUp("after KV writes")
+		subscribe()
+	}
+	campaign(t, b, e, "b", 30*time.Second)
+	for i, rec := range subscribers {
+		rec.wait(t, 10*time.Second, fmt.Sprintf("subscriber %d gets b joining", i), func(ev []gateway.Event) bool {
+			return slices.ContainsFunc(ev, func(x gateway.Event) bool {
+				return x.Type == gateway.EventCandidateJoined && x.Candidate != nil && x.Candidate.ID == "b"
+			})
+		})
 	}
 }
 
