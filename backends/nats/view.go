@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -39,6 +40,16 @@ type reconciler struct {
 	// server sent it (the consumer's NumPending): see caughtUpTo.
 	pending uint64
 	seenCh  chan struct{} // closed (and replaced) when seen grows
+	// newest is the position of the newest event among the records up to
+	// seen: no event lies after it up to seen (see noteNewest). Head
+	// returns it, and snapshots of the view take their cursors from it.
+	newest gateway.Position
+	// newestOf is the election of the record newest is in, and newestAfter
+	// how many later records of that election the watch delivered: at
+	// History of them the stream has dropped that record, and newest
+	// becomes a cursor after the latest record instead.
+	newestOf    string
+	newestAfter int
 	// filled is set once the watch has delivered the stream's last
 	// sequence as of Run's start: until then the view is still loading,
 	// and reads go to the stream leader without waiting for it.
@@ -58,7 +69,8 @@ type reconciler struct {
 func newReconciler(b *Backend) *reconciler {
 	return &reconciler{
 		b: b, recs: map[string]stored{}, ahead: map[string]stored{}, seenCh: make(chan struct{}), due: map[string]time.Time{},
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		newest: gateway.Position{Index: math.MaxInt}, // "0": before every event
+		wake:   make(chan struct{}, 1), done: make(chan struct{}),
 	}
 }
 
@@ -89,12 +101,63 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 		r.replan(s.rec.Name)
 	}
 	if md.Sequence.Stream > r.seen {
+		r.noteNewest(md.Sequence.Stream, s, err == nil)
 		r.seen, r.pending = md.Sequence.Stream, md.NumPending
 		close(r.seenCh)
 		r.seenCh = make(chan struct{})
 	}
 	r.mu.Unlock()
 	r.poke()
+}
+
+// noteNewest moves newest over the record at seq, the next one the watch
+// delivered after seen (s, if ok; a record that does not decode shows no
+// event to any watch either). Callers hold r.mu.
+//
+// Records with events make their last event the newest. A record without
+// any leaves newest where it was only if it directly follows seen: records
+// the watch skipped (the load delivers the latest record of each election
+// only; a lagging watch finds older records dropped) may have had events,
+// so newest becomes "<seq>", after all of them. So does the record that
+// makes the stream drop the one newest is in (History later records of its
+// election), since a watch cannot start from a record no longer held.
+func (r *reconciler) noteNewest(seq uint64, s stored, ok bool) {
+	if ok && len(s.events) > 0 {
+		r.newest = gateway.Position{Rev: seq, Index: len(s.events)}
+		r.newestOf, r.newestAfter = s.rec.Name, 0
+		return
+	}
+	if ok && s.rec.Name == r.newestOf {
+		r.newestAfter++
+	}
+	if seq != r.seen+1 || r.newestAfter >= r.b.cfg.History {
+		r.newest = gateway.Position{Rev: seq, Index: math.MaxInt}
+		r.newestOf, r.newestAfter = "", 0
+	}
+}
+
+// newestCursor returns the cursor of s, a record the view gave after it
+// had delivered up to a read index, capped at newest: a record without
+// events (a change of settings) has a cursor ("<seq>-0") past the newest
+// event, which Head would not reach. Events of s's election after newest
+// are the same as after its own cursor: none lies between the two, as
+// newest is not before s's own events and no event at all lies after
+// newest up to seen. A record ahead of seen (written here) keeps its own.
+func (r *reconciler) newestCursor(s stored) stored {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s.seq <= r.seen && r.newest.Compare(s.position()) < 0 {
+		p := r.newest
+		s.capped = &p
+	}
+	return s
+}
+
+// head returns newest, once the view has caught up with a read index.
+func (r *reconciler) head() gateway.Position {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.newest
 }
 
 // resume is where a new watch of the records stream starts once this one
