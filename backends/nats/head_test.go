@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -131,5 +132,70 @@ func TestSnapshotCursorsAreNotPastHead(t *testing.T) {
 		case <-pctx.Done():
 			t.Fatalf("%s: no event", what)
 		}
+	}
+}
+
+// TestHeadNamesTheEventBeforeRecordsTheViewSkipped starts Run after the
+// last write with events was followed by writes without any: the view
+// loads each election's latest record only, so it cannot tell the newest
+// event from what it delivered. Head reads back for it while the stream
+// holds the records in between, so that a hub that got that event is
+// caught up; where the stream dropped one, Head is "<seq>" after them all.
+func TestHeadNamesTheEventBeforeRecordsTheViewSkipped(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	for _, tc := range []struct {
+		name      string
+		configure int  // changes of settings after the campaign
+		dropped   bool // History (5) of them drop the campaign's record
+	}{
+		{"records held", 2, false},
+		{"the campaign's record dropped", 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := freshConfig()
+			cfg.History = 5
+			b := open(t, e, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			campaignT(t, b, "e1", "a", 30*time.Second)
+			campaigned, err := b.Election(ctx, "e1") // from the stream leader: Run is not running
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tc.configure {
+				if _, err := b.Configure(ctx, "e1", gateway.Settings{ErrorCooldown: time.Duration(2+i) * time.Second}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			last, err := b.lastSeq(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := campaigned.Cursor
+			if tc.dropped {
+				want = strconv.FormatUint(last, 10)
+			}
+
+			gw := gateway.New(b, gateway.Config{Logger: slog.New(slog.DiscardHandler)})
+			rctx, rcancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); _ = gw.Run(rctx) }()
+			t.Cleanup(func() { rcancel(); <-done })
+			if err := poll(ctx, func() error {
+				if r := b.running(); r == nil || !r.isFilled() {
+					return errors.New("the view has not loaded")
+				}
+				if known, err := gw.CaughtUp(ctx); !known || err != nil {
+					return errors.Join(errors.New("the hub is not caught up"), err)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if head, err := b.Head(ctx); err != nil || head != want {
+				t.Errorf("Head %q, %v; want %q (the stream ends at %d)", head, err, want, last)
+			}
+		})
 	}
 }

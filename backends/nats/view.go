@@ -50,6 +50,9 @@ type reconciler struct {
 	// becomes a cursor after the latest record instead.
 	newestOf    string
 	newestAfter int
+	// lookedBack is the Rev of a "<seq>" newest that lookBack could not
+	// name, so that it does not read back again for it.
+	lookedBack uint64
 	// filled is set once the watch has delivered the stream's last
 	// sequence as of Run's start: until then the view is still loading,
 	// and reads go to the stream leader without waiting for it.
@@ -108,56 +111,6 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 	}
 	r.mu.Unlock()
 	r.poke()
-}
-
-// noteNewest moves newest over the record at seq, the next one the watch
-// delivered after seen (s, if ok; a record that does not decode shows no
-// event to any watch either). Callers hold r.mu.
-//
-// Records with events make their last event the newest. A record without
-// any leaves newest where it was only if it directly follows seen: records
-// the watch skipped (the load delivers the latest record of each election
-// only; a lagging watch finds older records dropped) may have had events,
-// so newest becomes "<seq>", after all of them. So does the record that
-// makes the stream drop the one newest is in (History later records of its
-// election), since a watch cannot start from a record no longer held.
-func (r *reconciler) noteNewest(seq uint64, s stored, ok bool) {
-	if ok && len(s.events) > 0 {
-		r.newest = gateway.Position{Rev: seq, Index: len(s.events)}
-		r.newestOf, r.newestAfter = s.rec.Name, 0
-		return
-	}
-	if ok && s.rec.Name == r.newestOf {
-		r.newestAfter++
-	}
-	if seq != r.seen+1 || r.newestAfter >= r.b.cfg.History {
-		r.newest = gateway.Position{Rev: seq, Index: math.MaxInt}
-		r.newestOf, r.newestAfter = "", 0
-	}
-}
-
-// newestCursor returns the cursor of s, a record the view gave after it
-// had delivered up to a read index, capped at newest: a record without
-// events (a change of settings) has a cursor ("<seq>-0") past the newest
-// event, which Head would not reach. Events of s's election after newest
-// are the same as after its own cursor: none lies between the two, as
-// newest is not before s's own events and no event at all lies after
-// newest up to seen. A record ahead of seen (written here) keeps its own.
-func (r *reconciler) newestCursor(s stored) stored {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s.seq <= r.seen && r.newest.Compare(s.position()) < 0 {
-		p := r.newest
-		s.capped = &p
-	}
-	return s
-}
-
-// head returns newest, once the view has caught up with a read index.
-func (r *reconciler) head() gateway.Position {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.newest
 }
 
 // resume is where a new watch of the records stream starts once this one
@@ -403,7 +356,9 @@ func (r *reconciler) waitSeen(ctx context.Context, want uint64) error {
 // view returns the reconciler of a running Run, caught up with the records
 // stream as of a read index fetched after the call; nil (and no error)
 // when Run is not running, its view is still loading or its watch lags,
-// so that the caller reads from the stream leader instead. Errors:
+// so that the caller reads from the stream leader instead. A "<seq>"
+// newest event of the view is named first where it can be (lookBack), so
+// that Head and the cursors of snapshots agree. Errors:
 // gateway.ErrUnavailable when the read index cannot be fetched.
 func (b *Backend) view(ctx context.Context) (*reconciler, error) {
 	r := b.running()
@@ -414,7 +369,10 @@ func (b *Backend) view(ctx context.Context) (*reconciler, error) {
 	if err != nil {
 		return nil, translate(err)
 	}
-	return b.caughtUpTo(ctx, r, want)
+	if r, err = b.caughtUpTo(ctx, r, want); r != nil {
+		b.lookBack(ctx, r)
+	}
+	return r, err
 }
 
 // caughtUpTo waits until r has delivered want; nil (no error) if it lags,

@@ -241,9 +241,10 @@ func (b *Backend) release(stream string, c jetstream.Consumer) {
 // sequence itself: a record without events (a change of settings) moves
 // it, and a hub waiting for an event there would never catch up. No event
 // lies after the answer up to that sequence, so Watch(ctx, "", head) goes
-// on with the next event. Where the view cannot tell (records it may have
-// skipped, one whose record the stream no longer holds) the answer is a
-// "<seq>" after them (reconciler.noteNewest).
+// on with the next event. Where the view cannot tell (records it skipped
+// while loading or lagging, a record the stream no longer holds) it reads
+// back through the stream for the event (lookBack), and failing that
+// answers "<seq>" after them (reconciler.noteNewest).
 //
 // When the view cannot be used (Run is not running, or still loading, or
 // its watch lags or may have missed records), Head is the stream's last
