@@ -250,7 +250,8 @@ func (b *Backend) release(stream string, c jetstream.Consumer) {
 // its watch lags or may have missed records), Head is the stream's last
 // sequence, "<seq>", as Watch reads it: after every event of that record.
 // A hub behind it is then not caught up, which is right for a replica
-// whose view lags. Errors: gateway.ErrUnavailable.
+// whose view lags. Head places watches and readiness only: no write, and
+// so no leadership, depends on it. Errors: gateway.ErrUnavailable.
 func (b *Backend) Head(ctx context.Context) (string, error) {
 	if err := b.connected(); err != nil {
 		return "", fmt.Errorf("nats: head: %w", err)
