@@ -73,9 +73,14 @@ type Backend interface {
 // the read arrived (see ReadIndex), so it reflects every write
 // acknowledged before it.
 type Header interface {
-	// Head returns the position just after the backend's latest write, as a
-	// cursor in the form Position describes: Watch(ctx, "", head)
-	// continues from it without a gap and without the events before it.
+	// Head returns the position of the latest event, as a cursor in the
+	// form Position describes (the event's id, or "<rev>" where the
+	// backend cannot name the event, with no event after it), as of a
+	// point after the call began: Watch(ctx, "", head) continues from it
+	// without a gap and without the events before it. Not the position of
+	// the latest write: a write without events (a change of settings, a
+	// KV write) moves that, and a hub, which moves only with the events it
+	// receives, would never reach it.
 	Head(ctx context.Context) (string, error)
 }
 

@@ -259,8 +259,10 @@
 //
 // An event's id is "<stream sequence>-<index>" of the record message that
 // carries it (index from 1), the same on every replica; a bare "<stream
-// sequence>" (Head, the cursor of Elections) is just after every event of
-// that record. Watch uses an ordered consumer from that sequence, filtered
+// sequence>" is just after every event of that record. Head is the
+// position of the newest event (its id, or "<stream sequence>" where Run's
+// view cannot name it; the stream's last sequence when the view cannot be
+// used), and so is the cursor of Elections read from the view. Watch uses an ordered consumer from that sequence, filtered
 // to one election's subject or all of them, and deletes it when the watch
 // ends (every consumer also idles out after 30s, should its owner die
 // first). A cursor that does not parse, is past the stream's last

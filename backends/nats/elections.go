@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -78,6 +77,7 @@ func (b *Backend) read(ctx context.Context, election string) (stored, error) {
 	found := false
 	if r != nil {
 		s, found = r.latest(election)
+		s = r.newestCursor(s)
 	} else if s, found, err = b.load(ctx, election); err != nil {
 		return stored{}, fmt.Errorf("nats: election %q: %w", election, err)
 	}
@@ -104,7 +104,8 @@ func (b *Backend) Configure(ctx context.Context, election string, set gateway.Se
 
 // Elections implements gateway.Backend. With Run running it answers from
 // the view's delivered records, caught up with a read index as Election
-// does: the stream's state at one sequence, which is the cursor ("<seq>").
+// does: the stream's state at one sequence, whose cursor is the newest
+// event up to it (as Head).
 // Otherwise it reads the latest record of every election with one ordered
 // consumer (deliver last per subject, deleted afterwards) until nothing
 // is pending.
@@ -121,7 +122,10 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 		for _, s := range r.recs {
 			recs = append(recs, s)
 		}
-		cursor = strconv.FormatUint(r.seen, 10)
+		// Not "<seen>", past Head whenever the latest record has events:
+		// newest is the same point of the event stream (no event lies
+		// between them) and one Head reaches.
+		cursor = r.newest.String()
 		r.mu.Unlock()
 	} else {
 		all, last, err := b.scan(ctx)

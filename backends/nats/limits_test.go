@@ -35,8 +35,15 @@ func TestLimitsNeverRefuseOnAStaleView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// b's view caught up: both limits refuse through b.
-	if _, err := b.view(ctx); err != nil {
+	// b's view caught up: both limits refuse through b. (view is nil, and
+	// reads go to the stream leader, until the view has loaded.)
+	if err := poll(ctx, func() error {
+		r, err := b.view(ctx)
+		if err == nil && r == nil {
+			err = errors.New("b's view has not loaded")
+		}
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var le *gateway.LimitError

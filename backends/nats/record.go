@@ -27,10 +27,24 @@ type stored struct {
 	// hasPrev is false for records written without Prev (older writers)
 	// and for records not read from the stream.
 	hasPrev bool
+	// capped, when set, is the view's newest event, before s's own cursor
+	// (reconciler.newestCursor): cursor returns it instead.
+	capped *gateway.Position
 }
 
-// cursor returns the id of the last event reflected in s.
-func (s stored) cursor() string { return eventID(s.seq, len(s.events)) }
+// position is the position just after s's events, "<seq>-<events>".
+func (s stored) position() gateway.Position {
+	return gateway.Position{Rev: s.seq, Index: len(s.events)}
+}
+
+// cursor returns the id of the last event reflected in s, or the view's
+// newest event if that is earlier (capped).
+func (s stored) cursor() string {
+	if s.capped != nil {
+		return s.capped.String()
+	}
+	return eventID(s.seq, len(s.events))
+}
 
 // snapshot returns the election as the API shows it, with its cursor.
 func (s stored) snapshot() gateway.Election {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -39,6 +40,19 @@ type reconciler struct {
 	// server sent it (the consumer's NumPending): see caughtUpTo.
 	pending uint64
 	seenCh  chan struct{} // closed (and replaced) when seen grows
+	// newest is the position of the newest event among the records up to
+	// seen: no event lies after it up to seen (see noteNewest). Head
+	// returns it, and snapshots of the view take their cursors from it.
+	newest gateway.Position
+	// newestOf is the election of the record newest is in, and newestAfter
+	// how many later records of that election the watch delivered: at
+	// History of them the stream has dropped that record, and newest
+	// becomes a cursor after the latest record instead.
+	newestOf    string
+	newestAfter int
+	// lookedBack is the Rev of a "<seq>" newest that lookBack could not
+	// name, so that it does not read back again for it.
+	lookedBack uint64
 	// filled is set once the watch has delivered the stream's last
 	// sequence as of Run's start: until then the view is still loading,
 	// and reads go to the stream leader without waiting for it.
@@ -58,7 +72,8 @@ type reconciler struct {
 func newReconciler(b *Backend) *reconciler {
 	return &reconciler{
 		b: b, recs: map[string]stored{}, ahead: map[string]stored{}, seenCh: make(chan struct{}), due: map[string]time.Time{},
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		newest: gateway.Position{Index: math.MaxInt}, // "0": before every event
+		wake:   make(chan struct{}, 1), done: make(chan struct{}),
 	}
 }
 
@@ -89,6 +104,7 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 		r.replan(s.rec.Name)
 	}
 	if md.Sequence.Stream > r.seen {
+		r.noteNewest(md.Sequence.Stream, s, err == nil)
 		r.seen, r.pending = md.Sequence.Stream, md.NumPending
 		close(r.seenCh)
 		r.seenCh = make(chan struct{})
@@ -340,7 +356,9 @@ func (r *reconciler) waitSeen(ctx context.Context, want uint64) error {
 // view returns the reconciler of a running Run, caught up with the records
 // stream as of a read index fetched after the call; nil (and no error)
 // when Run is not running, its view is still loading or its watch lags,
-// so that the caller reads from the stream leader instead. Errors:
+// so that the caller reads from the stream leader instead. A "<seq>"
+// newest event of the view is named first where it can be (lookBack), so
+// that Head and the cursors of snapshots agree. Errors:
 // gateway.ErrUnavailable when the read index cannot be fetched.
 func (b *Backend) view(ctx context.Context) (*reconciler, error) {
 	r := b.running()
@@ -351,7 +369,10 @@ func (b *Backend) view(ctx context.Context) (*reconciler, error) {
 	if err != nil {
 		return nil, translate(err)
 	}
-	return b.caughtUpTo(ctx, r, want)
+	if r, err = b.caughtUpTo(ctx, r, want); r != nil {
+		b.lookBack(ctx, r)
+	}
+	return r, err
 }
 
 // caughtUpTo waits until r has delivered want; nil (no error) if it lags,

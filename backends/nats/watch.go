@@ -234,11 +234,34 @@ func (b *Backend) release(stream string, c jetstream.Consumer) {
 	}
 }
 
-// Head implements gateway.Header: the records stream's last sequence,
-// "<seq>", which Watch reads as "after every event of that record".
+// Head implements gateway.Header: the position of the newest event, the id
+// "<seq>-<i>" of the last event of the newest record that has any, as Run's
+// view knows it once it has delivered the records stream's last sequence
+// fetched through the read index (see view). Not the stream's last
+// sequence itself: a record without events (a change of settings) moves
+// it, and a hub waiting for an event there would never catch up. No event
+// lies after the answer up to that sequence, so Watch(ctx, "", head) goes
+// on with the next event. Where the view cannot tell (records it skipped
+// while loading or lagging, a record the stream no longer holds) it reads
+// back through the stream for the event (lookBack), and failing that
+// answers "<seq>" after them (reconciler.noteNewest).
+//
+// When the view cannot be used (Run is not running, or still loading, or
+// its watch lags or may have missed records), Head is the stream's last
+// sequence, "<seq>", as Watch reads it: after every event of that record.
+// A hub behind it is then not caught up, which is right for a replica
+// whose view lags. Head places watches and readiness only: no write, and
+// so no leadership, depends on it. Errors: gateway.ErrUnavailable.
 func (b *Backend) Head(ctx context.Context) (string, error) {
 	if err := b.connected(); err != nil {
 		return "", fmt.Errorf("nats: head: %w", err)
+	}
+	r, err := b.view(ctx)
+	if err != nil {
+		return "", fmt.Errorf("nats: head: %w", err)
+	}
+	if r != nil {
+		return r.head().String(), nil
 	}
 	seq, err := b.lastSeq(ctx)
 	if err != nil {
