@@ -84,6 +84,17 @@ type Header interface {
 	Head(ctx context.Context) (string, error)
 }
 
+// CursorBound is implemented by backends whose snapshot cursors can lie
+// past Head: etcd's are store revisions, which writes without events (KV
+// writes, timer markers) move, and which must stay that recent to survive
+// a compaction. MaxCursor returns the position just after the latest
+// write, as of a point after the call began; the hub accepts cursors up to
+// it as issued (no event lies between Head and it). Without it, the hub
+// accepts cursors up to Head.
+type CursorBound interface {
+	MaxCursor(ctx context.Context) (string, error)
+}
+
 // ElectionCounter is implemented by backends that can count their
 // elections without building them. The count may lag other replicas by
 // the time a write takes to reach this one: the limits it serves are

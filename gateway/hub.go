@@ -295,12 +295,21 @@ func (h *hub) subscribe(ctx context.Context, election, cursor string) (ch <-chan
 // checkFuture returns ErrCursorExpired for a position past the backend's
 // head: no backend issued it.
 func (h *hub) checkFuture(ctx context.Context, from Position) error {
-	head, err := h.headPosition(ctx)
+	limit, err := h.headPosition(ctx)
 	if err != nil {
 		return err
 	}
-	if from.Compare(head) > 0 {
-		return fmt.Errorf("gateway: event id %s is past the backend's head %s: %w", from, head, ErrCursorExpired)
+	if cb, ok := h.b.(CursorBound); ok && from.Compare(limit) > 0 {
+		s, err := cb.MaxCursor(ctx)
+		if err != nil {
+			return err
+		}
+		if limit, ok = ParsePosition(s); !ok {
+			return fmt.Errorf("gateway: backend cursor bound %q is in no known form", s)
+		}
+	}
+	if from.Compare(limit) > 0 {
+		return fmt.Errorf("gateway: event id %s is past the backend's head %s: %w", from, limit, ErrCursorExpired)
 	}
 	return nil
 }

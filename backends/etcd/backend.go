@@ -154,6 +154,23 @@ func (b *Backend) Head(ctx context.Context) (string, error) {
 	return last, err
 }
 
+// MaxCursor implements gateway.CursorBound: the revision the cache has
+// caught up with, past etcd's revision fetched through the read index. A
+// snapshot's cursor is the revision it was read at, which may be past
+// Head, and must be: a cursor at the newest event's revision would be
+// compacted away while the election stays quiet and KV writes go on.
+// Errors: gateway.ErrUnavailable.
+func (b *Backend) MaxCursor(ctx context.Context) (string, error) {
+	if err := b.fresh(ctx); err != nil {
+		return "", err
+	}
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	var rev int64
+	err := b.cache.read(rctx, func(st *state) { rev = st.rev })
+	return revCursor(rev), err
+}
+
 // CountElections implements gateway.ElectionCounter from the cache, which
 // keeps the count as it applies changes: no election is built, and no
 // request is made to etcd.
@@ -210,12 +227,12 @@ func (b *Backend) waitApplied(ctx context.Context, rev int64) error {
 
 // cached returns the view of election from the cache as it is, with the
 // revision the cache answers as of.
-// cursor is the cursor of a snapshot of the view: the newest event
-// before it (state.last).
+// cursor is the cursor of a snapshot of the view: the revision it was
+// read at (see MaxCursor).
 func (b *Backend) cached(ctx context.Context, election string) (v view, cursor string, err error) {
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
-	err = b.cache.read(rctx, func(st *state) { v, cursor = st.view(election), st.last })
+	err = b.cache.read(rctx, func(st *state) { v, cursor = st.view(election), revCursor(st.rev) })
 	return v, cursor, err
 }
 
@@ -257,7 +274,7 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 	defer cancel()
 	now := b.now()
 	err := b.cache.read(rctx, func(st *state) {
-		cursor = st.last
+		cursor = revCursor(st.rev)
 		for _, n := range st.names() {
 			out = append(out, b.snapshot(st.view(n), cursor, now))
 		}

@@ -13,7 +13,10 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-var _ gateway.KV = (*Backend)(nil)
+var (
+	_ gateway.KV          = (*Backend)(nil)
+	_ gateway.CursorBound = (*Backend)(nil)
+)
 
 // kvPage is how many keys one read of List returns.
 const kvPage = 500

@@ -19,11 +19,10 @@ type state struct {
 	rev  int64
 	// last is the id of the newest event the revisions applied since the
 	// load derived, or "<rev>" of the load when none has: no event lies
-	// after it up to rev, so it is the cursor of a snapshot at rev (and
-	// Head). A revision that derives no event (a KV write, a marker, the
-	// barrier) leaves it; a load cannot tell which events the revisions
-	// before it derived, so it starts at "<rev>". Kept only where the
-	// state derives events (applyRevision with derive).
+	// after it up to rev (it is Head). A revision that derives no event (a
+	// KV write, a marker, the barrier) leaves it; a load cannot tell which
+	// events the revisions before it derived, so it starts at "<rev>".
+	// Kept only where the state derives events (applyRevision with derive).
 	last      string
 	elections map[string]*estate
 	count     int // elections that exist (estate.exists)

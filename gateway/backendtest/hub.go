@@ -18,6 +18,20 @@ type headed struct {
 	gateway.Header
 }
 
+// bounded is headed with the backend's gateway.CursorBound.
+type bounded struct {
+	headed
+	gateway.CursorBound
+}
+
+// hubOver returns b with only what a Gateway's hub uses of it.
+func hubOver(b gateway.Backend, h gateway.Header) gateway.Backend {
+	if cb, ok := b.(gateway.CursorBound); ok {
+		return bounded{headed{b, h}, cb}
+	}
+	return headed{b, h}
+}
+
 // testHubAgreesWithTheBackend runs a Gateway's hub over b and checks that
 // subscribers fed by it (new, resumed from the ring, resumed from before
 // the ring) get exactly the events a direct backend watch gets, in the
@@ -37,7 +51,7 @@ func testHubAgreesWithTheBackend(t *testing.T, b gateway.Backend) {
 	if _, ok := gateway.ParsePosition(head); !ok {
 		t.Fatalf("Head %q is in no known form", head)
 	}
-	gw := gateway.New(headed{b, h}, gateway.Config{Logger: slog.New(slog.DiscardHandler), HubEvents: 16})
+	gw := gateway.New(hubOver(b, h), gateway.Config{Logger: slog.New(slog.DiscardHandler), HubEvents: 16})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gw.Run(ctx) }()
@@ -98,7 +112,7 @@ func testHubCatchesUpWhateverTheLastWriteWas(t *testing.T, b gateway.Backend) {
 	if !ok {
 		t.Skip("the backend is not a gateway.Header")
 	}
-	gw := gateway.New(headed{b, h}, gateway.Config{Logger: slog.New(slog.DiscardHandler)})
+	gw := gateway.New(hubOver(b, h), gateway.Config{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gw.Run(ctx) }()
