@@ -150,9 +150,9 @@ func TestTimersOutliveALostAnswer(t *testing.T) {
 		marker string // the marker whose write loses its answer
 		// start starts the timer and returns when it started at the
 		// latest and whether an event ends it.
-		start func(t *testing.T, b *etcd.Backend, election string, lost *lostAnswerKV) (time.Time, func(gateway.Event) bool)
+		start func(t *testing.T, b *etcd.Backend, election string, lost *hookKV) (time.Time, func(gateway.Event) bool)
 	}{
-		{"HandoverDelay", "/_elector/handover/", func(t *testing.T, b *etcd.Backend, election string, lost *lostAnswerKV) (time.Time, func(gateway.Event) bool) {
+		{"HandoverDelay", "/_elector/handover/", func(t *testing.T, b *etcd.Backend, election string, lost *hookKV) (time.Time, func(gateway.Event) bool) {
 			campaignAs(t, b, election, "a", time.Second) // expires: its lease is never kept alive
 			th := campaignAs(t, b, election, "b", 10*time.Second)
 			keepBeating(t, b, election, "b", th)
@@ -169,7 +169,7 @@ func TestTimersOutliveALostAnswer(t *testing.T) {
 				return ev.Type == gateway.EventLeaderBegin && ev.Candidate.ID == "b"
 			}
 		}},
-		{"ErrorCooldown", "/_elector/cooldown/", func(t *testing.T, b *etcd.Backend, election string, lost *lostAnswerKV) (time.Time, func(gateway.Event) bool) {
+		{"ErrorCooldown", "/_elector/cooldown/", func(t *testing.T, b *etcd.Backend, election string, lost *hookKV) (time.Time, func(gateway.Event) bool) {
 			th := campaignAs(t, b, election, "a", 10*time.Second)
 			keepBeating(t, b, election, "a", th)
 			started := time.Now()
@@ -188,7 +188,7 @@ func TestTimersOutliveALostAnswer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := newBackend(t, ms, "lost-"+tt.name)
-			lost := &lostAnswerKV{key: tt.marker}
+			lost := &hookKV{key: tt.marker, commit: lostAnswer}
 			if err := b.WrapKV(ctx, func(kv clientv3.KV) clientv3.KV { lost.KV = kv; return lost }); err != nil {
 				t.Fatal(err)
 			}
@@ -221,43 +221,63 @@ func TestTimersOutliveALostAnswer(t *testing.T) {
 	}
 }
 
-// lostAnswerKV is a clientv3.KV whose first successful transaction that
-// puts a key containing key answers with an error instead, as a request
-// that timed out after etcd applied it.
-type lostAnswerKV struct {
+// hookKV is a clientv3.KV that hands the first transaction putting a key
+// containing key to commit, which commits it (or not) and answers in its
+// stead; fired is set by commit when it did what the test is about.
+type hookKV struct {
 	clientv3.KV
-	key   string
-	fired atomic.Bool
+	key    string
+	fired  atomic.Bool
+	commit func(k *hookKV, txn clientv3.Txn) (*clientv3.TxnResponse, error)
 }
 
-func (k *lostAnswerKV) Txn(ctx context.Context) clientv3.Txn {
-	return &lostAnswerTxn{Txn: k.KV.Txn(ctx), kv: k}
+// lostAnswer answers a successful transaction with an error, as a request
+// that timed out after etcd applied it.
+func lostAnswer(k *hookKV, txn clientv3.Txn) (*clientv3.TxnResponse, error) {
+	resp, err := txn.Commit()
+	if err == nil && resp.Succeeded && k.fired.CompareAndSwap(false, true) {
+		return nil, context.DeadlineExceeded
+	}
+	return resp, err
 }
 
-type lostAnswerTxn struct {
+// delayed sends the transaction to etcd only after wait.
+func delayed(wait time.Duration) func(k *hookKV, txn clientv3.Txn) (*clientv3.TxnResponse, error) {
+	return func(k *hookKV, txn clientv3.Txn) (*clientv3.TxnResponse, error) {
+		if k.fired.CompareAndSwap(false, true) {
+			time.Sleep(wait) // the delay under test: a request slower than the lease it carries
+		}
+		return txn.Commit()
+	}
+}
+
+func (k *hookKV) Txn(ctx context.Context) clientv3.Txn {
+	return &hookTxn{Txn: k.KV.Txn(ctx), kv: k}
+}
+
+type hookTxn struct {
 	clientv3.Txn
-	kv  *lostAnswerKV
+	kv  *hookKV
 	hit bool
 }
 
-func (t *lostAnswerTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
-func (t *lostAnswerTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+func (t *hookTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
+func (t *hookTxn) Else(ops ...clientv3.Op) clientv3.Txn {
 	t.Txn = t.Txn.Else(ops...)
 	return t
 }
 
-func (t *lostAnswerTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+func (t *hookTxn) Then(ops ...clientv3.Op) clientv3.Txn {
 	t.hit = t.hit || putsKey(ops, t.kv.key)
 	t.Txn = t.Txn.Then(ops...)
 	return t
 }
 
-func (t *lostAnswerTxn) Commit() (*clientv3.TxnResponse, error) {
-	resp, err := t.Txn.Commit()
-	if err == nil && resp.Succeeded && t.hit && t.kv.fired.CompareAndSwap(false, true) {
-		return nil, context.DeadlineExceeded
+func (t *hookTxn) Commit() (*clientv3.TxnResponse, error) {
+	if !t.hit || t.kv.fired.Load() {
+		return t.Txn.Commit()
 	}
-	return resp, err
+	return t.kv.commit(t.kv, t.Txn)
 }
 
 // TestHandoverDelayStartsAfterItsMarkersLeaseRanOut: the reconciler's
@@ -272,7 +292,7 @@ func TestHandoverDelayStartsAfterItsMarkersLeaseRanOut(t *testing.T) {
 	ms := startCluster(t, 1)
 	b := newBackend(t, ms, "late")
 	ctx := context.Background()
-	slow := &slowKV{key: "/_elector/handover/", wait: 2500 * time.Millisecond}
+	slow := &hookKV{key: "/_elector/handover/", commit: delayed(2500 * time.Millisecond)}
 	if err := b.WrapKV(ctx, func(kv clientv3.KV) clientv3.KV { slow.KV = kv; return slow }); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +328,7 @@ func TestReportErrorWhoseCooldownMarkersLeaseRanOut(t *testing.T) {
 	ms := startCluster(t, 1)
 	b := newBackend(t, ms, "late-cooldown")
 	ctx := context.Background()
-	slow := &slowKV{key: "/_elector/cooldown/", wait: 2500 * time.Millisecond}
+	slow := &hookKV{key: "/_elector/cooldown/", commit: delayed(2500 * time.Millisecond)}
 	if err := b.WrapKV(ctx, func(kv clientv3.KV) clientv3.KV { slow.KV = kv; return slow }); err != nil {
 		t.Fatal(err)
 	}
@@ -326,44 +346,6 @@ func TestReportErrorWhoseCooldownMarkersLeaseRanOut(t *testing.T) {
 	if !slow.fired.Load() || st.Candidate.State != gateway.StateError {
 		t.Fatalf("ReportError answered %+v (the late transaction ran: %v); want the candidate cooling down", st.Candidate, slow.fired.Load())
 	}
-}
-
-// slowKV is a clientv3.KV whose first transaction that puts a key
-// containing key reaches etcd only after wait.
-type slowKV struct {
-	clientv3.KV
-	key   string
-	wait  time.Duration
-	fired atomic.Bool
-}
-
-func (k *slowKV) Txn(ctx context.Context) clientv3.Txn {
-	return &slowTxn{Txn: k.KV.Txn(ctx), kv: k}
-}
-
-type slowTxn struct {
-	clientv3.Txn
-	kv  *slowKV
-	hit bool
-}
-
-func (t *slowTxn) If(cs ...clientv3.Cmp) clientv3.Txn { t.Txn = t.Txn.If(cs...); return t }
-func (t *slowTxn) Else(ops ...clientv3.Op) clientv3.Txn {
-	t.Txn = t.Txn.Else(ops...)
-	return t
-}
-
-func (t *slowTxn) Then(ops ...clientv3.Op) clientv3.Txn {
-	t.hit = t.hit || putsKey(ops, t.kv.key)
-	t.Txn = t.Txn.Then(ops...)
-	return t
-}
-
-func (t *slowTxn) Commit() (*clientv3.TxnResponse, error) {
-	if t.hit && t.kv.fired.CompareAndSwap(false, true) {
-		time.Sleep(t.kv.wait)
-	}
-	return t.Txn.Commit()
 }
 
 // putsKey reports whether ops put a key containing key.
