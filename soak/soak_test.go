@@ -15,6 +15,7 @@ import (
 
 	"github.com/electorhq/elector/bench"
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/etcdtest"
 	"github.com/electorhq/elector/webhooks"
 )
 
@@ -72,7 +73,7 @@ func soak(t *testing.T, s setup) {
 		mnet *memberNet // nil unless members form a cluster: no cuts
 	)
 	if s.etcd {
-		gws = startEtcdGateways(t, bin, s.members, startEtcd(t))
+		gws = startEtcdGateways(t, bin, s.members, etcdtest.Start(t, "soak"))
 	} else {
 		gws, mnet = startMembers(t, bin, s.members)
 	}

@@ -1,4 +1,8 @@
-package soak
+// Package etcdtest runs a real etcd member inside a test process, for the
+// tests that run `elector serve` (or several) against etcd: no binary to
+// install, free loopback ports, a temp data dir, stopped when the test
+// ends.
+package etcdtest
 
 import (
 	"net/url"
@@ -11,21 +15,19 @@ import (
 	"github.com/electorhq/elector/internal/testnet"
 )
 
-// startEtcd runs one etcd member in the test process, on free loopback
-// ports and a temp data dir, until the test ends, and returns its client
-// URL.
-func startEtcd(t *testing.T) string {
+// Start runs one etcd member named name until t ends and returns its
+// client URL. It writes without fsync: these tests fault the gateways,
+// never etcd, and fsync would only slow a shared machine.
+func Start(t testing.TB, name string) string {
 	t.Helper()
 	client := url.URL{Scheme: "http", Host: testnet.FreeAddr(t)}
 	peer := url.URL{Scheme: "http", Host: testnet.FreeAddr(t)}
 	cfg := embed.NewConfig()
-	cfg.Name = "soak"
+	cfg.Name = name
 	cfg.Dir = t.TempDir()
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.Name + "=" + peer.String()
-	// No fsync: the soak injects faults into the gateways, not into etcd,
-	// which is never killed here; fsync would only slow a shared machine.
 	cfg.UnsafeNoFsync = true
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	e, err := embed.StartEtcd(cfg)
