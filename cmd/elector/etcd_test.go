@@ -9,7 +9,6 @@ import (
 	"github.com/electorhq/elector/internal/etcdtest"
 )
 
-
 // TestServeOnEtcd runs `elector serve` with backend.kind etcd against a real
 // etcd: campaign, leader, resign and handover through the HTTP API.
 func TestServeOnEtcd(t *testing.T) {
