@@ -50,6 +50,7 @@ func Check(h *History, r Rules) []Violation {
 	v = append(v, checkTerms(ops, events)...)
 	v = append(v, checkStreams(events)...)
 	v = append(v, checkAgreement(events)...)
+	v = append(v, checkDurable(ops, events)...)
 	v = append(v, checkDeliveries(h.Subscribed(), events, h.Deliveries())...)
 	return v
 }

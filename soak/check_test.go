@@ -34,6 +34,13 @@ func ev(sub int, id, typ, candidate string, term uint64) Event {
 	return Event{Subscriber: sub, ID: id, Type: typ, Election: "e", Term: term, Candidate: candidate}
 }
 
+// evAt is ev received at t0 plus ms milliseconds.
+func evAt(ms, sub int, id, typ, candidate string, term uint64) Event {
+	e := ev(sub, id, typ, candidate, term)
+	e.Received = at(ms)
+	return e
+}
+
 // dl is a delivery of event id of election "e" the receiver accepted.
 func dl(id, typ, candidate string, term uint64) Delivery {
 	return Delivery{Endpoint: "e", ID: id, Type: typ, Election: "e", Term: term, Candidate: candidate}
@@ -130,6 +137,50 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 				ev(1, "10-1", client.EventCandidateJoined, "a", 1), ev(1, "30-1", client.EventCandidateJoined, "c", 1),
 			},
 			want: []string{Disagreement},
+		},
+		{
+			name: "campaigns and a leadership the streams show",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateLeader, 1, "a"),
+				answer(bench.Campaign, "b", 20, 30, client.StateFollower, 1, "a"),
+			},
+			events: []Event{
+				evAt(5, 0, "10-1", client.EventCandidateJoined, "a", 1), evAt(5, 0, "10-2", begin, "a", 1),
+				evAt(25, 0, "20-1", client.EventCandidateJoined, "b", 1), evAt(5000, 0, "90-1", client.EventCandidateJoined, "c", 1),
+			},
+		},
+		{
+			name: "an acknowledged campaign no stream shows",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateLeader, 1, "a"),
+				answer(bench.Campaign, "b", 20, 30, client.StateFollower, 1, "a"),
+			},
+			events: []Event{
+				evAt(5, 0, "10-1", client.EventCandidateJoined, "a", 1), evAt(5, 0, "10-2", begin, "a", 1),
+				evAt(5000, 0, "90-1", client.EventCandidateJoined, "c", 1),
+			},
+			want: []string{WriteLost},
+		},
+		{
+			name: "a leadership told that no stream began",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateFollower, 1, "z"),
+				answer(bench.Heartbeat, "a", 1000, 1010, client.StateLeader, 2, "a"),
+			},
+			events: []Event{
+				evAt(5, 0, "10-1", client.EventCandidateJoined, "a", 1), evAt(5000, 0, "90-1", client.EventCandidateJoined, "c", 1),
+			},
+			want: []string{WriteLost},
+		},
+		{
+			name: "a write a reset skipped over is not checked",
+			ops: []bench.Op{
+				answer(bench.Campaign, "b", 20, 30, client.StateFollower, 1, "a"),
+			},
+			events: []Event{
+				{Subscriber: 0, Type: client.EventReset, Election: "e", Received: at(40)},
+				evAt(5000, 0, "90-1", client.EventCandidateJoined, "c", 1),
+			},
 		},
 		{
 			name:       "every event reaches the webhook, one twice in a row",

@@ -14,6 +14,10 @@
 //     has no duplicate, nothing out of order and no gap: its begin and end
 //     events alternate term by term, and every subscriber saw the same
 //     events over the span they share;
+//   - every acknowledged write survives: a campaign answered with
+//     success shows as its candidate.joined on some stream, and a term
+//     an answer told a candidate it leads shows as that leadership's
+//     leader.begin (checked where the streams cover the answer);
 //   - every event a subscriber received of an election with a webhook
 //     subscription reached the webhook at least once, with the same type,
 //     term and candidate, each request verified by its signature; and the
