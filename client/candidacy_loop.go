@@ -104,12 +104,25 @@ func (c *Candidacy) callCtx(ctx context.Context) (context.Context, context.Cance
 // try calls f with the gateway in use and, while it fails in transport or
 // with a 5xx, with the next ones in turn; the gateway that answered is
 // used from then on.
-func (c *Candidacy) try(ctx context.Context, f func(*Client) error) error {
+//
+// An attempt gets AttemptTimeout, but no more than an equal share of the
+// time ctx has left for the gateways not yet tried (the last one gets all
+// of it): a gateway that accepts the request and never answers (a stopped
+// process, a network that drops packets) costs that much and the next one
+// is asked, instead of every call timing out on it for as long as it
+// hangs. A request that timed out may still have taken
+// effect there: a heartbeat or a resignation twice is harmless, and a
+// campaign applied there is answered candidate-exists by the next gateway
+// (handled as a candidacy still alive).
+func (c *Candidacy) try(ctx context.Context, f func(context.Context, *Client) error) error {
 	start := int(c.gw.Load())
+	n := len(c.clients)
 	var err error
-	for i := range c.clients {
-		idx := (start + i) % len(c.clients)
-		err = f(c.clients[idx])
+	for i := range n {
+		idx := (start + i) % n
+		actx, cancel := attemptCtx(ctx, n-i, c.cfg.AttemptTimeout)
+		err = f(actx, c.clients[idx])
+		cancel()
 		if err == nil || !failsOver(err) || ctx.Err() != nil {
 			if idx != start && ctx.Err() == nil {
 				c.gw.Store(int32(idx))
@@ -123,6 +136,19 @@ func (c *Candidacy) try(ctx context.Context, f func(*Client) error) error {
 		}
 	}
 	return err
+}
+
+// attemptCtx returns the context of one of left attempts that share ctx:
+// at most limit, and at most an equal share of the time ctx has left; the
+// last attempt gets all of it.
+func attemptCtx(ctx context.Context, left int, limit time.Duration) (context.Context, context.CancelFunc) {
+	if left <= 1 {
+		return context.WithCancel(ctx)
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(deadline)/time.Duration(left))
+	}
+	return context.WithTimeout(ctx, limit)
 }
 
 // failsOver reports whether another gateway may answer where this one
@@ -177,9 +203,9 @@ func (c *Candidacy) campaign(ctx context.Context) (time.Duration, error) {
 	sent := c.now()
 	var st Status
 	var token string
-	err := c.try(cctx, func(cl *Client) error {
+	err := c.try(cctx, func(actx context.Context, cl *Client) error {
 		var err error
-		st, token, err = cl.Campaign(cctx, c.cfg.Election, CampaignRequest{ID: c.cfg.ID, TTL: c.cfg.TTL, Metadata: c.cfg.Metadata, Priority: c.cfg.Priority})
+		st, token, err = cl.Campaign(actx, c.cfg.Election, CampaignRequest{ID: c.cfg.ID, TTL: c.cfg.TTL, Metadata: c.cfg.Metadata, Priority: c.cfg.Priority})
 		return err
 	})
 	switch {
@@ -207,9 +233,9 @@ func (c *Candidacy) heartbeat(ctx context.Context) time.Duration {
 	defer cancel()
 	sent := c.now()
 	var st Status
-	err := c.try(cctx, func(cl *Client) error {
+	err := c.try(cctx, func(actx context.Context, cl *Client) error {
 		var err error
-		st, err = cl.Heartbeat(cctx, c.cfg.Election, c.cfg.ID, c.token)
+		st, err = cl.Heartbeat(actx, c.cfg.Election, c.cfg.ID, c.token)
 		return err
 	})
 	switch {
@@ -264,9 +290,9 @@ func (c *Candidacy) handover(ctx context.Context) error {
 	defer cancel2()
 	sent := c.now()
 	var st Status
-	err := c.try(cctx, func(cl *Client) error {
+	err := c.try(cctx, func(actx context.Context, cl *Client) error {
 		var err error
-		st, err = cl.Handover(cctx, c.cfg.Election, c.cfg.ID, c.token)
+		st, err = cl.Handover(actx, c.cfg.Election, c.cfg.ID, c.token)
 		return err
 	})
 	switch {
@@ -411,7 +437,9 @@ func (c *Candidacy) resign(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, max(c.interval(), time.Second))
 	defer cancel()
-	err := c.try(cctx, func(cl *Client) error { return cl.Resign(cctx, c.cfg.Election, c.cfg.ID, c.token) })
+	err := c.try(cctx, func(actx context.Context, cl *Client) error {
+		return cl.Resign(actx, c.cfg.Election, c.cfg.ID, c.token)
+	})
 	if errors.Is(err, ErrCandidateNotFound) {
 		err = nil
 	}
@@ -444,9 +472,9 @@ func (c *Candidacy) serve(r candidateRequest) error {
 	cctx, cancel := context.WithTimeout(r.ctx, max(c.interval(), time.Second))
 	defer cancel()
 	var st Status
-	err := c.try(cctx, func(cl *Client) error {
+	err := c.try(cctx, func(actx context.Context, cl *Client) error {
 		var err error
-		st, err = cl.ReportError(cctx, c.cfg.Election, c.cfg.ID, c.token, r.reason)
+		st, err = cl.ReportError(actx, c.cfg.Election, c.cfg.ID, c.token, r.reason)
 		return err
 	})
 	switch {

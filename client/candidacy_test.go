@@ -258,6 +258,31 @@ func TestCandidacyTriesGatewaysInTurn(t *testing.T) {
 	waitUntil(t, 5*time.Second, "a leads through the second gateway", func() bool { return a.Standing().Leading })
 }
 
+// A gateway that takes requests and never answers costs one attempt's
+// time, not every request's: the candidate campaigns and heartbeats
+// through the next one, and its event stream moves there too, so a
+// follower learns at once that it leads. With this TTL every request may
+// take minutes and the next heartbeat is minutes away: without either,
+// neither candidate would lead within the test.
+func TestCandidacyMovesOnFromAGatewayThatHangs(t *testing.T) {
+	srv := newGateway(t)
+	hung := newHungGateway(t)
+	const ttl = 10 * time.Minute
+	a := newCandidacy(t, client.CandidacyConfig{Gateways: []string{hung, srv.URL}, Election: "e", ID: "a", TTL: ttl, AttemptTimeout: 100 * time.Millisecond})
+	stopA := run(t, a)
+	waitUntil(t, 10*time.Second, "a leads through the second gateway", func() bool { return a.Standing().Leading })
+	b := newCandidacy(t, client.CandidacyConfig{Gateways: []string{hung, srv.URL}, Election: "e", ID: "b", TTL: ttl, AttemptTimeout: 100 * time.Millisecond})
+	run(t, b)
+	waitUntil(t, 10*time.Second, "b in line", func() bool { return b.Standing().State == client.StateFollower })
+	if err := a.Resign(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := stopA(); err != nil {
+		t.Fatalf("a's Run after Resign: %v", err)
+	}
+	waitUntil(t, 10*time.Second, "b leads, told by the stream of the gateway it moved to", func() bool { return b.Standing().Leading })
+}
+
 func TestNewCandidacyRejectsBadConfig(t *testing.T) {
 	tests := []struct {
 		name string
@@ -268,6 +293,7 @@ func TestNewCandidacyRejectsBadConfig(t *testing.T) {
 		{name: "no election", cfg: client.CandidacyConfig{Gateways: []string{"http://x"}, ID: "a"}},
 		{name: "no id", cfg: client.CandidacyConfig{Gateways: []string{"http://x"}, Election: "e"}},
 		{name: "short TTL", cfg: client.CandidacyConfig{Gateways: []string{"http://x"}, Election: "e", ID: "a", TTL: time.Millisecond}},
+		{name: "negative attempt timeout", cfg: client.CandidacyConfig{Gateways: []string{"http://x"}, Election: "e", ID: "a", AttemptTimeout: -time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

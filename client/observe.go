@@ -79,17 +79,35 @@ func (c *Candidacy) watch(ctx context.Context, pokes chan<- struct{}) {
 	for {
 		cl := c.clients[c.gw.Load()]
 		sctx, cancel := context.WithCancel(ctx)
+		// The stream moves when the gateway in use changes, also while it
+		// is still connecting: a gateway that hangs would hold it forever.
+		moved, moverDone := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(moverDone)
+			select {
+			case <-c.gwChanged:
+				close(moved)
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
 		events, err := cl.Watch(sctx, c.cfg.Election, "")
 		if err == nil {
 			failures = 0
 			c.follow(sctx, events, pokes)
-		} else {
+		} else if sctx.Err() == nil {
 			failures++
 		}
 		cancel()
+		<-moverDone
 		if events != nil {
 			for range events { // the watch's goroutine ends with sctx
 			}
+		}
+		select {
+		case <-moved:
+			continue // to the new gateway at once
+		default:
 		}
 		if failures == 0 {
 			failures = 1 // a stream that ended: wait a little before the next
@@ -106,14 +124,12 @@ func (c *Candidacy) watch(ctx context.Context, pokes chan<- struct{}) {
 	}
 }
 
-// follow reads events until the stream ends, ctx ends or the gateway in
-// use changes.
+// follow reads events until the stream ends or ctx ends (also when the
+// gateway in use changes: see watch).
 func (c *Candidacy) follow(ctx context.Context, events <-chan Event, pokes chan<- struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-c.gwChanged:
 			return
 		case ev, ok := <-events:
 			if !ok {
