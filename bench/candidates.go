@@ -13,6 +13,7 @@ import (
 type candidate struct {
 	index    int
 	election string
+	gw       int           // index of the gateway it talks to
 	gen      int           // bumped when a campaign finds the id taken by a candidacy we hold no token of
 	phase    time.Duration // offset of its heartbeats within each interval
 	token    string        // "" while it does not campaign
@@ -44,6 +45,7 @@ func (l *Load) heartbeatLoop(ctx context.Context, w int, start time.Time) []*can
 		mine = append(mine, &candidate{
 			index:    i,
 			election: l.ElectionName(i % cfg.Elections),
+			gw:       i % len(l.clients),
 			phase:    time.Duration(int64(interval) * int64(i) / int64(cfg.Candidates)),
 		})
 	}
@@ -77,28 +79,20 @@ run:
 // beat campaigns c if it holds no candidacy, else heartbeats it; a
 // heartbeat that finds the candidacy gone campaigns again at once.
 func (l *Load) beat(c *candidate) {
-	g := c.index % len(l.clients)
-	cl := l.clients[g]
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
-	defer cancel()
-	op := Op{Gateway: g, Election: c.election, Index: c.index, Candidate: c.id(), Start: time.Now()}
 	if c.token != "" {
-		op.Kind = Heartbeat
-		op.Status, op.Err = cl.Heartbeat(ctx, c.election, op.Candidate, c.token)
-		op.End = time.Now()
-		l.record(op)
+		op := l.call(context.Background(), c, Heartbeat, func(ctx context.Context, cl *client.Client, op *Op) {
+			op.Status, op.Err = cl.Heartbeat(ctx, c.election, op.Candidate, c.token)
+		})
 		l.heard(c, op)
 		if !errors.Is(op.Err, client.ErrCandidateNotFound) {
 			return
 		}
 		c.token = ""
-		op = Op{Gateway: g, Election: c.election, Index: c.index, Candidate: c.id(), Start: time.Now()}
 	}
-	op.Kind = Campaign
 	var token string
-	op.Status, token, op.Err = cl.Campaign(ctx, c.election, client.CampaignRequest{ID: op.Candidate, TTL: l.cfg.TTL})
-	op.End = time.Now()
-	l.record(op)
+	op := l.call(context.Background(), c, Campaign, func(ctx context.Context, cl *client.Client, op *Op) {
+		op.Status, token, op.Err = cl.Campaign(ctx, c.election, client.CampaignRequest{ID: op.Candidate, TTL: l.cfg.TTL})
+	})
 	l.heard(c, op)
 	switch {
 	case op.Err == nil:
@@ -109,6 +103,48 @@ func (l *Load) beat(c *candidate) {
 		c.gen++
 		c.orphans++
 	}
+}
+
+// call sends one request of c, bounded by Config.Timeout, to c's gateway
+// and, with Config.Failover, while it fails in transport, with a 5xx or
+// with no answer within its share of the time left, to the next gateways
+// in turn; the one that answered is c's from then on. Every attempt is
+// recorded as an operation; call returns the last.
+func (l *Load) call(parent context.Context, c *candidate, kind Kind, f func(context.Context, *client.Client, *Op)) Op {
+	ctx, cancel := context.WithTimeout(parent, l.cfg.Timeout)
+	defer cancel()
+	n := 1
+	if l.cfg.Failover {
+		n = len(l.clients)
+	}
+	var op Op
+	for i := range n {
+		g := (c.gw + i) % len(l.clients)
+		actx, acancel := ctx, context.CancelFunc(func() {})
+		if left := n - i; left > 1 {
+			deadline, _ := ctx.Deadline()
+			actx, acancel = context.WithTimeout(ctx, time.Until(deadline)/time.Duration(left))
+		}
+		op = Op{Kind: kind, Gateway: g, Election: c.election, Index: c.index, Candidate: c.id(), Start: time.Now()}
+		f(actx, l.clients[g], &op)
+		acancel()
+		op.End = time.Now()
+		l.record(op)
+		if op.Err == nil || !failsOver(op.Err) || ctx.Err() != nil {
+			if ctx.Err() == nil {
+				c.gw = g
+			}
+			return op
+		}
+	}
+	return op
+}
+
+// failsOver reports whether another gateway may answer where one failed
+// with err, by client.Candidacy's rule: a transport error or a 5xx.
+func failsOver(err error) bool {
+	var p *client.Problem
+	return !errors.As(err, &p) || p.Status >= 500
 }
 
 // heard updates the count of leaders from c's last answer.
@@ -160,15 +196,11 @@ func (l *Load) resignAll(cs []*candidate) (resigned, unresigned int) {
 // resign resigns c, trying again while the refusal is temporary and ctx
 // lasts, and reports whether the candidacy is gone.
 func (l *Load) resign(ctx context.Context, c *candidate) bool {
-	g := c.index % len(l.clients)
 	backoff := 50 * time.Millisecond
 	for {
-		op := Op{Kind: Resign, Gateway: g, Election: c.election, Index: c.index, Candidate: c.id(), Start: time.Now()}
-		rctx, rcancel := context.WithTimeout(ctx, l.cfg.Timeout)
-		op.Err = l.clients[g].Resign(rctx, c.election, op.Candidate, c.token)
-		rcancel()
-		op.End = time.Now()
-		l.record(op)
+		op := l.call(ctx, c, Resign, func(rctx context.Context, cl *client.Client, op *Op) {
+			op.Err = cl.Resign(rctx, c.election, op.Candidate, c.token)
+		})
 		var p *client.Problem
 		switch {
 		case op.Err == nil || errors.Is(op.Err, client.ErrCandidateNotFound):

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/client"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // memoryGateway serves a gateway over a memory backend on loopback until
@@ -72,6 +74,76 @@ func TestLoadObservesEveryOperationAndPausedCandidatesSendNothing(t *testing.T) 
 	}
 	if events == 0 || sum.Resigned != 3 || sum.Leaders != 1 || sum.Errors.Total != 0 {
 		t.Errorf("%d events, summary %+v", events, sum)
+	}
+}
+
+// With Failover, candidates whose gateway never answers move to the next
+// after one attempt each and stay there; without it they stay with it and
+// never campaign.
+func TestFailoverMovesCandidatesOffAGatewayThatHangs(t *testing.T) {
+	for _, failover := range []bool{true, false} {
+		t.Run(fmt.Sprintf("failover=%v", failover), func(t *testing.T) {
+			t.Parallel()
+			hung, url := "http://"+testnet.Silent(t), memoryGateway(t)
+			var mu sync.Mutex
+			byIndex := map[int][]Op{}
+			l, err := New(Config{
+				Gateways: []string{hung, url}, Failover: failover, Candidates: 4, Elections: 1,
+				// Each attempt has 1.5 s: the answering gateway is never
+				// that slow, so no candidate leaves it again.
+				TTL: 6 * time.Second, Connections: 4, Duration: 4500 * time.Millisecond, Timeout: 3 * time.Second,
+				ResignWait: 5 * time.Second, Prefix: "fo",
+				Observe: func(op Op) {
+					mu.Lock()
+					defer mu.Unlock()
+					byIndex[op.Index] = append(byIndex[op.Index], op)
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := l.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range 4 {
+				ops := byIndex[i]
+				if i%2 == 1 || failover {
+					// Candidates 1 and 3 start on the answering gateway;
+					// 0 and 2 get there after one attempt on the other.
+					if i%2 == 0 {
+						if len(ops) == 0 || ops[0].Gateway != 0 || ops[0].Err == nil {
+							t.Errorf("candidate %d: first %+v, want one attempt on the silent gateway", i, ops)
+							continue
+						}
+						ops = ops[1:]
+					}
+					if len(ops) < 3 || ops[0].Kind != Campaign || ops[len(ops)-1].Kind != Resign {
+						t.Errorf("candidate %d: %+v, want a campaign, heartbeats, a resignation", i, ops)
+					}
+					for _, op := range ops {
+						if op.Gateway != 1 || op.Err != nil {
+							t.Errorf("candidate %d: %+v, want every operation answered by gateway 1", i, op)
+						}
+					}
+					continue
+				}
+				for _, op := range ops {
+					if op.Gateway != 0 || op.Err == nil || op.Kind != Campaign {
+						t.Errorf("candidate %d: %+v, want only failed campaigns on the silent gateway", i, op)
+					}
+				}
+			}
+			want := 4
+			if !failover {
+				want = 2
+			}
+			if sum.Resigned != want || sum.Leaders != 1 {
+				t.Errorf("resigned %d, leaders %d: want %d and 1", sum.Resigned, sum.Leaders, want)
+			}
+		})
 	}
 }
 

@@ -42,6 +42,13 @@ type Config struct {
 	// "http://127.0.0.1:8080"; candidate i talks to Gateways[i%len], and so
 	// do subscribers and readers. Required.
 	Gateways []string
+	// Failover moves a steady candidate as client.Candidacy moves: a
+	// request that fails in transport, with a 5xx answer, or with no
+	// answer within its share of Timeout goes to the next gateway at once,
+	// and the gateway that answered is the candidate's from then on. Each
+	// attempt is an operation of its own. Without it a candidate stays
+	// with its gateway, whatever happens to it. Default false.
+	Failover bool
 	// APIToken is sent as "Authorization: Bearer" when set.
 	APIToken string
 	// Candidates campaign in Elections elections (candidate i in election

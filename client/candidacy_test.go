@@ -15,6 +15,7 @@ import (
 
 	"github.com/electorhq/elector/api"
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // journal records what callbacks did, in order.
@@ -266,7 +267,7 @@ func TestCandidacyTriesGatewaysInTurn(t *testing.T) {
 // neither candidate would lead within the test.
 func TestCandidacyMovesOnFromAGatewayThatHangs(t *testing.T) {
 	srv := newGateway(t)
-	hung := newHungGateway(t)
+	hung := "http://" + testnet.Silent(t)
 	const ttl = 10 * time.Minute
 	a := newCandidacy(t, client.CandidacyConfig{Gateways: []string{hung, srv.URL}, Election: "e", ID: "a", TTL: ttl, AttemptTimeout: 100 * time.Millisecond})
 	stopA := run(t, a)

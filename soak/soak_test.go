@@ -87,6 +87,7 @@ func soak(t *testing.T, s setup) {
 	leaders := map[string]int{} // election → index of the candidate last told it leads
 	load, err := bench.New(bench.Config{
 		Gateways:    urls,
+		Failover:    true, // as client.Candidacy and the sidecar move
 		Candidates:  soakCandidates,
 		Elections:   soakElections,
 		TTL:         soakTTL,

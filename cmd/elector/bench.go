@@ -39,6 +39,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		gateways = strings.Split(g, ",")
 	}
 	fs.StringSliceVar(&cfg.Gateways, "gateway", gateways, "the gateways' URLs, comma-separated or repeated (default $"+envGateway+")")
+	fs.BoolVar(&cfg.Failover, "failover", false, "move a candidate to the next gateway when its own fails or hangs, as the Go client and the sidecar do")
 	fs.StringVar(&cfg.APIToken, "api-token", os.Getenv(envAPIToken), "API token sent as Authorization: Bearer (default $"+envAPIToken+")")
 	fs.IntVarP(&cfg.Candidates, "candidates", "n", 100, "steady candidates that heartbeat every TTL/3")
 	fs.IntVarP(&cfg.Elections, "elections", "m", 10, "elections the candidates are spread over")

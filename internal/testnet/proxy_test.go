@@ -99,3 +99,21 @@ func TestProxyCloseEndsEverything(t *testing.T) {
 	}
 	p.Close() // twice is fine
 }
+
+func TestSilentAcceptsAndNeverAnswers(t *testing.T) {
+	c, err := net.Dial("tcp", Silent(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	var b [1]byte
+	n, err := c.Read(b[:])
+	var ne net.Error
+	if n != 0 || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("read %d bytes, err %v: want a timeout with nothing read", n, err)
+	}
+}

@@ -1,6 +1,7 @@
 // Package testnet gives tests loopback addresses for the servers and
 // processes they start, and TCP proxies (Proxy) between them that a test
-// can cut and heal to take a process off the network.
+// can cut and heal to take a process off the network, and a server that
+// never answers (Silent).
 package testnet
 
 import (
