@@ -89,6 +89,9 @@ func (l *Load) beat(c *candidate) {
 		}
 		c.token = ""
 	}
+	// A campaign starts from the candidate's own gateway, as a process
+	// started afresh would; failover moves it again if need be.
+	c.gw = c.index % len(l.clients)
 	var token string
 	op := l.call(context.Background(), c, Campaign, func(ctx context.Context, cl *client.Client, op *Op) {
 		op.Status, token, op.Err = cl.Campaign(ctx, c.election, client.CampaignRequest{ID: op.Candidate, TTL: l.cfg.TTL})

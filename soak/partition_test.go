@@ -12,12 +12,29 @@ import (
 	"github.com/electorhq/elector/internal/testnet"
 )
 
-// memberNet is the network between the members of a soak's cluster: every
-// route from one `elector serve` to another goes through a proxy started
-// by the test, one per ordered pair, so that a member can be cut off from
-// the others in both directions and healed. Nil for a single gateway.
+// memberNet is the network a soak's replicas need, through proxies started
+// by the test so that a replica can be cut off and healed. In a cluster
+// every route from one `elector serve` to another goes through a proxy,
+// one per ordered pair, and a member is cut off from the others in both
+// directions; on etcd each replica reaches etcd through a proxy of its
+// own, and a replica is cut off from etcd. Nil for a single gateway.
 type memberNet struct {
 	proxies [][]*testnet.Proxy // proxies[i][j] carries i's route to j
+	toEtcd  []*testnet.Proxy   // toEtcd[i] carries replica i's connections to etcd
+}
+
+// startEtcdMembers starts n gateways on the etcd whose client URL is
+// etcd, each through a proxy of its own.
+func startEtcdMembers(t *testing.T, bin string, n int, etcd string) ([]*gatewayProcess, *memberNet) {
+	t.Helper()
+	m := &memberNet{}
+	endpoints := make([]string, n)
+	for i := range n {
+		p := testnet.NewProxy(t, strings.TrimPrefix(etcd, "http://"))
+		m.toEtcd = append(m.toEtcd, p)
+		endpoints[i] = "http://" + p.Addr()
+	}
+	return startReplicas(t, bin, n, endpoints), m
 }
 
 // startMembers starts n gateways on the embedded backend as startGateways
@@ -74,28 +91,46 @@ func startMembers(t *testing.T, bin string, n int) ([]*gatewayProcess, *memberNe
 	return gws, m
 }
 
-// setCut cuts member i off from the others (every route to or from it
-// ends, new ones are refused), or heals it.
+// setCut cuts member i off (every route to or from it ends, new ones are
+// refused), or heals it.
 func (m *memberNet) setCut(i int, cut bool) {
-	for j := range m.proxies {
-		if j == i {
-			continue
-		}
-		for _, p := range []*testnet.Proxy{m.proxies[i][j], m.proxies[j][i]} {
-			if cut {
-				p.Cut()
-			} else {
-				p.Heal()
-			}
+	for _, p := range m.routes(i) {
+		if cut {
+			p.Cut()
+		} else {
+			p.Heal()
 		}
 	}
 }
 
+// routes returns the proxies that carry member i's routes.
+func (m *memberNet) routes(i int) []*testnet.Proxy {
+	if m.toEtcd != nil {
+		return []*testnet.Proxy{m.toEtcd[i]}
+	}
+	var ps []*testnet.Proxy
+	for j := range m.proxies {
+		if j != i {
+			ps = append(ps, m.proxies[i][j], m.proxies[j][i])
+		}
+	}
+	return ps
+}
+
+// cutKind names the fault of setCut in the soak's table.
+func (m *memberNet) cutKind() string {
+	if m.toEtcd != nil {
+		return "replica cut off from etcd past the TTL, healed"
+	}
+	return "member cut off from the others past the TTL, healed"
+}
+
 // cutMembers cuts, every ten to twenty seconds until ctx ends, one member
-// after the other off from the rest for longer than the candidates' TTL,
-// then heals it and waits until its gateway is ready again. Its gateway
-// keeps running and taking requests meanwhile: it must refuse them
-// (503) rather than tell a stale leader, which the checker would find.
+// after the other off (from the rest of the cluster, or from etcd) for
+// longer than the candidates' TTL, then heals it and waits until its
+// gateway is ready again. Its gateway keeps running and taking requests
+// meanwhile: it must refuse them (503) rather than tell a stale leader,
+// which the checker would find.
 // It leaves every member healed.
 func (m *memberNet) cutMembers(ctx context.Context, t *testing.T, gws []*gatewayProcess, h *History) {
 	if m == nil {
@@ -110,7 +145,7 @@ func (m *memberNet) cutMembers(ctx context.Context, t *testing.T, gws []*gateway
 		case <-wait.C:
 		}
 		i := n % len(gws)
-		f := Fault{Kind: "member cut off from the others past the TTL, healed", Target: gws[i].URL, Start: time.Now()}
+		f := Fault{Kind: m.cutKind(), Target: gws[i].URL, Start: time.Now()}
 		m.setCut(i, true)
 		cut := time.NewTimer(soakTTL + 2*time.Second)
 		<-cut.C

@@ -53,23 +53,16 @@ type gatewayProcess struct {
 // Their webhooks may reach loopback, where the soak's receiver is.
 func startGateways(t *testing.T, bin string, n int) []*gatewayProcess {
 	t.Helper()
-	return startReplicas(t, bin, n, "")
+	return startReplicas(t, bin, n, nil)
 }
 
-// startEtcdGateways is startGateways for n replicas on the etcd whose
-// client URL is etcd.
-func startEtcdGateways(t *testing.T, bin string, n int, etcd string) []*gatewayProcess {
-	t.Helper()
-	return startReplicas(t, bin, n, etcd)
-}
-
-// startReplicas starts the gateways of startGateways (etcd empty) or
-// startEtcdGateways.
-func startReplicas(t *testing.T, bin string, n int, etcd string) []*gatewayProcess {
+// startReplicas starts the gateways of startGateways (etcd nil) or of
+// startEtcdMembers: replica i on the etcd at client URL etcd[i].
+func startReplicas(t *testing.T, bin string, n int, etcd []string) []*gatewayProcess {
 	t.Helper()
 	var routes []string // of an embedded cluster
 	for range n {
-		if etcd == "" && n > 1 {
+		if etcd == nil && n > 1 {
 			routes = append(routes, testnet.FreeAddr(t))
 		}
 	}
@@ -80,8 +73,8 @@ func startReplicas(t *testing.T, bin string, n int, etcd string) []*gatewayProce
 			"--listen", addr, "--log-level", "warn", "--limits-writes-per-second", "0",
 			"--webhooks-allow-private-networks"}}
 		switch {
-		case etcd != "":
-			g.args = append(g.args, "--backend-kind", "etcd", "--etcd-endpoints", etcd)
+		case etcd != nil:
+			g.args = append(g.args, "--backend-kind", "etcd", "--etcd-endpoints", etcd[i])
 		case n == 1:
 			g.args = append(g.args, "--embedded-data-dir", "data")
 		default:

@@ -54,8 +54,8 @@ func TestSoakCluster(t *testing.T) { soak(t, setup{members: 3}) }
 
 // TestSoakEtcd is TestSoak against three `elector serve` replicas on one
 // etcd server (in the test process), candidates and subscribers spread
-// over the three, one replica at a time killed and restarted or stopped;
-// etcd itself is left alone.
+// over the three, one replica at a time killed and restarted, stopped, or
+// cut off from etcd; etcd itself is left alone.
 func TestSoakEtcd(t *testing.T) { soak(t, setup{members: 3, etcd: true}) }
 
 func soak(t *testing.T, s setup) {
@@ -70,10 +70,10 @@ func soak(t *testing.T, s setup) {
 	bin := buildElector(t)
 	var (
 		gws  []*gatewayProcess
-		mnet *memberNet // nil unless members form a cluster: no cuts
+		mnet *memberNet // nil for a single gateway: no cuts
 	)
 	if s.etcd {
-		gws = startEtcdGateways(t, bin, s.members, etcdtest.Start(t, "soak"))
+		gws, mnet = startEtcdMembers(t, bin, s.members, etcdtest.Start(t, "soak"))
 	} else {
 		gws, mnet = startMembers(t, bin, s.members)
 	}
