@@ -87,11 +87,11 @@ func (l *Load) beat(c *candidate) {
 		if !errors.Is(op.Err, client.ErrCandidateNotFound) {
 			return
 		}
+		// The candidacy is gone: campaign again from the candidate's own
+		// gateway, as a process started afresh would.
 		c.token = ""
+		c.gw = c.index % len(l.clients)
 	}
-	// A campaign starts from the candidate's own gateway, as a process
-	// started afresh would; failover moves it again if need be.
-	c.gw = c.index % len(l.clients)
 	var token string
 	op := l.call(context.Background(), c, Campaign, func(ctx context.Context, cl *client.Client, op *Op) {
 		op.Status, token, op.Err = cl.Campaign(ctx, c.election, client.CampaignRequest{ID: op.Candidate, TTL: l.cfg.TTL})
@@ -109,9 +109,10 @@ func (l *Load) beat(c *candidate) {
 }
 
 // call sends one request of c, bounded by Config.Timeout, to c's gateway
-// and, with Config.Failover, while it fails in transport, with a 5xx or
-// with no answer within its share of the time left, to the next gateways
-// in turn; the one that answered is c's from then on. Every attempt is
+// and, with Config.Failover, as client.Candidacy does: while it fails in
+// transport or with a 5xx, to the next gateways in turn, the one that
+// answered being c's from then on; when the time runs out on one, c's
+// next request starts with the gateway after it. Every attempt is
 // recorded as an operation; call returns the last.
 func (l *Load) call(parent context.Context, c *candidate, kind Kind, f func(context.Context, *client.Client, *Op)) Op {
 	ctx, cancel := context.WithTimeout(parent, l.cfg.Timeout)
@@ -123,19 +124,17 @@ func (l *Load) call(parent context.Context, c *candidate, kind Kind, f func(cont
 	var op Op
 	for i := range n {
 		g := (c.gw + i) % len(l.clients)
-		actx, acancel := ctx, context.CancelFunc(func() {})
-		if left := n - i; left > 1 {
-			deadline, _ := ctx.Deadline()
-			actx, acancel = context.WithTimeout(ctx, time.Until(deadline)/time.Duration(left))
-		}
 		op = Op{Kind: kind, Gateway: g, Election: c.election, Index: c.index, Candidate: c.id(), Start: time.Now()}
-		f(actx, l.clients[g], &op)
-		acancel()
+		f(ctx, l.clients[g], &op)
 		op.End = time.Now()
 		l.record(op)
-		if op.Err == nil || !failsOver(op.Err) || ctx.Err() != nil {
-			if ctx.Err() == nil {
-				c.gw = g
+		switch {
+		case op.Err == nil || !failsOver(op.Err):
+			c.gw = g
+			return op
+		case ctx.Err() != nil:
+			if n > 1 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				c.gw = (g + 1) % len(l.clients)
 			}
 			return op
 		}

@@ -78,8 +78,8 @@ func TestLoadObservesEveryOperationAndPausedCandidatesSendNothing(t *testing.T) 
 }
 
 // With Failover, candidates whose gateway never answers move to the next
-// after one attempt each and stay there; without it they stay with it and
-// never campaign.
+// after one request that times out and stay there; without it they stay
+// with it and never campaign.
 func TestFailoverMovesCandidatesOffAGatewayThatHangs(t *testing.T) {
 	for _, failover := range []bool{true, false} {
 		t.Run(fmt.Sprintf("failover=%v", failover), func(t *testing.T) {
@@ -89,9 +89,9 @@ func TestFailoverMovesCandidatesOffAGatewayThatHangs(t *testing.T) {
 			byIndex := map[int][]Op{}
 			l, err := New(Config{
 				Gateways: []string{hung, url}, Failover: failover, Candidates: 4, Elections: 1,
-				// Each attempt has 1.5 s: the answering gateway is never
-				// that slow, so no candidate leaves it again.
-				TTL: 6 * time.Second, Connections: 4, Duration: 4500 * time.Millisecond, Timeout: 3 * time.Second,
+				// A request has 2 s: the answering gateway is never that
+				// slow, so no candidate leaves it again.
+				TTL: 6 * time.Second, Connections: 4, Duration: 6500 * time.Millisecond, Timeout: 2 * time.Second,
 				ResignWait: 5 * time.Second, Prefix: "fo",
 				Observe: func(op Op) {
 					mu.Lock()

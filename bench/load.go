@@ -43,11 +43,12 @@ type Config struct {
 	// do subscribers and readers. Required.
 	Gateways []string
 	// Failover moves a steady candidate as client.Candidacy moves: a
-	// request that fails in transport, with a 5xx answer, or with no
-	// answer within its share of Timeout goes to the next gateway at once,
-	// and the gateway that answered is the candidate's until it next
-	// campaigns (a candidate that must campaign again starts from its own
-	// gateway, as a process started afresh would). Each attempt is an
+	// request that fails in transport or with a 5xx answer goes to the
+	// next gateway at once, and the gateway that answered is the
+	// candidate's from then on; a request that gets no answer within
+	// Timeout fails, and the next starts with the next gateway. A
+	// candidate whose candidacy is gone campaigns again from its own
+	// gateway, as a process started afresh would. Each attempt is an
 	// operation of its own. Without it a candidate stays with its gateway,
 	// whatever happens to it. Default false.
 	Failover bool

@@ -16,9 +16,6 @@ import (
 const (
 	DefaultCandidateTTL = 10 * time.Second
 	DefaultErrorTimeout = 10 * time.Second
-	// DefaultAttemptTimeout is how long one of several gateways may take
-	// to answer before the request goes to the next.
-	DefaultAttemptTimeout = 5 * time.Second
 	// MaxRetryDelay caps the back-off of a candidate whose campaigns fail
 	// (the gateway is unreachable, say). A candidate that holds a
 	// candidacy retries at least every TTL/3, so that a short outage does
@@ -64,18 +61,13 @@ func StepDownMargin(ttl time.Duration) time.Duration {
 // CandidacyConfig configures a Candidacy.
 type CandidacyConfig struct {
 	// Gateways are the URLs of the gateway's replicas (or of one load
-	// balancer in front of them). A request that fails in transport, with
-	// a 5xx answer or with no answer within AttemptTimeout is sent to the
-	// next one at once; the one that answered is used from then on, and
-	// the candidate's event stream moves there too. Required.
+	// balancer in front of them). A request that fails in transport or
+	// with a 5xx answer is sent to the next one at once; the one that
+	// answered is used from then on, and the candidate's event stream
+	// moves there too. A request that one leaves unanswered until its
+	// deadline fails, and the next request starts with the next gateway.
+	// Required.
 	Gateways []string
-	// AttemptTimeout is how long one gateway may take to answer a request
-	// when there are others to try: a replica that hangs (a stopped
-	// process, a network that drops packets) costs this much and no more.
-	// An attempt never gets more than an equal share of the time the
-	// request has left for the gateways not yet tried, and the last one
-	// gets all of it. Default DefaultAttemptTimeout.
-	AttemptTimeout time.Duration
 	// ClientOptions configure the client of each gateway (WithAPIToken,
 	// WithUserAgent, …).
 	ClientOptions []Option
@@ -202,9 +194,6 @@ func NewCandidacy(cfg CandidacyConfig) (*Candidacy, error) {
 	if cfg.ErrorTimeout == 0 {
 		cfg.ErrorTimeout = DefaultErrorTimeout
 	}
-	if cfg.AttemptTimeout == 0 {
-		cfg.AttemptTimeout = DefaultAttemptTimeout
-	}
 	switch {
 	case len(cfg.Gateways) == 0:
 		return nil, fmt.Errorf("%w: Gateways is empty; give the gateway's URL, such as http://127.0.0.1:8080", ErrInvalidConfig)
@@ -216,8 +205,6 @@ func NewCandidacy(cfg CandidacyConfig) (*Candidacy, error) {
 		return nil, fmt.Errorf("%w: TTL %s is below 1s", ErrInvalidConfig, cfg.TTL)
 	case cfg.ErrorTimeout < 0:
 		return nil, fmt.Errorf("%w: ErrorTimeout %s is negative", ErrInvalidConfig, cfg.ErrorTimeout)
-	case cfg.AttemptTimeout < 0:
-		return nil, fmt.Errorf("%w: AttemptTimeout %s is negative", ErrInvalidConfig, cfg.AttemptTimeout)
 	}
 	c := &Candidacy{
 		cfg:       cfg,

@@ -105,32 +105,37 @@ func (c *Candidacy) callCtx(ctx context.Context) (context.Context, context.Cance
 // with a 5xx, with the next ones in turn; the gateway that answered is
 // used from then on.
 //
-// An attempt gets AttemptTimeout, but no more than an equal share of the
-// time ctx has left for the gateways not yet tried (the last one gets all
-// of it): a gateway that accepts the request and never answers (a stopped
-// process, a network that drops packets) costs that much and the next one
-// is asked, instead of every call timing out on it for as long as it
-// hangs. A request that timed out may still have taken
-// effect there: a heartbeat or a resignation twice is harmless, and a
-// campaign applied there is answered candidate-exists by the next gateway
-// (handled as a candidacy still alive).
+// The gateway in use gets all of ctx's time: a healthy one that is slow
+// for a moment (its backend stalls) still answers. When ctx's deadline
+// passes on one, the next request starts with the gateway after it, and
+// the event stream moves there: a gateway that takes requests and never
+// answers (a stopped process, a network that drops packets) costs one
+// request, not every request for as long as it hangs. A leader keeps its
+// leadership through that one: its heartbeats' deadline is its step-down
+// deadline at the latest, and the retry after a failed heartbeat comes
+// well before it.
+//
+// A request that timed out may still take effect where it was sent. A
+// heartbeat or resignation that does is harmless; a campaign that does
+// leaves a candidacy whose token this candidate never got: the next
+// campaign is answered candidate-exists, and the candidate waits for that
+// candidacy to expire (one TTL), as when a campaign's answer is lost.
 func (c *Candidacy) try(ctx context.Context, f func(context.Context, *Client) error) error {
 	start := int(c.gw.Load())
 	n := len(c.clients)
 	var err error
 	for i := range n {
 		idx := (start + i) % n
-		actx, cancel := attemptCtx(ctx, n-i, c.cfg.AttemptTimeout)
-		err = f(actx, c.clients[idx])
-		cancel()
-		if err == nil || !failsOver(err) || ctx.Err() != nil {
-			if idx != start && ctx.Err() == nil {
-				c.gw.Store(int32(idx))
-				c.log.LogAttrs(ctx, slog.LevelInfo, "switched gateway", slog.String("gateway", c.clients[idx].BaseURL()))
-				select {
-				case c.gwChanged <- struct{}{}:
-				default:
-				}
+		err = f(ctx, c.clients[idx])
+		switch {
+		case err == nil || !failsOver(err):
+			if idx != start {
+				c.useGateway(ctx, idx)
+			}
+			return err
+		case ctx.Err() != nil:
+			if n > 1 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				c.useGateway(ctx, (idx+1)%n)
 			}
 			return err
 		}
@@ -138,17 +143,14 @@ func (c *Candidacy) try(ctx context.Context, f func(context.Context, *Client) er
 	return err
 }
 
-// attemptCtx returns the context of one of left attempts that share ctx:
-// at most limit, and at most an equal share of the time ctx has left; the
-// last attempt gets all of it.
-func attemptCtx(ctx context.Context, left int, limit time.Duration) (context.Context, context.CancelFunc) {
-	if left <= 1 {
-		return context.WithCancel(ctx)
+// useGateway makes gateway idx the one in use and tells the event stream.
+func (c *Candidacy) useGateway(ctx context.Context, idx int) {
+	c.gw.Store(int32(idx))
+	c.log.LogAttrs(ctx, slog.LevelInfo, "switched gateway", slog.String("gateway", c.clients[idx].BaseURL()))
+	select {
+	case c.gwChanged <- struct{}{}:
+	default:
 	}
-	if deadline, ok := ctx.Deadline(); ok {
-		limit = min(limit, time.Until(deadline)/time.Duration(left))
-	}
-	return context.WithTimeout(ctx, limit)
 }
 
 // failsOver reports whether another gateway may answer where this one

@@ -259,29 +259,57 @@ func TestCandidacyTriesGatewaysInTurn(t *testing.T) {
 	waitUntil(t, 5*time.Second, "a leads through the second gateway", func() bool { return a.Standing().Leading })
 }
 
-// A gateway that takes requests and never answers costs one attempt's
-// time, not every request's: the candidate campaigns and heartbeats
-// through the next one, and its event stream moves there too, so a
-// follower learns at once that it leads. With this TTL every request may
-// take minutes and the next heartbeat is minutes away: without either,
-// neither candidate would lead within the test.
-func TestCandidacyMovesOnFromAGatewayThatHangs(t *testing.T) {
+// A leader whose gateway stops answering keeps its leadership: the
+// heartbeat that hangs fails at its deadline, and the retry goes to the
+// next gateway before the step-down deadline. Every later request goes
+// there too.
+func TestCandidacyLeaderMovesOffAGatewayThatHangs(t *testing.T) {
+	t.Parallel()
+	srv := newGateway(t)
+	p1, p2 := newCuttableProxy(t, srv.URL), newCuttableProxy(t, srv.URL)
+	var j journal
+	cfg := client.CandidacyConfig{Gateways: []string{p1.URL, p2.URL}, Election: "e", ID: "a", TTL: 10 * time.Second}
+	j.record(&cfg)
+	a := newCandidacy(t, cfg)
+	run(t, a)
+	waitUntil(t, 10*time.Second, "a leads", func() bool { return a.Standing().Leading })
+	p1.stall.Store(true)
+	stalled := time.Now()
+	// A heartbeat every TTL/3: the first after the stall hangs until its
+	// deadline, the retry goes to p2, and the one after it too.
+	waitUntil(t, 30*time.Second, "two heartbeats after the stall", func() bool {
+		return a.LastHeartbeat().After(stalled.Add(4 * time.Second))
+	})
+	if st := a.Standing(); !st.Leading || st.Term != 1 {
+		t.Fatalf("a's standing after its gateway hung: %+v", st)
+	}
+	if got := j.get(); !slices.Equal(got, []string{"started 1"}) {
+		t.Fatalf("callbacks %q: want a's leadership never to end", got)
+	}
+}
+
+// A follower whose first gateway never answers campaigns through the next
+// one, and its event stream moves there too, also while it is still
+// connecting to the first: with this TTL its next heartbeat is 10 s away,
+// so only the stream can tell it at once that it leads.
+func TestCandidacyStreamMovesOffAGatewayThatHangs(t *testing.T) {
+	t.Parallel()
 	srv := newGateway(t)
 	hung := "http://" + testnet.Silent(t)
-	const ttl = 10 * time.Minute
-	a := newCandidacy(t, client.CandidacyConfig{Gateways: []string{hung, srv.URL}, Election: "e", ID: "a", TTL: ttl, AttemptTimeout: 100 * time.Millisecond})
+	a := newCandidacy(t, client.CandidacyConfig{Gateways: []string{srv.URL}, Election: "e", ID: "a", TTL: time.Minute})
 	stopA := run(t, a)
-	waitUntil(t, 10*time.Second, "a leads through the second gateway", func() bool { return a.Standing().Leading })
-	b := newCandidacy(t, client.CandidacyConfig{Gateways: []string{hung, srv.URL}, Election: "e", ID: "b", TTL: ttl, AttemptTimeout: 100 * time.Millisecond})
+	waitUntil(t, 10*time.Second, "a leads", func() bool { return a.Standing().Leading })
+	b := newCandidacy(t, client.CandidacyConfig{Gateways: []string{hung, srv.URL}, Election: "e", ID: "b", TTL: 30 * time.Second})
 	run(t, b)
-	waitUntil(t, 10*time.Second, "b in line", func() bool { return b.Standing().State == client.StateFollower })
+	// The first campaign hangs for TTL/3; the retry goes to srv.
+	waitUntil(t, 30*time.Second, "b in line", func() bool { return b.Standing().State == client.StateFollower })
 	if err := a.Resign(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := stopA(); err != nil {
 		t.Fatalf("a's Run after Resign: %v", err)
 	}
-	waitUntil(t, 10*time.Second, "b leads, told by the stream of the gateway it moved to", func() bool { return b.Standing().Leading })
+	waitUntil(t, 5*time.Second, "b leads, told by the stream of the gateway it moved to", func() bool { return b.Standing().Leading })
 }
 
 func TestNewCandidacyRejectsBadConfig(t *testing.T) {
@@ -294,7 +322,6 @@ func TestNewCandidacyRejectsBadConfig(t *testing.T) {
 		{name: "no election", cfg: client.CandidacyConfig{Gateways: []string{"http://x"}, ID: "a"}},
 		{name: "no id", cfg: client.CandidacyConfig{Gateways: []string{"http://x"}, Election: "e"}},
 		{name: "short TTL", cfg: client.CandidacyConfig{Gateways: []string{"http://x"}, Election: "e", ID: "a", TTL: time.Millisecond}},
-		{name: "negative attempt timeout", cfg: client.CandidacyConfig{Gateways: []string{"http://x"}, Election: "e", ID: "a", AttemptTimeout: -time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

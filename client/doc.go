@@ -72,10 +72,11 @@
 // # Failures
 //
 // A request that fails in transport or with a 5xx answer goes to the next
-// of the Gateways at once, and so does one that a gateway has not answered
-// within AttemptTimeout (a stopped replica, a network that drops packets:
-// such a gateway costs each request one attempt, never all of its time);
-// the candidate's event stream follows it to the gateway that answered.
+// of the Gateways at once; the candidate's event stream follows it to the
+// gateway that answered. A request that a gateway leaves unanswered until
+// its deadline (a stopped replica, a network that drops packets) fails,
+// and the next one starts with the next gateway: a hung replica costs one
+// request, not every request for as long as it hangs.
 // When all fail, or the gateway asks it to slow
 // down (429, 503 with Retry-After), the candidacy backs off with jitter:
 // from TTL/10 doubling up to TTL/3 while it holds a candidacy, so a short

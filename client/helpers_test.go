@@ -55,10 +55,12 @@ func newGateway(t *testing.T) *httptest.Server {
 }
 
 // cuttableProxy is a reverse proxy in front of target whose connections a
-// test can cut: while cut is set, every request is dropped unanswered.
+// test can cut: while cut is set, every request is dropped unanswered;
+// while stall is set, every new request is held unanswered until the
+// client gives up on it.
 type cuttableProxy struct {
 	*httptest.Server
-	cut atomic.Bool
+	cut, stall atomic.Bool
 }
 
 func newCuttableProxy(t *testing.T, target string) *cuttableProxy {
@@ -74,6 +76,10 @@ func newCuttableProxy(t *testing.T, target string) *cuttableProxy {
 	p.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.cut.Load() {
 			panic(http.ErrAbortHandler) // the connection is cut, no answer
+		}
+		if p.stall.Load() {
+			<-r.Context().Done()
+			return
 		}
 		rp.ServeHTTP(w, r)
 	}))
