@@ -257,3 +257,42 @@ func TestLeadershipsFollowTheStepDownRule(t *testing.T) {
 		t.Fatalf("leaderships %+v", ls)
 	}
 }
+
+func TestLongestOutageIsTheLongestTimeWithoutAnAnsweredHeartbeat(t *testing.T) {
+	down := errors.New("unavailable")
+	tests := []struct {
+		name string
+		ops  []bench.Op
+		want time.Duration
+	}{
+		{name: "none", want: 0},
+		{name: "one answered", ops: []bench.Op{answer(bench.Heartbeat, "a", 0, 10, client.StateFollower, 1, "b")}, want: 0},
+		{
+			name: "failures and other operations do not count",
+			ops: []bench.Op{
+				answer(bench.Heartbeat, "a", 0, 10, client.StateFollower, 1, "b"),
+				failed(bench.Heartbeat, "a", 100, 2000, down),
+				answer(bench.Campaign, "c", 500, 600, client.StateFollower, 1, "b"),
+				answer(bench.Heartbeat, "b", 1500, 3010, client.StateLeader, 1, "b"),
+				answer(bench.Heartbeat, "a", 3000, 3100, client.StateFollower, 1, "b"),
+			},
+			want: 3000 * time.Millisecond,
+		},
+		{
+			name: "out of order",
+			ops: []bench.Op{
+				answer(bench.Heartbeat, "a", 900, 1000, client.StateFollower, 1, "b"),
+				answer(bench.Heartbeat, "b", 0, 10, client.StateLeader, 1, "b"),
+				answer(bench.Heartbeat, "a", 1100, 1200, client.StateFollower, 1, "b"),
+			},
+			want: 990 * time.Millisecond,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := LongestOutage(tt.ops); got != tt.want {
+				t.Fatalf("LongestOutage = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
