@@ -168,11 +168,21 @@ func permanent(err error) bool {
 
 // retry counts a failed request and returns the back-off before the next.
 // It warns on the first failure of a series only.
+//
+// A leader waits at most half the time left until its step-down deadline
+// (and at least leaderRetryFloor): the back-off alone could put its next
+// heartbeat past the deadline while the gateways are about to answer
+// again (a cluster electing a new stream leader takes seconds), and the
+// leadership would end for want of a try. Near the deadline the tries
+// come closer, never more often than every leaderRetryFloor.
 func (c *Candidacy) retry(ctx context.Context, what string, err error) time.Duration {
 	c.failures++
 	limit := MaxRetryDelay
 	if c.token != "" {
 		limit = c.interval()
+	}
+	if c.leading {
+		limit = min(limit, max(c.stepDownAt().Sub(c.now())/2, leaderRetryFloor))
 	}
 	var p *Problem
 	var retryAfter time.Duration
@@ -190,6 +200,9 @@ func (c *Candidacy) retry(ctx context.Context, what string, err error) time.Dura
 	}
 	return d
 }
+
+// leaderRetryFloor is the shortest wait between a leader's tries.
+const leaderRetryFloor = 100 * time.Millisecond
 
 // answered ends a series of failures.
 func (c *Candidacy) answered(ctx context.Context) {

@@ -81,7 +81,9 @@
 // down (429, 503 with Retry-After), the candidacy backs off with jitter:
 // from TTL/10 doubling up to TTL/3 while it holds a candidacy, so a short
 // outage does not cost it its place in line, and up to MaxRetryDelay while
-// it cannot campaign. ReportError gives the leadership up when the work
+// it cannot campaign. A leader waits at most half the time left before its
+// step-down deadline, so that it tries again before the deadline if the
+// gateways answer again in time. ReportError gives the leadership up when the work
 // cannot start; the candidacy sits out its ErrorTimeout and campaigns again
 // at the back of the line.
 //
