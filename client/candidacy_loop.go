@@ -120,13 +120,13 @@ func (c *Candidacy) callCtx(ctx context.Context) (context.Context, context.Cance
 // leaves a candidacy whose token this candidate never got: the next
 // campaign is answered candidate-exists, and the candidate waits for that
 // candidacy to expire (one TTL), as when a campaign's answer is lost.
-func (c *Candidacy) try(ctx context.Context, f func(context.Context, *Client) error) error {
+func (c *Candidacy) try(ctx context.Context, f func(*Client) error) error {
 	start := int(c.gw.Load())
 	n := len(c.clients)
 	var err error
 	for i := range n {
 		idx := (start + i) % n
-		err = f(ctx, c.clients[idx])
+		err = f(c.clients[idx])
 		switch {
 		case err == nil || !failsOver(err):
 			if idx != start {
@@ -218,9 +218,9 @@ func (c *Candidacy) campaign(ctx context.Context) (time.Duration, error) {
 	sent := c.now()
 	var st Status
 	var token string
-	err := c.try(cctx, func(actx context.Context, cl *Client) error {
+	err := c.try(cctx, func(cl *Client) error {
 		var err error
-		st, token, err = cl.Campaign(actx, c.cfg.Election, CampaignRequest{ID: c.cfg.ID, TTL: c.cfg.TTL, Metadata: c.cfg.Metadata, Priority: c.cfg.Priority})
+		st, token, err = cl.Campaign(cctx, c.cfg.Election, CampaignRequest{ID: c.cfg.ID, TTL: c.cfg.TTL, Metadata: c.cfg.Metadata, Priority: c.cfg.Priority})
 		return err
 	})
 	switch {
@@ -248,9 +248,9 @@ func (c *Candidacy) heartbeat(ctx context.Context) time.Duration {
 	defer cancel()
 	sent := c.now()
 	var st Status
-	err := c.try(cctx, func(actx context.Context, cl *Client) error {
+	err := c.try(cctx, func(cl *Client) error {
 		var err error
-		st, err = cl.Heartbeat(actx, c.cfg.Election, c.cfg.ID, c.token)
+		st, err = cl.Heartbeat(cctx, c.cfg.Election, c.cfg.ID, c.token)
 		return err
 	})
 	switch {
@@ -305,9 +305,9 @@ func (c *Candidacy) handover(ctx context.Context) error {
 	defer cancel2()
 	sent := c.now()
 	var st Status
-	err := c.try(cctx, func(actx context.Context, cl *Client) error {
+	err := c.try(cctx, func(cl *Client) error {
 		var err error
-		st, err = cl.Handover(actx, c.cfg.Election, c.cfg.ID, c.token)
+		st, err = cl.Handover(cctx, c.cfg.Election, c.cfg.ID, c.token)
 		return err
 	})
 	switch {
@@ -452,8 +452,8 @@ func (c *Candidacy) resign(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, max(c.interval(), time.Second))
 	defer cancel()
-	err := c.try(cctx, func(actx context.Context, cl *Client) error {
-		return cl.Resign(actx, c.cfg.Election, c.cfg.ID, c.token)
+	err := c.try(cctx, func(cl *Client) error {
+		return cl.Resign(cctx, c.cfg.Election, c.cfg.ID, c.token)
 	})
 	if errors.Is(err, ErrCandidateNotFound) {
 		err = nil
@@ -487,9 +487,9 @@ func (c *Candidacy) serve(r candidateRequest) error {
 	cctx, cancel := context.WithTimeout(r.ctx, max(c.interval(), time.Second))
 	defer cancel()
 	var st Status
-	err := c.try(cctx, func(actx context.Context, cl *Client) error {
+	err := c.try(cctx, func(cl *Client) error {
 		var err error
-		st, err = cl.ReportError(actx, c.cfg.Election, c.cfg.ID, c.token, r.reason)
+		st, err = cl.ReportError(cctx, c.cfg.Election, c.cfg.ID, c.token, r.reason)
 		return err
 	})
 	switch {
