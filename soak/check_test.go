@@ -2,6 +2,7 @@ package soak
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -290,9 +291,21 @@ func TestLongestOutageIsTheLongestTimeWithoutAnAnsweredHeartbeat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := LongestOutage(tt.ops); got != tt.want {
-				t.Fatalf("LongestOutage = %s, want %s", got, tt.want)
+			if from, to := LongestOutage(tt.ops); to.Sub(from) != tt.want {
+				t.Fatalf("LongestOutage = %s to %s, want %s long", from, to, tt.want)
 			}
 		})
+	}
+}
+
+func TestDuringListsTheFaultsOverlappingAWindow(t *testing.T) {
+	faults := []Fault{
+		{Kind: "kill", Target: "a", Start: at(0), End: at(100)},
+		{Kind: "cut", Target: "b", Start: at(50), End: at(300)},
+		{Kind: "stop", Target: "c", Start: at(300), End: at(400)},
+	}
+	got := During(faults, at(100), at(300))
+	if want := []string{"cut (b)"}; !slices.Equal(got, want) {
+		t.Fatalf("During = %q, want %q", got, want)
 	}
 }

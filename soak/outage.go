@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 // long the gateways as a whole could not keep candidacies alive. Faults
 // that take one replica away should not show here when candidates move to
 // the others; an outage near the TTL costs every leader its leadership.
-func LongestOutage(ops []bench.Op) time.Duration {
+// It returns when the outage began and ended (both zero without one).
+func LongestOutage(ops []bench.Op) (from, to time.Time) {
 	var ends []time.Time
 	for _, op := range ops {
 		if op.Kind == bench.Heartbeat && op.Err == nil {
@@ -21,9 +23,22 @@ func LongestOutage(ops []bench.Op) time.Duration {
 		}
 	}
 	slices.SortFunc(ends, func(a, b time.Time) int { return a.Compare(b) })
-	var longest time.Duration
 	for i := 1; i < len(ends); i++ {
-		longest = max(longest, ends[i].Sub(ends[i-1]))
+		if ends[i].Sub(ends[i-1]) > to.Sub(from) {
+			from, to = ends[i-1], ends[i]
+		}
 	}
-	return longest
+	return from, to
+}
+
+// During returns the faults under way at some moment from from to
+// to, as "kind (target)".
+func During(faults []Fault, from, to time.Time) []string {
+	var out []string
+	for _, f := range faults {
+		if f.Start.Before(to) && f.End.After(from) {
+			out = append(out, fmt.Sprintf("%s (%s)", f.Kind, f.Target))
+		}
+	}
+	return out
 }

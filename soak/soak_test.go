@@ -312,8 +312,13 @@ func report(d time.Duration, s setup, h *History, sum bench.Summary, drain time.
 		}
 	}
 	ls := Leaderships(h.Ops(), Rules{TTL: soakTTL, Margin: soakMargin, End: time.Now()})
+	from, to := LongestOutage(h.Ops())
+	outage := to.Sub(from).Round(100 * time.Millisecond).String()
+	if during := During(h.Faults(), from, to); len(during) > 0 {
+		outage += ", during: " + strings.Join(during, "; ")
+	}
 	fmt.Fprintf(&b, "\nleaderships observed: %d; events: %d (resets: %d); candidacies left to expire: %d\nacknowledged writes checked against the streams: %d\nlongest time without an answered heartbeat: %s\nerrors by type: %v\n",
-		len(ls), len(h.Events()), resets, sum.Unresigned, DurableChecked(h), LongestOutage(h.Ops()).Round(100*time.Millisecond), sum.Errors.ByType)
+		len(ls), len(h.Events()), resets, sum.Unresigned, DurableChecked(h), outage, sum.Errors.ByType)
 	fmt.Fprintf(&b, "violations: %d", len(violations))
 	for _, k := range sortedKeys(byProperty) {
 		fmt.Fprintf(&b, "; %s: %d", k, byProperty[k])
