@@ -86,12 +86,15 @@ func soak(t *testing.T, s setup) {
 	var mu sync.Mutex
 	leaders := map[string]int{} // election → index of the candidate last told it leads
 	load, err := bench.New(bench.Config{
-		Gateways:    urls,
-		Failover:    true, // as client.Candidacy and the sidecar move
-		Candidates:  soakCandidates,
-		Elections:   soakElections,
-		TTL:         soakTTL,
-		Connections: 8,
+		Gateways:   urls,
+		Failover:   true, // as client.Candidacy and the sidecar move
+		Candidates: soakCandidates,
+		Elections:  soakElections,
+		TTL:        soakTTL,
+		// A loop per candidate, as each would be a process of its own:
+		// a request that hangs on a stopped replica holds up only the
+		// candidate that sent it.
+		Connections: soakCandidates,
 		Subscribers: max(2, s.members),
 		Duration:    d,
 		Timeout:     2 * time.Second,
