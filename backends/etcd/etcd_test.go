@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/electorhq/elector/backends/etcd"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // member is one embedded etcd server of a test cluster.
@@ -29,15 +29,12 @@ type member struct {
 	e       *embed.Etcd
 }
 
-// freeURL returns an http URL on a free local port.
+// freeURL returns an http URL on a free local port, one outside the
+// range the kernel hands to outgoing connections (testnet.FreeAddr): a
+// port picked with ":0" and closed may be taken by one before etcd binds.
 func freeURL(t *testing.T) url.URL {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}
+	return url.URL{Scheme: "http", Host: testnet.FreeAddr(t)}
 }
 
 // startCluster starts n etcd members in temp dirs and stops them when the

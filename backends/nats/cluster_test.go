@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/gateway/backendtest"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // startCluster starts three embedded servers routed to each other, as
@@ -19,12 +19,7 @@ func startCluster(t *testing.T) []*Embedded {
 	t.Helper()
 	addrs := make([]string, 3)
 	for i := range addrs {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs[i] = l.Addr().String()
-		_ = l.Close()
+		addrs[i] = testnet.FreeAddr(t) // not ":0": an outgoing connection may take that port first
 	}
 	servers := make([]*Embedded, 3)
 	for i := range servers {

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // waitLog collects the reasons OpenEmbedded gives while it waits.
@@ -66,12 +67,7 @@ func TestOpenEmbeddedClusterWaitsForLateMembers(t *testing.T) {
 	}
 	addrs := make([]string, 3)
 	for i := range addrs {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs[i] = l.Addr().String()
-		_ = l.Close()
+		addrs[i] = testnet.FreeAddr(t) // not ":0": an outgoing connection may take that port first
 	}
 	cfg := Config{Stream: "LATE", SubjectPrefix: "late", SweepInterval: time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
