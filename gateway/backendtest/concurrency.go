@@ -180,14 +180,26 @@ func (st *storm) drain(t *testing.T) [][]gateway.Event {
 	t.Helper()
 	st.answers.report(t)
 	var streams [][]gateway.Event
-	for i, rec := range st.recs {
+	most := 0
+	for _, rec := range st.recs {
 		ev := rec.wait(t, 30*time.Second, "the stream to catch up", func(ev []gateway.Event) bool {
 			return len(ev) > 0 && ev[len(ev)-1].Type == gateway.EventCandidateLeft && snapshotEmpty(st.b, st.election)
 		})
-		if err := CheckEvents(ev); err != nil {
+		streams = append(streams, ev)
+		most = max(most, len(ev))
+	}
+	// A stream still behind may have ended on an earlier candidate.left
+	// when the election emptied; the replicas' streams carry the same
+	// events, so each must come to hold as many as the longest.
+	for i, rec := range st.recs {
+		if len(streams[i]) < most {
+			streams[i] = rec.wait(t, 30*time.Second, fmt.Sprintf("replica %d's stream to hold all %d events", i, most), func(ev []gateway.Event) bool {
+				return len(ev) >= most
+			})
+		}
+		if err := CheckEvents(streams[i]); err != nil {
 			t.Errorf("replica %d stream: %v", i, err)
 		}
-		streams = append(streams, ev)
 	}
 	return streams
 }
