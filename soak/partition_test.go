@@ -34,10 +34,10 @@ func startEtcdMembers(t *testing.T, bin string, n int, etcd string) ([]*gatewayP
 		m.toEtcd = append(m.toEtcd, p)
 		endpoints[i] = "http://" + p.Addr()
 	}
-	return startReplicas(t, bin, n, endpoints), m
+	return startReplicas(t, bin, endpoints), m
 }
 
-// startMembers starts n gateways on the embedded backend as startGateways
+// startMembers starts n gateways on the embedded backend as startGateway
 // does (the same flags); with n > 1 their
 // embedded servers route to each other through proxies, and each tells
 // the others an address nothing listens on as its own, so that no member
@@ -46,7 +46,7 @@ func startEtcdMembers(t *testing.T, bin string, n int, etcd string) ([]*gatewayP
 func startMembers(t *testing.T, bin string, n int) ([]*gatewayProcess, *memberNet) {
 	t.Helper()
 	if n == 1 {
-		return startGateways(t, bin, 1), nil
+		return []*gatewayProcess{startGateway(t, bin)}, nil
 	}
 	m := &memberNet{proxies: make([][]*testnet.Proxy, n)}
 	listen := make([]string, n)

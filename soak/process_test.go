@@ -2,13 +2,11 @@ package soak
 
 import (
 	"context"
-	"fmt"
 	"github.com/electorhq/elector/internal/testnet"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,41 +45,29 @@ type gatewayProcess struct {
 	cmd *exec.Cmd
 }
 
-// startGateways starts n gateways on the embedded backend and waits until
-// all are ready; they stop when the test ends. With n > 1 their embedded
-// servers form one cluster, each election replicated on three of them.
-// Their webhooks may reach loopback, where the soak's receiver is.
-func startGateways(t *testing.T, bin string, n int) []*gatewayProcess {
+// startGateway starts one gateway on the embedded backend and waits until
+// it is ready; it stops when the test ends. Its webhooks may reach
+// loopback, where the soak's receiver is. (startMembers starts clusters.)
+func startGateway(t *testing.T, bin string) *gatewayProcess {
 	t.Helper()
-	return startReplicas(t, bin, n, nil)
+	return startReplicas(t, bin, nil)[0]
 }
 
-// startReplicas starts the gateways of startGateways (etcd nil) or of
-// startEtcdMembers: replica i on the etcd at client URL etcd[i].
-func startReplicas(t *testing.T, bin string, n int, etcd []string) []*gatewayProcess {
+// startReplicas starts the gateway of startGateway (etcd nil) or those of
+// startEtcdMembers: one per client URL in etcd, replica i on etcd[i].
+func startReplicas(t *testing.T, bin string, etcd []string) []*gatewayProcess {
 	t.Helper()
-	var routes []string // of an embedded cluster
-	for range n {
-		if etcd == nil && n > 1 {
-			routes = append(routes, testnet.FreeAddr(t))
-		}
-	}
+	n := max(1, len(etcd))
 	gws := make([]*gatewayProcess, n)
 	for i := range n {
 		addr := testnet.FreeAddr(t)
 		g := &gatewayProcess{t: t, bin: bin, URL: "http://" + addr, dir: t.TempDir(), args: []string{"serve",
 			"--listen", addr, "--log-level", "warn", "--limits-writes-per-second", "0",
 			"--webhooks-allow-private-networks"}}
-		switch {
-		case etcd != nil:
+		if etcd != nil {
 			g.args = append(g.args, "--backend-kind", "etcd", "--etcd-endpoints", etcd[i])
-		case n == 1:
+		} else {
 			g.args = append(g.args, "--embedded-data-dir", "data")
-		default:
-			others := append(append([]string(nil), routes[:i]...), routes[i+1:]...)
-			g.args = append(g.args, "--embedded-server-name", fmt.Sprintf("member-%d", i+1),
-				"--embedded-data-dir", "data", "--embedded-cluster-listen", routes[i], "--embedded-routes", strings.Join(others, ","),
-				"--nats-replicas", strconv.Itoa(min(n, 3)))
 		}
 		if err := g.start(); err != nil {
 			t.Fatal(err)
@@ -89,7 +75,6 @@ func startReplicas(t *testing.T, bin string, n int, etcd []string) []*gatewayPro
 		t.Cleanup(g.stop)
 		gws[i] = g
 	}
-	// Members of a cluster become ready together, once they have met.
 	for _, g := range gws {
 		if err := g.waitReady(time.Minute); err != nil {
 			t.Fatalf("%s not ready: %v\n%s", g.URL, err, g.Log())
