@@ -112,9 +112,19 @@ func TestSidecarFailingBeginReportsErrorHandsOverAndRetries(t *testing.T) {
 
 	// b campaigns after a failed: a is in error, b leads.
 	logsB, stopB := inProcess(t, append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "b", "--ttl", "1s"}, hookArgs(log)...)...)
-	waitFor(t, 5*time.Second, "b's begin", func() bool { return slices.Contains(readLines(log), "begin b 2 elected") })
-	if got := readLines(log)[:3]; !slices.Equal(got, []string{"begin-failed a 1", "end a 1 error", "error a 1 error"}) {
+	// a reports the error once its end command has run, then runs its
+	// error command: that may come before or after b's begin, but a's
+	// end comes before it.
+	waitFor(t, 5*time.Second, "b's begin and a's error command", func() bool {
+		lines := readLines(log)
+		return slices.Contains(lines, "begin b 2 elected") && slices.Contains(lines, "error a 1 error")
+	})
+	lines := readLines(log)
+	if got := slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return strings.Fields(l)[1] != "a" }); !slices.Equal(got, []string{"begin-failed a 1", "end a 1 error", "error a 1 error"}) {
 		t.Fatalf("a's commands: %q; logs:\n%s", got, logsA)
+	}
+	if slices.Index(lines, "end a 1 error") > slices.Index(lines, "begin b 2 elected") {
+		t.Fatalf("b began before a's end command ran: %q", lines)
 	}
 	// After its error timeout a campaigns again, behind b.
 	waitFor(t, 5*time.Second, "a back in line", func() bool {
