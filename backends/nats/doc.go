@@ -170,8 +170,9 @@
 //
 // # The view, and reads that are linearizable
 //
-// Run follows the records stream with one ordered consumer per replica and
-// keeps the latest record of every election (view.go): the records the
+// Run follows the records stream with one tail per replica (tail.go: a
+// server consumer it makes again, from the message after the last one it
+// read, when the consumer is lost) and keeps the latest record of every election (view.go): the records the
 // watch delivered, which are the stream's state at the last sequence it
 // delivered, and the records this replica wrote that it has not delivered
 // yet. It follows the liveness stream the same way and keeps, per
@@ -262,9 +263,9 @@
 // sequence>" is just after every event of that record. Head is the
 // position of the newest event (its id, or "<stream sequence>" where Run's
 // view cannot name it; the stream's last sequence when the view cannot be
-// used), and so is the cursor of Elections read from the view. Watch uses an ordered consumer from that sequence, filtered
-// to one election's subject or all of them, and deletes it when the watch
-// ends (every consumer also idles out after 30s, should its owner die
+// used), and so is the cursor of Elections read from the view. Watch uses
+// a tail from that sequence, filtered to one election's subject or all of
+// them, and deletes its consumer when the watch ends (every consumer also idles out after 30s, should its owner die
 // first). A cursor that does not parse, is past the stream's last
 // sequence, or names a message the stream no longer holds is
 // gateway.ErrCursorExpired. An election's records are dropped oldest
@@ -280,11 +281,11 @@
 // time its election wrote History more falls behind the history: a slow
 // receiver (an event stream whose client reads slowly, the hub stalled on
 // a loaded replica), a consumer whose pulls wait on a loaded or lagging
-// server, or an ordered consumer reset after missed heartbeats, which
-// starts again after the last message it delivered while the stream moves
+// server, or a consumer made again after missed heartbeats, which starts
+// again after the last message the tail delivered while the stream moves
 // on. A small History (tests use 5) makes this easy to reach. JetStream
 // then delivers the next held message with the next delivery sequence, so
-// the ordered consumer sees no sign of the loss and the events of the
+// the tail sees no sign of the loss and the events of the
 // dropped records were silently skipped.
 //
 // A record therefore names the sequence of the record it was computed from

@@ -14,7 +14,7 @@ import (
 )
 
 // Run implements gateway.Runner: the reconciler. It follows both streams
-// with ordered consumers and
+// with tails (tail.go) and
 //   - expires a candidacy when the server's expiry marker for its liveness
 //     message arrives (and, every SweepInterval, any candidacy whose
 //     liveness message is gone without a marker having been seen);
@@ -49,7 +49,9 @@ func (b *Backend) Run(ctx context.Context) error {
 
 // follow feeds every message of subject (the last per subject first, then
 // new ones; or, when from says a sequence, every one from there) to
-// handle, recreating the ordered consumer after failures until ctx ends.
+// handle until ctx ends. The tail makes its consumer again after a fault;
+// follow starts a new tail only when one could not be opened or the
+// connection closed.
 func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, handle func(context.Context, jetstream.Msg)) {
 	for ctx.Err() == nil {
 		err := b.followOnce(ctx, stream, subject, headersOnly, from, handle)
@@ -65,34 +67,25 @@ func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnl
 }
 
 func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, handle func(context.Context, jetstream.Msg)) error {
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{subject},
-		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
-		HeadersOnly:       headersOnly,
-		InactiveThreshold: consumerIdle,
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject: subject,
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
+		HeadersOnly:   headersOnly,
 	}
 	if from != nil {
 		if seq := from(); seq > 0 {
 			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq
 		}
 	}
-	octx, cancel := b.opContext(ctx)
-	c, err := b.js.OrderedConsumer(octx, stream, cfg)
-	cancel()
+	t, err := b.openTail(ctx, stream, cfg)
 	if err != nil {
 		return err
 	}
-	defer b.release(stream, c)
-	it, err := c.Messages(pullOpts()...)
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	defer context.AfterFunc(ctx, it.Stop)()
+	defer t.Close()
 	for {
-		m, err := it.Next()
+		m, err := t.Next()
 		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) && ctx.Err() != nil {
+			if errors.Is(err, errTailClosed) && ctx.Err() != nil {
 				return nil
 			}
 			return err

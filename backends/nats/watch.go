@@ -13,8 +13,8 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// Watch implements gateway.Backend with an ordered consumer on the records
-// stream, filtered to one election's subject or to all of them, which is
+// Watch implements gateway.Backend with a tail of the records stream,
+// filtered to one election's subject or to all of them, which is
 // deleted when the watch ends. Event ids are "<stream sequence>-<index in
 // that record message>", the same on every replica; a cursor may also be a
 // bare "<stream sequence>" (after every event of that record, as Head
@@ -23,28 +23,28 @@ import (
 // gateway.ErrCursorExpired, and so is one before a record after which a
 // watch found records missing (watchGap). The channel closes when ctx
 // ends, when the backend is closed, when the consumer cannot be recovered
-// (NATS unreachable), or when a record is missing from what the consumer
+// (the NATS connection closed), or when a record is missing from what the consumer
 // delivered (see watchGap): the receiver resumes from the last id it got.
 //
 // Records are checked for continuity because the consumer cannot be
 // trusted to report a loss: a watch that falls more than Config.History
 // records of an election behind (a slow receiver, a consumer on a lagging
-// server, a consumer reset under load) finds the records it has not read
-// yet dropped by the per-subject limit, and JetStream delivers the next
-// held message with the next delivery sequence, so the ordered consumer
-// sees nothing wrong.
+// server, a consumer made again under load) finds the records it has not
+// read yet dropped by the per-subject limit, and JetStream delivers the
+// next held message with the next delivery sequence, so the tail sees
+// nothing wrong.
 func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gateway.Event, error) {
 	filter := "*"
 	if election != "" {
 		filter = election
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.recordSubject(filter)}, InactiveThreshold: consumerIdle}
+	cfg := jetstream.ConsumerConfig{FilterSubject: b.recordSubject(filter)}
 	var skipSeq uint64
 	var skipIdx int
 	var start uint64 = 1 // the first sequence the consumer can deliver
 	if after == "" {
-		// Not DeliverNewPolicy: an ordered consumer recreated before its
-		// first message would start at "new" again and skip what came in
+		// Not DeliverNewPolicy: a consumer made again before its first
+		// message would start at "new" again and skip what came in
 		// between. Start at an explicit sequence instead.
 		last, err := b.lastSeq(ctx)
 		if err != nil {
@@ -67,21 +67,15 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 			start = seq
 		}
 	}
-	octx, cancel := b.opContext(ctx)
-	defer cancel()
-	c, err := b.js.OrderedConsumer(octx, b.cfg.Stream, cfg)
+	wctx, wcancel := context.WithCancel(ctx)
+	unlink := context.AfterFunc(b.ctx, wcancel)
+	tl, err := b.openTail(wctx, b.cfg.Stream, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("nats: watch %q: %w", election, translate(err))
-	}
-	it, err := c.Messages(pullOpts()...)
-	if err != nil {
-		b.release(b.cfg.Stream, c)
+		unlink()
+		wcancel()
 		return nil, fmt.Errorf("nats: watch %q: %w", election, translate(err))
 	}
 	ch := make(chan gateway.Event, 64)
-	wctx, wcancel := context.WithCancel(ctx)
-	unlink := context.AfterFunc(b.ctx, wcancel)
-	stop := context.AfterFunc(wctx, it.Stop)
 	// last is the sequence of the latest record of each election this
 	// watch received: each record names the one before it (message.Prev),
 	// and one at or after start that the consumer never delivered was
@@ -93,14 +87,12 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 		defer close(ch)
 		defer wcancel()
 		defer unlink()
-		defer stop()
 		// Nothing of the watch outlives it: the server consumer goes too.
-		defer b.release(b.cfg.Stream, c)
-		defer it.Stop()
+		defer tl.Close()
 		for {
-			m, err := it.Next()
+			m, err := tl.Next()
 			if err != nil {
-				if wctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				if wctx.Err() == nil {
 					b.log.LogAttrs(wctx, slog.LevelWarn, "nats: watch ended", slog.String("election", election), slog.Any("err", err))
 				}
 				return
@@ -194,9 +186,10 @@ func (b *Backend) checkCursor(ctx context.Context, seq uint64) error {
 	return nil
 }
 
-// pullOpts make an ordered consumer notice a lost server consumer (its
-// JetStream member died, or the connection dropped) within a few seconds
-// and recreate it after the last message delivered.
+// pullOpts make a tail, or the ordered consumer of a one-off read (scan),
+// notice a lost server consumer (its JetStream member died or was cut off,
+// or the connection dropped) within two heartbeats and make it again after
+// the last message delivered.
 func pullOpts() []jetstream.PullMessagesOpt {
 	return []jetstream.PullMessagesOpt{jetstream.PullExpiry(10 * time.Second), jetstream.PullHeartbeat(2 * time.Second)}
 }
@@ -218,9 +211,9 @@ func (b *Backend) lastSeq(ctx context.Context) (uint64, error) {
 // waiting (pullOpts renews them well within this), so it never idles out.
 const consumerIdle = 30 * time.Second
 
-// release deletes the server consumer an ordered consumer currently uses,
-// once its iterator is stopped, so that no consumer outlives the request
-// or the watch that made it. It gives up quietly when NATS is not
+// release deletes the server consumer an ordered consumer currently uses
+// (scan's), once its iterator is stopped, so that no consumer outlives the
+// request that made it. It gives up quietly when NATS is not
 // reachable: consumerIdle then removes the consumer.
 func (b *Backend) release(stream string, c jetstream.Consumer) {
 	info := c.CachedInfo()
