@@ -258,15 +258,5 @@ func (t *tail) make(ctx context.Context, name string) error {
 	return nil
 }
 
-// delete deletes the server consumer name, if any. It gives up quietly
-// when NATS is not reachable: consumerIdle then removes the consumer.
-func (t *tail) delete(name string) {
-	if name == "" || t.b.connected() != nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), t.b.cfg.OpTimeout)
-	defer cancel()
-	if err := t.b.js.DeleteConsumer(ctx, t.stream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		t.b.log.LogAttrs(ctx, slog.LevelDebug, "nats: delete consumer", slog.String("stream", t.stream), slog.String("consumer", name), slog.Any("err", err))
-	}
-}
+// delete deletes the server consumer name (b.deleteConsumer).
+func (t *tail) delete(name string) { t.b.deleteConsumer(t.stream, name) }

@@ -22,9 +22,9 @@ import (
 // sequence, or names a record message the stream no longer holds is
 // gateway.ErrCursorExpired, and so is one before a record after which a
 // watch found records missing (watchGap). The channel closes when ctx
-// ends, when the backend is closed, when the consumer cannot be recovered
-// (the NATS connection closed), or when a record is missing from what the consumer
-// delivered (see watchGap): the receiver resumes from the last id it got.
+// ends, when the backend is closed, when the NATS connection is closed, or
+// when a record is missing from what the consumer delivered (see
+// watchGap): the receiver resumes from the last id it got.
 //
 // Records are checked for continuity because the consumer cannot be
 // trusted to report a loss: a watch that falls more than Config.History
@@ -213,17 +213,24 @@ const consumerIdle = 30 * time.Second
 
 // release deletes the server consumer an ordered consumer currently uses
 // (scan's), once its iterator is stopped, so that no consumer outlives the
-// request that made it. It gives up quietly when NATS is not
-// reachable: consumerIdle then removes the consumer.
+// request that made it.
 func (b *Backend) release(stream string, c jetstream.Consumer) {
-	info := c.CachedInfo()
-	if info == nil || b.connected() != nil {
+	if info := c.CachedInfo(); info != nil {
+		b.deleteConsumer(stream, info.Name)
+	}
+}
+
+// deleteConsumer deletes the server consumer name of stream, if any. It
+// gives up quietly when NATS is not reachable: consumerIdle then removes
+// the consumer.
+func (b *Backend) deleteConsumer(stream, name string) {
+	if name == "" || b.connected() != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.OpTimeout)
 	defer cancel()
-	if err := b.js.DeleteConsumer(ctx, stream, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		b.log.LogAttrs(ctx, slog.LevelDebug, "nats: delete consumer", slog.String("stream", stream), slog.String("consumer", info.Name), slog.Any("err", err))
+	if err := b.js.DeleteConsumer(ctx, stream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		b.log.LogAttrs(ctx, slog.LevelDebug, "nats: delete consumer", slog.String("stream", stream), slog.String("consumer", name), slog.Any("err", err))
 	}
 }
 
