@@ -113,4 +113,15 @@
 //
 // Client and Candidacy are safe for concurrent use. Tokens are sent only
 // in the Elector-Candidate-Token header and never appear in errors or logs.
+//
+// # Module
+//
+// The client is a module of its own, with nothing but the standard
+// library and a go line of 1.22, so that importing it does not raise a
+// program's go line to the server's:
+//
+//	go get github.com/electorhq/elector/client
+//
+// Its tests that need a gateway run a real `elector serve`: the binary
+// named by ELECTOR_BINARY, or one built from the checkout around them.
 package client
