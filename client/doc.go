@@ -97,6 +97,13 @@
 // election: it comes first on a fresh stream, and again when the gateway
 // no longer holds the point a resumption asked for.
 //
+// # Webhooks
+//
+// ReadWebhook verifies a webhook delivery's Standard Webhooks signature
+// with the subscription's secret and returns its event (VerifyWebhook
+// checks the signature alone). Deliveries are retried: drop one whose id
+// was seen, and act only on a term newer than one acted on.
+//
 // # The API call by call
 //
 // Client has one method per call of the HTTP API v1: Campaign returns a
