@@ -1,14 +1,23 @@
 package elector_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/electorhq/elector/api"
+	"github.com/electorhq/elector/backends/memory"
+	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/gateway"
 )
 
 // The Go client is a module of its own (client/go.mod) so that importing
@@ -58,93 +67,129 @@ func TestClientModuleTests(t *testing.T) {
 	t.Logf("go test ./... in client/:\n%s", out)
 }
 
-// TestClientModuleKeepsTheConsumersGoLine builds a program whose go.mod
-// says go 1.22 and imports the client: its go line is the same after go
-// mod tidy, go build and go vet (whose stdversion check refuses a standard
-// library API newer than the client's go line). The second case is the
-// control: a client that needed the server's Go would change it.
-func TestClientModuleKeepsTheConsumersGoLine(t *testing.T) {
+// TestREADMEGoClient builds the README's Go program in a module of its
+// own whose go.mod says go 1.22: its go line is the same after go mod
+// tidy, go build and go vet (whose stdversion check refuses a standard
+// library API newer than the client's go line). The program then leads
+// against a gateway and, on Ctrl-C (SIGINT), resigns and exits. The
+// control builds it against a copy of the client that claims the
+// server's go line: that one changes the program's.
+func TestREADMEGoClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command on a temporary module")
 	}
-	goVersion := func(t *testing.T, dir string) string {
-		t.Helper()
-		var m struct{ Go, Toolchain string }
-		out, err := exec.Command("go", "mod", "edit", "-json", filepath.Join(dir, "go.mod")).Output()
-		if err != nil || json.Unmarshal(out, &m) != nil {
-			t.Fatalf("go mod edit -json %s: %v", dir, err)
-		}
-		return strings.TrimSpace(m.Go + " " + m.Toolchain)
-	}
+	program := readmeBlock(t, "go-client")
 	checkout, err := filepath.Abs("client")
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := goVersion(t, checkout)
+	v := goLine(t, checkout)
 	if m := regexp.MustCompile(`^1\.(\d+)$`).FindStringSubmatch(v); m == nil || len(m[1]) > 2 || m[1] > maxClientMinor {
 		t.Fatalf("client/go.mod says go %s; want at most go 1.%s, no patch release and no toolchain line", v, maxClientMinor)
 	}
-	// A copy of the client that claims the server's go line.
 	newer := t.TempDir()
 	if err := os.CopyFS(newer, os.DirFS(checkout)); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("go", "mod", "edit", "-go=1.26.0", filepath.Join(newer, "go.mod")).CombinedOutput()
-	if err != nil {
+	if out, err := exec.Command("go", "mod", "edit", "-go=1.26.0", filepath.Join(newer, "go.mod")).CombinedOutput(); err != nil {
 		t.Fatalf("go mod edit: %v\n%s", err, out)
 	}
 
-	tests := []struct {
-		name, client string
-		keeps        bool
-	}{
-		{"the client module", checkout, true},
-		{"control: a client on go 1.26", newer, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			gomod := "module example.com/consumer\n\ngo 1.22\n\nrequire " + clientModule + " v0.1.0\n\nreplace " + clientModule + " => " + tt.client + "\n"
-			program := `package main
-
-import (
-	"fmt"
-	"time"
-
-	"github.com/electorhq/elector/client"
-)
-
-func main() {
-	_, err := client.NewCandidacy(client.CandidacyConfig{Gateways: []string{"http://127.0.0.1:8080"}, Election: "e", ID: "a"})
-	fmt.Println(err, client.StepDownMargin(10*time.Second))
+	t.Run("control: a client on go 1.26", func(t *testing.T) {
+		t.Parallel()
+		dir, log := buildConsumer(t, newer, program, false)
+		if got := goLine(t, dir); got == "1.22" {
+			t.Fatalf("the program's go line stayed 1.22 with a client on go 1.26:\n%s", log)
+		}
+	})
+	t.Run("the client module", func(t *testing.T) {
+		t.Parallel()
+		url := memoryGateway(t)
+		dir, log := buildConsumer(t, checkout, strings.ReplaceAll(program, "http://127.0.0.1:8080", url), true)
+		if got := goLine(t, dir); got != "1.22" {
+			t.Fatalf("the program's go.mod says go %q after tidy, build and vet; want go 1.22 kept\n%s", got, log)
+		}
+		cmd := exec.Command(filepath.Join(dir, "program"), "node-a")
+		cmd.Dir = dir
+		out := &output{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		out.waitFor(t, "leading with term 1")
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("the program after Ctrl-C: %v\n%s", err, out.String())
+		}
+		if !strings.Contains(out.String(), "stopped: <nil>") {
+			t.Fatalf("the program printed:\n%s\nwant it to stop with no error", out.String())
+		}
+		if _, err := client.New(url).Leader(context.Background(), "billing"); !errors.Is(err, client.ErrNoLeader) {
+			t.Fatalf("leader after the program's Ctrl-C: %v; want none (it resigned)", err)
+		}
+	})
 }
-`
-			for name, text := range map[string]string{"go.mod": gomod, "main.go": program} {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var log strings.Builder
-			for _, args := range [][]string{{"mod", "tidy"}, {"build", "./..."}, {"vet", "./...", clientModule}} {
-				cmd := exec.Command("go", args...)
-				cmd.Dir = dir
-				// Offline and with this Go only: the go line may not be
-				// raised by fetching a newer toolchain either.
-				cmd.Env = append(os.Environ(), "GOWORK=off", "GOPROXY=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
-				out, err := cmd.CombinedOutput()
-				log.WriteString("$ go " + strings.Join(args, " ") + "\n" + string(out))
-				if err != nil && tt.keeps {
-					t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, log.String())
-				}
-			}
-			got := goVersion(t, dir)
-			t.Logf("the consumer's go line after tidy, build and vet: %s", got)
-			if kept := got == "1.22"; kept != tt.keeps {
-				t.Fatalf("the consumer's go.mod says go %q after tidy and build, want go 1.22 kept: %v\n%s", got, tt.keeps, log.String())
-			}
-		})
+
+// goLine is the go line of dir's go.mod, and its toolchain line if any.
+func goLine(t *testing.T, dir string) string {
+	t.Helper()
+	var m struct{ Go, Toolchain string }
+	out, err := exec.Command("go", "mod", "edit", "-json", filepath.Join(dir, "go.mod")).Output()
+	if err != nil || json.Unmarshal(out, &m) != nil {
+		t.Fatalf("go mod edit -json %s: %v", dir, err)
 	}
+	return strings.TrimSpace(m.Go + " " + m.Toolchain)
+}
+
+// buildConsumer writes program into a module on go 1.22 that requires
+// the client module in clientDir, and runs go mod tidy, go build (into
+// "program") and go vet there, offline and with this Go only (GOTOOLCHAIN
+// =local: the go line may not be raised by fetching a newer toolchain
+// either). It returns the directory and what the go commands printed;
+// with must, a failing command fails the test.
+func buildConsumer(t *testing.T, clientDir, program string, must bool) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	gomod := "module example.com/consumer\n\ngo 1.22\n\nrequire " + clientModule + " v0.1.0\n\nreplace " + clientModule + " => " + clientDir + "\n"
+	for name, text := range map[string]string{"go.mod": gomod, "main.go": program} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log strings.Builder
+	for _, args := range [][]string{{"mod", "tidy"}, {"build", "-o", "program", "."}, {"vet", ".", clientModule}} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOPROXY=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+		out, err := cmd.CombinedOutput()
+		log.WriteString("$ go " + strings.Join(args, " ") + "\n" + string(out))
+		if err != nil && must {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, log.String())
+		}
+	}
+	return dir, log.String()
+}
+
+// memoryGateway serves a gateway on the memory backend over loopback
+// until the test ends and returns its URL.
+func memoryGateway(t *testing.T) string {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	gw := gateway.New(memory.New(), gateway.Config{Logger: quiet})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = gw.Run(ctx) }()
+	srv := httptest.NewServer(api.New(gw, api.Config{Logger: quiet}))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		cancel()
+		<-done
+	})
+	return srv.URL
 }
 
 // TestClientModuleWiring checks what ties the two modules together: the
