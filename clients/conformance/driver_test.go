@@ -207,8 +207,7 @@ func (p *proc) readStderr(r io.Reader) {
 }
 
 // send writes cmd with a fresh ref and returns where its reply comes.
-func (p *proc) send(cmd map[string]any) (int64, chan reply) {
-	p.t.Helper()
+func (p *proc) send(cmd map[string]any) (chan reply, error) {
 	ch := make(chan reply, 1)
 	p.mu.Lock()
 	p.nextRef++
@@ -221,19 +220,20 @@ func (p *proc) send(cmd map[string]any) (int64, chan reply) {
 	}
 	b, err := json.Marshal(line)
 	if err != nil {
-		p.t.Fatal(err)
+		return nil, err
 	}
-	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
-		p.t.Fatalf("%s driver: write %s: %v", p.name, b, err)
-	}
-	return ref, ch
+	_, err = p.stdin.Write(append(b, '\n'))
+	return ch, err
 }
 
 // do sends cmd and waits for its reply: the result, or the error the
 // driver answered with. The test fails when no reply comes in time.
 func (p *proc) do(cmd map[string]any) (json.RawMessage, *replyError) {
 	p.t.Helper()
-	_, ch := p.send(cmd)
+	ch, err := p.send(cmd)
+	if err != nil {
+		p.t.Fatalf("%s driver: send %v: %v", p.name, cmd, err)
+	}
 	select {
 	case rep := <-ch:
 		if !rep.OK {
@@ -316,7 +316,7 @@ func (p *proc) exit() {
 		p.readers.Wait()
 		exited <- p.cmd.Wait()
 	}()
-	_, ch := p.send(map[string]any{"cmd": "exit"})
+	ch, _ := p.send(map[string]any{"cmd": "exit"}) // a driver that is gone already fails below
 	_ = p.stdin.Close()
 	clean := false
 	select {
