@@ -45,8 +45,9 @@ func pausedGatewayEndsTheSignal(t *testing.T, s *setup) {
 
 	limit := ttl - margin
 	after := stopped.At().Sub(paused)
-	line := fmt.Sprintf("%s: TTL %s, margin %s: stopped %s after the pause (reason %s), %s before TTL − margin; the last heartbeat was answered %s before the pause",
-		s.driver.name, ttl, ms(margin), ms(after), stopped.Reason, ms(limit-after), ms(paused.Sub(last.Answered)))
+	line := fmt.Sprintf("%s: TTL %s, margin %s: stopped %s after the pause (reason %s), %s before TTL − margin; "+
+		"the last successful heartbeat reached the proxy %s before the pause and %s before the stop",
+		s.driver.name, ttl, ms(margin), ms(after), stopped.Reason, ms(limit-after), ms(paused.Sub(last.Arrived)), ms(stopped.At().Sub(last.Arrived)))
 	t.Log(line)
 	s.measure(line)
 	if stopped.Reason != client.ReasonHeartbeatTimeout || stopped.Term != a.Term {
