@@ -59,7 +59,7 @@ func TestClientModuleTests(t *testing.T) {
 	}
 	cmd := exec.Command("go", "test", "-count=1", "./...")
 	cmd.Dir = "client"
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOPROXY=off", "GOFLAGS=-mod=mod", "ELECTOR_BINARY="+bin)
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOPROXY=off", "ELECTOR_BINARY="+bin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go test ./... in client/: %v\n%s", err, out)
