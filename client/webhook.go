@@ -35,7 +35,7 @@ var (
 	ErrWebhookHeaders   = errors.New("elector: missing webhook-id, webhook-timestamp or webhook-signature")
 	ErrWebhookTimestamp = errors.New("elector: webhook-timestamp is not unix seconds")
 	ErrWebhookTooOld    = errors.New("elector: webhook-timestamp outside the tolerance")
-	ErrWebhookNoMatch   = errors.New("elector: no webhook signature matches")
+	ErrWebhookNoMatch   = errors.New("elector: no signature matches the webhook")
 )
 
 // ReadWebhook reads and verifies a webhook delivery of elector (a
