@@ -7,7 +7,9 @@
 
 FROM golang:1.26 AS build
 WORKDIR /src
-COPY go.mod go.sum ./
+# go.work joins the server's module and the Go client's (client/go.mod).
+COPY go.mod go.sum go.work go.work.sum ./
+COPY client/go.mod client/
 RUN go mod download
 COPY . .
 ARG VERSION=dev

@@ -3,6 +3,7 @@ module github.com/electorhq/elector
 go 1.26.8
 
 require (
+	github.com/electorhq/elector/client v0.0.0-00010101000000-000000000000
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/nats-io/nats-server/v2 v2.15.2

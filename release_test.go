@@ -12,15 +12,15 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// readmeBlock returns the shell block of README.md that follows the
-// `<!-- readme: NAME -->` marker.
+// readmeBlock returns the code block (sh, go, …) of README.md that follows
+// the `<!-- readme: NAME -->` marker.
 func readmeBlock(t *testing.T, name string) string {
 	t.Helper()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)<!-- readme: " + regexp.QuoteMeta(name) + " -->\n```sh\n(.*?)```").FindSubmatch(readme)
+	m := regexp.MustCompile("(?s)<!-- readme: " + regexp.QuoteMeta(name) + " -->\n```[a-z]+\n(.*?)```").FindSubmatch(readme)
 	if m == nil {
 		t.Fatalf("README.md has no block marked <!-- readme: %s -->", name)
 	}

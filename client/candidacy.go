@@ -217,7 +217,7 @@ func NewCandidacy(cfg CandidacyConfig) (*Candidacy, error) {
 		gwChanged: make(chan struct{}, 1),
 	}
 	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
+		c.log = slog.New(discard{})
 	}
 	c.log = c.log.With(slog.String("election", cfg.Election), slog.String("candidate", cfg.ID))
 	for _, g := range cfg.Gateways {

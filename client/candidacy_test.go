@@ -13,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/electorhq/elector/api"
 	"github.com/electorhq/elector/client"
-	"github.com/electorhq/elector/internal/testnet"
 )
 
 // journal records what callbacks did, in order.
@@ -295,7 +293,7 @@ func TestCandidacyLeaderMovesOffAGatewayThatHangs(t *testing.T) {
 func TestCandidacyStreamMovesOffAGatewayThatHangs(t *testing.T) {
 	t.Parallel()
 	srv := newGateway(t)
-	hung := "http://" + testnet.Silent(t)
+	hung := "http://" + silentAddr(t)
 	a := newCandidacy(t, client.CandidacyConfig{Gateways: []string{srv.URL}, Election: "e", ID: "a", TTL: time.Minute})
 	stopA := run(t, a)
 	waitUntil(t, 10*time.Second, "a leads", func() bool { return a.Standing().Leading })
@@ -391,8 +389,7 @@ func TestCandidacyKeepOnExitLeavesTheCandidacyToExpire(t *testing.T) {
 }
 
 func TestCandidacyWaitsAsLongAsRetryAfterSays(t *testing.T) {
-	srv, stop := startGatewayWith(api.Config{WriteRate: 0.5, WriteBurst: 1})
-	t.Cleanup(stop)
+	srv := newGateway(t, "--limits-writes-per-second", "0.5", "--limits-write-burst", "1")
 	ctx := context.Background()
 	c := client.New(srv.URL)
 	if _, _, err := c.Campaign(ctx, "other", client.CampaignRequest{ID: "x", TTL: time.Minute}); err != nil {

@@ -70,7 +70,7 @@ func New(baseURL string, opts ...Option) *Client {
 		hc:             &http.Client{},
 		userAgent:      DefaultUserAgent,
 		reconnectDelay: DefaultReconnectDelay,
-		log:            slog.New(slog.DiscardHandler),
+		log:            slog.New(discard{}),
 	}
 	u, err := url.Parse(strings.TrimSuffix(baseURL, "/"))
 	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
@@ -164,3 +164,12 @@ func (c *Client) do(ctx context.Context, method string, body any, token string, 
 	}
 	return nil
 }
+
+// discard is a slog.Handler that drops every record: slog.DiscardHandler,
+// which needs Go 1.24, for the Go versions this module supports.
+type discard struct{}
+
+func (discard) Enabled(context.Context, slog.Level) bool  { return false }
+func (discard) Handle(context.Context, slog.Record) error { return nil }
+func (d discard) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discard) WithGroup(string) slog.Handler           { return d }

@@ -6,12 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/electorhq/elector/client"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestCampaignHeartbeatResignHandsOver(t *testing.T) {
 	srv := newGateway(t)

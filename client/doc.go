@@ -97,6 +97,13 @@
 // election: it comes first on a fresh stream, and again when the gateway
 // no longer holds the point a resumption asked for.
 //
+// # Webhooks
+//
+// ReadWebhook verifies a webhook delivery's Standard Webhooks signature
+// with the subscription's secret and returns its event (VerifyWebhook
+// checks the signature alone). Deliveries are retried: drop one whose id
+// was seen, and act only on a term newer than one acted on.
+//
 // # The API call by call
 //
 // Client has one method per call of the HTTP API v1: Campaign returns a
@@ -113,4 +120,15 @@
 //
 // Client and Candidacy are safe for concurrent use. Tokens are sent only
 // in the Elector-Candidate-Token header and never appear in errors or logs.
+//
+// # Module
+//
+// The client is a module of its own, with nothing but the standard
+// library and a go line of 1.22, so that importing it does not raise a
+// program's go line to the server's:
+//
+//	go get github.com/electorhq/elector/client
+//
+// Its tests that need a gateway run a real `elector serve`: the binary
+// named by ELECTOR_BINARY, or one built from the checkout around them.
 package client

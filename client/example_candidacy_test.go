@@ -98,10 +98,17 @@ func ExampleCandidacy_fencing() {
 	}
 	var wg sync.WaitGroup
 	a, b := node("node-a"), node("node-b")
-	wg.Go(func() { _ = a.Run(ctx) })
+	run := func(c *client.Candidacy) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.Run(ctx)
+		}()
+	}
+	run(a)
 	<-wrote
 	_ = a.Resign(ctx) // node-a hands over
-	wg.Go(func() { _ = b.Run(ctx) })
+	run(b)
 	<-wrote
 
 	// A write of node-a that was held up, say by a long pause, arrives now.

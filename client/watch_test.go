@@ -27,10 +27,11 @@ func next(t *testing.T, ch <-chan client.Event) client.Event {
 
 func TestWatchStartsWithResetAndResumesAfterADroppedConnection(t *testing.T) {
 	srv := newGateway(t)
+	proxy := newCuttableProxy(t, srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := client.New(srv.URL, client.WithReconnectDelay(20*time.Millisecond))
-	// Campaigns on fresh connections, which the cut does not touch.
+	c := client.New(proxy.URL, client.WithReconnectDelay(20*time.Millisecond))
+	// Campaigns go to the gateway itself, which the cut does not touch.
 	camp := client.New(srv.URL, client.WithHTTPClient(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}))
 	if _, _, err := camp.Campaign(ctx, "w", client.CampaignRequest{ID: "first", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func TestWatchStartsWithResetAndResumesAfterADroppedConnection(t *testing.T) {
 		}
 		seen[ev.ID] = true
 		if i%2 == 0 {
-			srv.CloseClientConnections()
+			proxy.CloseClientConnections()
 			// Campaign while the watcher is away: it must get this one
 			// when it resumes, once.
 			i++

@@ -5,20 +5,21 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/electorhq/elector/client"
 )
 
 // The Standard Webhooks headers that carry a delivery's id, time and
 // signatures.
 const (
-	HeaderID        = "webhook-id"
-	HeaderTimestamp = "webhook-timestamp"
-	HeaderSignature = "webhook-signature"
+	HeaderID        = client.WebhookIDHeader
+	HeaderTimestamp = client.WebhookTimestampHeader
+	HeaderSignature = client.WebhookSignatureHeader
 )
 
 // SecretPrefix starts every secret elector issues.
@@ -32,15 +33,17 @@ const (
 
 // DefaultTolerance is how far a webhook-timestamp may be from the receiver's
 // clock, either way, for Verify to accept it.
-const DefaultTolerance = 5 * time.Minute
+const DefaultTolerance = client.DefaultWebhookTolerance
 
-// Errors of signing and verification.
+// Errors of signing and verification. They are the Go client's: Verify is
+// client.VerifyWebhook, so that the gateway's tests and receivers written
+// with the client agree on what a valid delivery is.
 var (
-	ErrInvalidSecret    = errors.New("webhooks: invalid secret")
-	ErrMissingHeaders   = errors.New("webhooks: missing webhook-id, webhook-timestamp or webhook-signature")
-	ErrInvalidTimestamp = errors.New("webhooks: webhook-timestamp is not unix seconds")
-	ErrTimestampTooOld  = errors.New("webhooks: webhook-timestamp outside the tolerance")
-	ErrNoMatch          = errors.New("webhooks: no signature matches")
+	ErrInvalidSecret    = client.ErrWebhookSecret
+	ErrMissingHeaders   = client.ErrWebhookHeaders
+	ErrInvalidTimestamp = client.ErrWebhookTimestamp
+	ErrTimestampTooOld  = client.ErrWebhookTooOld
+	ErrNoMatch          = client.ErrWebhookNoMatch
 )
 
 // NewSecret returns a fresh secret: "whsec_" and the standard base64 of 32
@@ -127,46 +130,5 @@ func SetHeaders(h http.Header, secrets []string, id string, ts time.Time, body [
 //		return
 //	}
 func Verify(secrets []string, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
-	id, tsText, sigs := h.Get(HeaderID), h.Get(HeaderTimestamp), h.Get(HeaderSignature)
-	if id == "" || tsText == "" || sigs == "" {
-		return ErrMissingHeaders
-	}
-	ts, err := strconv.ParseInt(tsText, 10, 64)
-	if err != nil || ts < 0 {
-		return ErrInvalidTimestamp
-	}
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
-	}
-	tol := int64(tolerance / time.Second)
-	if d := now.Unix() - ts; d > tol || d < -tol {
-		return ErrTimestampTooOld
-	}
-	keys := make([][]byte, 0, len(secrets))
-	for _, s := range secrets {
-		key, err := secretKey(s)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, key)
-	}
-	if len(keys) == 0 {
-		return fmt.Errorf("%w: none given", ErrInvalidSecret)
-	}
-	for _, sig := range strings.Fields(sigs) {
-		version, value, ok := strings.Cut(sig, ",")
-		if !ok || version != "v1" {
-			continue
-		}
-		got, err := base64.StdEncoding.DecodeString(value)
-		if err != nil {
-			continue
-		}
-		for _, key := range keys {
-			if hmac.Equal(got, mac(key, id, ts, body)) {
-				return nil
-			}
-		}
-	}
-	return ErrNoMatch
+	return client.VerifyWebhook(secrets, h, body, now, tolerance)
 }

@@ -12,6 +12,9 @@
 //	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap .
 //	zip function.zip bootstrap
 //
+// (Inside a checkout of elector, set GOWORK=off: this directory is a
+// module of its own, outside the repository's go.work.)
+//
 // then create the function with a function URL (auth type NONE: the
 // signature is the authentication) and subscribe the URL:
 //

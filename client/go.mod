@@ -1,0 +1,3 @@
+module github.com/electorhq/elector/client
+
+go 1.22
