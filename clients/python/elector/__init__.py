@@ -34,6 +34,8 @@ verifies the signed webhooks the gateway sends.
 Standard library only; Python 3.9 or later.
 """
 
+from __future__ import annotations
+
 from ._backoff import step_down_margin
 from .candidacy import DEFAULT_ERROR_TIMEOUT, DEFAULT_TTL, MAX_RETRY_DELAY, Candidacy, Standing
 from .client import DEFAULT_TIMEOUT, Client
