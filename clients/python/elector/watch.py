@@ -64,6 +64,7 @@ class Watch:
         self._abort = abort or Abort()
         self._pending: Deque[Message] = collections.deque()
         self._failures = 0
+        self._reading = False
         self._stream: Optional[Stream] = None
         self._parser = SSEParser(last_event_id)
         self._stream = self._open()
@@ -84,7 +85,12 @@ class Watch:
         self._abort.cancel()
         with self._lock:
             stream, self._stream = self._stream, None
-        if stream is not None:
+            reading = self._reading
+        if stream is None:
+            return
+        if reading:
+            stream.abort()  # the reading thread wakes up and closes it
+        else:
             stream.close()
 
     @property
@@ -118,6 +124,8 @@ class Watch:
             if stream is None:
                 self._reconnect()
                 continue
+            with self._lock:
+                self._reading = True
             try:
                 chunk = stream.read(self._read_timeout)
                 if chunk:
@@ -127,8 +135,11 @@ class Watch:
                         self._delay = self._parser.retry
                     continue
                 err: Optional[BaseException] = None
-            except (OSError, http.client.HTTPException, ValueError, SSEError) as e:
+            except (OSError, http.client.HTTPException, ValueError, SSEError, AttributeError) as e:
                 err = e
+            finally:
+                with self._lock:
+                    self._reading = False
             self._drop(stream)
             if self._closed.is_set():
                 raise StopIteration
