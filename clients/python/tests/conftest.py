@@ -185,7 +185,7 @@ class Proxy:
                     if not data:
                         return
                     (b if s is a else a).sendall(data)
-        except OSError:
+        except (OSError, ValueError):  # closed by drop or close meanwhile
             pass
         finally:
             for s in socks:
