@@ -43,7 +43,6 @@ class Driver:
         self._streams: Dict[str, Any] = {}
         self._stream_threads: Dict[str, threading.Thread] = {}
         self._workers: List[threading.Thread] = []
-        self._exiting = threading.Event()
 
     # Output: one write per line, under a lock.
 
@@ -59,20 +58,25 @@ class Driver:
 
     # Commands.
 
-    def handle_line(self, line: str) -> None:
+    def handle_line(self, line: str) -> bool:
+        """Starts the command of line; False after exit."""
         try:
             cmd = json.loads(line)
         except ValueError as e:
             self.report("log", message="a line that is not JSON: %s" % e)
-            return
+            return True
         if not isinstance(cmd, dict):
             self.report("log", message="a line that is not a JSON object")
-            return
+            return True
         ref = cmd.get("ref")
+        if cmd.get("cmd") == "exit":
+            self._run(ref, cmd)  # here, so that nothing is read after it
+            return False
         t = threading.Thread(target=self._run, args=(ref, cmd), daemon=True)
         with self._lock:
             self._workers.append(t)
         t.start()
+        return True
 
     def _run(self, ref: Any, cmd: Dict[str, Any]) -> None:
         name = cmd.get("cmd")
@@ -86,8 +90,6 @@ class Driver:
                 self._start_stream(cmd["name"])  # its reports come after the reply
         except Exception as e:  # every failure becomes a reply
             self.write({"ref": ref, "ok": False, "error": error_of(e)})
-        if name == "exit":
-            self._exiting.set()
 
     def cmd_start(self, c: Dict[str, Any]) -> Dict[str, Any]:
         name = required(c, "name")
@@ -239,11 +241,9 @@ class Driver:
     def serve(self, stdin: Any) -> None:
         for line in stdin:
             line = line.strip()
-            if line:
-                self.handle_line(line)
-            if self._exiting.is_set():
+            if line and not self.handle_line(line):
                 break
-        if not self._exiting.is_set():
+        else:
             # Standard input closed: close everything, as exit does.
             self.close_all()
         with self._lock:
