@@ -111,14 +111,15 @@ def test_it_tries_gateways_in_turn(gateway, proxy, election, closing):
 
 def test_a_leader_moves_off_a_gateway_that_hangs(gateway, proxy, election, journal, closing):
     p1, p2 = proxy(gateway), proxy(gateway)
-    a = candidacy(closing, [p1.url, p2.url], election, "a", ttl=3, **journal.record())
+    ttl = 6.0
+    a = candidacy(closing, [p1.url, p2.url], election, "a", ttl=ttl, **journal.record())
     a.start()
     wait_until("a leads", lambda: a.standing.leading)
     p1.stall.set()
     stalled = time.monotonic()
     # A heartbeat every TTL/3: the first after the stall hangs until its
     # deadline, the retry goes to p2, and the one after it too.
-    wait_until("two heartbeats after the stall", lambda: a.last_heartbeat > stalled + 1.5, timeout=15)
+    wait_until("two heartbeats after the stall", lambda: a.last_heartbeat > stalled + ttl / 3 + 0.5, timeout=20)
     assert a.standing.leading and a.standing.term == 1 and a.client.gateway == p2.url
     assert journal.get() == ["started 1"], "a's leadership must never end"
 

@@ -14,15 +14,16 @@ from conftest import PACKAGE
 
 def test_pip_installs_the_package(tmp_path):
     try:
-        import ensurepip  # noqa: F401
+        import pip  # noqa: F401
         import setuptools  # noqa: F401
     except ImportError:
         pytest.skip("no pip or setuptools beside this Python")
     src = tmp_path / "src"
     shutil.copytree(PACKAGE, src, ignore=shutil.ignore_patterns("tests", "__pycache__", "*.egg-info", "build"))
     env = tmp_path / "venv"
-    # The system's setuptools builds it: there is no package index to fetch one from.
-    venv.EnvBuilder(with_pip=True, system_site_packages=True).create(str(env))
+    # The system's pip and setuptools (seen through system_site_packages) build
+    # it: there is no package index to fetch them from.
+    venv.EnvBuilder(with_pip=False, system_site_packages=True).create(str(env))
     py = str(env / "bin" / "python")
     subprocess.run(
         [py, "-m", "pip", "install", "--quiet", "--no-index", "--no-build-isolation", str(src)],
