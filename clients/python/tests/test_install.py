@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -13,10 +14,7 @@ from conftest import PACKAGE
 
 
 def test_pip_installs_the_package(tmp_path):
-    try:
-        import pip  # noqa: F401
-        import setuptools  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("pip") is None or importlib.util.find_spec("setuptools") is None:
         pytest.skip("no pip or setuptools beside this Python")
     src = tmp_path / "src"
     shutil.copytree(PACKAGE, src, ignore=shutil.ignore_patterns("tests", "__pycache__", "*.egg-info", "build"))
