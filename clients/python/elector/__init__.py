@@ -56,3 +56,9 @@ from .watch import Observe, Watch
 from .webhooks import WebhookVerificationError
 
 __version__ = "1.0.0"
+
+# A library logs, the program decides where to: nothing shows until the
+# program configures logging (the Candidacy's logger= takes another logger).
+import logging as _logging
+
+_logging.getLogger("elector").addHandler(_logging.NullHandler())

@@ -347,9 +347,13 @@ class Candidacy:
         return self.close(resign=True, timeout=timeout)
 
     def wait(self, timeout: Optional[float] = None) -> bool:
-        """Waits until the candidacy has stopped (closed, or stopped by
-        itself: see ``error``); returns whether it has."""
-        return self._done.wait(timeout)
+        """Waits until the candidacy has stopped (closed, or by itself);
+        returns whether it has. Raises ``error`` when it stopped by itself
+        because the gateway refuses its campaign."""
+        done = self._done.wait(timeout)
+        if done and self._error is not None:
+            raise self._error
+        return done
 
     def run(self) -> None:
         """Starts and waits until the candidacy stops; KeyboardInterrupt
@@ -357,12 +361,10 @@ class Candidacy:
         candidacy stopped by itself."""
         self.start()
         try:
-            self._done.wait()
-        except BaseException:
+            self.wait()
+        except KeyboardInterrupt:
             self.close()
             raise
-        if self._error is not None:
-            raise self._error
 
     def __enter__(self) -> "Candidacy":
         return self.start()

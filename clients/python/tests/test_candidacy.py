@@ -173,6 +173,8 @@ def test_a_refused_campaign_stops_the_candidacy(gateway):
     with pytest.raises(elector.InvalidRequestError):
         a.run()
     assert isinstance(a.error, elector.InvalidRequestError) and not a.running
+    with pytest.raises(elector.InvalidRequestError):
+        a.wait(0)
 
 
 def test_bad_configurations_are_refused():
@@ -269,7 +271,7 @@ def test_observe_through_the_candidacy(gateway, election, closing):
 def test_close_from_a_callback_returns_at_once(gateway, election, closing):
     a = candidacy(closing, gateway.url, election, "a", ttl=30, on_started_leading=lambda l: a.close())
     a.start()
-    assert a.wait(10) and a.error is None
+    assert a.wait(10) and a.error is None  # stopped, and not by itself
     with pytest.raises(elector.NoLeaderError):
         elector.Client(gateway.url).leader(election)
     with pytest.raises(elector.NotRunningError):

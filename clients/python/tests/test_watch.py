@@ -70,6 +70,16 @@ def test_watch_from_an_event_id_replays_what_followed(gateway, election):
     assert ev.type == "candidate.joined" and ev.data.candidate.id == "b"
 
 
+def test_watch_of_every_election(gateway, election):
+    c = elector.Client(gateway.url)
+    with c.watch() as w:  # no reset on a fresh stream of every election: new events only
+        c.campaign(election, "a", ttl=60)
+        for ev in w:
+            if ev.data is not None and ev.data.election == election:
+                break
+    assert ev.type in ("candidate.joined", "leader.begin") and ev.id
+
+
 def test_watch_fails_at_once_for_a_bad_election_name(gateway):
     with pytest.raises(elector.InvalidRequestError):
         elector.Client(gateway.url).watch("Not Valid")
