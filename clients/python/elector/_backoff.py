@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+MAX_RETRY_DELAY = 30.0
+"""The cap of the back-off of a candidate whose campaigns fail. A candidate
+that holds a candidacy retries at least every TTL/3, so that a short outage
+does not cost it its place in line."""
+LEADER_RETRY_FLOOR = 0.1
+"""The shortest wait between a leader's tries."""
 MIN_MARGIN = 0.5
 """The smallest step-down margin, in seconds."""
 

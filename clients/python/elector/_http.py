@@ -164,12 +164,14 @@ class Transport:
         elif method in ("POST", "PUT", "PATCH"):
             headers["Content-Length"] = "0"
         for attempt in (0, 1):
-            conn = self._get()
+            conn = self._get() if attempt == 0 else None
             try:
                 status, rheaders, data = self._roundtrip(conn, method, path, payload, headers, deadline, abort)
             except _Stale:
+                # The gateway closed a kept-alive connection before it read
+                # the request (its idle timeout): once more, on a fresh one.
                 if attempt == 0:
-                    continue  # the gateway closed a kept-alive connection: once more on a fresh one
+                    continue
                 raise TransportError("%s %s: connection closed" % (method, path), gateway=self.base_url) from None
             if status < 200 or status > 299:
                 raise problem_from_response(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -18,6 +19,23 @@ REASON_HEARTBEAT_TIMEOUT = "heartbeat-timeout"  # the step-down rule
 REASON_ERROR = "error"  # report_error, or the gateway holds it in error
 REASON_RESIGNED = "resigned"  # resign or close
 REASON_TRANSFERRED = "transferred"  # asked to hand over; it stopped, then handed over
+
+@dataclasses.dataclass(frozen=True)
+class Standing:
+    """Where a Candidacy stands. ``leading``: act as leader (the gateway
+    confirmed it with a heartbeat and the step-down deadline has not passed
+    since). ``state``: the candidate's state at the gateway as last heard,
+    "" while it holds no candidacy. ``term``: the leadership's while
+    leading, else the last heard of. ``leader``: the current leader's id as
+    last heard, "" when none or unknown. ``reason``: why the standing last
+    changed, a REASON_* constant."""
+
+    leading: bool = False
+    state: str = ""
+    term: int = 0
+    leader: str = ""
+    reason: str = ""
+
 
 Clock = Callable[[], float]
 _log = logging.getLogger("elector")

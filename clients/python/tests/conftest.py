@@ -16,7 +16,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, List
 
 import pytest
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import subprocess
-import sys
 import venv
 
 import pytest
