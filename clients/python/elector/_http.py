@@ -170,6 +170,12 @@ class Transport:
             except _Stale:
                 # The gateway closed a kept-alive connection before it read
                 # the request (its idle timeout): once more, on a fresh one.
+                # Should it have read it after all (it died answering), a
+                # second copy is harmless: heartbeat and resign are
+                # idempotent, a second campaign is refused candidate-exists
+                # (a Candidacy then waits for the first to expire), a second
+                # transfer to the same target is accepted, a second handover
+                # is refused not-leader.
                 if attempt == 0:
                     continue
                 raise TransportError("%s %s: connection closed" % (method, path), gateway=self.base_url) from None
