@@ -1,0 +1,164 @@
+"""The plain calls against a real gateway, with typed problems and failover."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+import time
+
+import pytest
+
+import elector
+from elector import webhooks
+
+
+def test_campaign_heartbeat_resign_hands_over(gateway, election):
+    c = elector.Client(gateway.url)
+    a = c.campaign(election, "node-a", ttl=60, metadata={"addr": "10.0.0.7:8080"})
+    assert a.state == "leader" and a.term == 1 and a.token and a.metadata == {"addr": "10.0.0.7:8080"} and a.ttl == 60
+    b = c.campaign(election, "node-b", ttl=60)
+    assert (b.state, b.position, b.leader.id) == ("follower", 1, "node-a")
+    hb = c.heartbeat(election, "node-b", b.token)
+    assert hb.state == "follower" and hb.expires_at is not None and hb.token is None
+    assert [x.id for x in c.candidates(election).candidates] == ["node-a", "node-b"]
+    assert c.candidate(election, "node-a").state == "leader"
+    assert c.leader(election).id == "node-a"
+    e = c.election(election)
+    assert (e.name, e.term, e.leader.id, e.candidates) == (election, 1, "node-a", 2)
+    assert election in [x.name for x in c.elections()]
+
+    c.resign(election, "node-a", a.token)
+    l = c.leader(election)
+    assert (l.id, l.term) == ("node-b", 2)
+    c.resign(election, "node-b", b.token)
+    with pytest.raises(elector.NoLeaderError) as no:
+        c.leader(election)
+    assert no.value.status == 404 and no.value.slug == "no-leader"
+
+
+def test_problems_come_back_typed(gateway, election):
+    c = elector.Client(gateway.url)
+    a = c.campaign(election, "a", ttl=60)
+    cases = [
+        (lambda: c.heartbeat(election, "a", "ect_wrong"), elector.TokenMismatchError, 403),
+        (lambda: c.heartbeat(election, "ghost", a.token), elector.CandidateNotFoundError, 404),
+        (lambda: c.campaign(election, "a", ttl=60), elector.CandidateExistsError, 409),
+        (lambda: c.campaign(election, "b", ttl=7200), elector.InvalidRequestError, 400),
+        (lambda: c.campaign("Not A Name", "b"), elector.InvalidRequestError, 400),
+        (lambda: c.leader(election + "-none"), elector.ElectionNotFoundError, 404),
+        (lambda: c.handover(election, "a", a.token), elector.NoTransferPendingError, 409),
+        (lambda: c.transfer(election, "ghost"), elector.NotFollowerError, 409),
+        (lambda: c.delete_election(election), elector.ElectionNotEmptyError, 409),
+        (lambda: c.call("GET", ("v1", "nothing")), elector.NotFoundError, 404),
+    ]
+    for call, cls, status in cases:
+        with pytest.raises(cls) as e:
+            call()
+        assert type(e.value) is cls and e.value.status == status and "ect_" not in str(e.value)
+    with pytest.raises(elector.InvalidRequestError) as e:
+        c.campaign(election, "b", ttl=7200)
+    assert e.value.extensions.get("field") == "ttl"
+
+
+def test_report_error_configure_and_delete(gateway, election):
+    c = elector.Client(gateway.url)
+    e = c.configure(election, error_cooldown=1.5, handover_delay=0)
+    assert (e.settings.error_cooldown, e.settings.handover_delay) == (1.5, 0)
+    a = c.campaign(election, "a", ttl=60)
+    st = c.report_error(election, "a", a.token, "the work would not start")
+    assert st.state == "error" and st.position == -1 and st.cooldown_until is not None
+    assert c.configure(election, error_cooldown=None).settings.error_cooldown == 10
+    c.resign(election, "a", a.token)
+    c.delete_election(election)
+    with pytest.raises(elector.ElectionNotFoundError):
+        c.election(election)
+
+
+def test_transfer_and_handover(gateway, election):
+    c = elector.Client(gateway.url)
+    a = c.campaign(election, "a", ttl=60)
+    b = c.campaign(election, "b", ttl=60)
+    e = c.transfer(election, "b", a.token)  # the leader asks with its own token
+    assert e.transfer is not None and e.transfer.to == "b"
+    with pytest.raises(elector.TransferPendingError) as tp:
+        c.heartbeat(election, "a", a.token)
+    assert tp.value.transfer["to"] == "b"
+    st = c.handover(election, "a", a.token)
+    assert st.state == "follower" and st.leader.id == "b" and st.term == 2
+    c.resign(election, "a", a.token)
+    c.resign(election, "b", b.token)
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    got: "list" = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        Receiver.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_real_delivery_verifies_and_a_tampered_one_does_not(gateway, election):
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        c = elector.Client(gateway.url)
+        sub = c.subscribe(election, "http://127.0.0.1:%d/hook" % srv.server_address[1], types=["leader.begin"])
+        assert sub["secret"].startswith("whsec_") and c.subscription(election, sub["id"])["id"] == sub["id"]
+        a = c.campaign(election, "a", ttl=60)
+        deadline = time.monotonic() + 20
+        while not Receiver.got and time.monotonic() < deadline:
+            time.sleep(0.02)
+        headers, body = Receiver.got[0]
+        event = webhooks.verify(sub["secret"], headers, body)
+        assert event["type"] == "leader.begin" and event["data"]["candidate"]["id"] == "a"
+        with pytest.raises(webhooks.NoMatchingSignatureError):
+            webhooks.verify(sub["secret"], headers, body.replace(b'"a"', b'"b"'))
+        deliveries = c.deliveries(election, sub["id"])
+        assert deliveries and deliveries[0]["event_id"] == headers["webhook-id"]
+        c.unsubscribe(election, sub["id"])
+        c.resign(election, "a", a.token)
+    finally:
+        srv.shutdown()
+
+
+def test_a_dead_first_gateway_fails_over_to_the_next(gateway, proxy, election):
+    dead = proxy(gateway)
+    dead.set_cut(True)
+    c = elector.Client([dead.url, gateway.url])
+    a = c.campaign(election, "a", ttl=60)
+    assert c.gateway == gateway.url  # the one that answered is used from then on
+    c.resign(election, "a", a.token)
+
+
+def test_a_hung_gateway_costs_one_call(gateway, proxy, election):
+    hung = proxy(gateway)
+    hung.stall.set()
+    c = elector.Client([hung.url, gateway.url], timeout=0.5)
+    with pytest.raises(elector.TransportError) as e:
+        c.election(election)
+    assert e.value.timed_out
+    assert c.gateway == gateway.url  # the next call starts with the next gateway
+    with pytest.raises(elector.ElectionNotFoundError):
+        c.election(election)
+
+
+def test_problem_answers_do_not_fail_over(gateway, proxy, election):
+    p = proxy(gateway)
+    c = elector.Client([gateway.url, p.url])
+    with pytest.raises(elector.ElectionNotFoundError):
+        c.election(election)
+    assert c.gateway == gateway.url
+
+
+def test_keep_alive_connections_are_reused_and_replaced_when_dropped(gateway, proxy, election):
+    p = proxy(gateway)
+    c = elector.Client(p.url)
+    a = c.campaign(election, "a", ttl=60)
+    p.drop()  # the gateway side closes the kept-alive connection
+    c.heartbeat(election, "a", a.token)  # sent again on a fresh connection
+    c.resign(election, "a", a.token)
