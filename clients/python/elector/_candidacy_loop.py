@@ -139,7 +139,10 @@ class _Loop(_Base):
                 next_at = self._now()
             self._check_step_down()
             if not self._now() < next_at:
-                next_at = self._now() + self._step()
+                # The wait counts from the answer, not from before the
+                # request: a Retry-After is relative to when it was sent.
+                wait = self._step()
+                next_at = self._now() + wait
                 self._check_step_down()
 
     def _check_step_down(self) -> None:
