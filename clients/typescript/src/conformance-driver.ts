@@ -251,42 +251,29 @@ function errorOf(err: unknown): Record<string, unknown> {
   return { kind: "driver", message: err instanceof Error ? err.message : String(err) };
 }
 
+/** The commands of the protocol, each answering with its result. */
+const commands: Record<string, (c: Command) => unknown> = {
+  start,
+  close,
+  report_error: reportError,
+  watch: (c) => watch(c, false),
+  observe: (c) => watch(c, true),
+  stop,
+  call,
+  verify_webhook: verify,
+  exit: async (c) => {
+    await shutdown();
+    send({ ref: c.ref, ok: true, result: {} });
+    proc.exit(0);
+  },
+};
+
 async function handle(c: Command): Promise<void> {
   let result: unknown;
   try {
-    switch (c.cmd) {
-      case "start":
-        result = start(c);
-        break;
-      case "close":
-        result = await close(c);
-        break;
-      case "report_error":
-        result = await reportError(c);
-        break;
-      case "watch":
-        result = await watch(c, false);
-        break;
-      case "observe":
-        result = await watch(c, true);
-        break;
-      case "stop":
-        result = await stop(c);
-        break;
-      case "call":
-        result = await call(c);
-        break;
-      case "verify_webhook":
-        result = await verify(c);
-        break;
-      case "exit":
-        await shutdown();
-        send({ ref: c.ref, ok: true, result: {} });
-        proc.exit(0);
-        break;
-      default:
-        throw new DriverError(`unknown command ${JSON.stringify(c.cmd)}`);
-    }
+    const run = typeof c.cmd === "string" && Object.prototype.hasOwnProperty.call(commands, c.cmd) ? commands[c.cmd] : undefined;
+    if (!run) throw new DriverError(`unknown command ${JSON.stringify(c.cmd)}`);
+    result = await run(c);
   } catch (err) {
     send({ ref: c.ref, ok: false, error: errorOf(err) });
     return;

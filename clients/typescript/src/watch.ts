@@ -1,7 +1,7 @@
 // Watch: an election's events over a streamed SSE parser on fetch,
 // reconnecting and resuming with Last-Event-ID; observe on top of it.
 
-import { sleep } from "./backoff.js";
+import { Scope, sleep } from "./backoff.js";
 import { MAX_RECONNECT_DELAY_MS, type Client } from "./client.js";
 import { ProblemError } from "./errors.js";
 import { SSEParser, type SSEFrame } from "./sse.js";
@@ -28,6 +28,12 @@ export function decodeEvent(frame: SSEFrame): WatchEvent {
   return { id, type: type as TransitionType, timestamp, data: p.data as EventData };
 }
 
+/** One connection of a watch: its answer and its scope. */
+interface Connection {
+  res: Response;
+  scope: Scope;
+}
+
 /**
  * EventStream is a watch: an async iterable of the events of one election
  * (or of all), which reconnects by itself. Iterate it once.
@@ -38,7 +44,7 @@ export class EventStream implements AsyncIterable<WatchEvent> {
   readonly #signal: AbortSignal | undefined;
   #lastId: string;
   #delayMs: number;
-  #first: Response | undefined;
+  #first: Connection | undefined;
   #iterated = false;
 
   /** @internal */
@@ -57,7 +63,22 @@ export class EventStream implements AsyncIterable<WatchEvent> {
 
   /** @internal open makes the first connection. */
   async open(): Promise<void> {
-    this.#first = await this.#client.stream(this.#election, this.#lastId, this.#signal);
+    this.#first = await this.#connect();
+  }
+
+  /**
+   * #connect opens a connection from the last id. Each connection has a
+   * scope of its own under the watch's signal, disposed when it ends, so
+   * that a long watch leaves no listener behind per reconnection.
+   */
+  async #connect(): Promise<Connection> {
+    const scope = new Scope(this.#signal);
+    try {
+      return { res: await this.#client.stream(this.#election, this.#lastId, scope.signal), scope };
+    } catch (err) {
+      scope.dispose();
+      throw err;
+    }
   }
 
   [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
@@ -67,20 +88,20 @@ export class EventStream implements AsyncIterable<WatchEvent> {
   }
 
   async *#run(): AsyncGenerator<WatchEvent, void, undefined> {
-    let res = this.#first;
+    let conn = this.#first;
     this.#first = undefined;
     let failures = 0;
     const log = this.#client.logger;
     for (;;) {
-      if (res) {
+      if (conn) {
         failures = 0;
         try {
-          yield* this.#read(res);
+          yield* this.#read(conn);
         } catch (err) {
           if (this.#signal?.aborted) return;
           log.debug("event stream broke; reconnecting", { election: this.#election, last_event_id: this.#lastId, err: String(err) });
         }
-        res = undefined;
+        conn = undefined;
         if (this.#signal?.aborted) return;
       }
       let wait = this.#delayMs;
@@ -88,7 +109,7 @@ export class EventStream implements AsyncIterable<WatchEvent> {
       wait = Math.min(wait, Math.max(MAX_RECONNECT_DELAY_MS, this.#delayMs));
       if (!(await sleep(wait, this.#signal))) return;
       try {
-        res = await this.#client.stream(this.#election, this.#lastId, this.#signal);
+        conn = await this.#connect();
       } catch (err) {
         if (this.#signal?.aborted) return;
         if (err instanceof ProblemError && err.status >= 400 && err.status < 500 && err.status !== 429) {
@@ -101,8 +122,11 @@ export class EventStream implements AsyncIterable<WatchEvent> {
   }
 
   /** #read delivers the events of one connection until it ends. */
-  async *#read(res: Response): AsyncGenerator<WatchEvent, void, undefined> {
-    if (!res.body) return;
+  async *#read({ res, scope }: Connection): AsyncGenerator<WatchEvent, void, undefined> {
+    if (!res.body) {
+      scope.dispose();
+      return;
+    }
     const reader = res.body.getReader();
     const parser = new SSEParser(this.#lastId);
     try {
@@ -130,6 +154,7 @@ export class EventStream implements AsyncIterable<WatchEvent> {
       }
     } finally {
       reader.cancel().catch(() => {});
+      scope.dispose();
     }
   }
 }

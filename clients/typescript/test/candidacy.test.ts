@@ -283,6 +283,17 @@ describe("Candidacy", { concurrency: true }, () => {
     assert.equal((await new Client(gw.url).leader("keep")).id, "a", "a leads at the gateway until its TTL runs out");
   });
 
+  test("await using closes the candidacy at the end of the block", async () => {
+    let done: Promise<void> | undefined;
+    {
+      await using a = new Candidacy({ gateways: gw.url, election: "using", id: "a", ttlMs: 60_000 });
+      done = a.run();
+      await waitFor("a leads", () => a.standing.leading);
+    }
+    await done;
+    await assert.rejects(new Client(gw.url).leader("using"), NoLeaderError, "resigned at the end of the block");
+  });
+
   test("run rejects a campaign the gateway will keep refusing", async () => {
     const a = new Candidacy({ gateways: gw.url, election: "Not A Name", id: "a" });
     await assert.rejects(a.run(), InvalidRequestError);

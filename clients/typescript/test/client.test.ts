@@ -1,6 +1,7 @@
 // The plain calls, the watch and observe against a real `elector serve`.
 
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import { after, before, test } from "node:test";
 import {
@@ -144,6 +145,8 @@ test("a watch starts with a reset and resumes after a dropped connection with no
     proxy.heal();
     await waitFor("the resumed watch catches up", () => viaProxy.items.length >= direct.items.length, 15_000);
     assert.ok(proxy.connections > before, "the watch reconnected");
+    // One listener per watch on the caller's signal, however often it reconnected.
+    assert.ok(getEventListeners(ac.signal, "abort").length <= 2, `${getEventListeners(ac.signal, "abort").length} listeners`);
     assert.deepEqual(viaProxy.items.map(idOf), direct.items.map(idOf));
     assert.ok(viaProxy.items.slice(1).every((e) => e.id !== ""), "every transition has an id");
   } finally {

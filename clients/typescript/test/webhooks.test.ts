@@ -3,7 +3,7 @@
 // terms, and the Request → Response handler.
 
 import assert from "node:assert/strict";
-import { createHmac, randomBytes } from "node:crypto";
+import { createHmac, randomBytes, webcrypto } from "node:crypto";
 import { test } from "node:test";
 import {
   MemorySeenIds,
@@ -12,6 +12,7 @@ import {
   WebhookReceiver,
   webhookHandler,
   WebhookVerificationError,
+  type VerifyOptions,
   type WebhookFailure,
 } from "../dist/index.js";
 
@@ -99,6 +100,9 @@ test("verifyWebhook returns the event of a delivery signed as the gateway signs"
   // Node's req.headers: a plain object, any case.
   const plain = Object.fromEntries([...d.headers].map(([k, v]) => [k.toUpperCase(), v]));
   assert.equal((await verifyWebhook(secret, plain, d.body)).data.election, "billing");
+  // Node 18 has no global Web Crypto: the caller passes node:crypto's.
+  const subtle = webcrypto.subtle as unknown as VerifyOptions["subtle"];
+  assert.equal((await verifyWebhook(secret, d.headers, d.body, { subtle })).data.term, 3);
 });
 
 test("the receiver drops duplicates and stale terms", async () => {
