@@ -13,6 +13,7 @@
 
 import { retryDelay, Scope, sleep, Waker } from "./backoff.js";
 import { MAX_RETRY_DELAY_MS, stepDownMargin, type CandidacyConfig, type Standing } from "./candidacy-config.js";
+import { StreamFollower } from "./candidacy-stream.js";
 import type { Client } from "./client.js";
 import {
   CandidateExistsError,
@@ -29,7 +30,7 @@ import {
   UnauthenticatedError,
 } from "./errors.js";
 import { Dispatcher, Leadership, type Reason } from "./leadership.js";
-import type { CandidateStatus, WatchEvent } from "./types.js";
+import type { CandidateStatus } from "./types.js";
 
 /** LEADER_RETRY_FLOOR_MS is the shortest wait between a leader's tries. */
 const LEADER_RETRY_FLOOR_MS = 100;
@@ -66,16 +67,14 @@ export class CandidacyLoop {
   readonly #margin: number;
 
   #running = false;
-  #stop = new AbortController();
+  readonly #stop = new AbortController();
   readonly #waker = new Waker();
   #poked = false;
-  #requests: LoopRequest[] = [];
+  readonly #requests: LoopRequest[] = [];
   #gw = 0;
-  readonly #streamWaker = new Waker();
-  #streamScope: Scope | undefined;
-  #streamMoved = false;
+  readonly #stream: StreamFollower;
   #standing: Standing = { leading: false, state: "", term: 0, leader: "", since: 0, reason: "" };
-  #callbacks: Dispatcher;
+  readonly #callbacks: Dispatcher;
 
   // Owned by the loop.
   #token = "";
@@ -94,6 +93,14 @@ export class CandidacyLoop {
     this.#interval = cfg.ttlMs / 3;
     this.#margin = stepDownMargin(cfg.ttlMs);
     this.#callbacks = new Dispatcher(cfg.logger);
+    this.#stream = new StreamFollower(
+      cfg,
+      () => this.#clients[this.#gw],
+      () => {
+        this.#poked = true;
+        this.#waker.wake();
+      },
+    );
   }
 
   get running(): boolean {
@@ -124,7 +131,7 @@ export class CandidacyLoop {
     const onAbort = () => this.halt();
     signal?.addEventListener("abort", onAbort, { once: true });
     if (signal?.aborted) this.halt();
-    const watching = this.#watch(stop);
+    const watching = this.#stream.run(stop, this.#retryBase());
     let failure: unknown;
     try {
       await this.#loop(stop);
@@ -146,7 +153,7 @@ export class CandidacyLoop {
   halt(): void {
     this.#stop.abort();
     this.#waker.wake();
-    this.#streamWaker.wake();
+    this.#stream.wake();
   }
 
   /** request asks the loop to serve r and resolves with its outcome. */
@@ -278,9 +285,7 @@ export class CandidacyLoop {
   #useGateway(idx: number): void {
     this.#gw = idx;
     this.#log.info("switched gateway", { gateway: this.#clients[idx].baseUrl });
-    this.#streamMoved = true;
-    this.#streamScope?.cancel();
-    this.#streamWaker.wake();
+    this.#stream.move();
   }
 
   /**
@@ -551,66 +556,5 @@ export class CandidacyLoop {
       throw err;
     }
     this.#publish({ leading: false, state: st.state, term: st.term, leader: st.leader?.id ?? "", since: 0, reason: "error" });
-  }
-
-  /**
-   * #watch follows the candidate's election through the gateway in use and
-   * pokes the loop when an event concerns this candidate, so that it
-   * heartbeats at once and learns from the answer: a follower that the
-   * gateway has just promoted begins within a round trip, not at its next
-   * heartbeat. The stream only hastens heartbeats; what the candidate does
-   * is decided by their answers alone, so a stale or forged event cannot
-   * make it lead.
-   */
-  async #watch(stop: AbortSignal): Promise<void> {
-    let failures = 0;
-    while (!stop.aborted) {
-      const cl = this.#clients[this.#gw];
-      // The stream moves when the gateway in use changes, also while it
-      // is still connecting: a gateway that hangs would hold it forever.
-      const scope = new Scope(stop);
-      this.#streamScope = scope;
-      this.#streamMoved = false;
-      try {
-        const events = await cl.watch(this.#cfg.election, { signal: scope.signal });
-        failures = 0;
-        for await (const ev of events) {
-          if (this.#concerns(ev)) {
-            this.#poked = true;
-            this.#waker.wake();
-          }
-        }
-      } catch {
-        if (!scope.signal.aborted) failures++;
-      } finally {
-        scope.dispose();
-        this.#streamScope = undefined;
-      }
-      if (stop.aborted) return;
-      if (this.#streamMoved) {
-        this.#streamWaker.clear();
-        continue; // to the new gateway at once
-      }
-      if (failures === 0) failures = 1; // a stream that ended: wait a little before the next
-      await this.#streamWaker.sleep(retryDelay(this.#retryBase(), MAX_RETRY_DELAY_MS, failures, 0, this.#cfg.random()));
-    }
-  }
-
-  /** #concerns reports whether ev may change this candidate's standing. */
-  #concerns(ev: WatchEvent): boolean {
-    const id = this.#cfg.id;
-    switch (ev.type) {
-      case "reset":
-        return ev.snapshot.leader?.id === id;
-      case "leader.begin":
-      case "leader.end":
-      case "leader.error":
-      case "candidate.left":
-        return ev.data.candidate?.id === id;
-      case "leader.transfer":
-        // Asked to hand over: the next heartbeat is refused and says so.
-        return ev.data.previous?.id === id;
-    }
-    return false;
   }
 }
