@@ -15,6 +15,16 @@ import { InvalidConfigError } from "./errors.js";
 import type { Leadership } from "./leadership.js";
 import type { ObservedLeader } from "./types.js";
 
+declare global {
+  interface SymbolConstructor {
+    /**
+     * The method `await using` calls (Node ≥ 18.18, Deno, Bun, Workers),
+     * declared here too for programs whose lib does not have it yet.
+     */
+    readonly asyncDispose: unique symbol;
+  }
+}
+
 /**
  * Candidacy campaigns in an election and keeps its candidacy alive, as
  * etcd's concurrency.Election or client-go's leaderelection do: it

@@ -294,7 +294,7 @@ export function parseRetryAfter(value: string, now: number): number {
  */
 export class TransportError extends Error {
   override name = "TransportError";
-  constructor(message: string, options?: ErrorOptions) {
+  constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
 }

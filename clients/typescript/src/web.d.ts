@@ -1,14 +1,11 @@
 // The web platform this library runs on, declared by hand: exactly the
 // globals that Node ≥ 18, Deno, Bun and Cloudflare Workers all provide, and
-// that the library uses. The build compiles against ECMAScript (lib
+// that the library uses (Web Crypto, which Node 18 lacks without a flag,
+// is looked up on globalThis). The build compiles against ECMAScript (lib
 // ES2022) and these declarations only, without the DOM's or Node's types,
 // so that a use of anything else (a `node:` module, `process`, `Buffer`,
 // `document`) fails to compile. Not emitted: the published declarations
 // refer to the globals of the program that uses them.
-
-interface SymbolConstructor {
-  readonly asyncDispose: unique symbol;
-}
 
 type HeadersInit = Headers | Record<string, string> | [string, string][];
 
@@ -109,24 +106,6 @@ declare class URL {
   readonly search: string;
   readonly hash: string;
 }
-
-interface CryptoKey {
-  readonly type: string;
-}
-
-interface SubtleCrypto {
-  importKey(
-    format: "raw",
-    keyData: Uint8Array,
-    algorithm: { name: "HMAC"; hash: "SHA-256" },
-    extractable: boolean,
-    keyUsages: ("sign" | "verify")[],
-  ): Promise<CryptoKey>;
-  sign(algorithm: "HMAC", key: CryptoKey, data: Uint8Array): Promise<ArrayBuffer>;
-  verify(algorithm: "HMAC", key: CryptoKey, signature: Uint8Array, data: Uint8Array): Promise<boolean>;
-}
-
-declare var crypto: { readonly subtle: SubtleCrypto } | undefined;
 
 declare function atob(data: string): string;
 declare function btoa(data: string): string;

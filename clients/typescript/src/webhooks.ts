@@ -38,6 +38,21 @@ export class WebhookVerificationError extends Error {
 /** Headers as a Request has them, or as a plain object (Node's req.headers: lower-case names). */
 export type HeaderSource = Headers | Record<string, string | string[] | undefined>;
 
+/**
+ * The part of Web Crypto's SubtleCrypto the receiver uses (HMAC-SHA256),
+ * so that a program can pass one of its own without the DOM's types.
+ */
+export interface HmacSubtle {
+  importKey(
+    format: "raw",
+    keyData: Uint8Array,
+    algorithm: { name: "HMAC"; hash: "SHA-256" },
+    extractable: boolean,
+    keyUsages: "verify"[],
+  ): Promise<object>;
+  verify(algorithm: "HMAC", key: object, signature: Uint8Array, data: Uint8Array): Promise<boolean>;
+}
+
 /** Options of verifyWebhook and WebhookReceiver. */
 export interface VerifyOptions {
   /** How far webhook-timestamp may be from the clock, either way, in seconds. Default WEBHOOK_TOLERANCE_SECONDS. */
@@ -49,7 +64,7 @@ export interface VerifyOptions {
    * every platform has but Node 18 without --experimental-global-webcrypto:
    * there, pass `(await import("node:crypto")).webcrypto.subtle`.
    */
-  subtle?: SubtleCrypto;
+  subtle?: HmacSubtle;
 }
 
 const SECRET_PREFIX = "whsec_";
@@ -82,8 +97,8 @@ function bytes(body: string | Uint8Array | ArrayBuffer): Uint8Array {
   return body instanceof Uint8Array ? body : new Uint8Array(body);
 }
 
-function subtleOf(options: VerifyOptions): SubtleCrypto {
-  const s = options.subtle ?? (globalThis as { crypto?: { subtle?: SubtleCrypto } }).crypto?.subtle;
+function subtleOf(options: VerifyOptions): HmacSubtle {
+  const s = options.subtle ?? (globalThis as { crypto?: { subtle?: HmacSubtle } }).crypto?.subtle;
   if (!s) {
     throw new Error(
       "elector: Web Crypto is not available (globalThis.crypto.subtle); on Node 18 pass the option subtle: webcrypto.subtle of node:crypto, or run node with --experimental-global-webcrypto",
@@ -108,13 +123,13 @@ function secretKey(secret: string): Uint8Array {
 /** Keys caches the CryptoKeys of a list of secrets. */
 class Keys {
   readonly #secrets: string[];
-  #keys: Promise<CryptoKey[]> | undefined;
+  #keys: Promise<object[]> | undefined;
 
   constructor(secrets: string | string[]) {
     this.#secrets = secretList(secrets);
   }
 
-  get(subtle: SubtleCrypto): Promise<CryptoKey[]> {
+  get(subtle: HmacSubtle): Promise<object[]> {
     if (!this.#keys) {
       this.#keys = (async () => {
         if (this.#secrets.length === 0) throw new WebhookVerificationError("invalid-secret", "no secret given");
