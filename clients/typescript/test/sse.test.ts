@@ -69,3 +69,23 @@ test("the SSE parser ignores ids holding NUL and keeps the last id across messag
     { id: "6", hasId: false, event: "message", data: "two" },
   ]);
 });
+
+test("the SSE parser survives arbitrary input", () => {
+  let seed = 7;
+  const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff), seed % n);
+  const alphabet = ["\n", "\r", ":", " ", "data", "id", "event", "retry", "\u0000", "\ufeff", "x", "é", "7"];
+  for (let round = 0; round < 500; round++) {
+    let stream = "";
+    for (let i = rand(40); i > 0; i--) stream += alphabet[rand(alphabet.length)];
+    const bytes = new TextEncoder().encode(stream);
+    const parser = new SSEParser();
+    const frames: SSEFrame[] = [];
+    for (let i = 0; i < bytes.length; ) {
+      const n = 1 + rand(5);
+      frames.push(...parser.push(bytes.subarray(i, i + n)));
+      i += n;
+    }
+    assert.deepEqual(frames, new SSEParser().push(bytes), `round ${round}: ${JSON.stringify(stream)}`);
+    for (const f of frames) assert.ok(!f.id.includes("\u0000"), `an id with NUL from ${JSON.stringify(stream)}`);
+  }
+});
