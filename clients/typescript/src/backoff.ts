@@ -19,6 +19,19 @@ export function retryDelay(baseMs: number, limitMs: number, failures: number, re
   return Math.max(d, Math.min(retryAfterMs, limitMs));
 }
 
+let origin: number | undefined;
+
+/**
+ * monotonicNow is the time in milliseconds since the epoch: the wall clock
+ * when it is first called, advanced since then by the monotonic clock
+ * (performance.now), so that a step of the system clock (an NTP
+ * correction, a manual change) cannot stretch or shorten a deadline.
+ */
+export function monotonicNow(): number {
+  if (origin === undefined) origin = Date.now() - performance.now();
+  return origin + performance.now();
+}
+
 /** sleep resolves true after ms, or false as soon as signal aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {

@@ -81,7 +81,11 @@ export interface CandidacyOptions {
   onCampaigned?: (status: CandidateStatus) => void;
   /** Receives the candidacy's transitions and failures; console fits. Default: silent. */
   logger?: Logger;
-  /** The clock, in milliseconds since the epoch. Default Date.now; tests move it. */
+  /**
+   * The clock, in milliseconds since the epoch. Default: the wall clock
+   * when first read, advanced by the monotonic clock, so that a step of the
+   * system clock cannot stretch a leadership. Tests move it.
+   */
   now?: () => number;
   /** Jitter of the back-off, a number in [0, 1). Default Math.random. */
   random?: () => number;
@@ -89,7 +93,11 @@ export interface CandidacyOptions {
 
 /** Where a Candidacy stands. */
 export interface Standing {
-  /** Act as leader: the gateway confirmed it with a heartbeat, and the step-down deadline has not passed since. */
+  /**
+   * Leading as the candidacy's loop last saw it: the gateway confirmed it
+   * with a heartbeat, and the step-down deadline had not passed. Before
+   * acting, check the Leadership's active getter, which looks at the clock.
+   */
   leading: boolean;
   /** The candidate's state at the gateway as last heard, or "" while it holds no candidacy. */
   state: State | "";

@@ -1,6 +1,7 @@
 // Candidacy: campaigns, heartbeats, obeys the step-down rule and tells
 // the program when it leads. The loop lives in candidacy-loop.ts.
 
+import { monotonicNow } from "./backoff.js";
 import {
   DEFAULT_CANDIDATE_TTL_MS,
   DEFAULT_ERROR_TIMEOUT_MS,
@@ -47,7 +48,6 @@ export class Candidacy {
   readonly ttlMs: number;
   /** The step-down margin for that TTL, in milliseconds. */
   readonly marginMs: number;
-  readonly #clients: Client[];
   readonly #loop: CandidacyLoop;
   #done: Promise<void> | undefined;
 
@@ -58,7 +58,7 @@ export class Candidacy {
       ttlMs: options.ttlMs ?? DEFAULT_CANDIDATE_TTL_MS,
       errorTimeoutMs: options.errorTimeoutMs ?? DEFAULT_ERROR_TIMEOUT_MS,
       logger: options.logger ?? silentLogger,
-      now: options.now ?? Date.now,
+      now: options.now ?? monotonicNow,
       random: options.random ?? Math.random,
     };
     const gateways = typeof cfg.gateways === "string" ? [cfg.gateways] : (cfg.gateways ?? []);
@@ -67,12 +67,12 @@ export class Candidacy {
     if (!cfg.id) throw new InvalidConfigError("elector: id is required");
     if (!(cfg.ttlMs >= 1000)) throw new InvalidConfigError(`elector: ttlMs ${cfg.ttlMs} is below 1000`);
     if (!(cfg.errorTimeoutMs >= 0)) throw new InvalidConfigError(`elector: errorTimeoutMs ${cfg.errorTimeoutMs} is negative`);
-    this.#clients = gateways.map((g) => new Client(g, cfg.clientOptions));
+    const clients = gateways.map((g) => new Client(g, cfg.clientOptions));
     this.election = cfg.election;
     this.id = cfg.id;
     this.ttlMs = cfg.ttlMs;
     this.marginMs = stepDownMargin(cfg.ttlMs);
-    this.#loop = new CandidacyLoop(cfg, this.#clients);
+    this.#loop = new CandidacyLoop(cfg, clients);
   }
 
   /**

@@ -107,6 +107,8 @@ declare class URL {
   readonly hash: string;
 }
 
+declare var performance: { now(): number };
+
 declare function atob(data: string): string;
 declare function btoa(data: string): string;
 
