@@ -120,7 +120,7 @@ describe("Candidacy", { concurrency: true }, () => {
       assert.ok(aEnded < expiredAt && aEnded < bBegan, `a stopped at ${aEnded}, the gateway expired it at ${expiredAt}, b began at ${bBegan}`);
       assert.equal(a.standing.reason, "heartbeat-timeout");
       process.stderr.write(
-        `# TTL ${ttlMs}ms, margin ${stepDownMargin(ttlMs)}ms: a stopped ${aEnded - lastOK}ms after its last successful heartbeat was sent, ${expiredAt - aEnded}ms before the gateway expired it\n`,
+        `# TTL ${ttlMs}ms, margin ${stepDownMargin(ttlMs)}ms: a stopped ${Math.round(aEnded - lastOK)}ms after its last successful heartbeat was sent, ${Math.round(expiredAt - aEnded)}ms before the gateway expired it\n`,
       );
 
       proxy.heal(); // a's heartbeat is answered 404: it campaigns again, behind b
