@@ -3,6 +3,7 @@
 // two files at a time: they mostly wait on gateways and timers.
 
 import { execFileSync, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -13,7 +14,9 @@ const repo = resolve(here, "..", "..", "..");
 
 let bin = process.env.ELECTOR_BIN ?? "";
 if (bin === "") {
-  const out = join(tmpdir(), "elector-ts-tests");
+  // One binary per checkout, so that two checkouts testing at once do not
+  // overwrite each other's.
+  const out = join(tmpdir(), "elector-ts-tests-" + createHash("sha256").update(repo).digest("hex").slice(0, 12));
   mkdirSync(out, { recursive: true });
   bin = join(out, "elector");
   process.stderr.write(`building elector into ${bin}\n`);
