@@ -120,6 +120,8 @@ export class Proxy {
   readonly url: string;
   /** connections counts the connections forwarded. */
   connections = 0;
+  /** bytesIn counts the bytes clients sent, also while stalled. */
+  bytesIn = 0;
   #mode: "pass" | "cut" | "stall" = "pass";
   readonly #sockets = new Set<Socket>();
   readonly #server;
@@ -156,7 +158,10 @@ export class Proxy {
     }
     // Bytes pass only while the proxy passes; a stalled connection is
     // dropped when the proxy heals, since it has lost bytes.
-    client.on("data", (b) => (this.#mode === "pass" ? upstream.write(b) : undefined));
+    client.on("data", (b: Buffer) => {
+      this.bytesIn += b.length;
+      if (this.#mode === "pass") upstream.write(b);
+    });
     upstream.on("data", (b) => (this.#mode === "pass" ? client.write(b) : undefined));
   }
 
