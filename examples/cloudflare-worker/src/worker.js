@@ -1,8 +1,9 @@
-// An elector webhook receiver as a Cloudflare Worker. It verifies each
-// delivery's Standard Webhooks signature with the standardwebhooks package
-// against the secret ELECTOR_WEBHOOK_SECRET (several, space-separated,
-// while one is rotated), drops duplicates by webhook-id and events of a
-// term older than one it has acted on, and logs and answers what it did:
+// An elector webhook receiver as a Cloudflare Worker, built on the webhook
+// helper of elector's TypeScript client (clients/typescript). It verifies
+// each delivery's Standard Webhooks signature against the secret
+// ELECTOR_WEBHOOK_SECRET (several, space-separated, while one is rotated),
+// drops duplicates by webhook-id and events of a term older than one it
+// has acted on, and logs and answers what it did:
 //
 //   {"result":"applied","election":"billing","type":"leader.begin","term":2,
 //    "candidate":"node-b","action":"node-b leads billing in term 2"}
@@ -11,25 +12,34 @@
 // without one, in the isolate's memory, which Cloudflare may drop at any
 // time and does not share between locations. KV is eventually consistent:
 // for strict de-duplication across locations use a Durable Object.
-import { Webhook } from "standardwebhooks";
+import { MemorySeenIds, MemoryTermStore, webhookHandler } from "@electorhq/elector";
 
-const memory = new Map();
+// 1 day: elector retries for far less than that.
+const ttl = { expirationTtl: 86400 };
 
-/** store is the de-duplication state: the SEEN KV namespace, else memory. */
-function store(env) {
-  if (env.SEEN) return env.SEEN;
+/** kvSeenIds keeps the webhook-ids acted on in a KV namespace. */
+function kvSeenIds(kv) {
   return {
-    async get(key) {
-      return memory.has(key) ? memory.get(key) : null;
+    async claim(id) {
+      if ((await kv.get(`id:${id}`)) !== null) return false;
+      await kv.put(`id:${id}`, "seen", ttl);
+      return true;
     },
-    async put(key, value) {
-      memory.set(key, value);
+    async release(id) {
+      await kv.delete(`id:${id}`);
     },
   };
 }
 
-function json(status, body) {
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+/** kvTermStore keeps the highest term per election in a KV namespace. */
+function kvTermStore(kv) {
+  return {
+    async advance(election, term) {
+      if (term < Number((await kv.get(`term:${election}`)) ?? 0)) return false;
+      await kv.put(`term:${election}`, String(term));
+      return true;
+    },
+  };
 }
 
 /** action says what the event means; a real receiver acts on it here. */
@@ -47,46 +57,31 @@ function action(ev) {
   }
 }
 
-export default {
-  async fetch(request, env) {
-    if (request.method !== "POST") return json(405, { error: "POST elector's webhooks here" });
-    const secrets = (env.ELECTOR_WEBHOOK_SECRET ?? "").split(/\s+/).filter(Boolean);
-    if (secrets.length === 0) return json(500, { error: "ELECTOR_WEBHOOK_SECRET is not set" });
-    const body = await request.text(); // the exact bytes: verify before parsing
-    const headers = {
-      "webhook-id": request.headers.get("webhook-id") ?? "",
-      "webhook-timestamp": request.headers.get("webhook-timestamp") ?? "",
-      "webhook-signature": request.headers.get("webhook-signature") ?? "",
-    };
-    let ev;
-    for (const secret of secrets) {
-      try {
-        ev = new Webhook(secret).verify(body, headers);
-        break;
-      } catch {
-        // try the next secret
-      }
-    }
-    if (!ev) return json(401, { error: "signature does not verify" });
-    if (!ev.type || !ev.data?.election) return json(400, { error: "not an elector event" });
+const memory = { seen: new MemorySeenIds(), terms: new MemoryTermStore() };
+// One handler per environment (the bindings do not change while an isolate lives).
+const handlers = new WeakMap();
 
-    const id = headers["webhook-id"];
-    const { election, term } = ev.data;
-    const out = { election, type: ev.type, term, candidate: ev.data.candidate?.id };
-    const seen = store(env);
-    if (await seen.get(`id:${id}`)) return json(200, { result: "duplicate", ...out });
-    const highest = Number((await seen.get(`term:${election}`)) ?? 0);
-    // 1 day: elector retries for far less than that.
-    const ttl = { expirationTtl: 86400 };
-    if (term < highest) {
-      // A later leadership has begun: acting on this one would undo it.
-      await seen.put(`id:${id}`, "stale", ttl);
-      return json(200, { result: "stale", ...out });
-    }
-    const what = action(ev);
-    console.log(what);
-    await seen.put(`term:${election}`, String(term));
-    await seen.put(`id:${id}`, "applied", ttl);
-    return json(200, { result: "applied", ...out, action: what });
+/** handlerFor builds the receiver of env: its secrets, its KV namespace or memory. */
+function handlerFor(env) {
+  let h = handlers.get(env);
+  if (!h) {
+    h = webhookHandler({
+      secrets: env.ELECTOR_WEBHOOK_SECRET ?? "",
+      seen: env.SEEN ? kvSeenIds(env.SEEN) : memory.seen,
+      terms: env.SEEN ? kvTermStore(env.SEEN) : memory.terms,
+      onEvent(ev) {
+        const what = action(ev);
+        console.log(what);
+        return { action: what };
+      },
+    });
+    handlers.set(env, h);
+  }
+  return h;
+}
+
+export default {
+  fetch(request, env) {
+    return handlerFor(env)(request);
   },
 };

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import worker from "../src/worker.js";
 import { loadCapture, runScenario } from "../../testdata/scenario.mjs";
 
-/** A stand-in for a Workers KV namespace: get and put of strings. */
+/** A stand-in for a Workers KV namespace: get, put and delete of strings. */
 class KV {
   #m = new Map();
   async get(key) {
@@ -12,6 +12,9 @@ class KV {
   }
   async put(key, value) {
     this.#m.set(key, String(value));
+  }
+  async delete(key) {
+    this.#m.delete(key);
   }
 }
 

@@ -1,0 +1,267 @@
+// The API's documents, in the API's own field names (openapi.yaml is the
+// authority). Times are RFC 3339 strings, durations Go duration strings
+// ("10s", "1m30s", "500ms"), terms numbers (fencing tokens; exact up to
+// 2^53).
+
+/** A candidate's metadata: a small JSON object. */
+export type Metadata = Record<string, unknown>;
+
+/** Where a candidate stands in its election. */
+export type State = "follower" | "leader" | "error";
+
+/** The current leader of an election and its fencing term. */
+export interface Leader {
+  id: string;
+  term: number;
+  metadata: Metadata;
+  since: string;
+  expires_at: string;
+}
+
+/** GET /v1/elections/{election}/leader. */
+export interface LeaderDocument extends Leader {
+  election: string;
+}
+
+/** A pending transfer of leadership to a named follower. */
+export interface Transfer {
+  to: string;
+  reason: "transferred" | "preempted";
+  requested_at: string;
+}
+
+/** What a candidate learns from campaign, heartbeat, error report and handover. */
+export interface CandidateStatus {
+  election: string;
+  id: string;
+  state: State;
+  /** Candidates ahead in line; 0 for the leader, -1 in error. */
+  position: number;
+  /** The election's term: the fencing token when this candidate leads. */
+  term: number;
+  metadata: Metadata;
+  ttl: string;
+  joined_at: string;
+  /** When the candidacy ends unless it heartbeats. */
+  expires_at: string;
+  cooldown_until?: string;
+  /** The current leader, null when nobody leads. */
+  leader: Leader | null;
+  priority?: number;
+  /** The election's pending transfer, if any. */
+  transfer?: Transfer;
+}
+
+/** The answer of a campaign: the status and the candidate token. */
+export interface CampaignResult extends CandidateStatus {
+  /** The candidate token: heartbeat, resign, reportError and handover need it. Keep it secret. */
+  token: string;
+  /** Signs the candidate's own webhook; only when the campaign gave one. */
+  webhook_secret?: string;
+}
+
+/** The candidate's own webhook: its leader.begin, leader.end and leader.error. */
+export interface CandidateWebhook {
+  url: string;
+  /** How long the leader.begin may take to be acknowledged (a duration string). */
+  begin_timeout?: string;
+}
+
+/** The body of a campaign. */
+export interface CampaignRequest {
+  id: string;
+  /** How long the candidacy lives without a heartbeat: a duration string, or milliseconds. The gateway's default when left out. */
+  ttl?: string | number;
+  metadata?: Metadata;
+  /** Orders the line, higher first (-1000 to 1000); 0 by default. */
+  priority?: number;
+  webhook?: CandidateWebhook;
+}
+
+/** One candidate in the line of an election. */
+export interface Candidate {
+  id: string;
+  state: State;
+  position: number;
+  metadata: Metadata;
+  ttl: string;
+  priority?: number;
+  joined_at: string;
+  expires_at: string;
+  /** The leader's term; only on the leader. */
+  term?: number;
+  cooldown_until?: string;
+}
+
+/** An election's line of candidates, leader first. */
+export interface Candidates {
+  election: string;
+  term: number;
+  candidates: Candidate[];
+}
+
+/** An election's knobs. */
+export interface Settings {
+  error_cooldown: string;
+  handover_delay: string;
+  preempt?: boolean;
+}
+
+/** A merge patch of an election's settings; null resets a setting to the gateway's default. */
+export interface SettingsPatch {
+  error_cooldown?: string | null;
+  handover_delay?: string | null;
+  preempt?: boolean | null;
+}
+
+/** One election, its settings, term and leader. */
+export interface Election {
+  name: string;
+  settings: Settings;
+  term: number;
+  leader: Leader | null;
+  candidates: number;
+  handover_until?: string;
+  transfer?: Transfer;
+}
+
+/** GET /v1/elections. */
+export interface Elections {
+  elections: Election[];
+}
+
+/** The event types of the stream and the webhooks. */
+export type TransitionType =
+  | "leader.begin"
+  | "leader.end"
+  | "leader.error"
+  | "candidate.joined"
+  | "candidate.left"
+  | "leader.transfer"
+  | "leader.transfer_cancelled";
+
+/** The data of a transition event. */
+export interface EventData {
+  election: string;
+  term: number;
+  candidate?: { id: string; metadata?: Metadata };
+  previous?: { id: string; term: number };
+  reason?: string;
+  detail?: string;
+}
+
+/** A transition event: the body of a webhook, the data of an SSE message. */
+export interface ElectorEvent {
+  type: TransitionType;
+  timestamp: string;
+  data: EventData;
+}
+
+/** The whole state of one election, the data of a reset event. */
+export interface Snapshot {
+  election: string;
+  settings: Settings;
+  term: number;
+  leader: Leader | null;
+  handover_until?: string;
+  transfer?: Transfer;
+  candidates: Candidate[];
+}
+
+/** A transition event of a watch, with its id. */
+export interface TransitionEvent extends ElectorEvent {
+  /** The event's id, stable across gateway replicas: resume after it with lastEventId. */
+  id: string;
+}
+
+/**
+ * A reset event of a watch: forget what you knew of the election and apply
+ * the events that follow as deltas. It comes first on a fresh stream, and
+ * again when the gateway no longer holds the point a resumption asked for.
+ */
+export interface ResetEvent {
+  /** The id to resume from; "" for a snapshot of an election that has no events yet, or one that is not the last of a series. */
+  id: string;
+  type: "reset";
+  timestamp: string;
+  snapshot: Snapshot;
+}
+
+/** One event of Client.watch. */
+export type WatchEvent = TransitionEvent | ResetEvent;
+
+/** A value of Client.observe: who leads; id "" means nobody (term is then the last leadership's). */
+export interface ObservedLeader {
+  election: string;
+  /** The leader's id, or "" for no leader. */
+  id: string;
+  term: number;
+  metadata?: Metadata;
+  since?: string;
+}
+
+/** The body of a subscription. */
+export interface SubscriptionRequest {
+  url: string;
+  /** The event types to deliver; all when left out or empty. */
+  types?: TransitionType[];
+  /** A signing secret of your own (whsec_ and the base64 of 24 to 64 bytes); one is generated when left out. */
+  secret?: string;
+}
+
+/** A webhook subscription. */
+export interface Subscription {
+  id: string;
+  election: string;
+  url: string;
+  types: string[];
+  secrets: { created_at: string; expires_at?: string }[];
+  disabled: boolean;
+  disabled_reason?: string;
+  created_at: string;
+}
+
+/** A subscription with its signing secret, shown only when created or rotated. */
+export interface SubscriptionWithSecret extends Subscription {
+  secret: string;
+}
+
+/** GET …/subscriptions. */
+export interface Subscriptions {
+  subscriptions: Subscription[];
+}
+
+/** One attempt of a delivery. */
+export interface Attempt {
+  at: string;
+  status_code?: number;
+  latency: string;
+  error?: string;
+  manual?: boolean;
+}
+
+/** One event sent to an endpoint, with its attempts. */
+export interface Delivery {
+  id: string;
+  event_id?: string;
+  event_type?: string;
+  term: number;
+  status: "pending" | "succeeded" | "failed" | "gap";
+  error?: string;
+  created_at: string;
+  updated_at: string;
+  next_attempt_at?: string;
+  attempts: Attempt[];
+  payload?: ElectorEvent;
+}
+
+/** A delivery log, newest first. */
+export interface Deliveries {
+  deliveries: Delivery[];
+}
+
+/** /healthz and /readyz. */
+export interface Health {
+  status: "ok" | "ready";
+  checks?: Record<string, string>;
+}

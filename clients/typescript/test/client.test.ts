@@ -1,0 +1,241 @@
+// The plain calls, the watch and observe against a real `elector serve`.
+
+import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import { after, before, test } from "node:test";
+import {
+  CandidateExistsError,
+  CandidateNotFoundError,
+  Client,
+  ElectionNotEmptyError,
+  ElectionNotFoundError,
+  InvalidConfigError,
+  InvalidRequestError,
+  NoLeaderError,
+  NotLeaderError,
+  TimeoutError,
+  TokenMismatchError,
+  TransferPendingError,
+  TransportError,
+  WebhookReceiver,
+  type ObservedLeader,
+  type WatchEvent,
+} from "../dist/index.js";
+import { freePort, Proxy, startGateway, waitFor, type Gateway } from "./helpers.js";
+
+let gw: Gateway;
+let c: Client;
+before(async () => {
+  gw = await startGateway();
+  c = new Client(gw.url);
+});
+after(() => gw?.stop());
+
+test("campaign, heartbeat and resign hand over with typed errors", async () => {
+  const a = await c.campaign("calls", { id: "node-a:1", ttl: 60_000, metadata: { addr: "10.0.0.7:8080" } });
+  assert.equal(a.state, "leader");
+  assert.equal(a.ttl, "1m0s");
+  assert.deepEqual(a.metadata, { addr: "10.0.0.7:8080" });
+  assert.ok(a.token.length > 0);
+  const b = await c.campaign("calls", { id: "node-b", ttl: "1m" });
+  assert.equal(b.state, "follower");
+  assert.equal(b.leader?.id, "node-a:1");
+
+  const hb = await c.heartbeat("calls", "node-a:1", a.token);
+  assert.equal(hb.state, "leader");
+  assert.equal(hb.term, a.term);
+  await assert.rejects(c.heartbeat("calls", "node-a:1", b.token), TokenMismatchError);
+  await assert.rejects(c.campaign("calls", { id: "node-b" }), CandidateExistsError);
+  const bad = await c.campaign("Not A Name", { id: "x" }).catch((e: unknown) => e);
+  assert.ok(bad instanceof InvalidRequestError, String(bad));
+  assert.equal(bad.status, 400);
+  assert.ok(bad.detail.length > 0);
+
+  assert.equal((await c.leader("calls")).id, "node-a:1");
+  assert.deepEqual(
+    (await c.candidates("calls")).candidates.map((x) => x.id),
+    ["node-a:1", "node-b"],
+  );
+  assert.equal((await c.candidate("calls", "node-b")).position, 1);
+  assert.equal((await c.election("calls")).candidates, 2);
+  assert.ok((await c.elections()).elections.some((e) => e.name === "calls"));
+  await assert.rejects(c.deleteElection("calls"), ElectionNotEmptyError);
+
+  await c.resign("calls", "node-a:1", a.token);
+  await assert.rejects(c.heartbeat("calls", "node-a:1", a.token), CandidateNotFoundError);
+  const next = await c.heartbeat("calls", "node-b", b.token);
+  assert.equal(next.state, "leader");
+  assert.equal(next.term, a.term + 1);
+  const err = await c.reportError("calls", "node-b", b.token, "the work would not start");
+  assert.equal(err.state, "error");
+  await assert.rejects(c.leader("calls"), NoLeaderError);
+  await c.resign("calls", "node-b", b.token);
+  await c.deleteElection("calls");
+  await assert.rejects(c.election("calls"), ElectionNotFoundError);
+});
+
+test("transfer and handover", async () => {
+  const a = await c.campaign("transfer", { id: "a", ttl: "1m" });
+  const b = await c.campaign("transfer", { id: "b", ttl: "1m" });
+  const e = await c.transfer("transfer", "b");
+  assert.equal(e.transfer?.to, "b");
+  const refused = await c.heartbeat("transfer", "a", a.token).catch((x: unknown) => x);
+  assert.ok(refused instanceof TransferPendingError, String(refused));
+  assert.deepEqual((refused.extensions.transfer as { to: string }).to, "b");
+  const st = await c.handover("transfer", "a", a.token);
+  assert.equal(st.state, "follower");
+  assert.equal(st.leader?.id, "b");
+  assert.equal(st.term, a.term + 1);
+  await assert.rejects(c.handover("transfer", "a", a.token), NotLeaderError);
+  assert.equal((await c.configure("transfer", { error_cooldown: "2s" })).settings.error_cooldown, "2s");
+  await c.resign("transfer", "a", a.token);
+  await c.resign("transfer", "b", b.token);
+});
+
+test("no answer is a TransportError, a TimeoutError or the signal's reason", async () => {
+  await assert.throws(() => new Client("127.0.0.1:8080"), InvalidConfigError);
+  const dead = new Client(`http://127.0.0.1:${await freePort()}`);
+  await assert.rejects(dead.leader("x"), TransportError);
+  const proxy = await Proxy.start(gw.url);
+  try {
+    proxy.stall();
+    const hung = new Client(proxy.url);
+    await assert.rejects(hung.leader("x", { timeoutMs: 200 }), TimeoutError);
+    const ac = new AbortController();
+    const call = hung.leader("x", { signal: ac.signal });
+    const why = new Error("the caller gave up");
+    ac.abort(why);
+    await assert.rejects(call, (err) => err === why);
+  } finally {
+    await proxy.close();
+  }
+});
+
+/** collect reads events from a watch into a list until the signal aborts. */
+function collect<T>(events: AsyncIterable<T>): { items: T[]; done: Promise<void> } {
+  const items: T[] = [];
+  const done = (async () => {
+    for await (const ev of events) items.push(ev);
+  })();
+  return { items, done };
+}
+
+const idOf = (ev: WatchEvent) => `${ev.id} ${ev.type}`;
+
+test("a watch starts with a reset and resumes after a dropped connection with no gap and no duplicate", async () => {
+  const ac = new AbortController();
+  const proxy = await Proxy.start(gw.url);
+  try {
+    // The reference: a watch on the gateway itself, never dropped.
+    const direct = collect(await c.watch("resume", { signal: ac.signal }));
+    const viaProxy = collect(await new Client(proxy.url).watch("resume", { signal: ac.signal }));
+    await waitFor("both resets", () => direct.items.length > 0 && viaProxy.items.length > 0);
+    assert.equal(direct.items[0].type, "reset");
+    assert.equal(viaProxy.items[0].type, "reset");
+
+    const x = await c.campaign("resume", { id: "x", ttl: "1m" });
+    await waitFor("x's events through the proxy", () => viaProxy.items.length >= 3);
+    const before = proxy.connections;
+    proxy.cut(); // the stream drops, and reconnections fail for a while
+    const y = await c.campaign("resume", { id: "y", ttl: "1m" });
+    await c.resign("resume", "x", x.token);
+    await c.resign("resume", "y", y.token);
+    await waitFor("the reference sees everything", () => direct.items.filter((e) => e.type === "candidate.left").length === 2);
+    proxy.heal();
+    await waitFor("the resumed watch catches up", () => viaProxy.items.length >= direct.items.length, 15_000);
+    assert.ok(proxy.connections > before, "the watch reconnected");
+    // One listener per watch on the caller's signal, however often it reconnected.
+    assert.ok(getEventListeners(ac.signal, "abort").length <= 2, `${getEventListeners(ac.signal, "abort").length} listeners`);
+    assert.deepEqual(viaProxy.items.map(idOf), direct.items.map(idOf));
+    assert.ok(viaProxy.items.slice(1).every((e) => e.id !== ""), "every transition has an id");
+  } finally {
+    ac.abort();
+    await proxy.close();
+  }
+});
+
+test("a watch from a last event id replays what followed it", async () => {
+  const ac = new AbortController();
+  const first = collect(await c.watch("replay", { signal: ac.signal }));
+  const a = await c.campaign("replay", { id: "a", ttl: "1m" });
+  await c.resign("replay", "a", a.token);
+  await waitFor("four events", () => first.items.length >= 5);
+  const from = first.items[2]; // after a joined and began
+  const events = await c.watch("replay", { lastEventId: from.id, signal: ac.signal });
+  const again = collect(events);
+  await waitFor("the replay", () => again.items.length >= 2);
+  assert.deepEqual(again.items.map(idOf), first.items.slice(3).map(idOf));
+  assert.equal(events.lastEventId, first.items[first.items.length - 1].id);
+  ac.abort();
+  await Promise.all([first.done, again.done]);
+});
+
+test("a watch of a bad election name fails at once", async () => {
+  await assert.rejects(c.watch("Not A Name"), InvalidRequestError);
+});
+
+test("observe reports leader changes and no leader", async () => {
+  const ac = new AbortController();
+  const a = await c.campaign("observe", { id: "a", ttl: "1m" });
+  const leaders = collect<ObservedLeader>(await c.observe("observe", { signal: ac.signal }));
+  const b = await c.campaign("observe", { id: "b", ttl: "1m" });
+  await c.resign("observe", "a", a.token);
+  await c.resign("observe", "b", b.token);
+  await waitFor("four values", () => leaders.items.length >= 4);
+  ac.abort();
+  await leaders.done;
+  assert.deepEqual(
+    leaders.items.map((l) => `${JSON.stringify(l.id)} ${l.term - a.term + 1}`),
+    ['"a" 1', '"" 1', '"b" 2', '"" 2'],
+  );
+});
+
+test("deliveries of a real gateway verify, de-duplicate and refuse tampering", async () => {
+  const got: { headers: IncomingHttpHeaders; body: Buffer }[] = [];
+  const receiver = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on("data", (b: Buffer) => parts.push(b));
+    req.on("end", () => {
+      got.push({ headers: req.headers, body: Buffer.concat(parts) });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+  try {
+    const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+    const sub = await c.createSubscription("hooks", { url, types: ["leader.begin", "leader.end"] });
+    assert.match(sub.secret, /^whsec_/);
+    assert.equal((await c.subscriptions("hooks")).subscriptions[0].id, sub.id);
+    const a = await c.campaign("hooks", { id: "a", ttl: "1m" });
+    await waitFor("the leader.begin delivery", () => got.length === 1);
+    const d = got[0];
+    const r = new WebhookReceiver({ secrets: sub.secret });
+    const first = await r.receive({ headers: d.headers, body: d.body });
+    assert.equal(first.result, "applied");
+    assert.equal(first.result === "applied" && first.event.data.candidate?.id, "a");
+    assert.equal((await r.receive({ headers: d.headers, body: d.body })).result, "duplicate");
+    const tampered = await r.receive({ headers: d.headers, body: Buffer.concat([d.body, Buffer.from(" ")]) });
+    assert.equal(tampered.result === "invalid" && tampered.error.code, "no-match");
+
+    // A redelivery has the same webhook-id: a duplicate.
+    await waitFor("the delivery settled", async () => (await c.subscriptionDeliveries("hooks", sub.id)).deliveries[0]?.status === "succeeded");
+    const delivery = (await c.subscriptionDeliveries("hooks", sub.id, { limit: 1 })).deliveries[0];
+    assert.equal((await c.subscriptionDelivery("hooks", sub.id, delivery.id)).event_id, d.headers["webhook-id"]);
+    await c.redeliverSubscriptionDelivery("hooks", sub.id, delivery.id);
+    await waitFor("the redelivery", () => got.length === 2);
+    assert.equal((await r.receive({ headers: got[1].headers, body: got[1].body })).result, "duplicate");
+
+    // After a rotation both secrets sign; the new one alone verifies.
+    const rotated = await c.rotateSubscriptionSecret("hooks", sub.id);
+    await c.resign("hooks", "a", a.token);
+    await waitFor("the leader.end delivery", () => got.length === 3);
+    assert.equal(String(got[2].headers["webhook-signature"]).split(" ").length, 2);
+    const fresh = new WebhookReceiver({ secrets: rotated.secret });
+    assert.equal((await fresh.receive({ headers: got[2].headers, body: got[2].body })).result, "applied");
+    await c.deleteSubscription("hooks", sub.id);
+  } finally {
+    receiver.closeAllConnections();
+    await new Promise<void>((r) => receiver.close(() => r()));
+  }
+});
