@@ -128,3 +128,21 @@ func (b *Backend) WrapKV(ctx context.Context, wrap func(clientv3.KV) clientv3.KV
 	b.cli.KV = wrap(b.cli.KV)
 	return nil
 }
+
+// NewWithClock is New with the clock promises are timed on: now replaces
+// time.Now (its readings must only grow), and a receive on moved makes
+// Run look at its elections again, as the clock moved.
+func NewWithClock(cfg Config, now func() time.Time, moved <-chan struct{}) (*Backend, error) {
+	return newBackend(cfg, clock{now: now, moved: moved})
+}
+
+// LastPass is what the last pass of Run planned: every election changed up
+// to cache revision rev, and every one whose next action was due by mono
+// on the promise clock. ok is false before the first pass.
+func (b *Backend) LastPass() (rev int64, mono time.Time, ok bool) {
+	p := b.lastPass.Load()
+	if p == nil {
+		return 0, time.Time{}, false
+	}
+	return p.rev, p.mono, true
+}
