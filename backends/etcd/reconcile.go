@@ -408,6 +408,7 @@ func (b *Backend) preempt(v view, now time.Time) (action, bool) {
 	return action{what: "preempt",
 		cmps: []clientv3.Cmp{
 			clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod),
+			clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, l)), "=", l.create), // still leading: see Transfer
 			clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create),
 		},
 		ops: []clientv3.Op{clientv3.OpPut(b.keys.lead(v.name), mustJSON(lead))}}, true
