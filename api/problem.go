@@ -141,6 +141,7 @@ func problemFor(r *http.Request, err error) Problem {
 	var tp *gateway.TransferPendingError
 	var ue *gateway.UnsupportedError
 	var tb *gateway.TransferBlockedError
+	var cr *gateway.CandidacyRevokedError
 	switch {
 	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
 		return newProblem(r, "client-closed-request", "the client went away before the answer")
@@ -188,6 +189,14 @@ func problemFor(r *http.Request, err error) Problem {
 	case errors.Is(err, gateway.ErrTokenMismatch):
 		return newProblem(r, "candidate-token-mismatch", fmt.Sprintf(
 			"the Elector-Candidate-Token header is not the token of candidate %q in election %q; use the token its campaign returned", id, election))
+	case errors.As(err, &cr):
+		// Still candidate-not-found (campaign again), with what the
+		// backend did, so that the candidate knows it was not late.
+		p := newProblem(r, "candidate-not-found", fmt.Sprintf(
+			"candidate %q is not campaigning in election %q: the backend ended its candidacy at %s, before the TTL of its last acknowledged heartbeat ran out at %s (see revoked); campaign again with POST /v1/elections/%s/candidates",
+			id, election, formatTime(cr.At), formatTime(cr.ExpiresAt), election))
+		p.Ext = map[string]any{"revoked": map[string]string{"at": formatTime(cr.At), "expires_at": formatTime(cr.ExpiresAt)}}
+		return p
 	case errors.Is(err, gateway.ErrCandidateNotFound):
 		return newProblem(r, "candidate-not-found", fmt.Sprintf(
 			"candidate %q is not campaigning in election %q (it resigned or its TTL ran out); campaign again with POST /v1/elections/%s/candidates", id, election, election))

@@ -27,7 +27,8 @@ func (c *Client) Campaign(ctx context.Context, election string, r CampaignReques
 // status: whether it leads, its term and the current leader.
 //
 // Errors: ErrCandidateNotFound when the candidacy resigned or expired
-// (campaign again), ErrTokenMismatch, ErrUnavailable.
+// (campaign again; also ErrCandidacyRevoked when the backend ended it
+// before its TTL), ErrTokenMismatch, ErrUnavailable.
 func (c *Client) Heartbeat(ctx context.Context, election, id, token string) (Status, error) {
 	var st Status
 	err := c.do(ctx, http.MethodPut, nil, token, &st, "v1", "elections", election, "candidates", id, "heartbeat")

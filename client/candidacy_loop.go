@@ -261,7 +261,11 @@ func (c *Candidacy) heartbeat(ctx context.Context) time.Duration {
 		return c.interval()
 	case errors.Is(err, ErrCandidateNotFound), errors.Is(err, ErrTokenMismatch), errors.Is(err, ErrElectionNotFound):
 		c.answered(ctx)
-		c.log.LogAttrs(ctx, slog.LevelWarn, "candidacy lost (expired or resigned elsewhere); campaigning again", slog.Any("err", err))
+		msg := "candidacy lost (expired or resigned elsewhere); campaigning again"
+		if errors.Is(err, ErrCandidacyRevoked) {
+			msg = "candidacy ended early by the gateway's backend, not for a late heartbeat; campaigning again"
+		}
+		c.log.LogAttrs(ctx, slog.LevelWarn, msg, slog.Any("err", err))
 		c.token = ""
 		c.lose(ReasonExpired)
 		c.publish(Standing{Reason: ReasonExpired})

@@ -3,6 +3,9 @@ package client_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -120,5 +123,35 @@ func TestErrorsMatchTheirSentinels(t *testing.T) {
 	var p *client.Problem
 	if errors.As(errInvalid, &p) && string(p.Ext["field"]) != `"ttl"` {
 		t.Errorf("invalid-request names field %s, want ttl", p.Ext["field"])
+	}
+}
+
+// TestRevokedCandidacyMatchesBothSentinels: a candidate-not-found problem
+// with "revoked" (the gateway's backend ended the candidacy before its TTL)
+// is ErrCandidacyRevoked and ErrCandidateNotFound; one without is only the
+// latter.
+func TestRevokedCandidacyMatchesBothSentinels(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		body    string
+		revoked bool
+	}{
+		{"revoked", `{"type":"urn:elector:problem:candidate-not-found","title":"Candidate not found","status":404,"detail":"ended early",` +
+			`"revoked":{"at":"2026-11-22T10:00:01.5Z","expires_at":"2026-11-22T10:00:05.5Z"}}`, true},
+		{"expired", `{"type":"urn:elector:problem:candidate-not-found","title":"Candidate not found","status":404,"detail":"gone"}`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			_, err := client.New(srv.URL).Heartbeat(context.Background(), "e", "a", "tok")
+			if !errors.Is(err, client.ErrCandidateNotFound) || errors.Is(err, client.ErrCandidacyRevoked) != tt.revoked {
+				t.Fatalf("%v: ErrCandidateNotFound %v, ErrCandidacyRevoked %v; want true, %v", err,
+					errors.Is(err, client.ErrCandidateNotFound), errors.Is(err, client.ErrCandidacyRevoked), tt.revoked)
+			}
+		})
 	}
 }

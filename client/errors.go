@@ -45,6 +45,13 @@ var (
 	// transfer (on etcd, a native client's key stands between the leader
 	// and the target); the *Problem's Detail names it.
 	ErrTransferBlocked = errors.New("elector: leadership transfer blocked") // transfer-blocked
+
+	// ErrCandidacyRevoked: a candidate-not-found whose problem has
+	// "revoked": the backend ended the candidacy before the TTL of its
+	// last acknowledged heartbeat ran out (on etcd, a lease revoked
+	// early), not because it was late. It matches ErrCandidateNotFound
+	// too: campaign again.
+	ErrCandidacyRevoked = errors.New("elector: candidacy ended early by the backend")
 )
 
 // problemSentinels maps problem slugs to sentinels.
@@ -113,9 +120,14 @@ func (p *Problem) Error() string {
 	return fmt.Sprintf("elector: %s (%d): %s", title, p.Status, p.Detail)
 }
 
-// Is matches the sentinel of the problem's type; a 5xx answer that is not
-// a problem document matches ErrUnavailable.
+// Is matches the sentinel of the problem's type (a candidate-not-found
+// with "revoked" also ErrCandidacyRevoked); a 5xx answer that is not a
+// problem document matches ErrUnavailable.
 func (p *Problem) Is(target error) bool {
+	if target == ErrCandidacyRevoked {
+		_, revoked := p.Ext["revoked"]
+		return revoked && p.Slug() == "candidate-not-found"
+	}
 	if s, ok := problemSentinels[p.Slug()]; ok {
 		return s == target
 	}

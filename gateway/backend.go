@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Backend stores elections and makes their transitions. It is the seam that
@@ -216,7 +217,34 @@ var (
 	ErrTransferPending   = errors.New("gateway: leadership transfer pending")
 	ErrNoTransfer        = errors.New("gateway: no leadership transfer pending")
 	ErrTransferBlocked   = errors.New("gateway: leadership transfer blocked")
+	// ErrCandidacyRevoked is an ErrCandidateNotFound that the backend
+	// caused: it ended the candidacy while the TTL of a heartbeat it had
+	// acknowledged still ran (on etcd, a lease revoked early). A
+	// *CandidacyRevokedError says when.
+	ErrCandidacyRevoked = errors.New("gateway: candidacy ended early by the backend")
 )
+
+// CandidacyRevokedError is ErrCandidacyRevoked, and ErrCandidateNotFound
+// too: the candidate must campaign again, at the back of the line. At is
+// when a gateway saw the backend end the candidacy, ExpiresAt when its
+// life should have ended by the heartbeats the backend had acknowledged.
+type CandidacyRevokedError struct {
+	Election  string
+	ID        string
+	At        time.Time
+	ExpiresAt time.Time
+}
+
+func (e *CandidacyRevokedError) Error() string {
+	return fmt.Sprintf("gateway: %q: candidacy of %q ended by the backend at %s, before its TTL ran out at %s",
+		e.Election, e.ID, e.At.UTC().Format(time.RFC3339Nano), e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes a CandidacyRevokedError match ErrCandidacyRevoked and
+// ErrCandidateNotFound.
+func (e *CandidacyRevokedError) Is(target error) bool {
+	return target == ErrCandidacyRevoked || target == ErrCandidateNotFound
+}
 
 // TransferBlockedError is ErrTransferBlocked: a transfer (or a handover)
 // the backend cannot make because of the line it would have to change,

@@ -142,6 +142,12 @@ func (s *Service) deliver(ctx context.Context, ep Endpoint, c *claim, ev gateway
 	if err != nil || d.Status != StatusPending {
 		return err
 	}
+	if len(d.Payload) > 0 {
+		// Every attempt sends the bytes the delivery recorded first, on
+		// whichever replica makes it: the backends derive the same bytes for
+		// an event id, and the record keeps it so across versions too.
+		payload = d.Payload
+	}
 	begin := ep.Kind == KindCandidate && ev.Type == gateway.EventLeaderBegin
 	// The deadline counts from the event, so that a replica taking over a
 	// delivery does not quietly extend it; but a receiver that was never

@@ -37,11 +37,15 @@ func (b *Backend) FailLeader(ctx context.Context, election, id, tokenHash string
 }
 
 // DeleteElection implements gateway.ElectionDeleter: one transaction
-// deletes the election's settings, lead record and mark, if no key of its
-// line (elector's or a native etcd client's), of its cooldowns or of its
-// candidate ids exists at that revision. Terms need no tombstone here: a
-// term is the create revision of a candidacy key, and etcd's revision only
-// grows, so an election created again hands out larger terms.
+// deletes the election's settings, lead record, mark and promise, if no
+// key of its line (elector's or a native etcd client's), of its cooldowns
+// or of its candidate ids exists at that revision. Terms need no tombstone
+// here: a term is the create revision of a candidacy key, and etcd's
+// revision only grows, so an election created again hands out larger
+// terms. While the promise of a leadership that ended without the leader
+// asking still holds on this replica's clock, the election is not empty:
+// deleting its lead record would let a newcomer lead at once (see
+// promise.go).
 func (b *Backend) DeleteElection(ctx context.Context, election string) error {
 	v, _, err := b.current(ctx, election)
 	if err != nil {
@@ -50,14 +54,18 @@ func (b *Backend) DeleteElection(ctx context.Context, election string) error {
 	if !v.exists {
 		return fmt.Errorf("etcd: delete %q: %w", election, gateway.ErrElectionNotFound)
 	}
+	if until, held := v.hold(b.mono.now()); held {
+		return fmt.Errorf("etcd: delete %q: the promise of its last leader holds for %s more: %w", election, until.Sub(b.mono.now()), gateway.ErrElectionNotEmpty)
+	}
 	none := func(prefix string) clientv3.Cmp {
 		return clientv3.Compare(clientv3.CreateRevision(prefix), "=", 0).WithPrefix()
 	}
 	k := b.keys
 	rctx, cancel := b.reqCtx(ctx)
 	resp, err := b.cli.Txn(rctx).
-		If(none(k.line(election)), none(k.cooling(election, "")), none(k.candidateID(election, ""))).
-		Then(clientv3.OpDelete(k.settings(election)), clientv3.OpDelete(k.lead(election)), clientv3.OpDelete(k.mark(election))).
+		If(none(k.line(election)), none(k.cooling(election, "")), none(k.candidateID(election, "")),
+			clientv3.Compare(clientv3.ModRevision(k.lead(election)), "=", v.leadMod)). // the leadership checked above
+		Then(clientv3.OpDelete(k.settings(election)), clientv3.OpDelete(k.lead(election)), clientv3.OpDelete(k.mark(election)), clientv3.OpDelete(k.promise(election))).
 		Commit()
 	cancel()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,13 +28,19 @@ type Backend struct {
 	index, barrier *gateway.ReadIndex
 
 	// now stamps what this replica writes. It decides no deadline: lease
-	// expiries decide those (see plan). Tests set it (export_test.go).
+	// expiries and the promise clock decide those (see plan). Tests set
+	// it (export_test.go).
 	now func() time.Time
+	// mono is the monotonic clock promises are timed on (promise.go).
+	mono clock
 
-	revokes chan clientv3.LeaseID // leases to revoke, see revoke
-	done    context.Context       // ends with Close
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
+	revokes     chan clientv3.LeaseID // leases to revoke, see revoke
+	revocations chan revocation       // records of early revocations to write (revoked.go)
+	revokedBook *revokedBook
+	lastPass    atomic.Pointer[pass] // see Run
+	done        context.Context      // ends with Close
+	stop        context.CancelFunc
+	wg          sync.WaitGroup
 }
 
 var (
@@ -53,6 +60,11 @@ var (
 // credentials are refused. It returns gateway.ErrInvalid for a
 // configuration that cannot work (see Config.Validate).
 func New(cfg Config) (*Backend, error) {
+	return newBackend(cfg, clock{now: time.Now})
+}
+
+// newBackend is New with the clock promises are timed on.
+func newBackend(cfg Config, mono clock) (*Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -63,9 +75,11 @@ func New(cfg Config) (*Backend, error) {
 	}
 	k := keys{p: cfg.Prefix}
 	ctx, stop := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, cli: cli, keys: k, log: cfg.Logger, cache: newCache(cli, k, cfg.Logger), leases: newLeaseBook(), now: time.Now, revokes: make(chan clientv3.LeaseID, 1024), done: ctx, stop: stop}
+	b := &Backend{cfg: cfg, cli: cli, keys: k, log: cfg.Logger, cache: newCache(cli, k, cfg.Logger), leases: newLeaseBook(), now: time.Now, mono: mono,
+		revokes: make(chan clientv3.LeaseID, 1024), revocations: make(chan revocation, 256), revokedBook: newRevokedBook(), done: ctx, stop: stop}
+	b.cache.clock, b.cache.departed = mono.now, b.departed
 	b.index, b.barrier = gateway.NewReadIndex(b.head), gateway.NewReadIndex(b.writeBarrier)
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go func() {
 		defer b.wg.Done()
 		b.cache.run(ctx, cfg.RequestTimeout)
@@ -73,6 +87,10 @@ func New(cfg Config) (*Backend, error) {
 	go func() {
 		defer b.wg.Done()
 		b.revoker(ctx)
+	}()
+	go func() {
+		defer b.wg.Done()
+		b.writeRevoked(ctx)
 	}()
 	return b, nil
 }
@@ -333,6 +351,14 @@ func (b *Backend) snapshot(v view, cursor string, now time.Time) gateway.Electio
 			e.HandoverUntil = v.lead.Until
 		case v.settings.HandoverDelay > 0:
 			e.HandoverUntil = now.Add(v.settings.HandoverDelay) // not started yet: a reconciler is about to
+		}
+	}
+	if len(v.line) > 0 && e.Leader == nil {
+		// The last leader's promise holds the next back: shown as a
+		// handover, when this replica's clock says it lapses.
+		mono := b.mono.now()
+		if until, held := v.hold(mono); held && now.Add(until.Sub(mono)).After(e.HandoverUntil) {
+			e.HandoverUntil = now.Add(until.Sub(mono))
 		}
 	}
 	return e

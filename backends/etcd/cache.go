@@ -46,6 +46,12 @@ type cache struct {
 	changed chan struct{} // closed and replaced whenever st moves
 	dirty   map[string]bool
 	all     bool // every election is dirty (after a load)
+
+	// clock is the promise clock of the states it loads (promise.go);
+	// departed, if set, is called under mu with the elector candidacies
+	// that etcd removed in the revisions of one watch response (revoked.go).
+	clock    func() time.Time
+	departed func([]departure, time.Time)
 }
 
 func newCache(cli *clientv3.Client, k keys, log *slog.Logger) *cache {
@@ -87,6 +93,7 @@ func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error 
 		return err
 	}
 	st := newState(c.st.keys)
+	st.clock = c.clock
 	st.load(kvs, rev)
 	c.mu.Lock()
 	c.st, c.applied, c.loaded, c.ordered, c.all = st, rev, true, ordered, true
@@ -131,12 +138,16 @@ func (c *cache) apply(wr clientv3.WatchResponse) {
 	if wr.IsProgressNotify() {
 		c.progressed(wr.Header.Revision)
 	}
+	var gone []departure
 	for _, batch := range byRevision(wr.Events) {
 		rev := batch[0].Kv.ModRevision
-		c.st.dirty = c.dirty
-		c.st.applyRevision(rev, batch, time.Time{}, true) // derives the events only to know st.last
-		c.st.dirty = nil
+		c.st.dirty, c.st.departed = c.dirty, &gone
+		c.st.applyRevision(rev, batch, true) // derives the events only to know st.last
+		c.st.dirty, c.st.departed = nil, nil
 		c.applied = max(c.applied, rev)
+	}
+	if len(gone) > 0 && c.departed != nil {
+		c.departed(gone, time.Now()) // before waiters wake, so that they hear of it
 	}
 	c.signal()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,12 +28,13 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
 	secs := int64((c.TTL + time.Second - 1) / time.Second)
+	sent := time.Now()
 	grant, err := b.cli.Grant(rctx, secs)
 	if err != nil {
 		return gateway.Status{}, translate(ctx, op, err)
 	}
 	now := b.now()
-	b.leases.note(int64(grant.ID), grant.TTL, grant.TTL, time.Now())
+	b.leases.note(int64(grant.ID), grant.TTL, grant.TTL, sent)
 	hex := leaseHex(int64(grant.ID))
 	val := candidateValue{Elector: 1, ID: c.ID, Metadata: c.Metadata, TTLms: c.TTL.Milliseconds(), TokenHash: c.TokenHash, Priority: c.Priority, At: now}
 	idKey, setKey := b.keys.candidateID(election, c.ID), b.keys.settings(election)
@@ -124,7 +126,7 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string,
 		x, cooling, ok := v.find(id)
 		switch {
 		case !ok && (fresh || attempt > 0):
-			return view{}, nil, false, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrCandidateNotFound)
+			return view{}, nil, false, b.notFound(ctx, fmt.Errorf("etcd: %s %q: %w", op, id, gateway.ErrCandidateNotFound), election, id, tokenHash)
 		case ok && gateway.TokenMatches(x.value.TokenHash, tokenHash):
 			return v, x, cooling, nil
 		case ok && (fresh || attempt > 0):
@@ -134,35 +136,44 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string,
 }
 
 // Heartbeat implements gateway.Backend: a keep-alive of the candidate's
-// lease, and an answer as fresh as a linearizable read. The read index is
-// fetched when the heartbeat arrives, beside the keep-alive, and the
-// answer waits until the cache has caught up with it; so a leader deposed
-// through any replica before the heartbeat arrived (an error report, a
-// resignation, an expiry) is never told that it still leads. The answer
-// is found without deriving the whole election, so a heartbeat costs the
-// same with 3 candidates as with 1,000. Errors:
-// gateway.ErrCandidateNotFound (unknown, or its lease expired),
-// gateway.ErrTokenMismatch, gateway.ErrUnavailable.
+// lease, and an answer as fresh as a linearizable read. A follower's
+// heartbeat fetches the read index when it arrives, beside the keep-alive,
+// and the answer waits until the cache has caught up with it; so a leader
+// deposed through any replica before the heartbeat arrived (an error
+// report, a resignation, an expiry) is never told that it still leads. A
+// leader's heartbeat writes its promise beside the keep-alive instead
+// (promise.go), a write whose revision is as fresh, and answers "leader"
+// only once that write succeeded: a follower promoted meanwhile is
+// promised before it is told. The answer is found without deriving the
+// whole election, so a heartbeat costs the same with 3 candidates as with
+// 1,000. Errors: gateway.ErrCandidateNotFound (unknown, or its lease
+// expired; a *gateway.CandidacyRevokedError when etcd revoked it early,
+// see revoked.go), gateway.ErrTokenMismatch, gateway.ErrUnavailable.
 func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
 	op := fmt.Sprintf("heartbeat %q", id)
-	hctx, cancel := context.WithCancel(ctx)
-	caught := b.startFresh(hctx)
-	defer func() { cancel(); _ = caught.wait() }()
-
-	x, err := b.find(ctx, election, id)
+	x, leads, err := b.find(ctx, election, id)
 	if err != nil {
 		return gateway.Status{}, err
 	}
+	hctx, cancel := context.WithCancel(ctx)
+	var caught *catching
+	defer func() {
+		cancel()
+		if caught != nil {
+			_ = caught.wait()
+		}
+	}()
 	if x == nil || !gateway.TokenMatches(x.value.TokenHash, tokenHash) {
 		// Not in the cache as it was: look again once it has caught up.
+		caught = b.startFresh(hctx)
 		if err := caught.wait(); err != nil {
 			return gateway.Status{}, err
 		}
-		if x, err = b.find(ctx, election, id); err != nil {
+		if x, leads, err = b.find(ctx, election, id); err != nil {
 			return gateway.Status{}, err
 		}
 		if x == nil {
-			return gateway.Status{}, fmt.Errorf("etcd: %s: %w", op, gateway.ErrCandidateNotFound)
+			return gateway.Status{}, b.notFound(ctx, fmt.Errorf("etcd: %s: %w", op, gateway.ErrCandidateNotFound), election, id, tokenHash)
 		}
 		if !gateway.TokenMatches(x.value.TokenHash, tokenHash) {
 			return gateway.Status{}, fmt.Errorf("etcd: %s: %w", op, gateway.ErrTokenMismatch)
@@ -176,34 +187,58 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 	if err := b.handoverDue(ctx, election, id); err != nil {
 		return gateway.Status{}, err
 	}
+	var (
+		promised uint64
+		perr     error
+		wg       sync.WaitGroup
+	)
+	switch {
+	case leads:
+		wg.Go(func() { promised, perr = b.promise(hctx, election, id) })
+	case caught == nil:
+		caught = b.startFresh(hctx)
+	}
 	rctx, rcancel := b.reqCtx(ctx)
+	sent := time.Now() // etcd renews the lease after this: the book's expiry is never later than etcd's
 	ka, err := b.cli.KeepAliveOnce(rctx, clientv3.LeaseID(x.lease))
 	rcancel()
+	wg.Wait()
 	if err != nil {
-		return gateway.Status{}, translate(ctx, op, err)
-	}
-	b.leases.note(x.lease, ka.TTL, ka.TTL, time.Now())
-	if err := caught.wait(); err != nil {
+		err = translate(ctx, op, err)
+		if errors.Is(err, gateway.ErrCandidateNotFound) && b.fresh(ctx) == nil {
+			// Gone: the cache, now holding its departure, may know that
+			// etcd ended it early.
+			err = b.notFound(ctx, err, election, id, tokenHash)
+		}
 		return gateway.Status{}, err
+	}
+	b.leases.note(x.lease, ka.TTL, ka.TTL, sent)
+	if perr != nil {
+		return gateway.Status{}, perr
+	}
+	if caught != nil {
+		if err := caught.wait(); err != nil {
+			return gateway.Status{}, err
+		}
 	}
 	if err := b.handoverDue(ctx, election, id); err != nil {
 		return gateway.Status{}, err
 	}
-	return b.status(ctx, "heartbeat", election, id, tokenHash)
+	return b.answer(ctx, election, id, tokenHash, promised)
 }
 
 // find returns elector candidate id of election from the cache as it is
-// (in line or cooling), or nil, without deriving the election's view.
-func (b *Backend) find(ctx context.Context, election, id string) (*entry, error) {
-	var x *entry
+// (in line or cooling), or nil, and whether it leads, without deriving the
+// election's view.
+func (b *Backend) find(ctx context.Context, election, id string) (x *entry, leads bool, err error) {
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
-	err := b.cache.read(rctx, func(s *state) {
+	err = b.cache.read(rctx, func(s *state) {
 		if st, ok := s.standing(election, id); ok {
-			x = st.x
+			x, leads = st.x, st.leader != nil && st.leader == st.x
 		}
 	})
-	return x, err
+	return x, leads, err
 }
 
 // catching is a catch-up (Backend.fresh) running beside other work.
@@ -398,6 +433,12 @@ func (b *Backend) handOver(v view, reason string, now time.Time) ([]clientv3.Cmp
 }
 
 // acknowledge is the lead record that makes x the leader.
+// Its TTL is the candidate's (0 for a native one): the acknowledgement
+// is the first promise of the leadership (see promise.go).
 func acknowledge(x *entry, prev *gateway.TermRef, prevEnd string, now time.Time) leadValue {
-	return leadValue{Term: uint64(x.create), Key: x.hex, ID: x.value.ID, Metadata: x.value.Metadata, Since: now, At: now, Previous: prev, PreviousEnd: prevEnd}
+	l := leadValue{Term: uint64(x.create), Key: x.hex, ID: x.value.ID, Metadata: x.value.Metadata, Since: now, At: now, Previous: prev, PreviousEnd: prevEnd}
+	if !x.native {
+		l.TTLms = x.value.TTLms
+	}
+	return l
 }

@@ -13,27 +13,33 @@ import (
 
 // applyRevision applies the changes of one revision to s and, if derive is
 // set, returns the events they cause. Events are derived only from the
-// views before and after the revision and from the keys written in it, so
+// states before and after the revision and from the keys written in it, so
 // every replica derives the same events, in the same order, with the same
 // ids: "<revision>-<index>", the index counting the revision's events over
-// all elections, in election-name order. Their time is the newest "at"
-// that elector wrote in the revision, or now when there is none (an expiry,
-// a native client's write).
-func (s *state) applyRevision(rev int64, changes []*clientv3.Event, now time.Time, derive bool) []gateway.Event {
+// all elections, in election-name order, and with the same bodies, their
+// time included (see eventTime). With s.departed set it also collects the
+// elector candidacies that left without elector removing them (etcd
+// expired or revoked their lease, or somebody deleted their keys).
+func (s *state) applyRevision(rev int64, changes []*clientv3.Event, derive bool) []gateway.Event {
 	var names []string
 	if derive {
 		for _, c := range changes {
-			if pk := s.keys.parse(string(c.Kv.Key)); pk.kind != kindOther && !slices.Contains(names, pk.election) {
+			pk := s.keys.parse(string(c.Kv.Key))
+			if pk.kind == kindOther || pk.kind == kindPromise || pk.kind == kindRevoked {
+				continue // a promise or a record of a revocation changes no view
+			}
+			if !slices.Contains(names, pk.election) {
 				names = append(names, pk.election)
 			}
 		}
 		slices.Sort(names)
 	}
 	before := make([]view, len(names))
+	newest := make([]time.Time, len(names))
 	for i, n := range names {
 		before[i] = s.view(n)
 		if e := s.elections[n]; e != nil {
-			e.at = time.Time{}
+			e.at, newest[i] = time.Time{}, e.newest()
 		}
 	}
 	for _, c := range changes {
@@ -46,17 +52,87 @@ func (s *state) applyRevision(rev int64, changes []*clientv3.Event, now time.Tim
 	s.rev = rev
 	var out []gateway.Event
 	for i, n := range names {
-		at := now
-		if e := s.elections[n]; e != nil && !e.at.IsZero() {
+		after := s.view(n)
+		var at time.Time
+		if e := s.elections[n]; e != nil {
 			at = e.at
 		}
-		out = append(out, diff(before[i], s.view(n), rev, at)...)
+		if at.IsZero() {
+			at = s.eventTime(before[i], after, rev, newest[i])
+		}
+		out = append(out, diff(before[i], after, rev, at)...)
+		if s.departed != nil {
+			*s.departed = append(*s.departed, departures(before[i], after, rev)...)
+		}
 	}
 	for i := range out {
 		out[i].ID = eventID(rev, i)
 	}
 	if len(out) > 0 {
 		s.last = out[len(out)-1].ID
+	}
+	return out
+}
+
+// eventTime is the time of the events of revision rev, which changed the
+// election from view a to view b without elector writing an "at" in it: a
+// lease that etcd expired or revoked, a native client's write. etcd keeps
+// no time, so it is taken from what elector wrote before, which every
+// replica holds alike: the newest "at" in the election (newest, from the
+// state before the revision), or, when the leader's key went, the end of
+// the leader's promise if that is later (the acknowledgement or its last
+// promise, plus its TTL: when its leadership ended as elector promised
+// it). An election elector never wrote in takes the newest "at" of all.
+//
+// How far this is from the real time: while an elector candidate leads,
+// its heartbeats rewrite its promise, so the newest "at" is at most its
+// heartbeat interval (at most its TTL) old; the leader's own expiry is
+// stamped with its promised end, which an early revocation (the key goes
+// before it) puts after the event's revision. Elsewhere (a native leader,
+// only candidates in cooldown) it is the age of elector's last write in
+// the election. Every stamp is a writer's clock, as every "at" is.
+func (s *state) eventTime(a, b view, rev int64, newest time.Time) time.Time {
+	at := newest
+	if l := a.leader; l != nil && !slices.ContainsFunc(b.line, func(y *entry) bool { return y.hex == l.hex }) &&
+		(b.mark == nil || b.markMod != rev || b.mark.Key != l.hex) {
+		if end, ok := a.promisedEnd(); ok && end.After(at) {
+			at = end
+		}
+	}
+	if at.IsZero() {
+		for _, e := range s.elections {
+			if t := e.newest(); t.After(at) {
+				at = t
+			}
+		}
+	}
+	return at
+}
+
+// departure is an elector candidacy that left the line (or its cooldown)
+// in revision rev without a mark naming it: etcd expired or revoked its
+// lease, or somebody deleted its keys.
+type departure struct {
+	election string
+	x        *entry
+	rev      int64
+}
+
+// departures lists the departures between views a and b of revision rev.
+func departures(a, b view, rev int64) []departure {
+	var out []departure
+	for _, x := range slices.Concat(a.line, a.cooling) {
+		if x.native {
+			continue
+		}
+		stays := func(y *entry) bool { return y.hex == x.hex }
+		if slices.ContainsFunc(b.line, stays) || slices.ContainsFunc(b.cooling, stays) {
+			continue
+		}
+		if b.mark != nil && b.markMod == rev && b.mark.Key == x.hex {
+			continue // elector removed it
+		}
+		out = append(out, departure{election: b.name, x: x, rev: rev})
 	}
 	return out
 }

@@ -10,8 +10,9 @@
 //
 // # Keys
 //
-// Each candidate has one lease with its TTL; a heartbeat is one keep-alive
-// of the lease. Under the prefix p (Config.Prefix):
+// Each candidate has one lease with its TTL; a follower's heartbeat is one
+// keep-alive of the lease, a leader's also writes its promise (see The
+// leader's promise). Under the prefix p (Config.Prefix):
 //
 //	p/<election>/<lease-hex>                  candidacy, on the lease: the line
 //	p/<election>/<lease-hex>.moved            the same after a move (see Transfers and priorities)
@@ -20,6 +21,8 @@
 //	p/_elector/settings/<election>            error cooldown and handover delay
 //	p/_elector/lead/<election>                the lead record: who elector says leads
 //	p/_elector/mark/<election>                why elector last removed a key
+//	p/_elector/promise/<election>             the leader's promise: its last answered heartbeat
+//	p/_elector/revoked/<election>/<lease-hex> a candidacy etcd revoked early, on a lease of its own
 //	p/_elector/handover/<election>            marker of a handover delay, on a lease of its own
 //	p/_elector/cooldown/<election>/<lease-hex> marker of a cooldown, on a lease of its own
 //	p/_elector/kv/<key>                       the gateway.KV (webhooks' endpoints, deliveries…)
@@ -58,15 +61,19 @@
 //	cooling    the same, plus "cooldown_until":"…","timed":true
 //	ids        the lease in hex, as in the candidacy key
 //	settings   {"error_cooldown_ms":10000,"handover_delay_ms":0,"preempt":true,"at":"…"}
-//	lead       {"term":41,"key":"<lease-hex>","id":"node-b","metadata":…,"since":"…",
+//	lead       {"term":41,"key":"<lease-hex>","id":"node-b","metadata":…,"ttl_ms":10000,"since":"…",
 //	            "previous":{"id":"node-a","term":37},"previous_end":"resigned",
 //	            "ended":"","until":"…","timed":true,"at":"…",
 //	            "transfer":{"to":"node-c","key":"<lease-hex>","reason":"transferred","at":"…"}}
 //	handover   {"term":41,"until":"…"} (a marker; a cooldown's is {"until":"…"})
-//	mark       {"key":"<lease-hex>","reason":"resigned"|"error","detail":"…","at":"…"}
+//	mark       {"key":"<lease-hex>","reason":"resigned"|"error"|"expired","detail":"…","at":"…"}
+//	promise    {"term":41,"key":"<lease-hex>","ttl_ms":10000,"at":"…"}
+//	revoked    {"id":"node-a","token_hash":"…","rev":512,"at":"…","expires_at":"…"}
 //
-// "priority", "preempt" and "transfer" are left out when 0, false or
-// none, and values written without them read so.
+// "priority", "preempt", "transfer" and the lead record's "ttl_ms" are
+// left out when 0, false or none, and values written without them read
+// so (a lead record without "ttl_ms", written by an older version or
+// naming a native leader, makes no promise: its end holds nobody back).
 //
 // # Who leads
 //
@@ -109,8 +116,115 @@
 //   - Native clients agree: elector's leader is always the head of the line,
 //     which is what concurrency.Election waits for. A native client may
 //     consider itself leader before elector reports it (until the lead
-//     record names it, a few milliseconds, or during a handover delay), never
-//     while elector reports another leader.
+//     record names it, a few milliseconds, or while a handover delay or an
+//     expired leader's promise runs, see below), never while elector
+//     reports another leader.
+//
+// These hold at each revision whatever etcd does with leases. What a lease
+// ending early can break is time: the promise a heartbeat makes. The next
+// section is how elector keeps it.
+//
+// # The leader's promise
+//
+// A heartbeat answered "leader" promises the candidate that nobody else
+// leads before its TTL has passed since it sent the heartbeat: that is its
+// step-down deadline (less the margin it keeps). etcd's lease does not keep
+// that promise when etcd misbehaves: an etcd leader frozen longer than the
+// TTL (SIGSTOP, a stalled VM) that resumes still believes it is the
+// primary lessor, and revokes the leases whose keep-alives its successor
+// answered, cluster-wide, up to a TTL early (every etcd version elector
+// supports does it; 3.7 rarely). Elector therefore never takes a key's
+// disappearance as proof that the TTL passed (promise.go):
+//
+//   - The leader's heartbeat, beside its keep-alive, puts the promise
+//     record in a transaction guarded by the lead record's mod revision
+//     (so the record still names this leadership) and the leader's key's
+//     create revision (its term), and answers "leader" only when that
+//     write succeeded and the cache answering holds it. A follower
+//     promoted meanwhile is promised in the same way before it is told.
+//     Followers' heartbeats stay a pure keep-alive.
+//   - Each replica notes, on its own monotonic clock, when it first held
+//     the newest promise of the leadership the lead record names, or its
+//     acknowledgement, which is its first promise (a replica that loaded
+//     the state later, or again after its watch broke, notes when it
+//     loaded it). The promise lapses a TTL (the candidate's "ttl_ms")
+//     after that.
+//   - After a leadership that ended without the leader asking (its key went
+//     without a mark: a lease expired or revoked, a native or manual
+//     delete), no replica acknowledges anybody until the promise has
+//     lapsed on its clock: not the next in line, not a transfer's target,
+//     not a newcomer to an empty line (a record whose "ended" is "expired"
+//     holds as long). Resign, ReportError and Handover end a leadership in
+//     the transaction that acknowledges the next: the leader asked, and
+//     nothing is held. So does FailLeader, the gateway's verdict that a
+//     leader never acknowledged its begin webhook, as on every backend
+//     (gateway.LeaderFailer). Keys may move meanwhile, which makes nobody
+//     leader.
+//     DeleteElection refuses an election whose promise holds (its lead
+//     record is what holds it).
+//   - A leader whose promise lapsed on a replica's clock while etcd still
+//     holds its key (its lease is longer: whole seconds, etcd's minimum, or
+//     a keep-alive whose promise failed) is expired by that replica: one
+//     transaction, guarded by the promise record, the lead record and the
+//     key, deletes its keys with a mark saying "expired", and its lease is
+//     revoked. A heartbeat racing it either promises first (the expiry
+//     fails) or finds the candidate gone.
+//
+// Why this never lets two leaders act: a replica holds a promise only
+// after etcd committed it, and etcd commits it only after the candidate
+// sent the heartbeat, so the replica's "held at + TTL" is never before the
+// candidate's deadline, and no agreement between clocks is needed (only
+// that they run at the same rate, as any lease assumes). A heartbeat
+// answered "leader" is answered from a cache holding its promise, so an
+// acknowledgement of a successor comes at a later revision, and the
+// replica writing it held the promise first and waited it out. A
+// heartbeat answered "follower", or a leadership the candidate learns of
+// from an event or its begin webhook, was sent before the acknowledgement
+// that made it lead, which is itself a promise and is waited out the same
+// way. So an early revocation costs the time left of the promise, never
+// an overlap; a crashed leader fails over at its TTL: its promise lapses
+// as its lease would end, and the replica that sees it first expires it
+// and acknowledges the next within milliseconds, without waiting for
+// etcd's lease check (every 500ms).
+//
+// What native concurrency.Election clients see meanwhile: a native client
+// at the head of the line considers itself leader as soon as its
+// predecessor's key is gone, etcd's recipe having no promise to wait for.
+// When etcd revokes an elector leader's lease early, a native client next
+// in line leads at once, beside the elector leader whose promise still
+// runs; elector reports no leader until the promise lapses. A native
+// leader is promised nothing by elector (its lead record has no
+// "ttl_ms"): its lease alone says how long it leads, as for any native
+// client, and its end holds nobody back. Mix native and elector
+// candidates in one election only where that is acceptable.
+//
+// Every replica must run a version that keeps promises: an older replica
+// acknowledges the next leader when the key goes.
+//
+// # Candidacies revoked early
+//
+// A follower whose lease etcd revokes early loses its place: the place is
+// its key's create revision, which no write can give back. Elector tells
+// the candidate rather than lose it silently (revoked.go): a replica that
+// learnt from etcd that the lease would live longer (its own keep-alive
+// answers, or the TimeToLive lookups Run makes) and sees the candidacy's
+// keys go without a mark more than 500ms before that, records the
+// revocation in p/_elector/revoked/<election>/<lease-hex> (created once,
+// on a lease of max(4 TTLs, a minute)). The candidate's next heartbeat,
+// resignation, error report or handover then fails with a
+// *gateway.CandidacyRevokedError: still gateway.ErrCandidateNotFound (the
+// API's 404 candidate-not-found, so every client campaigns again, at the
+// back of the line), with a "revoked" member saying when the candidacy
+// ended and when it should have. A leader revoked early is told the same.
+// The record is matched by candidate id and token hash, so a candidacy
+// campaigned again is never told of an earlier one. The replica that
+// noticed also keeps it in memory and answers precisely at once; another
+// replica asked in the moment before the record is written (milliseconds)
+// answers a plain candidate-not-found, and so does every replica when
+// none that answered the candidate's keep-alives in its last TTL is
+// running. The events of a revocation are those of an expiry (reason
+// "expired"): they are derived from etcd's history alone, which does not
+// tell the two apart.
 //
 // # Error cooldown and handover delay
 //
@@ -124,14 +238,16 @@
 // again at the back.
 //
 // When the leader's key disappears without elector ending the leadership
-// (its lease expired, or a native client resigned), the lead record still
-// names the missing key: that is a pending handover, and nobody leads. The
-// reconciler starts the handover delay (below), and once it has ended
-// acknowledges the head of the line (with a transfer pending, its target:
-// see Transfers and priorities). A native client at the head of the line
-// does not know about the delay: it considers itself leader as soon as its
-// predecessor's key is gone (etcd's recipe has no such notion); elector
-// reports no leader until the delay has ended.
+// (its lease expired or was revoked, its promise lapsed, or a native
+// client resigned), the lead record still names the missing key: that is a
+// pending handover, and nobody leads. The reconciler starts the handover
+// delay (below), and once it has ended, and the leader's promise has
+// lapsed (see The leader's promise), acknowledges the head of the line
+// (with a transfer pending, its target: see Transfers and priorities). A
+// native client at the head of the line does not know about the delay: it
+// considers itself leader as soon as its predecessor's key is gone (etcd's
+// recipe has no such notion); elector reports no leader until the delay
+// has ended.
 //
 // Both timers end on etcd's clock, never on a replica's: a replica whose
 // clock runs ahead must not end a handover delay early, as the delay
@@ -155,7 +271,11 @@
 // error that leaves it unknown (a timeout), the lease is left to expire.
 // Ending a timer acknowledges a leader only through the guarded
 // transaction above (with a transfer pending, after moving the keys ahead
-// of its target while nobody leads), so it cannot make two leaders.
+// of its target while nobody leads), so it cannot make two leaders. A
+// marker's lease can be revoked early by the same etcd fault as a
+// candidate's, which ends that delay or cooldown early: the handover delay
+// is a margin on top of the promise, which holds whatever becomes of the
+// marker.
 //
 // # Transfers and priorities
 //
@@ -219,11 +339,33 @@
 // goes (etcd's Observe never reports that): Resign and ReportError write a
 // mark naming the key in the same transaction that deletes it, so a key
 // deleted in a revision without a mark naming it expired. A native client's
-// resignation is therefore reported as an expiry. The time of an event is
-// the "at" that elector wrote in that revision, or the observing replica's
-// clock when there is none (an expiry). Snapshots carry "<revision>" as
-// their cursor. A cursor older than etcd's last compaction, in the future,
-// or not one of ours gives gateway.ErrCursorExpired.
+// resignation is therefore reported as an expiry, and so is a lease
+// revoked early; a leader that elector expires after its promise lapsed
+// is named by a mark with reason "expired".
+//
+// An event's body is a function of etcd's history, its time included, so
+// that every replica, every resumed stream and every webhook attempt
+// serialises the same bytes for one id. The time is the newest "at" that
+// elector wrote in the revision; a revision without one (etcd expired or
+// revoked a lease, a native client wrote) takes the newest "at" elector
+// wrote in the election before it, or, when the leader's key went, the end
+// of its promise (its acknowledgement or last promise, plus its TTL) if
+// that is later; an election elector never wrote in takes the newest "at"
+// of all. How far that is from the real time: every stamp is a writer's
+// wall clock. While an elector candidate leads, each of its heartbeats
+// rewrites its promise, so the newest "at" of its election is at most a
+// heartbeat interval old (at most its TTL), and a follower's expiry is
+// stamped up to that much (plus etcd's lease check, 500ms) early. A
+// crashed leader is expired by elector, with a mark stamped when it
+// happened. A leader's key revoked early is stamped with the end of its
+// promise, later than the revision that removed it by as much as the
+// revocation took off. With no elector leader (a native one, or only
+// candidates in cooldown), an expiry is stamped with elector's last write
+// in the election, which may be much older.
+//
+// Snapshots carry "<revision>" as their cursor. A cursor older than etcd's
+// last compaction, in the future, or not one of ours gives
+// gateway.ErrCursorExpired.
 //
 // # Replicas and reads
 //
@@ -256,20 +398,21 @@
 // and waits for its event. The barrier is the only write a read can cause,
 // and only then.
 //
-// Why a heartbeat cannot tell a deposed leader that it leads: the
+// Why a heartbeat cannot tell a deposed leader that it leads: a follower's
 // heartbeat fetches the read index when it arrives, beside its keep-alive,
-// and derives its answer from a cache that holds every revision up to that
-// index. A deposition acknowledged before the heartbeat arrived (an error
-// report from the begin-deadline webhook through another replica, a
-// resignation, a handover after expiry) has a lower revision, so the
+// and a leader's writes its promise, a transaction whose revision is as
+// fresh; either derives its answer from a cache that holds every revision
+// up to that one. A deposition acknowledged before the heartbeat arrived
+// (an error report from the begin-deadline webhook through another replica,
+// a resignation, a handover after expiry) has a lower revision, so the
 // answer shows it. A deposition after the heartbeat arrived is concurrent
 // with it; the answer is then true at a revision the heartbeat saw, as
 // every answer of a distributed lock is, and the candidate learns of it at
 // its next heartbeat or from the events. When the cache cannot catch up
-// within the request's time the heartbeat fails with
-// gateway.ErrUnavailable (503) rather than answer from an old revision;
-// the keep-alive itself may have happened, which only keeps the candidate
-// in line, never makes it lead.
+// within the request's time the heartbeat fails with gateway.ErrUnavailable
+// (503) rather than answer from an old revision; the keep-alive itself may
+// have happened, which only keeps the candidate in line, never makes it
+// lead.
 //
 // Why a campaign whose transaction succeeded is never answered "not
 // found": it waits for the events of its own revision, never for a
@@ -285,13 +428,16 @@
 // it within a second.
 //
 // Run (the reconciler) must run on at least one replica: it acknowledges
-// leaders after expiries and native campaigns, ends handover delays and
-// cooldowns, moves keys for transfers and priorities, and starts
-// preemptions. Running it on every replica is safe and is what the gateway
-// does. Leases are granted in whole seconds, rounded up, and etcd raises a
-// TTL below its minimum (1.5 election timeouts: 1.5s, so 2s, with etcd's
-// defaults); expires_at in answers is the lease's real expiry as this
-// replica last learnt it.
+// leaders after expiries and native campaigns, expires leaders whose
+// promise lapsed, ends handover delays and cooldowns, moves keys for
+// transfers and priorities, and starts preemptions. Running it on every
+// replica is safe and is what the gateway does. Leases are granted in
+// whole seconds, rounded up, and etcd raises a TTL below its minimum (1.5
+// election timeouts: 1.5s, so 2s, with etcd's defaults): a follower lives
+// that long after its last keep-alive, a leader its TTL after its last
+// promise. expires_at in answers is the lease's real expiry as this
+// replica last learnt it; the promise is the step-down rule's (a TTL from
+// sending the heartbeat), not expires_at.
 //
 // Anyone who can read the prefix can read candidates' metadata and token
 // hashes (not tokens), and the KV: webhook endpoints with their signing
@@ -303,7 +449,11 @@
 //
 // The client fails over between Config.Endpoints. Leases live in etcd, and
 // etcd extends every lease by its TTL when a new raft leader takes over, so
-// a member or leader change drops no candidate that keeps heartbeating.
+// a member or leader change drops no follower that keeps heartbeating. A
+// leader none of whose heartbeats succeeds for its TTL (etcd without a
+// raft leader that long) is expired by the replicas once they can write,
+// as its step-down rule has stopped it anyway; a replica whose watch broke
+// counts promises afresh from its reload.
 // Every request is bounded by Config.RequestTimeout; failures to reach etcd
 // are gateway.ErrUnavailable, and Ping fails while etcd cannot serve a
 // linearizable read.

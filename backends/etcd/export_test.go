@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -127,4 +129,45 @@ func (b *Backend) WrapKV(ctx context.Context, wrap func(clientv3.KV) clientv3.KV
 	}
 	b.cli.KV = wrap(b.cli.KV)
 	return nil
+}
+
+// NewWithClock is New with the clock promises are timed on: now replaces
+// time.Now (its readings must only grow), and a receive on moved makes
+// Run look at its elections again, as the clock moved.
+func NewWithClock(cfg Config, now func() time.Time, moved <-chan struct{}) (*Backend, error) {
+	return newBackend(cfg, clock{now: now, moved: moved})
+}
+
+// LastPass is what the last pass of Run planned: every election changed up
+// to cache revision rev, and every one whose next action was due by mono
+// on the promise clock. ok is false before the first pass.
+func (b *Backend) LastPass() (rev int64, mono time.Time, ok bool) {
+	p := b.lastPass.Load()
+	if p == nil {
+		return 0, time.Time{}, false
+	}
+	return p.rev, p.mono, true
+}
+
+// PrepareTransfer computes, from this replica's view of election as it is
+// now, the transaction that Transfer would commit to move the leadership
+// to follower to, and returns a function that commits it later and
+// reports whether its comparisons held, as PrepareRemove does.
+func (b *Backend) PrepareTransfer(ctx context.Context, election, to string) (commit func() (bool, error), err error) {
+	v, _, err := b.current(ctx, election)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(v.line, func(x *entry) bool { return x.value.ID == to })
+	if v.leader == nil || i < 1 {
+		return nil, fmt.Errorf("etcd: prepare transfer to %q: no leader, or not a follower", to)
+	}
+	cmps, ops := b.transferTxn(v, i, time.Now())
+	return func() (bool, error) {
+		resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return false, err
+		}
+		return resp.Succeeded, b.catchUp(ctx, resp.Header.Revision)
+	}, nil
 }

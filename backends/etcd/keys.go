@@ -21,6 +21,8 @@ const internalDir = "_elector"
 //	p/_elector/settings/<election>            settings (no lease)
 //	p/_elector/lead/<election>                lead record: the acknowledged leadership (no lease)
 //	p/_elector/mark/<election>                why the last key removed by elector went (no lease)
+//	p/_elector/promise/<election>             the leader's promise: its last acknowledged heartbeat (no lease, promise.go)
+//	p/_elector/revoked/<election>/<lease-hex> a candidacy etcd ended before its TTL (on a lease of its own, revoked.go)
 //	p/_elector/cooling/<election>/<lease-hex> candidate in error cooldown (on its lease)
 //	p/_elector/ids/<election>/<candidate-id>  candidate id → lease hex (on its lease)
 //	p/_elector/handover/<election>            marker of a handover delay (on a lease of its own, timers.go)
@@ -37,6 +39,8 @@ func (k keys) internal(kind, e string) string {
 func (k keys) settings(e string) string        { return k.internal("settings", e) }
 func (k keys) lead(e string) string            { return k.internal("lead", e) }
 func (k keys) mark(e string) string            { return k.internal("mark", e) }
+func (k keys) promise(e string) string         { return k.internal("promise", e) }
+func (k keys) revoked(e, hex string) string    { return k.internal("revoked", e) + "/" + hex }
 func (k keys) candidacy(e, hex string) string  { return k.line(e) + hex }
 func (k keys) cooling(e, hex string) string    { return k.internal("cooling", e) + "/" + hex }
 func (k keys) candidateID(e, id string) string { return k.internal("ids", e) + "/" + id }
@@ -89,6 +93,8 @@ const (
 	kindID
 	kindHandoverMark
 	kindCooldownMark
+	kindPromise
+	kindRevoked
 )
 
 // parsedKey is what a key under the prefix stands for: its kind, its
@@ -130,6 +136,10 @@ func (k keys) parse(key string) parsedKey {
 			return parsedKey{kind: kindHandoverMark, election: e}
 		case kind == "cooldown" && nested && name != "":
 			return parsedKey{kind: kindCooldownMark, election: e, name: name}
+		case kind == "promise" && !nested:
+			return parsedKey{kind: kindPromise, election: e}
+		case kind == "revoked" && nested && name != "":
+			return parsedKey{kind: kindRevoked, election: e, name: name}
 		}
 		return parsedKey{}
 	}

@@ -29,6 +29,11 @@ func TestKeyLayoutParses(t *testing.T) {
 		{"elector/_elector/handover/billing", parsedKey{kindHandoverMark, "billing", ""}},
 		{"elector/_elector/cooldown/billing/694d", parsedKey{kindCooldownMark, "billing", "694d"}},
 		{"elector/_elector/cooldown/billing", parsedKey{}}, // a cooldown's marker names its candidacy
+		// The leader's promise and the candidacies etcd revoked early.
+		{"elector/_elector/promise/billing", parsedKey{kindPromise, "billing", ""}},
+		{"elector/_elector/promise/billing/694d", parsedKey{}},
+		{"elector/_elector/revoked/billing/694d", parsedKey{kindRevoked, "billing", "694d"}},
+		{"elector/_elector/revoked/billing", parsedKey{}},
 	}
 	for _, tt := range tests {
 		if got := k.parse(tt.key); got != tt.want {

@@ -10,8 +10,14 @@ import (
 
 // leaseBook is what this replica knows of candidates' lease expiries: from
 // its own grants and keep-alives, and from TimeToLive lookups that Run
-// makes for leases it has not heard of lately. etcd alone decides when a
-// lease expires; the book only feeds expires_at in answers.
+// makes for leases it has not heard of lately. It decides nothing about
+// leadership: it feeds expires_at in answers, and tells a lease etcd
+// revoked early from one that expired (revoked.go).
+//
+// Every expiry it holds is no later than the one etcd set: a grant's or a
+// keep-alive's counts the TTL from before the request was sent, a
+// lookup's the whole seconds etcd reports (rounded down) from before it
+// was sent.
 type leaseBook struct {
 	mu sync.Mutex
 	m  map[int64]leaseInfo

@@ -88,7 +88,7 @@ func TestPlanEndsTimersOnMarkersNotClocks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			acts, _ := b.plan(tt.view(), tt.now)
+			acts, _ := b.plan(tt.view(), tt.now, tt.now)
 			var got []string
 			var timer time.Duration
 			for _, a := range acts {
@@ -145,7 +145,7 @@ func TestPlanHoldsAnExpiredLeadersTransferUntilTheDelayEnds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			acts, _ := b.plan(tt.view, t0.Add(24*time.Hour))
+			acts, _ := b.plan(tt.view, t0.Add(24*time.Hour), t0.Add(24*time.Hour))
 			var got []string
 			for _, a := range acts {
 				got = append(got, a.what)
@@ -169,6 +169,101 @@ func TestPlanHoldsAnExpiredLeadersTransferUntilTheDelayEnds(t *testing.T) {
 				}
 				if l.Transfer == nil || l.Transfer.Key != "t" || !l.Timed || a.timer == nil {
 					t.Fatalf("the delay starts with lead record %+v and marker %+v: want the transfer kept, timed, with a marker", l, a.timer)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanHoldsTheNextLeaderUntilThePromiseLapses: after a leadership
+// that ended without the leader asking (its key went: an expiry, or a
+// revocation however early), nobody is acknowledged until the promise of
+// its last heartbeat has lapsed on the replica's clock, whatever etcd's
+// lease and the handover delay say; one that ended by the leader's own
+// act, or a native one, holds nothing back. A leader whose promise lapsed
+// while etcd still holds its key is expired by the reconciler.
+func TestPlanHoldsTheNextLeaderUntilThePromiseLapses(t *testing.T) {
+	b := &Backend{keys: keys{p: "p"}}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	const ttl = 5 * time.Second
+	old := &entry{hex: "a", name: "a", create: 10, lease: 0xa, value: candidateValue{Elector: 1, ID: "a", TTLms: ttl.Milliseconds()}}
+	next := &entry{hex: "b", name: "b", create: 20, lease: 0xb, value: candidateValue{Elector: 1, ID: "b"}}
+	target := &entry{hex: "t", name: "t", create: 30, lease: 0x7, value: candidateValue{Elector: 1, ID: "t"}}
+	native := &entry{hex: "n", name: "n", create: 10, native: true, value: candidateValue{ID: "n"}}
+	base := func(line []*entry, lead leadValue) view {
+		return view{name: "e", exists: true, settings: gateway.DefaultSettings(), line: line, lead: &lead, leadMod: 11,
+			ids: map[string]idEntry{"a": {hex: "a", create: 10}}, cooldowns: map[string]bool{}, promised: t0, promisedTerm: 10}
+	}
+	ended := func(how string) view {
+		return base([]*entry{next}, leadValue{Term: 10, Key: "a", ID: "a", TTLms: ttl.Milliseconds(), Ended: how})
+	}
+	pending := func() view {
+		v := base([]*entry{next}, leadValue{Term: 10, Key: "a", ID: "a", TTLms: ttl.Milliseconds()})
+		v.pending = true
+		return v
+	}
+	leading := func() view {
+		v := base([]*entry{old, next}, leadValue{Term: 10, Key: "a", ID: "a", TTLms: ttl.Milliseconds()})
+		v.leader = old
+		return v
+	}
+	tests := []struct {
+		name string
+		view func() view
+		mono time.Time
+		want []string
+		next time.Time
+	}{
+		{"an expiry holds the next leader back", pending, t0.Add(ttl - time.Nanosecond), nil, t0.Add(ttl)},
+		{"until the promise lapses", pending, t0.Add(ttl), []string{"acknowledge leader"}, time.Time{}},
+		{"a later promise of the term holds longer", func() view {
+			v := pending()
+			v.promise, v.promised = &promiseValue{Term: 10, Key: "a", TTLms: ttl.Milliseconds()}, t0.Add(time.Second)
+			return v
+		}, t0.Add(ttl), nil, t0.Add(time.Second + ttl)},
+		{"a leadership recorded as expired holds a newcomer back", func() view { return ended(gateway.ReasonExpired) }, t0.Add(time.Second), nil, t0.Add(ttl)},
+		{"a resignation holds nothing back", func() view { return ended(gateway.ReasonResigned) }, t0, []string{"acknowledge leader"}, time.Time{}},
+		{"an error report holds nothing back", func() view { return ended(gateway.ReasonError) }, t0, []string{"acknowledge leader"}, time.Time{}},
+		{"a native leader was promised nothing", func() view {
+			v := base([]*entry{next}, leadValue{Term: 10, Key: "n", ID: "n"})
+			v.pending = true
+			return v
+		}, t0, []string{"acknowledge leader"}, time.Time{}},
+		{"an ended handover delay still waits for the promise", func() view {
+			v := pending()
+			v.lead.Until, v.lead.Timed = t0.Add(time.Second), true
+			return v
+		}, t0.Add(2 * time.Second), nil, t0.Add(ttl)},
+		{"the keys ahead of a transfer's target move meanwhile", func() view {
+			v := pending()
+			v.line = []*entry{next, target}
+			v.lead.Transfer = &leadTransfer{To: "t", Key: "t", Reason: gateway.ReasonTransferred, At: t0}
+			v.transfer, v.target = v.lead.Transfer, 1
+			return v
+		}, t0, []string{"move the transfer's target up"}, t0.Add(ttl)},
+		{"a leader is due to expire when its promise lapses", leading, t0.Add(ttl - time.Nanosecond), nil, t0.Add(ttl)},
+		{"and expired then though etcd holds its key", leading, t0.Add(ttl), []string{"expire leader after its promise"}, time.Time{}},
+		{"a native leader is never expired by elector", func() view {
+			v := base([]*entry{native, next}, leadValue{Term: 10, Key: "n", ID: "n"})
+			v.leader = native
+			return v
+		}, t0.Add(time.Hour), nil, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			acts, next := b.plan(tt.view(), t0, tt.mono)
+			var got []string
+			for _, a := range acts {
+				got = append(got, a.what)
+			}
+			if !slices.Equal(got, tt.want) || !next.Equal(tt.next) {
+				t.Fatalf("actions %q, next %v; want %q, next %v", got, next, tt.want, tt.next)
+			}
+			for _, a := range acts {
+				if a.what == "expire leader after its promise" && (a.revoke != 0xa || !slices.ContainsFunc(a.cmps, func(c clientv3.Cmp) bool {
+					return string(c.GetCompare().Key) == "p/_elector/promise/e"
+				})) {
+					t.Fatalf("the expiry does not require the promise as it was, or keeps the lease: %+v", a)
 				}
 			}
 		})

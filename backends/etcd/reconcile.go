@@ -23,19 +23,24 @@ type action struct {
 	// timer, if set, is a marker key that the transaction also writes, on
 	// a lease granted just before it (timers.go).
 	timer *timerPut
+	// revoke, if set, is a lease to revoke once the transaction applied.
+	revoke clientv3.LeaseID
 }
 
-// plan returns the actions due in v at now, and next, when the next one is
-// due by the clock: always zero now, as no action waits on a replica's
-// clock (timers are marker keys that etcd expires, timers.go); Run still
-// honours a non-zero one.
+// plan returns the actions due in v, and next, when the next one is due
+// on the promise clock (promise.go): now stamps what the actions write and
+// the "until" shown to users, mono is the promise clock's time.
 //
+//   - A leader whose promise lapsed at mono while etcd still holds its key:
+//     expire it (expireLeader). Otherwise next is when it lapses.
 //   - No acknowledged leader, no handover pending, a line: acknowledge the
-//     head of the line (write the lead record naming it).
+//     head of the line (write the lead record naming it), unless the last
+//     leadership expired and its promise holds (then next is when it
+//     lapses).
 //   - A handover pending (the named leader's key went without elector ending
 //     it): start the delay (write "until" and the delay's marker key), or
-//     once etcd has deleted the marker acknowledge the head of the line, or
-//     record the end if nobody waits.
+//     once etcd has deleted the marker and the leader's promise has lapsed
+//     acknowledge the head of the line, or record the end if nobody waits.
 //   - A cooling candidate whose cooldown's marker etcd deleted: re-create
 //     its candidacy key, at the back of the line, on its lease.
 //   - A delay or cooldown written without a marker (by an older version):
@@ -49,14 +54,27 @@ type action struct {
 //     must go behind a candidate of higher priority (reorder); with the
 //     line in order and preempt set, start a preemption (preempt).
 //
-// now stamps what the actions write and the "until" shown to users; it
-// decides nothing: whether a delay or cooldown ended is whether etcd still
-// holds its marker key, so a replica whose clock runs ahead cannot end one
-// early (see timers.go).
-func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
+// Whether a delay or cooldown ended is whether etcd still holds its marker
+// key, so a replica whose wall clock runs ahead cannot end one early (see
+// timers.go). Whether a promise lapsed is this replica's monotonic clock
+// since it held the promise, which etcd committed after the heartbeat was
+// sent: never before the candidate's own deadline.
+func (b *Backend) plan(v view, now, mono time.Time) (acts []action, next time.Time) {
 	leadKey := b.keys.lead(v.name)
 	leadIs := clientv3.Compare(clientv3.ModRevision(leadKey), "=", v.leadMod)
-	ack := func(prevEnd string) action {
+	if l := v.leader; l != nil && !l.native {
+		if end, ok := v.promiseLapses(); ok {
+			if !mono.Before(end) {
+				return []action{b.expireLeader(v, now)}, time.Time{}
+			}
+			next = end
+		}
+	}
+	hold, held := v.hold(mono)
+	if held {
+		next = hold
+	}
+	ack := func(prevEnd string) (action, bool) {
 		x := v.line[0]
 		var prev *gateway.TermRef
 		if v.lead != nil {
@@ -67,11 +85,14 @@ func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 			// target, not the head, leads next. Nobody leads meanwhile, so
 			// the keys ahead of it (elector's: no native key can get ahead
 			// of a target, see Transfer) move behind it one by one first.
-			return b.moveTargetUp(v, leadIs)
+			return b.moveTargetUp(v, leadIs), true
+		}
+		if held {
+			return action{}, false // the expired leader's promise still runs
 		}
 		return action{what: "acknowledge leader",
 			cmps: []clientv3.Cmp{leadIs, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create)},
-			ops:  []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(acknowledge(x, prev, prevEnd, now)))}}
+			ops:  []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(acknowledge(x, prev, prevEnd, now)))}}, true
 	}
 	switch {
 	case v.pending && v.lead.Until.IsZero() && v.settings.HandoverDelay > 0:
@@ -87,7 +108,9 @@ func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 	case v.pending && !v.lead.Until.IsZero() && v.handover != nil && v.handover.Term == v.lead.Term:
 		// The delay's marker is still in etcd: its lease has not expired.
 	case v.pending && len(v.line) > 0:
-		acts = append(acts, ack(gateway.ReasonExpired))
+		if a, ok := ack(gateway.ReasonExpired); ok {
+			acts = append(acts, a)
+		}
 	case v.pending:
 		l := *v.lead
 		l.Ended, l.Until, l.Timed, l.At, l.Transfer = gateway.ReasonExpired, time.Time{}, false, now, nil
@@ -97,7 +120,9 @@ func (b *Backend) plan(v view, now time.Time) (acts []action, next time.Time) {
 		if v.lead != nil {
 			prevEnd = v.lead.Ended
 		}
-		acts = append(acts, ack(prevEnd))
+		if a, ok := ack(prevEnd); ok {
+			acts = append(acts, a)
+		}
 	case v.lead != nil && v.lead.Transfer != nil && v.transfer == nil:
 		// A transfer whose target left the line without elector removing
 		// it (it expired): drop it from the record.
@@ -180,6 +205,9 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 	}
 	if resp.Succeeded {
 		b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: "+a.what, slog.String("election", election), slog.Int64("revision", resp.Header.Revision))
+		if a.revoke != 0 {
+			b.revoke(a.revoke)
+		}
 		return true, b.waitApplied(ctx, resp.Header.Revision)
 	}
 	// The revision of a failed comparison is etcd's current one, which
@@ -200,7 +228,7 @@ func (b *Backend) reconcile(ctx context.Context, election string) error {
 		if err != nil {
 			return err
 		}
-		acts, _ := b.plan(v, b.now())
+		acts, _ := b.plan(v, b.now(), b.mono.now())
 		if len(acts) == 0 {
 			return nil
 		}
@@ -229,28 +257,38 @@ func (b *Backend) Run(ctx context.Context) error {
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	due := map[string]time.Time{} // election → when its next action is due
+	due := map[string]time.Time{} // election → when its next action is due, on the promise clock
 	failed := map[string]int64{}  // election → cache revision at which its action's comparison failed
 	retry := map[string]bool{}    // elections whose action failed with an error
+	replan := map[string]bool{}   // elections whose action's comparison failed: planned again at the next revision
 	backoff := time.Duration(0)
 	for {
 		changed := b.cache.changes()
+		seen, _ := b.cache.status() // every election changed up to seen is dirty or planned
 		dirty, all := b.cache.takeDirty()
-		now := b.now()
+		now, mono := b.now(), b.mono.now()
 		names := map[string]bool{}
 		for _, n := range dirty {
 			names[n] = true
 			delete(failed, n)
 		}
 		for n, t := range due {
-			if !t.After(now) {
+			if !t.After(mono) {
 				names[n] = true
+				delete(failed, n) // time moved: what failed may be due now
 			}
 		}
 		for n := range retry {
 			names[n] = true
 		}
 		clear(retry)
+		// A write that beat an action need not mark its election dirty
+		// (a leader's promise does not): plan it again, once the cache
+		// has moved past the failure (see failed).
+		for n := range replan {
+			names[n] = true
+		}
+		clear(replan)
 		var (
 			views []view
 			rev   int64
@@ -268,7 +306,7 @@ func (b *Backend) Run(ctx context.Context) error {
 			}
 		})
 		for _, v := range views {
-			acts, at := b.plan(v, now)
+			acts, at := b.plan(v, now, mono)
 			if at.IsZero() {
 				delete(due, v.name)
 			} else {
@@ -288,15 +326,16 @@ func (b *Backend) Run(ctx context.Context) error {
 					break
 				}
 				if !ok {
-					failed[v.name] = rev
+					failed[v.name], replan[v.name] = rev, true
 					break
 				}
 				backoff = 0
 			}
 		}
+		b.lastPass.Store(&pass{rev: seen, mono: mono})
 		wait := time.Hour
 		for _, t := range due {
-			wait = min(wait, max(time.Until(t), 0))
+			wait = min(wait, max(t.Sub(b.mono.now()), 0))
 		}
 		if len(retry) > 0 {
 			wait = min(wait, backoff)
@@ -308,8 +347,17 @@ func (b *Backend) Run(ctx context.Context) error {
 			return nil
 		case <-changed:
 		case <-timer.C:
+		case <-b.mono.moved:
 		}
 	}
+}
+
+// pass is what the last pass of Run planned: every election changed up to
+// cache revision rev, and every one due by mono on the promise clock.
+// Tests wait on it (export_test.go).
+type pass struct {
+	rev  int64
+	mono time.Time
 }
 
 // refreshLeases keeps the lease book current for every candidate's lease.
@@ -360,6 +408,7 @@ func (b *Backend) preempt(v view, now time.Time) (action, bool) {
 	return action{what: "preempt",
 		cmps: []clientv3.Cmp{
 			clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod),
+			clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, l)), "=", l.create), // still leading: see Transfer
 			clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create),
 		},
 		ops: []clientv3.Op{clientv3.OpPut(b.keys.lead(v.name), mustJSON(lead))}}, true

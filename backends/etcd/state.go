@@ -29,6 +29,12 @@ type state struct {
 	// dirty, when set, collects the names of the elections that put and
 	// del touch (the cache's list of elections the reconciler must look at).
 	dirty map[string]bool
+	// clock, set only in a replica's cache, is the monotonic clock on
+	// which it notes when it first held each promise (estate.promised);
+	// departed, when set, collects the candidacies that etcd removed
+	// (applyRevision). Neither is part of what the keys say.
+	clock    func() time.Time
+	departed *[]departure
 }
 
 // estate is the keys of one election.
@@ -45,7 +51,18 @@ type estate struct {
 	// of the cooldowns that have a marker (timers.go).
 	handover  *markerValue
 	cooldowns map[string]bool
-	at        time.Time // the latest "at" written in the revision being applied
+	// promise is the leader's promise record (promise.go), revoked the
+	// candidacies etcd ended early (revoked.go), by lease hex.
+	promise    *promiseValue
+	promiseMod int64
+	revoked    map[string]revokedValue
+	// promised is when this replica first held the newest write that
+	// renewed the leadership of term promisedTerm (its acknowledgement or a
+	// promise of that term), on the cache's clock: the promise lapses a TTL
+	// after it (see promise.go). Zero outside a cache.
+	promised     time.Time
+	promisedTerm uint64
+	at           time.Time // the latest "at" written in the revision being applied
 }
 
 // entry is one candidacy or cooling key.
@@ -73,7 +90,7 @@ func newState(k keys) *state {
 }
 
 func newEstate() *estate {
-	return &estate{line: map[string]*entry{}, cooling: map[string]*entry{}, ids: map[string]idEntry{}, cooldowns: map[string]bool{}}
+	return &estate{line: map[string]*entry{}, cooling: map[string]*entry{}, ids: map[string]idEntry{}, cooldowns: map[string]bool{}, revoked: map[string]revokedValue{}}
 }
 
 // clone returns a deep enough copy: entries and values are never mutated
@@ -83,6 +100,7 @@ func (s *state) clone() *state {
 	for n, e := range s.elections {
 		x := *e
 		x.line, x.cooling, x.ids, x.cooldowns = maps.Clone(e.line), maps.Clone(e.cooling), maps.Clone(e.ids), maps.Clone(e.cooldowns)
+		x.revoked = maps.Clone(e.revoked)
 		c.elections[n] = &x
 	}
 	return c
@@ -104,6 +122,13 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 		return ""
 	}
 	e := s.election(pk.election, true)
+	switch pk.kind {
+	case kindPromise, kindRevoked:
+		// Written by heartbeats and after revocations: neither changes
+		// what the reconcilers would do, so the election is not dirty.
+		s.putQuiet(e, pk, kv)
+		return pk.election
+	}
 	defer s.touched(pk.election, e, e.exists())
 	switch pk.kind {
 	case kindCandidacy:
@@ -142,6 +167,10 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 			e.unset(pk)
 			return pk.election
 		}
+		if s.clock != nil && (e.lead == nil || e.lead.Term != v.Term) {
+			// An acknowledgement: the first promise of term v.Term.
+			e.promised, e.promisedTerm = s.clock(), v.Term
+		}
 		e.lead, e.leadMod = &v, kv.ModRevision
 		e.touch(v.At)
 	case kindMark:
@@ -165,12 +194,40 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 	return pk.election
 }
 
+// putQuiet applies a promise or revoked key, which leaves the election
+// as the reconcilers see it: it marks nothing dirty and counts no election.
+func (s *state) putQuiet(e *estate, pk parsedKey, kv *mvccpb.KeyValue) {
+	switch pk.kind {
+	case kindPromise:
+		var v promiseValue
+		if json.Unmarshal(kv.Value, &v) != nil {
+			e.unset(pk)
+			return
+		}
+		e.promise, e.promiseMod = &v, kv.ModRevision
+		if s.clock != nil && e.lead != nil && e.lead.Term == v.Term {
+			e.promised, e.promisedTerm = s.clock(), v.Term
+		}
+	case kindRevoked:
+		var v revokedValue
+		if json.Unmarshal(kv.Value, &v) != nil {
+			e.unset(pk)
+			return
+		}
+		e.revoked[pk.name] = v
+	}
+}
+
 // del applies the deletion of one key; it returns the election it touched.
 func (s *state) del(key []byte) string {
 	pk := s.keys.parse(string(key))
 	e := s.election(pk.election, false)
 	if pk.kind == kindOther || e == nil {
 		return ""
+	}
+	if pk.kind == kindPromise || pk.kind == kindRevoked {
+		e.unset(pk) // as putQuiet: nothing dirty
+		return pk.election
 	}
 	defer s.touched(pk.election, e, e.exists())
 	e.unset(pk)
@@ -203,6 +260,10 @@ func (e *estate) unset(pk parsedKey) {
 		e.handover = nil
 	case kindCooldownMark:
 		delete(e.cooldowns, pk.name)
+	case kindPromise:
+		e.promise, e.promiseMod = nil, 0
+	case kindRevoked:
+		delete(e.revoked, pk.name)
 	}
 }
 
@@ -240,6 +301,41 @@ func (s *state) load(kvs []*mvccpb.KeyValue, rev int64) {
 	}
 	for _, e := range s.elections {
 		e.at = time.Time{}
+		if s.clock != nil && e.lead != nil {
+			// Held since now: a replica that loads the state after a
+			// promise was written counts its TTL from the load.
+			e.promised, e.promisedTerm = s.clock(), e.lead.Term
+		}
 	}
 	s.rev, s.last = rev, revCursor(rev)
+}
+
+// newest is the newest "at" elector wrote in the records of e: the time
+// of events that etcd caused without elector writing (see applyRevision).
+func (e *estate) newest() time.Time {
+	var t time.Time
+	later := func(at time.Time) {
+		if at.After(t) {
+			t = at
+		}
+	}
+	for _, x := range e.line {
+		later(x.value.At) // zero for a native key
+	}
+	for _, x := range e.cooling {
+		later(x.value.At)
+	}
+	if e.settings != nil {
+		later(e.settings.At)
+	}
+	if e.lead != nil {
+		later(e.lead.At)
+	}
+	if e.mark != nil {
+		later(e.mark.At)
+	}
+	if e.promise != nil {
+		later(e.promise.At)
+	}
+	return t
 }

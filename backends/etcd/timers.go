@@ -49,13 +49,19 @@ func markerSecs(ttl time.Duration) int64 {
 // cause (an expiry, an error report) was seen. The caller revokes the
 // lease only when its transaction certainly was not applied (notApplied).
 func (b *Backend) grantMarker(ctx context.Context, t timerPut) (clientv3.LeaseID, clientv3.Op, error) {
+	return b.grantLease(ctx, t.key, mustJSON(t.value), t.ttl)
+}
+
+// grantLease grants a lease of ttl (rounded up to whole seconds, at
+// least one) and returns the write of key with value on it.
+func (b *Backend) grantLease(ctx context.Context, key, value string, ttl time.Duration) (clientv3.LeaseID, clientv3.Op, error) {
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
-	g, err := b.cli.Grant(rctx, markerSecs(t.ttl))
+	g, err := b.cli.Grant(rctx, markerSecs(ttl))
 	if err != nil {
 		return 0, clientv3.Op{}, err
 	}
-	return g.ID, clientv3.OpPut(t.key, mustJSON(t.value), clientv3.WithLease(g.ID)), nil
+	return g.ID, clientv3.OpPut(key, value, clientv3.WithLease(g.ID)), nil
 }
 
 // notApplied reports whether a transaction that would have written a

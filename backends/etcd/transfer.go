@@ -57,16 +57,9 @@ func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) 
 		if err := blocked(v, i); err != nil {
 			return gateway.Election{}, err
 		}
-		now := time.Now()
-		x := v.line[i]
-		lead := *v.lead
-		lead.Transfer, lead.At = &leadTransfer{To: to, Key: x.hex, Reason: gateway.ReasonTransferred, At: now}, now
+		cmps, ops := b.transferTxn(v, i, time.Now())
 		rctx, cancel := b.reqCtx(ctx)
-		resp, err := b.cli.Txn(rctx).
-			If(clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", v.leadMod),
-				clientv3.Compare(clientv3.CreateRevision(b.keyOf(election, x)), "=", x.create)).
-			Then(clientv3.OpPut(b.keys.lead(election), mustJSON(lead))).
-			Commit()
+		resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()
 		cancel()
 		if err != nil {
 			return gateway.Election{}, translate(ctx, op, err)
@@ -89,6 +82,24 @@ func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) 
 		return b.snapshot(v, cursor, b.now()), nil
 	}
 	return gateway.Election{}, fmt.Errorf("etcd: %s: the election kept changing: %w", op, gateway.ErrUnavailable)
+}
+
+// transferTxn is the transaction that writes a transfer of v's leadership
+// to v.line[i] into the lead record. It is guarded by the lead record, the
+// target's key and the leader's key: a leader's expiry does not touch the
+// lead record, and a transfer written after it would be pending with
+// nobody leading, never announced by a leader.transfer.
+func (b *Backend) transferTxn(v view, i int, now time.Time) ([]clientv3.Cmp, []clientv3.Op) {
+	x := v.line[i]
+	lead := *v.lead
+	lead.Transfer, lead.At = &leadTransfer{To: x.value.ID, Key: x.hex, Reason: gateway.ReasonTransferred, At: now}, now
+	return []clientv3.Cmp{
+			clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod),
+			clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, v.leader)), "=", v.leader.create),
+			clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create),
+		}, []clientv3.Op{
+			clientv3.OpPut(b.keys.lead(v.name), mustJSON(lead)),
+		}
 }
 
 // Handover implements gateway.Transferer. While followers stand between

@@ -274,3 +274,34 @@ func TestLeaderResigningWithTransferPendingHandsOverToTarget(t *testing.T) {
 	x.nativeSeesLeader(n, "c")
 	notWon(t, won, "c leads")
 }
+
+// TestTransferWrittenAfterTheLeaderWentFails: a transfer computed while a
+// leader led, committed after its key went (its lease revoked; its promise
+// then holds the next leader back, so nobody leads for a while), must not
+// be written: it would be pending with nobody leading, and its
+// cancellation would be the only event ever to mention it.
+func TestTransferWrittenAfterTheLeaderWentFails(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 1)
+	const prefix, e = "stale-transfer", "transfer"
+	b := newBackend(t, ms, prefix)
+	ctx := context.Background()
+	thl := campaignAs(t, b, e, "l", 10*time.Second)
+	campaignAs(t, b, e, "a", 10*time.Second)
+	campaignAs(t, b, e, "t", 10*time.Second)
+	if _, err := b.Heartbeat(ctx, e, "l", thl); err != nil {
+		t.Fatal(err)
+	}
+	commit, err := b.PrepareTransfer(ctx, e, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	revokeLease(t, b, leaseOf(t, b, prefix, e, "l"))
+	if ok, err := commit(); err != nil || ok {
+		t.Fatalf("transfer committed after the leader's key went: applied %v, %v; want refused", ok, err)
+	}
+	s, err := b.Election(ctx, e)
+	if err != nil || s.Leader != nil || s.Transfer != nil {
+		t.Fatalf("after the refused transfer: leader %+v, transfer %+v, %v; want neither", s.Leader, s.Transfer, err)
+	}
+}

@@ -67,11 +67,13 @@ func (x *entry) priority() int {
 // last leadership elector acknowledged, written by the transaction that
 // starts it.
 //
-//	{"term":41,"key":"694d7d3a1c2b0f05","id":"node-b","since":"…","at":"…",
+//	{"term":41,"key":"694d7d3a1c2b0f05","id":"node-b","ttl_ms":10000,"since":"…","at":"…",
 //	 "previous":{"id":"node-a","term":37},"previous_end":"resigned",
 //	 "ended":"", "until":"…", "timed":true}
 //
-// Term is the create revision of the leader's candidacy key Key. Ended is
+// Term is the create revision of the leader's candidacy key Key, TTLms
+// the leader's TTL (absent for a native leader, which elector promises
+// nothing, and in records written before promises: see promise.go). Ended is
 // set when elector ended the leadership itself (resigned, error) and no
 // successor was waiting; Until is the end of a handover delay that
 // started because the named key disappeared without Ended (an expiry).
@@ -83,6 +85,7 @@ type leadValue struct {
 	Key         string           `json:"key"`
 	ID          string           `json:"id"`
 	Metadata    json.RawMessage  `json:"metadata,omitempty"`
+	TTLms       int64            `json:"ttl_ms,omitempty"`
 	Since       time.Time        `json:"since"`
 	At          time.Time        `json:"at"`
 	Previous    *gateway.TermRef `json:"previous,omitempty"`
@@ -94,6 +97,38 @@ type leadValue struct {
 	// shown.
 	Timed    bool          `json:"timed,omitempty"`
 	Transfer *leadTransfer `json:"transfer,omitempty"`
+}
+
+func (v *leadValue) ttl() time.Duration { return time.Duration(v.TTLms) * time.Millisecond }
+
+// promiseValue is the leader's promise (<prefix>/_elector/promise/<election>),
+// written by each of its heartbeats that answers it leads:
+// {"term":41,"key":"<lease-hex>","ttl_ms":10000,"at":"…"}. It names the
+// leadership (Term, Key as in the lead record) and the TTL it was
+// promised; "at" is the writer's clock, shown and used for event times
+// only (see promise.go).
+type promiseValue struct {
+	Term  uint64    `json:"term"`
+	Key   string    `json:"key"`
+	TTLms int64     `json:"ttl_ms"`
+	At    time.Time `json:"at"`
+}
+
+func (v *promiseValue) ttl() time.Duration { return time.Duration(v.TTLms) * time.Millisecond }
+
+// revokedValue (<prefix>/_elector/revoked/<election>/<lease-hex>) records
+// a candidacy that etcd ended while the TTL of a keep-alive it had
+// answered was still running (see revoked.go):
+// {"id":"node-a","token_hash":"…","rev":512,"at":"…","expires_at":"…"}.
+// Rev is the revision that deleted its keys, At when the writer saw it
+// go, ExpiresAt when its lease should have expired as the writer last
+// learnt it.
+type revokedValue struct {
+	ID        string    `json:"id"`
+	TokenHash string    `json:"token_hash"`
+	Rev       int64     `json:"rev"`
+	At        time.Time `json:"at"`
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // leadTransfer is a pending transfer in the lead record:

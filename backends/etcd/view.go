@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/electorhq/elector/gateway"
 )
@@ -46,6 +47,13 @@ type view struct {
 	// handover and cooldowns are the timers' marker keys (timers.go).
 	handover  *markerValue
 	cooldowns map[string]bool
+	// promise is the leader's promise record, promised and promisedTerm
+	// when this replica first held the newest promise of a term
+	// (promise.go).
+	promise      *promiseValue
+	promiseMod   int64
+	promised     time.Time
+	promisedTerm uint64
 }
 
 // view derives the view of election name.
@@ -73,6 +81,7 @@ func (s *state) view(name string) view {
 	// replaced, never changed in place (entries, records), and copies maps.
 	v.lead, v.leadMod, v.ids, v.mark, v.markMod = e.lead, e.leadMod, maps.Clone(e.ids), e.mark, e.markMod
 	v.handover, v.cooldowns = e.handover, maps.Clone(e.cooldowns)
+	v.promise, v.promiseMod, v.promised, v.promisedTerm = e.promise, e.promiseMod, e.promised, e.promisedTerm
 	if l := e.lead; l != nil {
 		v.term = l.Term
 		if l.Ended == "" {
@@ -131,6 +140,7 @@ type standing struct {
 	ahead   int // line entries created before x
 	leader  *entry
 	lead    *leadValue
+	leadMod int64
 	term    uint64
 	// transfer is the pending transfer as view derives it.
 	transfer *leadTransfer
@@ -166,7 +176,7 @@ func (s *state) standing(name, id string) (st standing, ok bool) {
 	}
 	// As view: the lead record names the head of the line, or nobody leads.
 	if l := e.lead; l != nil {
-		st.lead, st.term = l, l.Term
+		st.lead, st.leadMod, st.term = l, e.leadMod, l.Term
 		if l.Ended == "" && head != nil && head.hex == l.Key && uint64(head.create) == l.Term {
 			st.leader = head
 		}

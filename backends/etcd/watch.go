@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -74,7 +73,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 			}
 			for _, batch := range byRevision(wr.Events) {
 				rev := batch[0].Kv.ModRevision
-				for _, e := range st.applyRevision(rev, batch, time.Now(), true) {
+				for _, e := range st.applyRevision(rev, batch, true) {
 					if (election != "" && e.Election != election) || (rev == from && skip >= 0 && indexOf(e.ID) <= skip) {
 						continue
 					}
