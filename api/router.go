@@ -209,6 +209,7 @@ func (a *api) routes() []route {
 		{"POST", "/v1/elections/{election}/candidates/{id}/error", ScopeCampaign, false, a.reportError},
 		{"POST", "/v1/elections/{election}/candidates/{id}/handover", ScopeCampaign, false, a.handover},
 		{"POST", "/v1/elections/{election}/transfer", scopeAdminOrLeader, false, a.transfer},
+		{"DELETE", "/v1/elections/{election}/transfer", scopeAdminOrLeader, false, a.cancelTransfer},
 		{"GET", "/v1/elections/{election}/candidates/{id}/deliveries", ScopeRead, false, a.candidateDeliveries},
 		{"POST", "/v1/elections/{election}/candidates/{id}/deliveries/{delivery}/redeliver", ScopeAdmin, false, a.redeliverCandidate},
 		{"GET", "/v1/elections/{election}/subscriptions", ScopeAdmin, false, a.listSubscriptions},

@@ -45,6 +45,9 @@ var (
 	// transfer (on etcd, a native client's key stands between the leader
 	// and the target); the *Problem's Detail names it.
 	ErrTransferBlocked = errors.New("elector: leadership transfer blocked") // transfer-blocked
+	// ErrPreemptOn: the transfer to cancel was started by the election's
+	// preempt setting, which would start it again; turn preempt off first.
+	ErrPreemptOn = errors.New("elector: transfer started by preempt") // preempt-on
 )
 
 // problemSentinels maps problem slugs to sentinels.
@@ -71,6 +74,7 @@ var problemSentinels = map[string]error{
 	"not-leader":               ErrNotLeader,
 	"no-transfer-pending":      ErrNoTransfer,
 	"transfer-blocked":         ErrTransferBlocked,
+	"preempt-on":               ErrPreemptOn,
 	"not-supported":            ErrNotSupported,
 }
 
