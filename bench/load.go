@@ -82,6 +82,10 @@ type Config struct {
 	// ResignWait bounds the resignations at the end. Default
 	// DefaultResignWait.
 	ResignWait time.Duration
+	// KeepElections leaves the run's elections in place at the end; by
+	// default they are deleted once their candidates have resigned, which
+	// takes an API token with the admin scope on a gateway with tokens.
+	KeepElections bool
 	// Prefix starts the names of the run's elections. Default "bench-"
 	// and six random hex digits, so that each run has fresh elections.
 	Prefix string
@@ -283,6 +287,10 @@ type Summary struct {
 	// already gone); Unresigned how many could not be.
 	Resigned   int `json:"resigned"`
 	Unresigned int `json:"unresigned"`
+	// Removed is how many of the run's elections were deleted at the end
+	// (none with KeepElections); Kept says how many were not and why.
+	Removed int    `json:"removed_elections"`
+	Kept    string `json:"kept_elections,omitempty"`
 }
 
 // Run drives the load until cfg.Duration has passed or ctx ends, then
@@ -363,6 +371,11 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 	resigning.Wait()
 	stopSubs()
 	subs.Wait()
+	var removed int
+	var kept string
+	if !cfg.KeepElections {
+		removed, kept = l.removeElections(context.WithoutCancel(ctx), l.runElections(int(burstNext.Load())))
+	}
 
 	sum := Summary{
 		Gateways: cfg.Gateways, Prefix: cfg.Prefix,
@@ -372,6 +385,7 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 		DurationSecs: elapsed.Seconds(),
 		Leaders:      leaders,
 		Resigned:     int(resigned.Load()), Unresigned: int(unresigned.Load()),
+		Removed: removed, Kept: kept,
 	}
 	if cfg.Candidates == 0 {
 		sum.Connections = 0
