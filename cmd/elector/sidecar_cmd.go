@@ -63,7 +63,9 @@ this candidate leads, the end command when it stops leading. With -- CMD ARGS,
 also keep CMD running while leading (SIGTERM to its process group on end,
 SIGKILL after --child-grace). Commands get ELECTOR_ELECTION,
 ELECTOR_CANDIDATE, ELECTOR_TERM (the fencing token), ELECTOR_LEADER and
-ELECTOR_REASON in their environment.
+ELECTOR_REASON in their environment: elected for the begin command; for the
+end command resigned (the sidecar stops), lost, expired, heartbeat-timeout,
+error or transferred, the reasons of the Go client's OnStoppedLeading.
 
 Flags:
 `)
