@@ -131,7 +131,7 @@ func TestMalformedChunkedBodyIs400(t *testing.T) {
 
 func TestClientGoneMidBodyIsNotAServerError(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, Config{})
+	e := newEnv(t, Config{LogRequests: true})
 	conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -171,7 +171,8 @@ func New(b Backend, cfg Config) *Gateway {
 func (g *Gateway) Config() Config { return g.cfg }
 
 // Run runs the replica's event hub and the backend's background loop, if
-// it has one, until ctx ends. Watch serves subscribers from the hub while
+// it has one, and logs every change of leadership it sees at INFO
+// (logTransitions), until ctx ends. Watch serves subscribers from the hub while
 // Run runs.
 func (g *Gateway) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -185,6 +186,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if g.cfg.IdleElectionExpiry > 0 {
 		wg.Go(func() { g.runIdleSweeper(ctx, g.cfg.IdleElectionExpiry) })
 	}
+	wg.Go(func() { g.logTransitions(ctx) })
 	if r, ok := g.b.(Runner); ok {
 		err := r.Run(ctx)
 		cancel()

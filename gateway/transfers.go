@@ -38,7 +38,9 @@ func (g *Gateway) Transfer(ctx context.Context, election, to, token string) (Ele
 	if err != nil {
 		return Election{}, err
 	}
-	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "leadership transfer requested",
+	// Every replica logs the transfer itself (logTransitions); this line
+	// says who asked, for debugging.
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "leadership transfer requested",
 		slog.String("election", election), slog.String("candidate", to), slog.Bool("by_leader", token != ""))
 	return e, nil
 }
@@ -68,7 +70,7 @@ func (g *Gateway) CancelTransfer(ctx context.Context, election, token string) (E
 	if err != nil {
 		return Election{}, err
 	}
-	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "leadership transfer cancelled",
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "leadership transfer cancellation requested",
 		slog.String("election", election), slog.Bool("by_leader", token != ""))
 	return e, nil
 }

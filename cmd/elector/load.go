@@ -38,6 +38,7 @@ func settings() []setting {
 		{"listen", "TCP address of the HTTP API", func(c *Config) any { return &c.Listen }},
 		{"log.level", "log level: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},
 		{"log.format", "log format: text or json", func(c *Config) any { return &c.Log.Format }},
+		{"log.requests", "log one line per HTTP request (an access log; 5xx answers are logged anyway)", func(c *Config) any { return &c.API.LogRequests }},
 		{"backend.kind", "coordination backend: " + strings.Join(backendKinds(), ", "), func(c *Config) any { return &c.Backend.Kind }},
 		{"embedded.data_dir", "directory where the embedded backend stores elections", func(c *Config) any { return &c.Backend.Embedded.DataDir }},
 		{"embedded.server_name", "name of the embedded NATS server (unique and stable in a cluster)", func(c *Config) any { return &c.Backend.Embedded.ServerName }},
