@@ -221,6 +221,8 @@ func problemFor(r *http.Request, err error) Problem {
 		return p
 	case errors.Is(err, gateway.ErrLimit):
 		return newProblem(r, "limit-reached", "a limit of the gateway was reached; try again later or with fewer resources")
+	case errors.Is(r.Context().Err(), context.DeadlineExceeded):
+		return newProblem(r, "backend-unavailable", fmt.Sprintf("the coordination backend did not answer within %s; retry shortly", ReadTimeout))
 	case errors.Is(err, gateway.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return newProblem(r, "backend-unavailable", "the coordination backend cannot serve the request at the moment; retry shortly")
 	default:

@@ -2,11 +2,13 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/electorhq/elector/api"
 	"github.com/electorhq/elector/internal/etcdtest"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // TestServeOnEtcd runs `elector serve` with backend.kind etcd against a real
@@ -30,5 +32,24 @@ func TestServeOnEtcd(t *testing.T) {
 	}
 	if l, code := leaderVia(t, c, base, "billing"); code != http.StatusOK || l.ID != "node-b" || l.Term <= term {
 		t.Fatalf("leader after resign: %d %+v, want node-b after term %d", code, l, term)
+	}
+}
+
+// TestServeOnEtcdWithNothingListening: serve starts, warns naming the
+// endpoint it cannot reach, and a read answers 503 backend-unavailable
+// once its deadline (api.ReadTimeout) passes, saying so, rather than
+// after the etcd client's longer request timeout.
+func TestServeOnEtcdWithNothingListening(t *testing.T) {
+	endpoint := testnet.FreeAddr(t)
+	base, logs, stop := startServe(t, "--backend-kind", "etcd", "--etcd-endpoints", endpoint, "--etcd-dial-timeout", "1s", "--etcd-request-timeout", "30s")
+	defer stop()
+	if !strings.Contains(logs.String(), `"msg":"etcd does not answer at `+endpoint+`: requests get 503 backend-unavailable until it does"`) {
+		t.Fatalf("no warning naming %s:\n%s", endpoint, logs)
+	}
+	var p struct{ Type, Detail string }
+	c := &http.Client{Timeout: time.Minute}
+	if code := call(t, c, http.MethodGet, base+"/v1/elections/billing/leader", "", nil, &p); code != http.StatusServiceUnavailable ||
+		p.Type != api.ProblemTypePrefix+"backend-unavailable" || !strings.Contains(p.Detail, "did not answer within "+api.ReadTimeout.String()) {
+		t.Fatalf("leader: %d %+v; want 503 backend-unavailable after the read deadline", code, p)
 	}
 }
