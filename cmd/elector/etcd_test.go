@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,12 +12,18 @@ import (
 	"github.com/electorhq/elector/internal/testnet"
 )
 
-// TestServeOnEtcd runs `elector serve` with backend.kind etcd against a real
-// etcd: campaign, leader, resign and handover through the HTTP API.
+// TestServeOnEtcd runs `elector serve --config configs/etcd-local.yaml`
+// against a real etcd (its endpoint given as a flag, as this etcd does not
+// listen on etcd's default port): campaign, leader, resign and handover
+// through the HTTP API.
 func TestServeOnEtcd(t *testing.T) {
 	endpoint := etcdtest.Start(t, "e2e")
+	config, err := filepath.Abs(filepath.Join("..", "..", "configs", "etcd-local.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := &http.Client{Timeout: 10 * time.Second}
-	base, logs, stop := startServe(t, "--backend-kind", "etcd", "--etcd-endpoints", endpoint)
+	base, logs, stop := startServe(t, "--config", config, "--etcd-endpoints", endpoint)
 	defer func() {
 		if code := stop(); code != 0 {
 			t.Errorf("serve exited %d; logs:\n%s", code, logs)
