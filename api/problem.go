@@ -236,7 +236,7 @@ func problemFor(r *http.Request, err error) Problem {
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(r, err)
 	var ae *apiError
-	if p.Status >= 500 && !errors.As(err, &ae) && r.Context().Err() == nil {
+	if p.Status >= 500 && !errors.As(err, &ae) && !errors.Is(r.Context().Err(), context.Canceled) {
 		a.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("path", r.URL.Path), slog.String("request_id", requestID(r)), slog.String("error", err.Error()))
 	}

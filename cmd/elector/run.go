@@ -66,18 +66,18 @@ func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // plainFlags parses the arguments of a command that takes no flags and at
-// most max arguments, answering --help with usage (a command line, then a
+// most maxArgs arguments, answering --help with usage (a command line, then a
 // description). ok false means the command is done, with exit code code:
 // 0 after --help, 2 for a flag or argument it does not take.
-func plainFlags(name, synopsis, about string, args []string, max int, stderr io.Writer) (rest []string, code int, ok bool) {
+func plainFlags(name, synopsis, about string, args []string, maxArgs int, stderr io.Writer) (rest []string, code int, ok bool) {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(stderr, "Usage: elector %s\n\n%s\n", strings.TrimSpace(name+" "+synopsis), about) }
 	if err := fs.Parse(args); err != nil {
 		return nil, usageExit(stderr, name, err), false
 	}
-	if fs.NArg() > max {
-		fmt.Fprintf(stderr, "elector %s: unexpected argument %q\nRun 'elector %s --help' for its usage.\n", name, fs.Arg(max), name)
+	if fs.NArg() > maxArgs {
+		fmt.Fprintf(stderr, "elector %s: unexpected argument %q\nRun 'elector %s --help' for its usage.\n", name, fs.Arg(maxArgs), name)
 		return nil, 2, false
 	}
 	return fs.Args(), 0, true
