@@ -174,17 +174,17 @@ func TestConfigValidateNamesTheBadField(t *testing.T) {
 	}
 }
 
-// TestRunRemovesItsElectionsUnlessKept: a run deletes the elections it
-// used, steady and burst, once their candidates have resigned; with
-// KeepElections they stay.
-func TestRunRemovesItsElectionsUnlessKept(t *testing.T) {
+// TestRunRemovesItsElectionsWhenAsked: with RemoveElections a run
+// deletes the elections it used, steady and burst, once their candidates
+// have resigned; without, they stay.
+func TestRunRemovesItsElectionsWhenAsked(t *testing.T) {
 	url := memoryGateway(t)
 	cl := client.New(url)
 	for _, keep := range []bool{false, true} {
 		prefix := fmt.Sprintf("tidy-%v", keep)
 		l, err := New(Config{
 			Gateways: []string{url}, Candidates: 4, Elections: 2, TTL: 3 * time.Second, Connections: 2,
-			Burst: 3, BurstWorkers: 1, Duration: time.Second, Prefix: prefix, KeepElections: keep,
+			Burst: 3, BurstWorkers: 1, Duration: time.Second, Prefix: prefix, RemoveElections: !keep,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -207,7 +207,7 @@ func TestRunRemovesItsElectionsUnlessKept(t *testing.T) {
 		case !keep && (len(left) != 0 || sum.Removed != 5 || sum.Kept != ""):
 			t.Errorf("after a run: elections %v left, %d removed (%q); want all 5 removed", left, sum.Removed, sum.Kept)
 		case keep && (len(left) != 5 || sum.Removed != 0):
-			t.Errorf("after a run with KeepElections: elections %v left, %d removed; want all 5 kept", left, sum.Removed)
+			t.Errorf("after a run without RemoveElections: elections %v left, %d removed; want all 5 kept", left, sum.Removed)
 		}
 	}
 }

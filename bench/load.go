@@ -82,10 +82,11 @@ type Config struct {
 	// ResignWait bounds the resignations at the end. Default
 	// DefaultResignWait.
 	ResignWait time.Duration
-	// KeepElections leaves the run's elections in place at the end; by
-	// default they are deleted once their candidates have resigned, which
-	// takes an API token with the admin scope on a gateway with tokens.
-	KeepElections bool
+	// RemoveElections deletes the run's elections at the end, once their
+	// candidates have resigned, so that a run leaves nothing behind (on a
+	// gateway with API tokens it takes the admin scope). Default false:
+	// they stay, for a harness to inspect; elector bench sets it.
+	RemoveElections bool
 	// Prefix starts the names of the run's elections. Default "bench-"
 	// and six random hex digits, so that each run has fresh elections.
 	Prefix string
@@ -288,7 +289,7 @@ type Summary struct {
 	Resigned   int `json:"resigned"`
 	Unresigned int `json:"unresigned"`
 	// Removed is how many of the run's elections were deleted at the end
-	// (none with KeepElections); Kept says how many were not and why.
+	// (with RemoveElections); Kept says how many were not and why.
 	Removed int    `json:"removed_elections"`
 	Kept    string `json:"kept_elections,omitempty"`
 }
@@ -373,7 +374,7 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 	subs.Wait()
 	var removed int
 	var kept string
-	if !cfg.KeepElections {
+	if cfg.RemoveElections {
 		removed, kept = l.removeElections(context.WithoutCancel(ctx), l.runElections(int(burstNext.Load())))
 	}
 

@@ -28,6 +28,7 @@ Flags:
 // benchFlags are the flags of elector bench.
 type benchFlags struct {
 	cfg      bench.Config
+	keep     bool
 	gateway  string
 	output   string
 	progress time.Duration
@@ -53,7 +54,7 @@ func newBenchFlags(stderr io.Writer, f *benchFlags) *pflag.FlagSet {
 	fs.DurationVarP(&cfg.Duration, "duration", "d", 30*time.Second, "how long the load runs (at most 24h)")
 	fs.DurationVar(&cfg.Timeout, "timeout", bench.DefaultTimeout, "bound of each request")
 	fs.StringVar(&cfg.Prefix, "prefix", "", "prefix of the run's election names (default bench-<random>)")
-	fs.BoolVar(&cfg.KeepElections, "keep-elections", false, "leave the run's elections in place (by default they are deleted at the end)")
+	fs.BoolVar(&f.keep, "keep-elections", false, "leave the run's elections in place (by default they are deleted at the end)")
 	fs.StringVarP(&f.output, "output", "o", "text", "text or json")
 	fs.DurationVar(&f.progress, "progress", time.Second, "interval of the progress line on a terminal (0: none)")
 	return fs
@@ -77,7 +78,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	envDefault(fs, "api-token", envAPIToken, &f.cfg.APIToken)
 	cfg, output, progress := f.cfg, f.output, f.progress
-	cfg.Gateways = strings.Split(gatewayURL(f.gateway), ",")
+	cfg.RemoveElections = !f.keep
+	for g := range strings.SplitSeq(gatewayURL(f.gateway), ",") {
+		if g != "" {
+			cfg.Gateways = append(cfg.Gateways, g)
+		}
+	}
 	load, err := bench.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "elector bench: %s\n", benchError(err))
