@@ -19,7 +19,7 @@ func (g *Gateway) logTransitions(ctx context.Context) {
 	cursor := ""
 	retry := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		ch, err := g.Watch(ctx, "", cursor)
+		ch, err := g.follow(ctx, cursor)
 		switch {
 		case errors.Is(err, ErrCursorExpired):
 			log.LogAttrs(ctx, slog.LevelWarn, "gateway: leadership changes were missed while this replica fell behind; logging them again from now")
@@ -43,6 +43,18 @@ func (g *Gateway) logTransitions(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// follow is Watch of every election after cursor for the Gateway's own
+// use: from the hub while it runs, else from the backend; unlike Watch it
+// is not a backend call the Observer counts.
+func (g *Gateway) follow(ctx context.Context, cursor string) (<-chan Event, error) {
+	if g.hub != nil {
+		if ch, ok, err := g.hub.subscribe(ctx, "", cursor); ok {
+			return ch, err
+		}
+	}
+	return g.b.Watch(ctx, "", cursor)
 }
 
 // logTransition logs ev if it changes leadership.
