@@ -3,12 +3,23 @@ package elector_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"maps"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/electorhq/elector/api"
+	"github.com/electorhq/elector/backends/memory"
+	"github.com/electorhq/elector/gateway"
 )
 
 // promtool returns the path of promtool, skipping the test where it is not
@@ -194,10 +205,14 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 }
 
-// TestREADMEKubernetes runs the README's Kubernetes block as written, with
+// TestREADMEKubernetes runs the README's Kubernetes blocks as written, with
 // the elector of this checkout and a stand-in kubectl on PATH that records
 // its arguments: the secret gets two fresh tokens from `elector token new`,
-// and what is applied is a manifest of deploy/kubernetes.
+// and what is applied is a manifest of deploy/kubernetes. Then the smoke
+// test: the stand-in reads the tokens back from what the secret was given
+// and port-forwards to nothing (the gateway is one with those tokens,
+// started here, which ELECTOR_GATEWAY names); the block prints the ops
+// token, and campaigns and reads the leader with the clients token.
 func TestREADMEKubernetes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the elector binary")
@@ -211,12 +226,22 @@ func TestREADMEKubernetes(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	calls := filepath.Join(t.TempDir(), "kubectl-calls")
-	kubectl := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> " + calls + "\necho >> " + calls + "\n"
+	kubectl := `#!/bin/sh
+for a in "$@"; do printf '%s\n' "$a"; done >> ` + calls + `
+echo >> ` + calls + `
+case "$1" in
+get) # get secret NAME -o jsonpath={.data.KEY}: the value the secret was given, base64
+	key=$(printf '%s' "$5" | sed -n 's/^jsonpath={\.data\.\([a-z]*\)}$/\1/p')
+	sed -n "s/^--from-literal=$key=//p" ` + calls + ` | head -n 1 | tr -d '\n' | base64 ;;
+port-forward) exec sleep 60 ;;
+esac
+`
 	if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte(kubectl), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "ELECTOR_API_TOKEN=")
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", block)
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kubernetes block: %v\n%s", err, out)
 	}
@@ -252,6 +277,113 @@ func TestREADMEKubernetes(t *testing.T) {
 		}
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("the block applies %s: %v", f, err)
+		}
+	}
+
+	// The smoke test, against a gateway with the scopes the manifest gives
+	// the two tokens.
+	gw := gateway.New(memory.New(), gateway.Config{Logger: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(api.New(gw, api.Config{Logger: slog.New(slog.DiscardHandler), Tokens: []api.Token{
+		{Name: "clients", SHA256: api.HashAPIToken(tokens["clients"]), Scopes: []api.Scope{api.ScopeRead, api.ScopeCampaign}, Elections: []string{"*"}},
+		{Name: "ops", SHA256: api.HashAPIToken(tokens["ops"]), Scopes: []api.Scope{api.ScopeRead, api.ScopeCampaign, api.ScopeAdmin}, Elections: []string{"*"}},
+	}}))
+	t.Cleanup(srv.Close)
+	smoke := exec.Command("bash", "-euo", "pipefail", "-c", readmeBlock(t, "kubernetes-smoke"))
+	smoke.Env = append(env, "ELECTOR_GATEWAY="+srv.URL)
+	out, err := smoke.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubernetes-smoke block: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 4 || lines[0] != tokens["ops"] ||
+		!strings.HasPrefix(lines[1], "smoke-test in smoke: leader, position 0, leader smoke-test (term 1), expires ") ||
+		!strings.HasPrefix(lines[2], "token: ect_") || !strings.HasPrefix(lines[3], "smoke-test (term 1, since ") {
+		t.Fatalf("kubernetes-smoke block printed\n%s\nwant the ops token, the campaign and the leader as the README shows", out)
+	}
+}
+
+// helm returns the path of helm, skipping the test where it is not
+// installed, except in CI, which must have it (.ci/run builds it from the
+// Go module proxy).
+func helm(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("helm")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("helm is needed to check deploy/helm and CI must install it (go install helm.sh/helm/v3/cmd/helm)")
+		}
+		t.Skip("helm not installed")
+	}
+	return p
+}
+
+// k8sDocuments returns the objects of a multi-document YAML stream by
+// kind and name, as generic JSON values.
+func k8sDocuments(t *testing.T, stream []byte) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for doc := range strings.SplitSeq(string(stream), "\n---\n") {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		if obj == nil {
+			continue
+		}
+		name, _ := obj["metadata"].(map[string]any)["name"].(string)
+		out[obj["kind"].(string)+"/"+name] = obj
+	}
+	return out
+}
+
+// TestHelmChartRendersTheManifest renders deploy/helm/elector with its
+// default values for a release named elector: the objects are those of
+// deploy/kubernetes/embedded-cluster.yaml, field for field, so the chart
+// has every check the manifest has. One member renders no cluster, and
+// other counts are refused.
+func TestHelmChartRendersTheManifest(t *testing.T) {
+	helm := helm(t)
+	render := func(args ...string) ([]byte, error) {
+		return exec.Command(helm, append([]string{"template", "elector", "deploy/helm/elector"}, args...)...).Output()
+	}
+	out, err := render()
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	manifest, err := os.ReadFile("deploy/kubernetes/embedded-cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := k8sDocuments(t, out), k8sDocuments(t, manifest)
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if !reflect.DeepEqual(got[k], want[k]) {
+			g, _ := json.MarshalIndent(got[k], "", "  ")
+			w, _ := json.MarshalIndent(want[k], "", "  ")
+			t.Errorf("the chart renders %s as\n%s\nwhere the manifest has\n%s", k, g, w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("the chart renders %v; the manifest has %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+
+	out, err = render("--set", "members=1", "--set", "image.tag=v1.2.3")
+	if err != nil {
+		t.Fatalf("helm template with 1 member: %v", err)
+	}
+	one := k8sDocuments(t, out)
+	data := one["ConfigMap/elector-cluster"].(map[string]any)["data"].(map[string]any)
+	if cfg, _ := data["elector-0.yaml"].(string); len(data) != 1 || strings.Contains(cfg, "routes") || strings.Contains(cfg, "replicas") {
+		t.Errorf("with 1 member the configurations are %v; want one, without a cluster", data)
+	}
+	if _, ok := one["PodDisruptionBudget/elector"]; ok {
+		t.Error("with 1 member a PodDisruptionBudget is rendered, which would block every drain")
+	}
+	if !strings.Contains(string(out), "image: ghcr.io/electorhq/elector:v1.2.3") {
+		t.Error("image.tag is not the image's tag")
+	}
+	for _, n := range []string{"2", "5"} {
+		if _, err := render("--set", "members="+n); err == nil {
+			t.Errorf("%s members rendered; want a refusal", n)
 		}
 	}
 }

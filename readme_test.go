@@ -3,7 +3,6 @@ package elector_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -20,29 +19,35 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// walkthroughBlocks returns the shell blocks of README.md that follow a
-// `<!-- walkthrough: NAME -->` marker, by name.
-func walkthroughBlocks(t *testing.T) map[string]string {
+// walkthroughBlock is a shell block of README.md that follows a
+// `<!-- walkthrough: NAME -->` marker, and the text block after it, if
+// any: what the shell block prints.
+type walkthroughBlock struct{ script, prints string }
+
+// walkthroughBlocks returns the walkthrough blocks of README.md by name.
+func walkthroughBlocks(t *testing.T) map[string]walkthroughBlock {
 	t.Helper()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)<!-- walkthrough: ([a-z]+) -->\n```sh\n(.*?)```")
-	blocks := map[string]string{}
+	re := regexp.MustCompile("(?s)<!-- walkthrough: ([a-z]+) -->\n```sh\n(.*?)```\n(?:\n```text\n(.*?)```)?")
+	blocks := map[string]walkthroughBlock{}
 	for _, m := range re.FindAllStringSubmatch(string(readme), -1) {
-		blocks[m[1]] = m[2]
+		blocks[m[1]] = walkthroughBlock{script: m[2], prints: m[3]}
 	}
 	for _, name := range []string{"campaign", "events", "handover"} {
-		if blocks[name] == "" {
-			t.Fatalf("README.md has no walkthrough block %q", name)
+		if blocks[name].script == "" || blocks[name].prints == "" {
+			t.Fatalf("README.md has no walkthrough block %q with what it prints", name)
 		}
 	}
 	return blocks
 }
 
 // TestREADMEWalkthrough runs the README's curl walkthrough, as written,
-// against a real gateway on loopback.
+// against a real gateway on loopback, and compares what it prints with
+// the outputs the README shows. It runs it twice, as a reader who pastes
+// it again would: the second time prints the same with the next terms.
 func TestREADMEWalkthrough(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -71,36 +76,52 @@ func TestREADMEWalkthrough(t *testing.T) {
 	local := func(script string) string { return strings.ReplaceAll(script, "http://127.0.0.1:8080", srv.URL) }
 
 	state := filepath.Join(t.TempDir(), "tokens")
-	out := runBash(t, local(blocks["campaign"])+"\ndeclare -p A B > "+state+"\n")
-	var leader struct {
-		ID   string `json:"id"`
-		Term uint64 `json:"term"`
-	}
-	if err := json.Unmarshal([]byte(out), &leader); err != nil || leader.ID != "node-a" || leader.Term == 0 {
-		t.Fatalf("campaign block printed %q; want node-a leading with a term", out)
-	}
-
-	events := startBash(t, ctx, local(blocks["events"]))
-	events.waitFor(t, "event: reset")
-
-	out = runBash(t, "source "+state+"\n"+local(blocks["handover"]))
-	want := []string{
-		`"state": "follower"`, `"position": 1`, `"leader": "node-a"`, // node-b's heartbeat
-		`"id": "node-b"`, // the new leader
-		`{"id":"node-b","state":"leader"}`,
-	}
-	for _, w := range want {
-		if !strings.Contains(out, w) {
-			t.Fatalf("handover block printed:\n%s\nwant it to contain %s", out, w)
+	// later turns the README's terms into those of the second round.
+	later := strings.NewReplacer(`"term":1`, `"term":3`, `"term":2`, `"term":4`)
+	for round := range 2 {
+		want := func(block string) string {
+			if round == 0 {
+				return blocks[block].prints
+			}
+			return later.Replace(blocks[block].prints)
+		}
+		out := runBash(t, local(blocks["campaign"].script)+"\ndeclare -p A B > "+state+"\n")
+		if out != want("campaign") {
+			t.Fatalf("round %d: the campaign block printed\n%s\nwant\n%s", round, out, want("campaign"))
+		}
+		events := startBash(t, ctx, local(blocks["events"].script))
+		events.waitFor(t, "event: reset")
+		if round == 0 {
+			// The stream opens as the README shows, with what it elides.
+			shown := regexp.MustCompile(`(?s)"timestamp":"[^"]*"|"settings":\{[^}]*\}|,"(metadata|since|expires_at)":.*?\]`).ReplaceAllStringFunc(events.String(), func(m string) string {
+				switch {
+				case strings.HasPrefix(m, `"timestamp"`):
+					return `"timestamp":"…"`
+				case strings.HasPrefix(m, `"settings"`):
+					return `"settings":{…}`
+				}
+				return ",…},\"candidates\":[…]"
+			})
+			if first := strings.SplitN(shown, "\n\n", 3); len(first) < 2 || first[0]+"\n\n"+first[1]+"\n" != strings.TrimSuffix(want("events"), "\n")+"\n" {
+				t.Fatalf("the event stream opened with\n%s\nwant\n%s", shown, want("events"))
+			}
+		}
+		out = runBash(t, "source "+state+"\n"+local(blocks["handover"].script))
+		if out != want("handover") {
+			t.Fatalf("round %d: the handover block printed\n%s\nwant\n%s", round, out, want("handover"))
+		}
+		events.waitFor(t, `"reason":"resigned"`)
+		events.waitFor(t, "event: leader.begin\ndata: {\"type\":\"leader.begin\"")
+		if got := events.String(); !strings.Contains(got, `"candidate":{"id":"node-b"}`) {
+			t.Fatalf("event stream:\n%s\nwant node-b's leader.begin", got)
 		}
 	}
-	if strings.Contains(out, `"id":"node-a"`) {
-		t.Fatalf("node-a still listed after resigning:\n%s", out)
-	}
-	events.waitFor(t, `"reason":"resigned"`)
-	events.waitFor(t, "event: leader.begin\ndata: {\"type\":\"leader.begin\"")
-	if got := events.String(); !strings.Contains(got, `"candidate":{"id":"node-b"}`) {
-		t.Fatalf("event stream:\n%s\nwant node-b's leader.begin", got)
+	// A refused campaign is not silent: jq says what the gateway answered.
+	script := local(blocks["campaign"].script)
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script+script)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `candidate "node-a" is already campaigning`) {
+		t.Fatalf("the campaign block pasted twice without resigning: %v\n%s\nwant it to fail saying node-a is already campaigning", err, out)
 	}
 }
 

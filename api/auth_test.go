@@ -163,7 +163,7 @@ func TestProtectOperationalPutsDocsBehindRead(t *testing.T) {
 // log for every secret it used.
 func TestNoSecretIsLogged(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, Config{Tokens: authTokens()})
+	e := newEnv(t, Config{Tokens: authTokens(), LogRequests: true})
 	admin, camp := bearerHeader(adminAllToken), bearerHeader(campaignBillingTok)
 	secrets := []string{adminAllToken, campaignBillingTok, readAllToken, unknownToken}
 

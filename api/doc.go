@@ -1,7 +1,8 @@
 // Package api is elector's HTTP interface: a chi router over a
 // gateway.Gateway that serves the REST API v1 (campaign, heartbeat, resign,
-// error report, candidates, leader, elections and their settings), the
-// Server-Sent Events streams, the probes and the OpenAPI document.
+// error report, candidates, leader, elections and their settings,
+// transfers and their cancellation), the Server-Sent Events streams, the
+// probes, the OpenAPI document, /docs and the /ui live view.
 //
 // The contract is openapi.yaml at the root of the module; this package's
 // tests validate every response they receive against it.
@@ -16,7 +17,9 @@
 // candidate, other writes and reads optionally per client address, and a cap
 // on the reads and event streams served at once. The zero Config turns the
 // rate limits and the read cap off; elector serve turns on the heartbeat
-// limit and the read cap (DefaultHeartbeatRate, DefaultMaxReads).
+// limit and the read cap (DefaultHeartbeatRate, DefaultMaxReads). Reads
+// end after ReadTimeout with a 503 (readbound.go). Config.LogRequests
+// writes an access log; answers with a 5xx status are logged either way.
 //
 // Candidates prove who they are with the token returned by their campaign,
 // sent back in the Elector-Candidate-Token header, a header of its own so

@@ -1,10 +1,16 @@
 package api
 
 import (
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/backends/memory"
+	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/webhooks"
 )
 
 func TestElectionsListAndGet(t *testing.T) {
@@ -100,7 +106,7 @@ func TestProbes(t *testing.T) {
 
 func TestRequestLogHasRouteAndNoToken(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, Config{})
+	e := newEnv(t, Config{LogRequests: true})
 	tok := e.campaign("logs", "node-a", "1m")
 	r := e.do("PUT", "/v1/elections/logs/candidates/node-a/heartbeat", nil, token(tok)).expect(t, http.StatusOK)
 	id := r.Header.Get("X-Request-Id")
@@ -121,6 +127,34 @@ func TestRequestLogHasRouteAndNoToken(t *testing.T) {
 		if !strings.Contains(line, want) {
 			t.Errorf("request log line %q lacks %s", line, want)
 		}
+	}
+}
+
+// TestRequestLogIsOffByDefaultButServerErrorsAreLogged: without
+// LogRequests no request gets a line, heartbeats and probes included; an
+// answer with a 5xx status still does.
+func TestRequestLogIsOffByDefaultButServerErrorsAreLogged(t *testing.T) {
+	t.Parallel()
+	b := memory.New()
+	gw := gateway.New(b, gateway.Config{})
+	logs := &syncBuffer{}
+	// The webhook outbox is checked but never runs: /readyz answers 503.
+	hooks := webhooks.New(gw, b, webhooks.Config{})
+	srv := httptest.NewServer(New(gw, Config{Logger: slog.New(slog.NewJSONHandler(logs, nil)), Webhooks: hooks, CheckOutbox: true}))
+	t.Cleanup(srv.Close)
+	e := &env{t: t, srv: srv, gw: gw, log: logs}
+	tok := e.campaign("quiet", "node-a", "1m")
+	for range 3 {
+		e.do("PUT", "/v1/elections/quiet/candidates/node-a/heartbeat", nil, token(tok)).expect(t, http.StatusOK)
+	}
+	e.do("GET", "/v1/elections/quiet/leader", nil).expect(t, http.StatusOK)
+	e.do("GET", "/healthz", nil).expect(t, http.StatusOK)
+	if l := logs.String(); strings.Contains(l, `"msg":"request"`) {
+		t.Fatalf("request lines logged without LogRequests:\n%s", l)
+	}
+	e.do("GET", "/readyz", nil).expect(t, http.StatusServiceUnavailable)
+	if l := logs.String(); !strings.Contains(l, `"level":"ERROR","msg":"request"`) || !strings.Contains(l, `"route":"/readyz","status":503`) {
+		t.Fatalf("the 503 was not logged:\n%s", l)
 	}
 }
 

@@ -19,11 +19,13 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz answers 200 when this replica can serve and 503 otherwise
-// (readiness), naming each check in checks: backend (Ping), watch (the
-// backend's cache caught up, where the backend can tell) and webhooks (the
-// outbox is delivering, when Config.CheckOutbox). A load balancer stops
-// sending requests to a replica that is not ready.
+// readyz answers 200 when this replica serves writes now and 503
+// otherwise (readiness), naming each check in checks: backend (Gateway.
+// Ready: the backend's write path answers and this replica's own writes
+// are not failing), watch (the backend's cache caught up, where the
+// backend can tell) and webhooks (the outbox is delivering, when
+// Config.CheckOutbox). A load balancer stops sending requests to a
+// replica that is not ready.
 func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()

@@ -14,10 +14,11 @@ import (
 // requestID returns the id chi's RequestID middleware gave r.
 func requestID(r *http.Request) string { return middleware.GetReqID(r.Context()) }
 
-// logRequests writes one structured line per request once it is answered:
-// method, route pattern, status, bytes, duration and request id. It never
-// logs headers, so the candidate token stays out of the log. It also sends
-// the request id back in the X-Request-Id header.
+// logRequests writes one structured line per request once it is answered,
+// with Config.LogRequests, and for every 5xx answer: method, route
+// pattern, status, bytes, duration and request id. It never logs headers,
+// so the candidate token stays out of the log. It also sends the request
+// id back in the X-Request-Id header.
 func (a *api) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -36,8 +37,11 @@ func (a *api) logRequests(next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		level := slog.LevelInfo
-		if status >= 500 {
+		switch {
+		case status >= 500:
 			level = slog.LevelError
+		case !a.cfg.LogRequests:
+			return
 		}
 		a.log.LogAttrs(r.Context(), level, "request",
 			slog.String("method", r.Method),

@@ -63,6 +63,7 @@ var problemKinds = map[string]problemKind{
 	"not-leader":                  {http.StatusConflict, "Not the leader"},
 	"no-transfer-pending":         {http.StatusConflict, "No leadership transfer pending"},
 	"transfer-blocked":            {http.StatusConflict, "Leadership transfer blocked"},
+	"preempt-on":                  {http.StatusConflict, "Transfer started by preempt"},
 	"webhooks-unavailable":        {http.StatusNotImplemented, "Webhooks unavailable"},
 	"not-supported":               {http.StatusNotImplemented, "Not supported by this backend"},
 	"internal":                    {http.StatusInternalServerError, "Internal error"},
@@ -166,11 +167,21 @@ func problemFor(r *http.Request, err error) Problem {
 			"candidate %q is not a follower in election %q (it leads, is in error, or is not campaigning); name a follower from GET /v1/elections/%s/candidates", id, election, election))
 	case errors.Is(err, gateway.ErrNotLeader):
 		if strings.HasSuffix(r.URL.Path, "/transfer") {
-			return newProblem(r, "not-leader", fmt.Sprintf("the candidate token is not the token of the leader of election %q; only the leader (or an API token with scope admin, without a candidate token) may ask for a transfer", election))
+			what := "ask for"
+			if r.Method == http.MethodDelete {
+				what = "cancel"
+			}
+			return newProblem(r, "not-leader", fmt.Sprintf("the candidate token is not the token of the leader of election %q; only the leader (or an API token with scope admin, without a candidate token) may %s a transfer", election, what))
 		}
 		return newProblem(r, "not-leader", fmt.Sprintf("candidate %q does not lead election %q", id, election))
 	case errors.As(err, &tb):
 		return newProblem(r, "transfer-blocked", fmt.Sprintf("the leadership of election %q cannot be transferred to %q: %s", election, tb.To, tb.Reason))
+	case errors.Is(err, gateway.ErrPreempting):
+		return newProblem(r, "preempt-on", fmt.Sprintf(
+			"the transfer pending in election %q was started by its preempt setting, which would start it again at once; turn preempt off first (PATCH /v1/elections/%s with {\"preempt\": false}), then cancel it", election, election))
+	case errors.Is(err, gateway.ErrNoTransfer) && r.Method == http.MethodDelete:
+		return newProblem(r, "no-transfer-pending", fmt.Sprintf(
+			"election %q has no leadership transfer to cancel: none was asked for, it completed or was cancelled, or the leadership it asked to hand over has already ended (its target then leads next)", election))
 	case errors.Is(err, gateway.ErrNoTransfer):
 		return newProblem(r, "no-transfer-pending", fmt.Sprintf("election %q has no leadership transfer pending; there is nothing to hand over", election))
 	case errors.Is(err, webhooks.ErrDestinationRefused):
@@ -219,6 +230,8 @@ func problemFor(r *http.Request, err error) Problem {
 		return p
 	case errors.Is(err, gateway.ErrLimit):
 		return newProblem(r, "limit-reached", "a limit of the gateway was reached; try again later or with fewer resources")
+	case errors.Is(r.Context().Err(), context.DeadlineExceeded):
+		return newProblem(r, "backend-unavailable", fmt.Sprintf("the coordination backend did not answer within %s; retry shortly", ReadTimeout))
 	case errors.Is(err, gateway.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return newProblem(r, "backend-unavailable", "the coordination backend cannot serve the request at the moment; retry shortly")
 	default:
@@ -232,7 +245,7 @@ func problemFor(r *http.Request, err error) Problem {
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(r, err)
 	var ae *apiError
-	if p.Status >= 500 && !errors.As(err, &ae) && r.Context().Err() == nil {
+	if p.Status >= 500 && !errors.As(err, &ae) && !errors.Is(r.Context().Err(), context.Canceled) {
 		a.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("path", r.URL.Path), slog.String("request_id", requestID(r)), slog.String("error", err.Error()))
 	}

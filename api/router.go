@@ -36,9 +36,16 @@ const (
 // takes its default or leaves a limit off, as its comment says; Validate
 // (config.go) refuses what cannot work.
 type Config struct {
-	// Logger receives one line per request and the errors the API did not
-	// expect. Default slog.Default().
+	// Logger receives the errors the API did not expect, answers with a
+	// 5xx status and, with LogRequests, one line per request. Default
+	// slog.Default().
 	Logger *slog.Logger
+	// LogRequests writes one line per request at INFO once it is answered
+	// (method, route, status, bytes, duration, request id): an access
+	// log. Default false: most requests are heartbeats, and operators
+	// follow the transitions the gateway logs instead. Answers with a 5xx
+	// status are logged whatever it says.
+	LogRequests bool
 	// MaxBodyBytes caps request bodies; a larger body is answered with 413.
 	// At least MinBodyBytes. Default DefaultMaxBodyBytes (64 KiB).
 	MaxBodyBytes int64
@@ -135,7 +142,8 @@ type api struct {
 }
 
 // New returns the HTTP handler of elector's API v1 over gw: the routes of
-// openapi.yaml, a request id and one log line per request, and problem
+// openapi.yaml, a request id and, with Config.LogRequests, one log line per
+// request, and problem
 // documents for every error, unknown routes and wrong methods included.
 func New(gw *gateway.Gateway, cfg Config) http.Handler {
 	cfg = cfg.withDefaults()
@@ -209,6 +217,7 @@ func (a *api) routes() []route {
 		{"POST", "/v1/elections/{election}/candidates/{id}/error", ScopeCampaign, false, a.reportError},
 		{"POST", "/v1/elections/{election}/candidates/{id}/handover", ScopeCampaign, false, a.handover},
 		{"POST", "/v1/elections/{election}/transfer", scopeAdminOrLeader, false, a.transfer},
+		{"DELETE", "/v1/elections/{election}/transfer", scopeAdminOrLeader, false, a.cancelTransfer},
 		{"GET", "/v1/elections/{election}/candidates/{id}/deliveries", ScopeRead, false, a.candidateDeliveries},
 		{"POST", "/v1/elections/{election}/candidates/{id}/deliveries/{delivery}/redeliver", ScopeAdmin, false, a.redeliverCandidate},
 		{"GET", "/v1/elections/{election}/subscriptions", ScopeAdmin, false, a.listSubscriptions},

@@ -30,7 +30,8 @@ func (a *api) capStreams(rt route, next http.Handler) http.Handler {
 
 // guard wraps the handler of one route with what every request to it goes
 // through before the handler: decoding of the path parameters, the rate
-// limits, authentication and, for event streams, the stream cap.
+// limits, authentication, for event streams the stream cap, and for other
+// reads their deadline.
 func (a *api) guard(rt route) http.Handler {
-	return decodeParams(a.limitRequests(rt, a.authenticate(rt, a.capStreams(rt, rt.handler))))
+	return decodeParams(a.limitRequests(rt, a.authenticate(rt, a.capStreams(rt, boundReads(rt, rt.handler)))))
 }

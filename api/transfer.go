@@ -44,6 +44,22 @@ func (a *api) transfer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, electionOf(e))
 }
 
+// cancelTransfer: DELETE /v1/elections/{election}/transfer. Whoever may
+// ask for a transfer may cancel it: an operator (admin scope), or the
+// leader with its own candidate token in Elector-Candidate-Token
+// (campaign scope). The answer is 200 with the election, its leader
+// unchanged and no transfer pending.
+func (a *api) cancelTransfer(w http.ResponseWriter, r *http.Request) {
+	election := chi.URLParam(r, "election")
+	e, err := a.gw.CancelTransfer(r.Context(), election, r.Header.Get(TokenHeader))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, electionOf(e))
+}
+
 // handover: POST /v1/elections/{election}/candidates/{id}/handover. The
 // leader, once it has stopped acting as leader, ends its leadership in
 // favour of the pending transfer's target and stays in line.

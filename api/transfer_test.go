@@ -218,3 +218,73 @@ func TestTransferEventsOnTheStream(t *testing.T) {
 		t.Fatalf("events:\n got %v\nwant %v", got, want)
 	}
 }
+
+func TestCancelTransferOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	ta := e.campaign("undo", "node-a", "1m")
+	tb := e.campaign("undo", "node-b", "1m")
+	if p := e.do("DELETE", "/v1/elections/undo/transfer", nil).expect(t, http.StatusConflict); p.problemType(t) != "no-transfer-pending" ||
+		!strings.Contains(p.json(t)["detail"].(string), "no leadership transfer to cancel") {
+		t.Fatalf("cancel with none pending: %s", p.Body)
+	}
+	s := e.stream("/v1/elections/undo/events")
+	if reset := s.next(); reset.Event != EventReset {
+		t.Fatalf("first event %+v, want a reset", reset)
+	}
+	e.do("POST", "/v1/elections/undo/transfer", `{"to":"node-b"}`).expect(t, http.StatusAccepted)
+	e.do("PUT", "/v1/elections/undo/candidates/node-a/heartbeat", nil, token(ta)).expect(t, http.StatusConflict)
+	// Only the leader's own candidate token, or none (an operator).
+	if p := e.do("DELETE", "/v1/elections/undo/transfer", nil, token(tb)).expect(t, http.StatusConflict); p.problemType(t) != "not-leader" ||
+		!strings.Contains(p.json(t)["detail"].(string), "may cancel a transfer") {
+		t.Fatalf("cancel with a follower's token: %s", p.Body)
+	}
+	r := e.do("DELETE", "/v1/elections/undo/transfer", nil, token(ta)).expect(t, http.StatusOK).json(t)
+	if r["transfer"] != nil || r["leader"].(map[string]any)["id"] != "node-a" || r["term"] != 1.0 {
+		t.Fatalf("after the cancellation: %v", r)
+	}
+	hb := e.do("PUT", "/v1/elections/undo/candidates/node-a/heartbeat", nil, token(ta)).expect(t, http.StatusOK).json(t)
+	if hb["state"] != "leader" || hb["term"] != 1.0 {
+		t.Fatalf("leader heartbeat after the cancellation: %v", hb)
+	}
+	if p := e.do("POST", "/v1/elections/undo/candidates/node-a/handover", nil, token(ta)).expect(t, http.StatusConflict); p.problemType(t) != "no-transfer-pending" {
+		t.Fatalf("handover after the cancellation: %s", p.Body)
+	}
+	ev := collectUntil(t, s, "leader.transfer_cancelled", "node-b")
+	if d := ev[len(ev)-1].json(t)["data"].(map[string]any); d["reason"] != "cancelled" || d["term"] != 1.0 {
+		t.Fatalf("leader.transfer_cancelled: %v", d)
+	}
+	if p := e.do("DELETE", "/v1/elections/nowhere/transfer", nil).expect(t, http.StatusNotFound); p.problemType(t) != "election-not-found" {
+		t.Fatalf("cancel in no election: %s", p.Body)
+	}
+	if p := e.do("DELETE", "/v1/elections/Bad!/transfer", nil).expect(t, http.StatusBadRequest); p.problemType(t) != "invalid-request" {
+		t.Fatalf("cancel in a bad name: %s", p.Body)
+	}
+
+	// A preemption is cancelled once preempt is off.
+	e.do("PATCH", "/v1/elections/undo-p", `{"preempt":true}`).expect(t, http.StatusOK)
+	e.campaign("undo-p", "node-a", "1m")
+	e.do("POST", "/v1/elections/undo-p/candidates", `{"id":"node-b","ttl":"1m","priority":3}`).expect(t, http.StatusCreated)
+	if p := e.do("DELETE", "/v1/elections/undo-p/transfer", nil).expect(t, http.StatusConflict); p.problemType(t) != "preempt-on" ||
+		!strings.Contains(p.json(t)["detail"].(string), `{"preempt": false}`) {
+		t.Fatalf("cancel a preemption with preempt on: %s", p.Body)
+	}
+	e.do("PATCH", "/v1/elections/undo-p", `{"preempt":false}`).expect(t, http.StatusOK)
+	e.do("DELETE", "/v1/elections/undo-p/transfer", nil).expect(t, http.StatusOK)
+}
+
+func TestCancelTransferScopes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{Tokens: authTokens()})
+	camp, admin := bearerHeader(campaignBillingTok), bearerHeader(adminAllToken)
+	ta := e.do("POST", "/v1/elections/billing-y/candidates", `{"id":"node-a","ttl":"1m"}`, camp).expect(t, http.StatusCreated).json(t)["token"].(string)
+	e.do("POST", "/v1/elections/billing-y/candidates", `{"id":"node-b","ttl":"1m"}`, camp).expect(t, http.StatusCreated)
+	e.do("POST", "/v1/elections/billing-y/transfer", `{"to":"node-b"}`, admin).expect(t, http.StatusAccepted)
+	if p := e.do("DELETE", "/v1/elections/billing-y/transfer", nil, camp).expect(t, http.StatusForbidden).json(t); p["scope"] != "admin" {
+		t.Fatalf("campaign scope without a candidate token: %v", p)
+	}
+	e.do("DELETE", "/v1/elections/billing-y/transfer", nil).expect(t, http.StatusUnauthorized)
+	e.do("DELETE", "/v1/elections/billing-y/transfer", nil, camp, token(ta)).expect(t, http.StatusOK)
+	e.do("POST", "/v1/elections/billing-y/transfer", `{"to":"node-b"}`, camp, token(ta)).expect(t, http.StatusAccepted)
+	e.do("DELETE", "/v1/elections/billing-y/transfer", nil, admin).expect(t, http.StatusOK)
+}

@@ -173,3 +173,41 @@ func TestConfigValidateNamesTheBadField(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRemovesItsElectionsWhenAsked: with RemoveElections a run
+// deletes the elections it used, steady and burst, once their candidates
+// have resigned; without, they stay.
+func TestRunRemovesItsElectionsWhenAsked(t *testing.T) {
+	url := memoryGateway(t)
+	cl := client.New(url)
+	for _, keep := range []bool{false, true} {
+		prefix := fmt.Sprintf("tidy-%v", keep)
+		l, err := New(Config{
+			Gateways: []string{url}, Candidates: 4, Elections: 2, TTL: 3 * time.Second, Connections: 2,
+			Burst: 3, BurstWorkers: 1, Duration: time.Second, Prefix: prefix, RemoveElections: !keep,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := l.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		for _, n := range []string{"-0", "-1", "-b0", "-b1", "-b2"} {
+			_, err := cl.Election(context.Background(), prefix+n)
+			switch {
+			case err == nil:
+				left = append(left, prefix+n)
+			case !errors.Is(err, client.ErrElectionNotFound):
+				t.Fatal(err)
+			}
+		}
+		switch {
+		case !keep && (len(left) != 0 || sum.Removed != 5 || sum.Kept != ""):
+			t.Errorf("after a run: elections %v left, %d removed (%q); want all 5 removed", left, sum.Removed, sum.Kept)
+		case keep && (len(left) != 5 || sum.Removed != 0):
+			t.Errorf("after a run without RemoveElections: elections %v left, %d removed; want all 5 kept", left, sum.Removed)
+		}
+	}
+}

@@ -82,6 +82,11 @@ type Config struct {
 	// ResignWait bounds the resignations at the end. Default
 	// DefaultResignWait.
 	ResignWait time.Duration
+	// RemoveElections deletes the run's elections at the end, once their
+	// candidates have resigned, so that a run leaves nothing behind (on a
+	// gateway with API tokens it takes the admin scope). Default false:
+	// they stay, for a harness to inspect; elector bench sets it.
+	RemoveElections bool
 	// Prefix starts the names of the run's elections. Default "bench-"
 	// and six random hex digits, so that each run has fresh elections.
 	Prefix string
@@ -283,6 +288,10 @@ type Summary struct {
 	// already gone); Unresigned how many could not be.
 	Resigned   int `json:"resigned"`
 	Unresigned int `json:"unresigned"`
+	// Removed is how many of the run's elections were deleted at the end
+	// (with RemoveElections); Kept says how many were not and why.
+	Removed int    `json:"removed_elections"`
+	Kept    string `json:"kept_elections,omitempty"`
 }
 
 // Run drives the load until cfg.Duration has passed or ctx ends, then
@@ -363,6 +372,11 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 	resigning.Wait()
 	stopSubs()
 	subs.Wait()
+	var removed int
+	var kept string
+	if cfg.RemoveElections {
+		removed, kept = l.removeElections(context.WithoutCancel(ctx), l.runElections(int(burstNext.Load())))
+	}
 
 	sum := Summary{
 		Gateways: cfg.Gateways, Prefix: cfg.Prefix,
@@ -372,6 +386,7 @@ func (l *Load) Run(ctx context.Context) (Summary, error) {
 		DurationSecs: elapsed.Seconds(),
 		Leaders:      leaders,
 		Resigned:     int(resigned.Load()), Unresigned: int(unresigned.Load()),
+		Removed: removed, Kept: kept,
 	}
 	if cfg.Candidates == 0 {
 		sum.Connections = 0

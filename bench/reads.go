@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -41,7 +40,7 @@ func (l *Load) burstLoop(ctx context.Context, next *atomic.Int64) {
 		}
 		g := i % len(l.clients)
 		cl := l.clients[g]
-		election := fmt.Sprintf("%s-b%d", l.cfg.Prefix, i)
+		election := l.burstElection(i)
 		rctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
 		op := Op{Kind: BurstCampaign, Gateway: g, Election: election, Index: -1, Candidate: "b", Start: time.Now()}
 		var token string

@@ -63,6 +63,13 @@ func WriteText(w io.Writer, s Summary) error {
 		}
 		b.WriteString("\n")
 	}
+	if s.Removed > 0 || s.Kept != "" {
+		fmt.Fprintf(&b, "elections removed: %d", s.Removed)
+		if s.Kept != "" {
+			fmt.Fprintf(&b, " (%s)", s.Kept)
+		}
+		b.WriteString("\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

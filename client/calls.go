@@ -76,6 +76,23 @@ func (c *Client) Transfer(ctx context.Context, election, to, leaderToken string)
 	return e, err
 }
 
+// CancelTransfer cancels the pending transfer of election while its leader
+// still leads: the leader goes on leading in the same term and its
+// heartbeats count again. With leaderToken "" the caller acts as an
+// operator (its API token needs the admin scope); otherwise leaderToken is
+// the leader's own candidate token. The answer is the election, with no
+// Transfer.
+//
+// Errors: ErrNoTransfer (none pending, or the leadership it asked to hand
+// over has ended), ErrNotLeader (the token is not the leader's),
+// ErrPreemptOn, ErrNotSupported, ErrElectionNotFound, ErrForbidden,
+// ErrUnavailable.
+func (c *Client) CancelTransfer(ctx context.Context, election, leaderToken string) (Election, error) {
+	var e Election
+	err := c.do(ctx, http.MethodDelete, nil, leaderToken, &e, "v1", "elections", election, "transfer")
+	return e, err
+}
+
 // Handover ends the leadership of candidate id in favour of the pending
 // transfer's target, which leads at once with the next term; id stays in
 // line as a follower. Call it only once the candidate has stopped acting

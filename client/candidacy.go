@@ -35,6 +35,11 @@ const (
 	// ReasonTransferred: the gateway asked the leader to hand over (a
 	// transfer or a preemption); it stopped acting, then handed over.
 	ReasonTransferred = "transferred"
+	// ReasonIDInUse: a campaign was refused because a live candidacy holds
+	// the ID (another process campaigning with it, or a previous run's
+	// that has not expired); the candidate campaigns again every TTL/3
+	// and leads nothing meanwhile.
+	ReasonIDInUse = "id-in-use"
 )
 
 // Errors of a Candidacy.
@@ -170,7 +175,8 @@ type Candidacy struct {
 	sentOK     time.Time // when the last successful heartbeat (or campaign) was sent
 	pauseUntil time.Time // the error timeout: no leadership until then
 	resigned   bool
-	failures   int // requests failed in a row
+	failures   int  // requests failed in a row
+	idInUse    bool // campaigns are refused: a live candidacy holds the ID
 	lctx       *leaderCtx
 	callbacks  *dispatcher
 }

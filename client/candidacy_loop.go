@@ -227,13 +227,22 @@ func (c *Candidacy) campaign(ctx context.Context) (time.Duration, error) {
 	case err == nil:
 		c.answered(ctx)
 		c.token = token
+		c.idInUse = false
 		c.succeeded(sent)
 		c.log.LogAttrs(ctx, slog.LevelInfo, "campaigned", slog.String("state", string(st.State)), slog.Int("position", st.Position))
 		c.observe(ctx, st)
 		return c.interval(), nil
 	case errors.Is(err, ErrCandidateExists):
 		c.answered(ctx)
-		c.log.LogAttrs(ctx, slog.LevelWarn, "a candidacy with this id is still alive (a previous run?); campaigning again when it expires", slog.Any("err", err))
+		// Said once until a campaign succeeds: the next tries (every
+		// TTL/3, and whenever the election's events name this id) are
+		// refused the same way.
+		level := slog.LevelDebug
+		if !c.idInUse {
+			c.idInUse, level = true, slog.LevelWarn
+		}
+		c.log.LogAttrs(ctx, level, fmt.Sprintf("id %q is held by a live candidacy (another process campaigning with it, or a previous run's that has not expired); campaigning again until it is free", c.cfg.ID))
+		c.publish(Standing{Term: c.Standing().Term, Leader: c.Standing().Leader, Reason: ReasonIDInUse})
 		return c.interval(), nil
 	case permanent(err):
 		c.log.LogAttrs(ctx, slog.LevelError, "the gateway refuses the campaign", slog.Any("err", err))

@@ -52,6 +52,9 @@ var (
 	// early), not because it was late. It matches ErrCandidateNotFound
 	// too: campaign again.
 	ErrCandidacyRevoked = errors.New("elector: candidacy ended early by the backend")
+	// ErrPreemptOn: the transfer to cancel was started by the election's
+	// preempt setting, which would start it again; turn preempt off first.
+	ErrPreemptOn = errors.New("elector: transfer started by preempt") // preempt-on
 )
 
 // problemSentinels maps problem slugs to sentinels.
@@ -78,6 +81,7 @@ var problemSentinels = map[string]error{
 	"not-leader":               ErrNotLeader,
 	"no-transfer-pending":      ErrNoTransfer,
 	"transfer-blocked":         ErrTransferBlocked,
+	"preempt-on":               ErrPreemptOn,
 	"not-supported":            ErrNotSupported,
 }
 

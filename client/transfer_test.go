@@ -169,3 +169,38 @@ func TestClientConfigurePreempt(t *testing.T) {
 		t.Fatalf("an empty patch changed something: %+v, %v", e, err)
 	}
 }
+
+// TestCancelTransferKeepsTheLeader: an operator's transfer to a follower
+// is cancelled before the leader hands over; the leader goes on in its
+// term, and a second cancellation finds nothing to cancel.
+func TestCancelTransferKeepsTheLeader(t *testing.T) {
+	srv := newGateway(t)
+	ctx := context.Background()
+	cl := client.New(srv.URL)
+	_, ta, err := cl.Campaign(ctx, "c", client.CampaignRequest{ID: "a", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cl.Campaign(ctx, "c", client.CampaignRequest{ID: "b", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Transfer(ctx, "c", "b", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CancelTransfer(ctx, "c", "not-the-leaders"); !errors.Is(err, client.ErrNotLeader) {
+		t.Fatalf("cancel with another token: %v, want ErrNotLeader", err)
+	}
+	e, err := cl.CancelTransfer(ctx, "c", ta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Transfer != nil || e.Leader == nil || e.Leader.ID != "a" || e.Leader.Term != 1 {
+		t.Fatalf("election after the cancellation: transfer %+v, leader %+v", e.Transfer, e.Leader)
+	}
+	if st, err := cl.Heartbeat(ctx, "c", "a", ta); err != nil || st.State != client.StateLeader {
+		t.Fatalf("heartbeat of the leader: %+v, %v", st, err)
+	}
+	if _, err := cl.CancelTransfer(ctx, "c", ""); !errors.Is(err, client.ErrNoTransfer) {
+		t.Fatalf("second cancellation: %v, want ErrNoTransfer", err)
+	}
+}

@@ -195,6 +195,16 @@ type Transferer interface {
 	// id stays in line as a follower. Errors as Heartbeat, and
 	// ErrNoTransfer, ErrNotLeader.
 	Handover(ctx context.Context, election, id, tokenHash string) (Status, error)
+
+	// CancelTransfer drops the pending transfer of election while the
+	// leadership it asks to hand over is still open; the leader's
+	// heartbeats count again. With tokenHash "" anybody the caller
+	// authorised may cancel; otherwise tokenHash must be the leader's.
+	// It must be one guarded write with every other transition of the
+	// election (see Record.CancelTransfer for why). Errors:
+	// ErrElectionNotFound, ErrNoTransfer (none pending, or the leadership
+	// already ended), ErrNotLeader, ErrPreempting, ErrUnavailable.
+	CancelTransfer(ctx context.Context, election, tokenHash string) (Election, error)
 }
 
 // Errors returned by backends and by the Gateway. Backends wrap them with
@@ -222,6 +232,10 @@ var (
 	// acknowledged still ran (on etcd, a lease revoked early). A
 	// *CandidacyRevokedError says when.
 	ErrCandidacyRevoked = errors.New("gateway: candidacy ended early by the backend")
+	// ErrPreempting: the pending transfer was started by the election's
+	// preempt setting, which would start it again at once; turn preempt
+	// off to cancel it.
+	ErrPreempting = errors.New("gateway: transfer started by preempt")
 )
 
 // CandidacyRevokedError is ErrCandidacyRevoked, and ErrCandidateNotFound

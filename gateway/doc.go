@@ -18,8 +18,10 @@
 // arrival, and the leader keeps its place. A transfer names the follower
 // that should lead next; the leader's heartbeats are refused until it hands
 // over or expires, so the target never leads while the old leader may still
-// act (see Record.Transfer). With the election's preempt setting, a
-// follower of higher priority than the leader starts such a transfer.
+// act (see Record.Transfer). A pending transfer can be cancelled while its
+// leadership is open, which changes no leadership (Record.CancelTransfer).
+// With the election's preempt setting, a follower of higher priority than
+// the leader starts such a transfer.
 //
 // Who decides. A Backend owns all election state and makes every transition
 // atomically; the Gateway validates input, issues candidate tokens, and never

@@ -17,8 +17,8 @@ const (
 	EventCandidateJoined EventType = "candidate.joined"
 	EventCandidateLeft   EventType = "candidate.left"
 	// EventLeaderTransfer: a transfer of leadership to a follower was
-	// requested (or, with preempt, started); EventTransferCancelled: its
-	// target left before it completed.
+	// requested (or, with preempt, started); EventTransferCancelled: it
+	// was cancelled, or its target left before it completed.
 	EventLeaderTransfer    EventType = "leader.transfer"
 	EventTransferCancelled EventType = "leader.transfer_cancelled"
 )
@@ -38,6 +38,9 @@ const (
 	// priority under the preempt setting.
 	ReasonTransferred = "transferred"
 	ReasonPreempted   = "preempted"
+	// ReasonCancelled: leader.transfer_cancelled of a transfer an operator
+	// or the leader cancelled (CancelTransfer).
+	ReasonCancelled = "cancelled"
 )
 
 // Event is one transition of an election.
@@ -52,8 +55,9 @@ const (
 // the leadership asked to hand over, Reason transferred or preempted; a
 // later one replaces a pending preemption (its target is now a follower
 // of higher priority).
-// leader.transfer_cancelled: Candidate is the target that left, Reason why
-// (resigned, expired, error).
+// leader.transfer_cancelled: Candidate is the target, Reason why the
+// transfer was dropped: cancelled (CancelTransfer), or how the target
+// left (resigned, expired, error).
 type Event struct {
 	// ID is assigned by the backend: the same on every replica, ordered, and
 	// a valid Watch cursor.

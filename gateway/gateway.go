@@ -153,9 +153,10 @@ func (c Config) Validate() error {
 // Backend. It holds no election state, so any number of Gateways may share
 // one Backend.
 type Gateway struct {
-	b   Backend
-	cfg Config
-	hub *hub // nil when the backend cannot tell its head (no Header)
+	b      Backend
+	cfg    Config
+	hub    *hub // nil when the backend cannot tell its head (no Header)
+	writes writeHealth
 }
 
 // New returns a Gateway over b. It does not check cfg; call cfg.Validate.
@@ -171,7 +172,8 @@ func New(b Backend, cfg Config) *Gateway {
 func (g *Gateway) Config() Config { return g.cfg }
 
 // Run runs the replica's event hub and the backend's background loop, if
-// it has one, until ctx ends. Watch serves subscribers from the hub while
+// it has one, and logs every change of leadership it sees at INFO
+// (logTransitions), until ctx ends. Watch serves subscribers from the hub while
 // Run runs.
 func (g *Gateway) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -185,6 +187,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if g.cfg.IdleElectionExpiry > 0 {
 		wg.Go(func() { g.runIdleSweeper(ctx, g.cfg.IdleElectionExpiry) })
 	}
+	wg.Go(func() { g.logTransitions(ctx) })
 	if r, ok := g.b.(Runner); ok {
 		err := r.Run(ctx)
 		cancel()
@@ -194,8 +197,14 @@ func (g *Gateway) Run(ctx context.Context) error {
 	return nil
 }
 
-// Ready reports whether the backend can serve.
+// Ready reports whether this replica can serve writes now: the backend
+// answers its ping (Pinger), and this replica's own writes are not
+// failing for want of the backend (see writeHealth). Errors wrap
+// ErrUnavailable.
 func (g *Gateway) Ready(ctx context.Context) error {
+	if err := g.writes.check(time.Now()); err != nil {
+		return err
+	}
 	if p, ok := g.b.(Pinger); ok {
 		start := time.Now()
 		err := p.Ping(ctx)

@@ -7,7 +7,8 @@ import (
 
 // Observer is told of every call the Gateway makes to its backend: the
 // operation ("campaign", "heartbeat", "resign", "report_error", "election",
-// "elections", "configure", "watch", "transfer", "handover", "ping", and "kv_get", "kv_create",
+// "elections", "configure", "watch", "transfer", "handover",
+// "cancel_transfer", "ping", and "kv_get", "kv_create",
 // "kv_update", "kv_delete", "kv_list" through the Gateway's KV), how long
 // it took, and its error. Package metrics implements it; the default does
 // nothing. Implementations must be fast and safe for concurrent use.
@@ -25,9 +26,12 @@ type NopObserver struct{}
 // BackendCall implements Observer.
 func (NopObserver) BackendCall(string, time.Duration, error) {}
 
-// observe reports a backend call that started at start.
+// observe reports a backend call that started at start, and notes how
+// writes go for readiness (writeHealth).
 func (g *Gateway) observe(op string, start time.Time, err error) {
-	g.cfg.Observer.BackendCall(op, time.Since(start), err)
+	now := time.Now()
+	g.writes.record(op, now, err)
+	g.cfg.Observer.BackendCall(op, now.Sub(start), err)
 }
 
 // observedKV reports the calls of a backend's KV to an Observer.

@@ -82,6 +82,47 @@ func (r *Record) Handover(now time.Time, id, tokenHash string) ([]Event, error) 
 	return r.promote(now, ev), nil
 }
 
+// CancelTransfer drops the pending transfer, as an operator (tokenHash "")
+// or as the leader (tokenHash its own), while the leadership it asks to
+// hand over is still open: the leader's heartbeats count again
+// (leader.transfer_cancelled, reason cancelled). Errors: ErrNoTransfer
+// (none is pending, or the leadership already ended and the target is
+// next), ErrNotLeader (tokenHash is not the leader's), ErrPreempting (the
+// election's preempt setting started it and would start it again).
+//
+// Why a cancellation never makes two leaders. It changes no leadership:
+// the leader slot, the line and the term stay as they are, and only
+// Pending goes. It is one transition of the Record like the others,
+// written under the backend's mutex or compare-and-set, so it is ordered
+// with every way the leadership can end:
+//   - the leader handed over (or resigned, erred, expired) first: the slot
+//     is empty or someone else leads, Pending is gone or its leadership
+//     ended, and the cancellation is refused with ErrNoTransfer;
+//   - the cancellation is stored first: a Handover that follows finds no
+//     transfer (ErrNoTransfer) and promotes nobody. A leader that stopped
+//     acting to hand over learns from its next heartbeat that it still
+//     leads, with the same term; the target never held the slot.
+//
+// The heartbeats refused while the transfer was pending extended
+// nothing, so the leader's expiry and its own step-down deadline both
+// still count from its last accepted heartbeat, as for any leader.
+func (r *Record) CancelTransfer(now time.Time, tokenHash string) ([]Event, error) {
+	ev := r.Advance(now)
+	if r.Pending == nil {
+		return ev, fmt.Errorf("%q: %w", r.Name, ErrNoTransfer)
+	}
+	if !r.Leading {
+		return ev, fmt.Errorf("%q: the leadership the transfer asks to hand over has ended: %w", r.Name, ErrNoTransfer)
+	}
+	if tokenHash != "" && !TokenMatches(r.Line[0].TokenHash, tokenHash) {
+		return ev, fmt.Errorf("%q: the token is not the leader's: %w", r.Name, ErrNotLeader)
+	}
+	if r.Pending.Reason == ReasonPreempted && r.Settings.Preempt {
+		return ev, fmt.Errorf("%q: %w", r.Name, ErrPreempting)
+	}
+	return r.cancelTransfer(now, r.Pending.To, ReasonCancelled, ev), nil
+}
+
 // HandoverDue returns a *TransferPendingError if candidate id leads and is
 // asked to hand over, else nil. Heartbeat refuses with it; a backend that
 // keeps liveness outside the Record (Entry.ExpiresAt zero) must refuse its

@@ -12,7 +12,7 @@ import (
 // transfers; err is the sentinel the operation must fail with, if any.
 type op struct {
 	at   time.Duration
-	op   string // campaign, heartbeat, resign, error, advance, transfer, leader-transfer, handover, configure
+	op   string // campaign, heartbeat, resign, error, advance, transfer, leader-transfer, handover, cancel, leader-cancel, configure
 	id   string // the candidate, or the transfer's target
 	ttl  time.Duration
 	prio int
@@ -116,6 +116,53 @@ func TestRecordTransferScripts(t *testing.T) {
 			line: "a:leader b:follower c:follower", term: 1,
 		},
 		{
+			name:     "a cancelled transfer leaves the leader leading, and its heartbeats count again",
+			settings: Settings{HandoverDelay: time.Second},
+			ops: []op{
+				{op: "cancel", want: "-", err: ErrNoTransfer},
+				{op: "campaign", id: "a", ttl: 10 * time.Second, want: "candidate.joined(a,campaign) leader.begin(a,)"},
+				{op: "campaign", id: "b", ttl: long, want: "candidate.joined(b,campaign)"},
+				{op: "cancel", want: "-", err: ErrNoTransfer},
+				{op: "transfer", id: "b", want: "leader.transfer(b,transferred)"},
+				{at: time.Second, op: "heartbeat", id: "a", want: "-", err: ErrTransferPending},
+				{at: time.Second, op: "bad-token-cancel", want: "-", err: ErrNotLeader},
+				{at: 2 * time.Second, op: "cancel", want: "leader.transfer_cancelled(b,cancelled)"},
+				{at: 2 * time.Second, op: "cancel", want: "-", err: ErrNoTransfer},
+				{at: 3 * time.Second, op: "handover", id: "a", want: "-", err: ErrNoTransfer},
+				{at: 9 * time.Second, op: "heartbeat", id: "a", want: "-"},
+				{at: 15 * time.Second, op: "advance", want: "-"},
+				{at: 15 * time.Second, op: "leader-transfer", id: "b", want: "leader.transfer(b,transferred)"},
+				{at: 16 * time.Second, op: "leader-cancel", want: "leader.transfer_cancelled(b,cancelled)"},
+			},
+			line: "a:leader b:follower", term: 1,
+		},
+		{
+			name:     "a transfer whose leadership has ended cannot be cancelled",
+			settings: Settings{HandoverDelay: 5 * time.Second},
+			ops: []op{
+				{op: "campaign", id: "a", ttl: 2 * time.Second, want: "candidate.joined(a,campaign) leader.begin(a,)"},
+				{op: "campaign", id: "b", ttl: long, want: "candidate.joined(b,campaign)"},
+				{op: "campaign", id: "c", ttl: long, want: "candidate.joined(c,campaign)"},
+				{op: "transfer", id: "c", want: "leader.transfer(c,transferred)"},
+				{at: 3 * time.Second, op: "cancel", want: "leader.end(a,expired) candidate.left(a,expired)", err: ErrNoTransfer},
+				{at: 8 * time.Second, op: "advance", want: "leader.begin(c,expired)"},
+			},
+			line: "c:leader b:follower", term: 2,
+		},
+		{
+			name:     "a preemption is cancelled only once preempt is off",
+			settings: Settings{Preempt: true},
+			ops: []op{
+				{op: "campaign", id: "a", ttl: long, want: "candidate.joined(a,campaign) leader.begin(a,)"},
+				{op: "campaign", id: "b", ttl: long, prio: 2, want: "candidate.joined(b,campaign) leader.transfer(b,preempted)"},
+				{op: "cancel", want: "-", err: ErrPreempting},
+				{op: "configure-no-preempt", want: "-"},
+				{op: "cancel", want: "leader.transfer_cancelled(b,cancelled)"},
+				{at: time.Second, op: "heartbeat", id: "a", want: "-"},
+			},
+			line: "a:leader b:follower", term: 1,
+		},
+		{
 			name:     "priorities order the line and rejoin at the back of their priority",
 			settings: Settings{ErrorCooldown: time.Second},
 			ops: []op{
@@ -206,10 +253,16 @@ func TestRecordTransferScripts(t *testing.T) {
 					ev, err = r.Transfer(now, s.id, HashToken("other"))
 				case "handover":
 					ev, err = r.Handover(now, s.id, tok)
-				case "configure":
+				case "configure", "configure-no-preempt":
 					st := r.Settings
-					st.Preempt = true
+					st.Preempt = s.op == "configure"
 					ev = r.Configure(now, st)
+				case "cancel":
+					ev, err = r.CancelTransfer(now, "")
+				case "leader-cancel":
+					ev, err = r.CancelTransfer(now, tok)
+				case "bad-token-cancel":
+					ev, err = r.CancelTransfer(now, HashToken("other"))
 				default:
 					t.Fatalf("unknown op %q", s.op)
 				}

@@ -38,8 +38,40 @@ func (g *Gateway) Transfer(ctx context.Context, election, to, token string) (Ele
 	if err != nil {
 		return Election{}, err
 	}
-	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "leadership transfer requested",
+	// Every replica logs the transfer itself (logTransitions); this line
+	// says who asked, for debugging.
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "leadership transfer requested",
 		slog.String("election", election), slog.String("candidate", to), slog.Bool("by_leader", token != ""))
+	return e, nil
+}
+
+// CancelTransfer drops the pending transfer of election while its leader
+// still leads: the leader's heartbeats count again, and nobody else is
+// promoted (see Record.CancelTransfer for why that cannot make two
+// leaders). With token "" the caller is an operator the API authorised;
+// otherwise token must be the leader's candidate token. Errors:
+// ErrInvalid, ErrElectionNotFound, ErrNoTransfer, ErrNotLeader,
+// ErrPreempting, ErrNotSupported (an *UnsupportedError), ErrUnavailable.
+func (g *Gateway) CancelTransfer(ctx context.Context, election, token string) (Election, error) {
+	if err := ValidateElectionName(election); err != nil {
+		return Election{}, err
+	}
+	t, err := g.transferer("leadership transfer")
+	if err != nil {
+		return Election{}, err
+	}
+	hash := ""
+	if token != "" {
+		hash = HashToken(token)
+	}
+	start := time.Now()
+	e, err := t.CancelTransfer(ctx, election, hash)
+	g.observe("cancel_transfer", start, err)
+	if err != nil {
+		return Election{}, err
+	}
+	g.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "leadership transfer cancellation requested",
+		slog.String("election", election), slog.Bool("by_leader", token != ""))
 	return e, nil
 }
 

@@ -27,6 +27,27 @@ echo "== deploy/kubernetes decoded strictly into k8s.io/api types"
 # (A module of its own, outside the repository's go.work.)
 (cd deploy/testdata/k8s-strict && GOWORK=off go run . ../../kubernetes/*.yaml)
 
+# The Helm chart: helm's own lint, then what it renders through the two
+# checks above (.ci/run installs helm; TestHelmChartRendersTheManifest
+# checks that the defaults render embedded-cluster.yaml).
+echo "== deploy/helm linted by helm, rendered and validated as the manifests"
+export PATH="$(go env GOPATH)/bin:$PATH"
+command -v helm >/dev/null 2>&1 || go install helm.sh/helm/v3/cmd/helm@v3.22.0 # as .ci/run
+rendered="$(mktemp -d)"
+trap 'rm -rf "$rendered"' EXIT
+helm lint --strict deploy/helm/elector
+helm template elector deploy/helm/elector > "$rendered/default.yaml"
+helm template elector deploy/helm/elector --set members=1 > "$rendered/single.yaml"
+(cd deploy/testdata/k8s-validate && node validate.mjs "$rendered"/*.yaml)
+(cd deploy/testdata/k8s-strict && GOWORK=off go run . "$rendered"/*.yaml)
+
+# The Compose files, loaded as `docker compose config` loads them (schema,
+# interpolation, consistency) by compose-go, the Compose Specification's
+# reference library that docker compose is built on (pinned in
+# deploy/testdata/compose-check): no Docker engine needed.
+echo "== deploy/compose validated by compose-go"
+(cd deploy/testdata/compose-check && GOWORK=off go run . ../../compose/*.yaml)
+
 # The serverless receivers of examples/ against deliveries captured from a
 # real gateway: the README's serverless block, run as written.
 echo "== examples/ receivers against a real gateway's deliveries (README block)"

@@ -181,11 +181,16 @@ func diff(a, b view, rev int64, at time.Time) []gateway.Event {
 		out = append(out, ev(gateway.EventLeaderEnd, l, a.term, reason))
 	}
 	if t := a.transfer; t != nil && (b.transfer == nil || b.transfer.Key != t.Key) && (b.leader == nil || b.leader.hex != t.Key) {
-		// Neither pending any more nor completed: cancelled, because its
-		// target left the line (why says how) or the leadership ended
-		// otherwise.
+		// Neither pending any more nor completed: cancelled on request,
+		// because its target left the line (why says how) or because the
+		// leadership ended otherwise.
 		x := a.line[a.target]
 		reason := ""
+		if b.transfer == nil && b.lead != nil && b.lead.Transfer == nil && b.leader != nil && a.leader != nil && b.leader.create == a.leader.create && inLine(b, x) {
+			// The same leadership goes on without it: cancelled on request
+			// (CancelTransfer).
+			reason = gateway.ReasonCancelled
+		}
 		if !inLine(b, x) {
 			reason, _ = why(x.hex)
 			if inCooling(b, x) {

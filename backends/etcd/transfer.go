@@ -102,6 +102,60 @@ func (b *Backend) transferTxn(v view, i int, now time.Time) ([]clientv3.Cmp, []c
 		}
 }
 
+// CancelTransfer implements gateway.Transferer. It writes the lead record
+// without its transfer, guarded by the record's mod revision, which every
+// write that ends or hands over a leadership also changes: a handover, a
+// resignation or a reconciler acting on an expiry that commits first makes
+// this transaction fail (and the next attempt finds no transfer to
+// cancel), and one that comes after finds none to complete. It changes no
+// leadership (the lead record still names the same leader and term) and
+// moves no key; followers the reconcilers already moved behind the target
+// stay there. See gateway.Record.CancelTransfer for why that cannot make
+// two leaders. Errors: gateway.ErrElectionNotFound, gateway.ErrNoTransfer,
+// gateway.ErrNotLeader, gateway.ErrPreempting, gateway.ErrUnavailable.
+func (b *Backend) CancelTransfer(ctx context.Context, election, tokenHash string) (gateway.Election, error) {
+	op := fmt.Sprintf("cancel the transfer of %q", election)
+	for range maxAttempts {
+		v, _, err := b.current(ctx, election)
+		if err != nil {
+			return gateway.Election{}, err
+		}
+		switch {
+		case !v.exists:
+			return gateway.Election{}, fmt.Errorf("etcd: %s: %w", op, gateway.ErrElectionNotFound)
+		case v.transfer == nil || v.leader == nil:
+			return gateway.Election{}, fmt.Errorf("etcd: %s: %w", op, gateway.ErrNoTransfer)
+		case tokenHash != "" && (v.leader.native || !gateway.TokenMatches(v.leader.value.TokenHash, tokenHash)):
+			return gateway.Election{}, fmt.Errorf("etcd: %s: the token is not the leader's: %w", op, gateway.ErrNotLeader)
+		case v.transfer.Reason == gateway.ReasonPreempted && v.settings.Preempt:
+			return gateway.Election{}, fmt.Errorf("etcd: %s: %w", op, gateway.ErrPreempting)
+		}
+		lead := *v.lead
+		lead.Transfer, lead.At = nil, time.Now()
+		rctx, cancel := b.reqCtx(ctx)
+		resp, err := b.cli.Txn(rctx).
+			If(clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", v.leadMod)).
+			Then(clientv3.OpPut(b.keys.lead(election), mustJSON(lead))).
+			Commit()
+		cancel()
+		if err != nil {
+			return gateway.Election{}, translate(ctx, op, err)
+		}
+		if !resp.Succeeded {
+			continue // the election moved: read it again
+		}
+		if err := b.waitApplied(ctx, resp.Header.Revision); err != nil {
+			return gateway.Election{}, err
+		}
+		v, cursor, err := b.cached(ctx, election)
+		if err != nil {
+			return gateway.Election{}, err
+		}
+		return b.snapshot(v, cursor, b.now()), nil
+	}
+	return gateway.Election{}, fmt.Errorf("etcd: %s: the election kept changing: %w", op, gateway.ErrUnavailable)
+}
+
 // Handover implements gateway.Transferer. While followers stand between
 // the leader and the target, it moves them behind the target one by one
 // (as the reconcilers do, see plan); then one transaction, guarded

@@ -101,6 +101,25 @@ func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) 
 	return e, nil
 }
 
+// CancelTransfer implements gateway.Transferer: Record.CancelTransfer
+// under compare-and-set, one link of the record chain like a handover or
+// an expiry, so whichever is stored first wins and the other finds the
+// record changed (see gateway.Record.CancelTransfer for why that cannot
+// make two leaders). From then on the leader's heartbeats publish again.
+func (b *Backend) CancelTransfer(ctx context.Context, election, tokenHash string) (gateway.Election, error) {
+	s, err := b.apply(ctx, "cancel transfer", election, nil, writeOnSuccess, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+		return r.CancelTransfer(now, tokenHash)
+	})
+	if err != nil {
+		return gateway.Election{}, err
+	}
+	e, err := b.show(ctx, s)
+	if err != nil {
+		return gateway.Election{}, fmt.Errorf("nats: cancel transfer %q: %w", election, err)
+	}
+	return e, nil
+}
+
 // Handover implements gateway.Transferer: Record.Handover under
 // compare-and-set. The old leader stays in line and heartbeats again (its
 // heartbeats are no longer refused).

@@ -238,8 +238,13 @@ func (b *Backend) connected() error {
 	return nil
 }
 
-// Ping reports whether the backend can serve: connected to NATS and able to
-// reach the records stream's leader. Errors: gateway.ErrUnavailable.
+// Ping reports whether the backend can serve writes now: connected to NATS
+// and able to reach the leaders of both streams every write goes through,
+// the records stream and the liveness stream (a campaign writes both, a
+// heartbeat the liveness stream). On a cluster each has its own leader: a
+// member that led only the liveness stream can be gone while the records
+// stream answers, and every heartbeat then times out until the others
+// elect a new one. Errors: gateway.ErrUnavailable.
 func (b *Backend) Ping(ctx context.Context) error {
 	if b.isClosed() {
 		return fmt.Errorf("nats: ping: backend closed: %w", gateway.ErrUnavailable)
@@ -247,24 +252,30 @@ func (b *Backend) Ping(ctx context.Context) error {
 	if err := b.connected(); err != nil {
 		return fmt.Errorf("nats: ping: %w", err)
 	}
-	if b.cfg.Replicas == 1 {
-		ctx, cancel := b.opContext(ctx)
-		defer cancel()
-		if _, err := b.records.Info(ctx); err != nil {
-			return fmt.Errorf("nats: ping: %w", translate(err))
+	for _, s := range []struct {
+		stream jetstream.Stream
+		name   string
+	}{{b.records, b.cfg.Stream}, {b.alive, b.cfg.Stream + "_ALIVE"}} {
+		if b.cfg.Replicas == 1 {
+			ictx, cancel := b.opContext(ctx)
+			_, err := s.stream.Info(ictx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("nats: ping: stream %s: %w", s.name, translate(err))
+			}
+			continue
 		}
-		return nil
-	}
-	// A member cut off from the others still answers the stream info
-	// itself while it thinks it leads: ready only if its leader hears from
-	// a quorum (quorum.go), as reads require.
-	heard, err := b.quorumHeard(ctx)
-	if err != nil {
-		return fmt.Errorf("nats: ping: %w", err)
-	}
-	if heard >= minElection {
-		return fmt.Errorf("nats: ping: the leader of stream %s last heard from a quorum of its replicas %s ago: %w",
-			b.cfg.Stream, heard.Round(time.Millisecond), gateway.ErrUnavailable)
+		// A member cut off from the others still answers the stream info
+		// itself while it thinks it leads: ready only if its leader hears
+		// from a quorum (quorum.go), as reads and writes require.
+		heard, err := b.streamHeard(ctx, s.stream, s.name)
+		if err != nil {
+			return fmt.Errorf("nats: ping: %w", err)
+		}
+		if heard >= minElection {
+			return fmt.Errorf("nats: ping: the leader of stream %s last heard from a quorum of its replicas %s ago: %w",
+				s.name, heard.Round(time.Millisecond), gateway.ErrUnavailable)
+		}
 	}
 	return nil
 }

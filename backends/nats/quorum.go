@@ -101,16 +101,22 @@ func (b *Backend) confirmQuorum(ctx context.Context) error {
 // from a quorum of its replicas. Errors: gateway.ErrUnavailable when the
 // stream has no leader or NATS cannot be reached.
 func (b *Backend) quorumHeard(ctx context.Context) (time.Duration, error) {
+	return b.streamHeard(ctx, b.records, b.cfg.Stream)
+}
+
+// streamHeard asks the leader of stream s (named name) how long ago it
+// last heard from a quorum of its replicas. Errors as quorumHeard.
+func (b *Backend) streamHeard(ctx context.Context, s jetstream.Stream, name string) (time.Duration, error) {
 	if err := b.connected(); err != nil {
 		return 0, fmt.Errorf("nats: quorum: %w", err)
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	info, err := b.records.Info(ctx)
+	info, err := s.Info(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("nats: quorum: %w", translate(err))
+		return 0, fmt.Errorf("nats: quorum: stream %s: %w", name, translate(err))
 	}
-	return quorumSilence(info.Cluster, b.cfg.Stream)
+	return quorumSilence(info.Cluster, name)
 }
 
 // quorumSilence is how long ago the leader described by ci last heard

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"time"
 
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/backends/memory"
@@ -48,6 +51,7 @@ func openBackend(ctx context.Context, cfg Config, log *slog.Logger, waiting func
 			}
 			return nil, nil, err
 		}
+		warnIfUnreachable(ctx, b, "etcd", cfg.Backend.Etcd.Endpoints, cmp.Or(cfg.Backend.Etcd.DialTimeout, etcd.DefaultDialTimeout), log)
 		return b, b.Close, nil
 	case "memory":
 		log.LogAttrs(ctx, slog.LevelWarn, "the memory backend keeps elections in this process only: "+
@@ -55,6 +59,19 @@ func openBackend(ctx context.Context, cfg Config, log *slog.Logger, waiting func
 		return memory.New(), func() error { return nil }, nil
 	default:
 		return nil, nil, configError("backend.kind", "", "unknown backend %q", cfg.Backend.Kind)
+	}
+}
+
+// warnIfUnreachable pings a backend that connects lazily (etcd) once,
+// within timeout, and warns naming its endpoints when it does not answer:
+// the gateway starts anyway and answers 503 backend-unavailable until it
+// does, and the warning says where it looked.
+func warnIfUnreachable(ctx context.Context, b gateway.Pinger, kind string, endpoints []string, timeout time.Duration, log *slog.Logger) {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := b.Ping(pctx); err != nil && ctx.Err() == nil {
+		log.LogAttrs(ctx, slog.LevelWarn, fmt.Sprintf("%s does not answer at %s: requests get 503 backend-unavailable until it does", kind, strings.Join(endpoints, ", ")),
+			slog.String("endpoints", strings.Join(endpoints, ",")), slog.Any("err", err))
 	}
 }
 

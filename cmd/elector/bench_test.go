@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -86,10 +87,11 @@ func TestBenchDrivesEveryModeThenResignsEveryCandidate(t *testing.T) {
 			t.Errorf("%s: latency %+v", c.kind, op.Latency)
 		}
 	}
-	if sum.Resigned != 12 || sum.Unresigned != 0 || sum.Leaders != 3 {
-		t.Errorf("resigned %d, unresigned %d, leaders %d: want 12, 0, 3", sum.Resigned, sum.Unresigned, sum.Leaders)
+	if sum.Resigned != 12 || sum.Unresigned != 0 || sum.Leaders != 3 || sum.Removed != 9 || sum.Kept != "" {
+		t.Errorf("resigned %d, unresigned %d, leaders %d, removed %d (%s): want 12, 0, 3, 9", sum.Resigned, sum.Unresigned, sum.Leaders, sum.Removed, sum.Kept)
 	}
-	// Afterwards no candidate of the run is left, on either replica.
+	// Afterwards nothing of the run is left, on either replica: its
+	// elections are gone.
 	elections := []string{"t-0", "t-1", "t-2"}
 	for i := range 6 {
 		elections = append(elections, fmt.Sprintf("t-b%d", i))
@@ -97,9 +99,8 @@ func TestBenchDrivesEveryModeThenResignsEveryCandidate(t *testing.T) {
 	for _, u := range urls {
 		c := client.New(u)
 		for _, e := range elections {
-			cs, err := c.Candidates(context.Background(), e)
-			if err != nil || len(cs.Candidates) != 0 {
-				t.Errorf("%s on %s: %+v %v, want no candidate", e, u, cs.Candidates, err)
+			if _, err := c.Election(context.Background(), e); !errors.Is(err, client.ErrElectionNotFound) {
+				t.Errorf("%s on %s: %v, want the election removed", e, u, err)
 			}
 		}
 	}
@@ -124,7 +125,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--candidates", "5"}, "no gateway URL"},
+		{[]string{"--gateway", "", "--candidates", "5"}, "no gateway URL"},
 		{[]string{"--gateway", "ftp://x", "--candidates", "5"}, "not an absolute http(s) URL"},
 		{[]string{"--gateway", "http://127.0.0.1:1", "--candidates", "-1"}, "candidates -1"},
 		{[]string{"--gateway", "http://127.0.0.1:1", "--duration", "48h"}, "duration 48h0m0s"},

@@ -27,6 +27,7 @@ type clientFlags struct {
 	apiToken                  string
 	id, token, metadata       string
 	to                        string
+	cancel                    bool
 	priority                  int
 	ttl                       time.Duration
 	lastEventID               string
@@ -49,8 +50,7 @@ type clientCommand struct {
 var clientCommands = []clientCommand{
 	{"campaign", "campaign --election E [--id ID] [--ttl 10s] [--priority N] [--metadata JSON]", "enter the election; prints the token",
 		func(fs *pflag.FlagSet, f *clientFlags) {
-			host, _ := os.Hostname()
-			fs.StringVar(&f.id, "id", host, "the candidate's id (default the host name)")
+			fs.StringVar(&f.id, "id", "", "the candidate's id (default the host name)")
 			fs.DurationVar(&f.ttl, "ttl", 0, "the candidacy's TTL (default the gateway's)")
 			fs.IntVar(&f.priority, "priority", 0, "the candidate's priority: higher goes first in line")
 			fs.StringVar(&f.metadata, "metadata", "", "the candidate's metadata, a JSON object")
@@ -95,24 +95,39 @@ var clientCommands = []clientCommand{
 		func(fs *pflag.FlagSet, f *clientFlags) {
 			fs.StringVar(&f.lastEventID, "last-event-id", "", "resume after this event id")
 		}, watchCmd},
-	{"transfer", "transfer --election E --to ID [--token T]", "ask the leader to hand over to follower ID (scope admin, or the leader's own --token)",
+	{"transfer", "transfer --election E --to ID | --cancel [--token T]", "ask the leader to hand over to follower ID, or cancel the pending transfer (scope admin, or the leader's own --token)",
 		func(fs *pflag.FlagSet, f *clientFlags) {
 			fs.StringVar(&f.to, "to", "", "the follower that should lead")
+			fs.BoolVar(&f.cancel, "cancel", false, "cancel the pending transfer instead: the leader goes on leading")
 			fs.StringVar(&f.token, "token", "", "the leader's own candidate token, when the leader asks (default: ask as an operator)")
-		},
-		func(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
-			e, err := c.Transfer(ctx, f.election, f.to, f.token)
-			if err == nil {
-				out.line(e, fmt.Sprintf("transfer of %s to %s pending: the leader hands over, or the target leads when the leader's TTL runs out", f.election, f.to))
+		}, transferCmd},
+}
+
+// transferCmd asks for a transfer, or with --cancel cancels the pending
+// one.
+func transferCmd(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
+	if f.cancel {
+		e, err := c.CancelTransfer(ctx, f.election, f.token)
+		if err == nil {
+			leader := "nobody"
+			if e.Leader != nil {
+				leader = fmt.Sprintf("%s (term %d)", e.Leader.ID, e.Leader.Term)
 			}
-			return err
-		}},
+			out.line(e, fmt.Sprintf("transfer in %s cancelled: %s goes on leading", f.election, leader))
+		}
+		return err
+	}
+	e, err := c.Transfer(ctx, f.election, f.to, f.token)
+	if err == nil {
+		out.line(e, fmt.Sprintf("transfer of %s to %s pending: the leader hands over, or the target leads when the leader's TTL runs out (elector transfer --election %s --cancel cancels it)", f.election, f.to, f.election))
+	}
+	return err
 }
 
 // candidateFlags are the flags of the commands that act as a candidate.
 func candidateFlags(fs *pflag.FlagSet, f *clientFlags) {
 	fs.StringVar(&f.id, "id", "", "the candidate's id")
-	fs.StringVar(&f.token, "token", os.Getenv(envToken), "the token campaign printed (default $"+envToken+")")
+	fs.StringVar(&f.token, "token", "", "the token campaign printed (default $"+envToken+")")
 }
 
 // newClientFlags is the flag set of the client command cc.
@@ -123,8 +138,8 @@ func newClientFlags(cc clientCommand, stderr io.Writer, f *clientFlags) *pflag.F
 		fmt.Fprintf(stderr, "Usage: elector %s: %s\n\nFlags:\n", cc.synopsis, cc.summary)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&f.gateway, "gateway", os.Getenv(envGateway), "the gateway's URL (default $"+envGateway+")")
-	fs.StringVar(&f.apiToken, "api-token", os.Getenv(envAPIToken), "API token sent as Authorization: Bearer (default $"+envAPIToken+")")
+	gatewayFlag(fs, &f.gateway, "the gateway's URL, or its host:port")
+	fs.StringVar(&f.apiToken, "api-token", "", "API token sent as Authorization: Bearer (default $"+envAPIToken+")")
 	fs.StringVarP(&f.output, "output", "o", "text", "text or json")
 	fs.StringVar(&f.election, "election", "", "the election")
 	if cc.flags != nil {
@@ -133,21 +148,37 @@ func newClientFlags(cc clientCommand, stderr io.Writer, f *clientFlags) *pflag.F
 	return fs
 }
 
+// fromEnv fills in the flags that take their default from the
+// environment and were not given. Their defaults are read only now, so
+// that --help never prints a token.
+func (f *clientFlags) fromEnv(fs *pflag.FlagSet, cmd string) {
+	envDefault(fs, "api-token", envAPIToken, &f.apiToken)
+	if cmd == "heartbeat" || cmd == "resign" {
+		envDefault(fs, "token", envToken, &f.token)
+	}
+	if cmd == "campaign" && f.id == "" {
+		f.id, _ = os.Hostname()
+	}
+	f.gateway = gatewayURL(f.gateway)
+}
+
 // check reports the first missing or bad flag of cmd.
 func (f *clientFlags) check(cmd string) error {
 	switch {
 	case f.gateway == "":
 		return errors.New("--gateway (or $" + envGateway + ") is required")
 	case client.New(f.gateway).BaseURL() == "":
-		return fmt.Errorf("--gateway %q is not an absolute http(s) URL", f.gateway)
+		return fmt.Errorf("--gateway %q is not an http(s) URL or a host:port such as 127.0.0.1:8080", f.gateway)
 	case f.output != "text" && f.output != "json":
 		return fmt.Errorf("--output %q: want text or json", f.output)
 	case f.election == "" && cmd != "watch":
 		return errors.New("--election is required")
 	case (cmd == "heartbeat" || cmd == "resign" || cmd == "campaign") && f.id == "":
 		return errors.New("--id is required")
-	case cmd == "transfer" && f.to == "":
-		return errors.New("--to is required: name the follower that should lead")
+	case cmd == "transfer" && f.to == "" && !f.cancel:
+		return errors.New("--to is required: name the follower that should lead (or --cancel the pending transfer)")
+	case cmd == "transfer" && f.to != "" && f.cancel:
+		return errors.New("--to and --cancel exclude each other: ask for a transfer, or cancel the pending one")
 	case (cmd == "heartbeat" || cmd == "resign") && f.token == "":
 		return errors.New("--token (or $" + envToken + ") is required")
 	}
@@ -165,9 +196,10 @@ func runClient(ctx context.Context, cc clientCommand, args []string, stdout, std
 		return usageExit(stderr, cmd, err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "elector %s: unexpected argument %q\n", cmd, fs.Arg(0))
+		fmt.Fprintf(stderr, "elector %s: unexpected argument %q%s\n", cmd, fs.Arg(0), f.argumentHint(cmd, fs.Arg(0)))
 		return 2
 	}
+	f.fromEnv(fs, cmd)
 	if err := f.check(cmd); err != nil {
 		fmt.Fprintf(stderr, "elector %s: %v\n", cmd, err)
 		return 2
@@ -186,10 +218,30 @@ func runClient(ctx context.Context, cc clientCommand, args []string, stdout, std
 // next clause.
 var httpAdvice = regexp.MustCompile(`;[^;]*\b(?:GET|POST|PUT|PATCH|DELETE) /v1/[^;]*`)
 
+// argumentHint is what a stray argument arg most likely meant: the flag
+// the command still misses, with arg as its value.
+func (f *clientFlags) argumentHint(cmd, arg string) string {
+	flag := ""
+	switch {
+	case f.election == "":
+		flag = "--election"
+	case cmd == "transfer" && f.to == "":
+		flag = "--to"
+	case (cmd == "heartbeat" || cmd == "resign" || cmd == "campaign") && f.id == "":
+		flag = "--id"
+	}
+	if flag == "" {
+		return "; flags name their values, as in --election billing"
+	}
+	return fmt.Sprintf("; did you mean %s %s?", flag, arg)
+}
+
 // cliError is err as a person at the command line should read it: advice
-// meant for HTTP clients is replaced by the elector command that does it.
+// meant for HTTP clients is replaced by the elector command or flag that
+// does it, and the client's own "elector: " prefix is dropped (the command
+// names itself).
 func cliError(err error, f *clientFlags) string {
-	msg := err.Error()
+	msg := strings.TrimPrefix(err.Error(), "elector: ")
 	var advice string
 	switch {
 	case errors.Is(err, client.ErrCandidateNotFound):
@@ -200,6 +252,12 @@ func cliError(err error, f *clientFlags) string {
 		advice = fmt.Sprintf("resign it with its token (elector resign --election %s --id %s --token TOKEN) or wait for its TTL to run out", f.election, f.id)
 	case errors.Is(err, client.ErrTokenMismatch):
 		return strings.Replace(msg, "the Elector-Candidate-Token header", "--token (or $"+envToken+")", 1)
+	case errors.Is(err, client.ErrNotFollower):
+		advice = fmt.Sprintf("name a follower from elector candidates --election %s", f.election)
+	case errors.Is(err, client.ErrNotLeader) && f.token != "":
+		return strings.NewReplacer("the candidate token is", "--token is", "without a candidate token", "without --token").Replace(msg)
+	case errors.Is(err, client.ErrUnauthenticated):
+		return strings.Replace(msg, "send it as Authorization: Bearer <token>", "pass it with --api-token (or $"+envAPIToken+")", 1)
 	default:
 		return msg
 	}
@@ -324,4 +382,41 @@ func (p *printer) event(ev client.Event) {
 		fmt.Fprintf(&b, " id=%s", ev.ID)
 	}
 	fmt.Fprintln(p.w, b.String())
+}
+
+// defaultGateway is where the commands that talk to a gateway find one
+// when neither --gateway nor $ELECTOR_GATEWAY names it: elector serve's
+// own default address.
+const defaultGateway = "http://" + DefaultListen
+
+// gatewayFlag defines --gateway on fs, defaulting to $ELECTOR_GATEWAY,
+// else defaultGateway.
+func gatewayFlag(fs *pflag.FlagSet, p *string, usage string) {
+	def := os.Getenv(envGateway)
+	if def == "" {
+		def = defaultGateway
+	}
+	fs.StringVar(p, "gateway", def, usage+"; $"+envGateway+" sets the default")
+}
+
+// gatewayURL is the gateway address s as a URL: a host:port gets http://
+// in front; lists separated by commas are taken element by element.
+func gatewayURL(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p != "" && !strings.Contains(p, "://") {
+			p = "http://" + p
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, ",")
+}
+
+// envDefault sets *p from the environment variable env when the flag
+// name was not given.
+func envDefault(fs *pflag.FlagSet, name, env string, p *string) {
+	if !fs.Changed(name) {
+		*p = os.Getenv(env)
+	}
 }

@@ -50,9 +50,10 @@ func commands() []command {
 				return runClient(ctx, cc, args, stdout, stderr)
 			}})
 	}
-	return append(cs,
-		command{name: "bench", synopsis: "--gateway URL[,URL…] [flags]", summary: "drive a load of candidates, streams and reads; print throughput and latency",
-			run: runBench},
+	cs = append(cs,
+		command{name: "bench", synopsis: "[--gateway URL[,URL…]] [flags]", summary: "drive a load of candidates, streams and reads; print throughput and latency",
+			flags: func() *pflag.FlagSet { return newBenchFlags(io.Discard, &benchFlags{}) },
+			run:   runBench},
 		command{name: "healthcheck", synopsis: "[--url URL]", summary: "exit 0 if the gateway's /readyz answers 2xx, else 1",
 			flags: func() *pflag.FlagSet { return newHealthcheckFlags(io.Discard, &healthcheckFlags{}) },
 			run:   runHealthcheck},
@@ -69,16 +70,27 @@ func commands() []command {
 				return runCompletion(args, stdout, stderr)
 			}},
 		command{name: "version", summary: "print the version and the commit it was built from (also elector --version)",
-			run: func(_ context.Context, _ []string, stdout, _ io.Writer) int {
+			run: func(_ context.Context, args []string, stdout, stderr io.Writer) int {
+				if _, code, ok := plainFlags("version", "", "Prints the release and, for a build from a git checkout, the commit.", args, 0, stderr); !ok {
+					return code
+				}
 				fmt.Fprint(stdout, versionLine())
 				return 0
 			}},
-		command{name: "help", summary: "print this help",
-			run: func(_ context.Context, _ []string, stdout, _ io.Writer) int {
-				usage(stdout)
-				return 0
-			}},
+		command{name: "help", synopsis: "[COMMAND]", summary: "print this help, or a command's",
+			run: runHelp},
 	)
+	// help completes the commands' names.
+	for i := range cs {
+		if cs[i].name == "help" {
+			for _, c := range cs {
+				if !c.hidden {
+					cs[i].words = append(cs[i].words, c.name)
+				}
+			}
+		}
+	}
+	return cs
 }
 
 // visibleCommands are the commands that usage and completion show.

@@ -30,14 +30,39 @@ func flagWords(c command) []string {
 	return out
 }
 
+// valueFlags are the words of a command's flags that take a value
+// (--output, -o), space-separated with a space at each end, so that a
+// script can test " $word " against them: after one of them, the next word
+// is the flag's value, not another flag.
+func valueFlags(c command) string {
+	out := []string{""}
+	if c.flags != nil {
+		c.flags().VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() == "bool" {
+				return
+			}
+			out = append(out, "--"+f.Name)
+			if f.Shorthand != "" {
+				out = append(out, "-"+f.Shorthand)
+			}
+		})
+	}
+	return strings.Join(append(out, ""), " ")
+}
+
 // runCompletion is `elector completion bash|zsh|fish`: it prints the
 // completion script for the shell. Exit codes: 0, or 2 for another shell.
 func runCompletion(args []string, stdout, stderr io.Writer) int {
+	const about = "Prints the completion script for the shell:\n" +
+		"  bash: source <(elector completion bash)   (or save it in /etc/bash_completion.d/elector)\n" +
+		"  zsh:  elector completion zsh > \"${fpath[1]}/_elector\"\n" +
+		"  fish: elector completion fish > ~/.config/fish/completions/elector.fish"
+	args, code, ok := plainFlags("completion", "bash|zsh|fish", about, args, 1, stderr)
+	if !ok {
+		return code
+	}
 	if len(args) != 1 || !slices.Contains(completionShells, args[0]) {
-		fmt.Fprintf(stderr, "Usage: elector completion bash|zsh|fish\n\n"+
-			"  bash: source <(elector completion bash)   (or save it in /etc/bash_completion.d/elector)\n"+
-			"  zsh:  elector completion zsh > \"${fpath[1]}/_elector\"\n"+
-			"  fish: elector completion fish > ~/.config/fish/completions/elector.fish\n")
+		fmt.Fprintf(stderr, "Usage: elector completion bash|zsh|fish\n\n%s\n", about)
 		return 2
 	}
 	cs := visibleCommands()
@@ -68,7 +93,7 @@ func writeBash(w io.Writer, cs []command) {
 	}
 	fmt.Fprintf(w, `# bash completion for elector: source <(elector completion bash)
 _elector() {
-	local cur=${COMP_WORDS[COMP_CWORD]} words=""
+	local cur=${COMP_WORDS[COMP_CWORD]} words="" values=""
 	if ((COMP_CWORD == 1)); then
 		COMPREPLY=($(compgen -W %q -- "$cur"))
 		return
@@ -84,10 +109,13 @@ _elector() {
 		if c.words != nil {
 			fmt.Fprintf(w, "\t%s) ((COMP_CWORD == 2)) && words=%q ;;\n", c.name, argWords(c))
 		} else {
-			fmt.Fprintf(w, "\t%s) words=%q ;;\n", c.name, argWords(c))
+			fmt.Fprintf(w, "\t%s) words=%q values=%q ;;\n", c.name, argWords(c), valueFlags(c))
 		}
 	}
 	fmt.Fprint(w, `	esac
+	# After a flag that takes a value, the word is that value: leave it to
+	# the shell's default completion (file names).
+	[[ $values == *" ${COMP_WORDS[COMP_CWORD-1]} "* ]] && return
 	COMPREPLY=($(compgen -W "$words" -- "$cur"))
 }
 complete -o default -F _elector elector
@@ -95,7 +123,7 @@ complete -o default -F _elector elector
 }
 
 func writeZsh(w io.Writer, cs []command) {
-	fmt.Fprint(w, "#compdef elector\n# zsh completion for elector: elector completion zsh > \"${fpath[1]}/_elector\"\n_elector() {\n\tlocal -a cmds cand\n\tcmds=(\n")
+	fmt.Fprint(w, "#compdef elector\n# zsh completion for elector: elector completion zsh > \"${fpath[1]}/_elector\"\n_elector() {\n\tlocal -a cmds cand\n\tlocal values=\"\"\n\tcmds=(\n")
 	for _, c := range cs {
 		fmt.Fprintf(w, "\t\t%s\n", singleQuote(c.name+":"+c.summary))
 	}
@@ -106,10 +134,11 @@ func writeZsh(w io.Writer, cs []command) {
 		if c.words != nil {
 			fmt.Fprintf(w, "\t%s) ((CURRENT == 3)) && cand=(%s) ;;\n", c.name, argWords(c))
 		} else {
-			fmt.Fprintf(w, "\t%s) cand=(%s) ;;\n", c.name, argWords(c))
+			fmt.Fprintf(w, "\t%s) cand=(%s) values=%s ;;\n", c.name, argWords(c), singleQuote(valueFlags(c)))
 		}
 	}
-	fmt.Fprint(w, "\tesac\n\tcompadd -a cand\n\t_files\n}\n_elector \"$@\"\n")
+	// After a flag that takes a value, offer files only.
+	fmt.Fprint(w, "\tesac\n\tif [[ $values == *\" ${words[CURRENT-1]} \"* ]]; then\n\t\t_files\n\t\treturn\n\tfi\n\tcompadd -a cand\n\t_files\n}\n_elector \"$@\"\n")
 }
 
 // singleQuote single-quotes s for zsh and fish.

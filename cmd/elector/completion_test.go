@@ -43,6 +43,15 @@ func TestBashCompletionCompletesCommandsAndFlags(t *testing.T) {
 		{"elector token ", "new hash"},
 		{"elector completion f", "fish"},
 		{"elector run --election x -- --ele", ""}, // the supervised command's words
+		{"elector bench --fail", "--failover"},
+		{"elector bench -", "--api-token --burst --burst-workers --candidates --connections --duration --elections --failover --gateway --help --keep-elections --output --prefix --progress --readers --subscribers --timeout --ttl -c -d -k -m -n -o"},
+		{"elector transfer --can", "--cancel"},
+		{"elector campaign --output ", ""},              // a flag's value, not a flag name
+		{"elector campaign -o --", ""},                  // the same after a shorthand
+		{"elector serve --log-level --", ""},            // the same for serve
+		{"elector campaign --ttl 1m --out", "--output"}, // after the value, flags again
+		{"elector healthcheck --insecure --u", "--url"}, // a bool flag takes no value
+		{"elector help lea", "leader"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
@@ -102,10 +111,11 @@ source ` + file + `
 words=(elector serve --conf); CURRENT=3; _elector | grep -x -- --config
 words=(elector token ""); CURRENT=3; _elector | paste -sd, -
 words=(elector se); CURRENT=2; _elector | grep '^serve:'
+words=(elector campaign --output ""); CURRENT=4; _elector | wc -l | tr -d ' '
 `
 				out, err := exec.Command("zsh", "-f", "-c", prog).CombinedOutput()
-				if err != nil || string(out) != "--config\nnew,hash\nserve:start the gateway\n" {
-					t.Fatalf("zsh completes %q (%v); want --config, then new and hash, then serve", out, err)
+				if err != nil || string(out) != "--config\nnew,hash\nserve:start the gateway\n0\n" {
+					t.Fatalf("zsh completes %q (%v); want --config, then new and hash, then serve, then no flag for a flag's value", out, err)
 				}
 				return
 			}

@@ -183,6 +183,15 @@ func configError(key, source, format string, args ...any) error {
 // naming the keys of the fields a component finds at fault. Source, if not
 // nil, tells where a key's value came from.
 func (c Config) Validate(source func(key string) string) error {
+	if errs := c.validateAll(source); len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// validateAll is Validate reporting every value that cannot work, one
+// error per check that fails (each component's Validate reports its first).
+func (c Config) validateAll(source func(key string) string) []error {
 	if source == nil {
 		source = func(string) string { return "" }
 	}
@@ -236,12 +245,13 @@ func (c Config) Validate(source func(key string) string) error {
 		func() error { return c.componentError(&c.API, "api", c.API.Validate(), source) },
 		func() error { return c.componentError(&c.Webhooks, "webhooks", c.Webhooks.Validate(), source) },
 	}
+	var errs []error
 	for _, check := range checks {
 		if err := check(); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errs
 }
 
 // componentError turns err, from the Validate of comp (a pointer to a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -229,9 +230,9 @@ func TestConfigsElectorYAMLStatesTheDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	isolate(t)
-	fv, err := readConfigFile(p)
-	if err != nil {
-		t.Fatal(err)
+	fv, unknown, err := readConfigFile(p)
+	if err != nil || len(unknown) > 0 {
+		t.Fatal(err, unknown)
 	}
 	for _, s := range settings() {
 		if !fv.IsSet(s.key) {
@@ -320,5 +321,34 @@ func TestDecode(t *testing.T) {
 				t.Errorf("got %v (%T), want %v (%T)", got, got, tt.want, tt.want)
 			}
 		})
+	}
+}
+
+func TestConfigReportsEveryBadKeyAtOnceWithSuggestions(t *testing.T) {
+	const file = "elections:\n  default_tll: 10s\n  max_ttl: bogus\nlistn: 127.0.0.1:1\nhttp:\n  idle_timeout: 5\nzzz: 1\n"
+	_, err := loadFrom(t, file, nil, nil)
+	if err == nil {
+		t.Fatal("loaded; want an error")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"5 problems in the configuration:",
+		`unknown key "elections.default_tll"; did you mean "elections.default_ttl"?`,
+		`unknown key "listn"; did you mean "listen"?`,
+		`unknown key "zzz" (configs/elector.yaml lists every key)`,
+		`elections.max_ttl: invalid duration "bogus"`,
+		"http.idle_timeout: invalid duration 5: give a unit",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not contain %q", msg, want)
+		}
+	}
+	if !errors.Is(err, errConfig) {
+		t.Errorf("error %v does not wrap errConfig", err)
+	}
+	// Checks on values that could be read report together too.
+	_, err = loadFrom(t, "", nil, []string{"--log-level", "loud", "--log-format", "xml"})
+	if err == nil || !strings.Contains(err.Error(), "2 problems") || !strings.Contains(err.Error(), "log.level") || !strings.Contains(err.Error(), "log.format") {
+		t.Errorf("two bad values: %v; want both named", err)
 	}
 }

@@ -41,7 +41,7 @@ func TestConsoleModeEndsALeadershipWhenStdinEnds(t *testing.T) {
 	if code := runSidecar(context.Background(), args, strings.NewReader("LEADER\n"), &out, &out); code != 0 {
 		t.Fatalf("exit code %d; output:\n%s", code, &out)
 	}
-	if got := readLines(log); !slices.Equal(got, []string{"begin me 1 elected", "end me 1 shutdown"}) {
+	if got := readLines(log); !slices.Equal(got, []string{"begin me 1 elected", "end me 1 resigned"}) {
 		t.Fatalf("commands ran: %q", got)
 	}
 }

@@ -301,3 +301,88 @@ func checkGatewayConfigs(t *testing.T, w k8sObject, configMaps []k8sObject) {
 		}
 	}
 }
+
+// composeFile is the part of a Compose file these tests read.
+type composeFile struct {
+	Services map[string]struct {
+		Image       string
+		Build       any
+		Command     []string
+		Environment map[string]string
+		Ports       []string
+	}
+}
+
+// TestComposeFilesConfigureServe loads the settings each elector service of
+// deploy/compose gives in its environment as serve would: every variable
+// names a setting, the values load, an embedded cluster routes to members
+// the file defines, and no two services publish one host port.
+// (scripts/check-deploy.sh validates the files themselves with compose-go.)
+func TestComposeFilesConfigureServe(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", "..", "deploy", "compose", "*.yaml"))
+	if err != nil || len(paths) < 2 {
+		t.Fatalf("deploy/compose holds %v (%v); want the cluster and etcd files", paths, err)
+	}
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f composeFile
+			if err := yaml.Unmarshal(b, &f); err != nil {
+				t.Fatal(err)
+			}
+			ports := map[string]string{}
+			electors := 0
+			for _, name := range slices.Sorted(maps.Keys(f.Services)) {
+				svc := f.Services[name]
+				for _, port := range svc.Ports {
+					if other, ok := ports[port]; ok {
+						t.Errorf("%s and %s both publish %s", other, name, port)
+					}
+					ports[port] = name
+				}
+				if svc.Build == nil {
+					continue // not elector (etcd)
+				}
+				electors++
+				t.Run(name, func(t *testing.T) {
+					isolate(t)
+					// The image's own environment (Dockerfile), then the service's.
+					t.Setenv("ELECTOR_LISTEN", "0.0.0.0:8080")
+					t.Setenv("ELECTOR_EMBEDDED_DATA_DIR", t.TempDir())
+					for k, v := range svc.Environment {
+						t.Setenv(k, v)
+					}
+					args := svc.Command
+					if len(args) == 0 {
+						args = []string{"serve"} // the image's CMD
+					}
+					if args[0] != "serve" {
+						t.Fatalf("command %q, want serve", args)
+					}
+					l, err := load(t, args[1:]...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(l.UnknownEnv) > 0 {
+						t.Errorf("variables that name no setting: %v", l.UnknownEnv)
+					}
+					for _, route := range l.Config.Backend.Embedded.Routes {
+						host, _, _ := strings.Cut(route, ":")
+						if _, ok := f.Services[host]; !ok || host == name {
+							t.Errorf("route %s names no other service of the file", route)
+						}
+					}
+					if adv := l.Config.Backend.Embedded.ClusterAdvertise; adv != "" && !strings.HasPrefix(adv, name+":") {
+						t.Errorf("advertises %s, not its own service name %s", adv, name)
+					}
+				})
+			}
+			if electors < 2 {
+				t.Errorf("%d elector services; want several replicas", electors)
+			}
+		})
+	}
+}

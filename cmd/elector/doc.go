@@ -4,8 +4,11 @@
 //	elector run [flags] [-- CMD ARGS]
 //	                        the sidecar: campaign, heartbeat, run begin / end
 //	                        commands (and supervise CMD) while leading
-//	elector campaign | heartbeat | resign | leader | candidates | watch
-//	                        one request to a gateway, for scripts and people
+//	elector campaign | heartbeat | resign | leader | candidates | watch | transfer
+//	                        one request to a gateway (http://127.0.0.1:8080
+//	                        unless --gateway or $ELECTOR_GATEWAY says which),
+//	                        for scripts and people
+//	elector bench           drive a load against gateways
 //	elector healthcheck     exit 0 if the gateway's /readyz answers 2xx (the
 //	                        container image's HEALTHCHECK)
 //	elector token new | hash
@@ -13,6 +16,10 @@
 //	elector completion bash | zsh | fish
 //	                        print a shell completion script
 //	elector version         print the version (also elector --version)
+//	elector help [COMMAND]  the commands, or one command's flags
+//
+// commands.go is the command table: dispatch, usage, help and completion
+// are made from it.
 //
 // # Configuration
 //

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,14 +14,21 @@ import (
 
 	"github.com/electorhq/elector/api"
 	"github.com/electorhq/elector/internal/etcdtest"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
-// TestServeOnEtcd runs `elector serve` with backend.kind etcd against a real
-// etcd: campaign, leader, resign and handover through the HTTP API.
+// TestServeOnEtcd runs `elector serve --config configs/etcd-local.yaml`
+// against a real etcd (its endpoint given as a flag, as this etcd does not
+// listen on etcd's default port): campaign, leader, resign and handover
+// through the HTTP API.
 func TestServeOnEtcd(t *testing.T) {
 	endpoint := etcdtest.Start(t, "e2e")
+	config, err := filepath.Abs(filepath.Join("..", "..", "configs", "etcd-local.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := &http.Client{Timeout: 10 * time.Second}
-	base, logs, stop := startServe(t, "--backend-kind", "etcd", "--etcd-endpoints", endpoint)
+	base, logs, stop := startServe(t, "--config", config, "--etcd-endpoints", endpoint)
 	defer func() {
 		if code := stop(); code != 0 {
 			t.Errorf("serve exited %d; logs:\n%s", code, logs)
@@ -85,5 +94,24 @@ func TestServeOnEtcdTellsARevokedCandidate(t *testing.T) {
 	if code := call(t, c, http.MethodPut, beat, "", http.Header{api.TokenHeader: {tokB}}, &p); code != http.StatusNotFound ||
 		p.Type != api.ProblemTypePrefix+"candidate-not-found" || !p.Revoked.ExpiresAt.After(p.Revoked.At.Add(5*time.Second)) {
 		t.Fatalf("heartbeat after the revocation: %d %+v; want 404 candidate-not-found saying it was revoked early", code, p)
+	}
+}
+
+// TestServeOnEtcdWithNothingListening: serve starts, warns naming the
+// endpoint it cannot reach, and a read answers 503 backend-unavailable
+// once its deadline (api.ReadTimeout) passes, saying so, rather than
+// after the etcd client's longer request timeout.
+func TestServeOnEtcdWithNothingListening(t *testing.T) {
+	endpoint := testnet.FreeAddr(t)
+	base, logs, stop := startServe(t, "--backend-kind", "etcd", "--etcd-endpoints", endpoint, "--etcd-dial-timeout", "1s", "--etcd-request-timeout", "30s")
+	defer stop()
+	if !strings.Contains(logs.String(), `"msg":"etcd does not answer at `+endpoint+`: requests get 503 backend-unavailable until it does"`) {
+		t.Fatalf("no warning naming %s:\n%s", endpoint, logs)
+	}
+	var p struct{ Type, Detail string }
+	c := &http.Client{Timeout: time.Minute}
+	if code := call(t, c, http.MethodGet, base+"/v1/elections/billing/leader", "", nil, &p); code != http.StatusServiceUnavailable ||
+		p.Type != api.ProblemTypePrefix+"backend-unavailable" || !strings.Contains(p.Detail, "did not answer within "+api.ReadTimeout.String()) {
+		t.Fatalf("leader: %d %+v; want 503 backend-unavailable after the read deadline", code, p)
 	}
 }

@@ -27,6 +27,10 @@ func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := fs.Parse(args); err != nil {
 		return usageExit(stderr, "healthcheck", err)
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "elector healthcheck: unexpected argument %q; did you mean --url %s?\n", fs.Arg(0), fs.Arg(0))
+		return 2
+	}
 	if *url == "" {
 		*url = defaultProbeURL(os.Getenv(setting{key: "listen"}.env()), os.Getenv(setting{key: "tls.cert_file"}.env()) != "")
 		*insecure = true // our own address: its certificate names the public host
@@ -72,6 +76,18 @@ type healthcheckFlags struct {
 func newHealthcheckFlags(stderr io.Writer, f *healthcheckFlags) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("healthcheck", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: elector healthcheck [--url URL] [--timeout 5s] [--insecure]
+
+Asks a gateway's /readyz and exits 0 when it answers 2xx, 1 otherwise (the
+container image's HEALTHCHECK, for images without a shell). Without --url
+it asks the address serve listens on ($ELECTOR_LISTEN, https when
+$ELECTOR_TLS_CERT_FILE is set).
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&f.url, "url", "", "the gateway's base URL, whose /readyz is asked, or a full URL to probe (default: /readyz at $ELECTOR_LISTEN, https if $ELECTOR_TLS_CERT_FILE is set)")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "time allowed for the answer")
 	fs.BoolVar(&f.insecure, "insecure", false, "do not verify the server's certificate (implied for the derived loopback URL)")

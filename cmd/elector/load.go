@@ -38,6 +38,7 @@ func settings() []setting {
 		{"listen", "TCP address of the HTTP API", func(c *Config) any { return &c.Listen }},
 		{"log.level", "log level: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},
 		{"log.format", "log format: text or json", func(c *Config) any { return &c.Log.Format }},
+		{"log.requests", "log one line per HTTP request (an access log; 5xx answers are logged anyway)", func(c *Config) any { return &c.API.LogRequests }},
 		{"backend.kind", "coordination backend: " + strings.Join(backendKinds(), ", "), func(c *Config) any { return &c.Backend.Kind }},
 		{"embedded.data_dir", "directory where the embedded backend stores elections", func(c *Config) any { return &c.Backend.Embedded.DataDir }},
 		{"embedded.server_name", "name of the embedded NATS server (unique and stable in a cluster)", func(c *Config) any { return &c.Backend.Embedded.ServerName }},
@@ -170,7 +171,7 @@ type loaded struct {
 // loadConfig builds serve's configuration from the parsed flags fs, the
 // environment and the config file, in that order of precedence over the
 // defaults, and validates it. Every error wraps errConfig and names the key
-// at fault.
+// at fault; every unknown key and bad value is reported at once.
 func loadConfig(fs *pflag.FlagSet) (loaded, error) {
 	var out loaded
 	file, err := configFile(fs)
@@ -179,6 +180,7 @@ func loadConfig(fs *pflag.FlagSet) (loaded, error) {
 	}
 	out.File = file
 
+	var errs []error
 	v := viper.New()
 	def := DefaultConfig()
 	for _, s := range settings() {
@@ -186,9 +188,11 @@ func loadConfig(fs *pflag.FlagSet) (loaded, error) {
 	}
 	fileV := viper.New()
 	if file != "" {
-		if fileV, err = readConfigFile(file); err != nil {
+		var unknown []error
+		if fileV, unknown, err = readConfigFile(file); err != nil {
 			return out, err
 		}
+		errs = append(errs, unknown...)
 		if err := v.MergeConfigMap(fileV.AllSettings()); err != nil {
 			return out, fmt.Errorf("%w: file %s: %w", errConfig, file, err)
 		}
@@ -206,16 +210,45 @@ func loadConfig(fs *pflag.FlagSet) (loaded, error) {
 	cfg := DefaultConfig()
 	for _, s := range settings() {
 		if err := decode(s.field(&cfg), v.Get(s.key)); err != nil {
-			return out, configError(s.key, source(s.key), "%s", err)
+			errs = append(errs, configError(s.key, source(s.key), "%s", err))
 		}
 	}
-	if err := cfg.Validate(source); err != nil {
-		return out, err
+	if len(errs) == 0 {
+		// Checked once every value could be read: a value that could
+		// not would be checked as its default.
+		errs = append(errs, cfg.validateAll(source)...)
+	}
+	if len(errs) > 0 {
+		return out, configErrors(errs)
 	}
 	out.Config = cfg
 	out.UnknownEnv = unknownEnv(os.Environ())
 	return out, nil
 }
+
+// configErrors is every error of errs, each naming its key, as one error
+// that wraps them all (and so errConfig): one error reads as before, more
+// are listed one a line.
+func configErrors(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems in the configuration:", len(errs))
+	for _, err := range errs {
+		b.WriteString("\n  " + err.Error())
+	}
+	return &joinedError{msg: b.String(), errs: errs}
+}
+
+// joinedError is several errors with a message of its own.
+type joinedError struct {
+	msg  string
+	errs []error
+}
+
+func (e *joinedError) Error() string   { return e.msg }
+func (e *joinedError) Unwrap() []error { return e.errs }
 
 // configFile returns the config file to read: --config, else
 // $ELECTOR_CONFIG, else ./elector.yaml if it exists, else "".
@@ -237,39 +270,42 @@ func configFile(fs *pflag.FlagSet) (string, error) {
 }
 
 // readConfigFile reads a YAML, JSON or TOML file (YAML for other
-// extensions) and rejects keys that name no setting.
-func readConfigFile(path string) (*viper.Viper, error) {
-	fv := viper.New()
+// extensions). Keys that name no setting are returned as errors, one per
+// key, each with the key it most likely meant; err is a file that cannot be
+// read.
+func readConfigFile(path string) (fv *viper.Viper, unknown []error, err error) {
+	fv = viper.New()
 	fv.SetConfigFile(path)
 	if ext := strings.TrimPrefix(filepath.Ext(path), "."); !slices.Contains(viper.SupportedExts, ext) {
 		fv.SetConfigType("yaml")
 	}
 	if err := fv.ReadInConfig(); err != nil {
-		return nil, fmt.Errorf("%w: file %s: %w", errConfig, path, err)
+		return nil, nil, fmt.Errorf("%w: file %s: %w", errConfig, path, err)
 	}
+	var keys []string
 	known := map[string]bool{}
 	for _, s := range settings() {
+		keys = append(keys, s.key)
 		known[s.key] = true
 	}
-	var unknown []string
-	for _, k := range fv.AllKeys() {
+	found := fv.AllKeys()
+	slices.Sort(found)
+	for _, k := range found {
 		if known[k] {
 			continue
 		}
-		for _, s := range settings() {
-			if strings.HasPrefix(s.key, k+".") {
-				return nil, fmt.Errorf("%w: file %s: %s must be a map of keys such as %s",
-					errConfig, path, k, strings.TrimPrefix(s.key, k+"."))
-			}
+		if i := slices.IndexFunc(keys, func(key string) bool { return strings.HasPrefix(key, k+".") }); i >= 0 {
+			unknown = append(unknown, fmt.Errorf("%w: file %s: %s must be a map of keys such as %s",
+				errConfig, path, k, strings.TrimPrefix(keys[i], k+".")))
+			continue
 		}
-		unknown = append(unknown, strconv.Quote(k))
+		hint := " (configs/elector.yaml lists every key)"
+		if s := suggest(k, keys); s != "" {
+			hint = fmt.Sprintf("; did you mean %q?", s)
+		}
+		unknown = append(unknown, fmt.Errorf("%w: file %s: unknown key %q%s", errConfig, path, k, hint))
 	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return nil, fmt.Errorf("%w: file %s: unknown key %s (see configs/elector.yaml for every key)",
-			errConfig, path, strings.Join(unknown, ", "))
-	}
-	return fv, nil
+	return fv, unknown, nil
 }
 
 // sourceOf tells where the value of key came from, for error messages.

@@ -59,6 +59,26 @@ func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// baseURL is where a browser on this host reaches the gateway listening
+// on addr: loopback for a wildcard address.
+func baseURL(addr net.Addr, tlsOn bool) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+		if ip != nil && ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	scheme := "http"
+	if tlsOn {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
+}
+
 // server is the HTTP server of the API, serving handler.
 func (h HTTPConfig) server(handler http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
@@ -174,6 +194,7 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	}
 	defer wg.Wait()
 
+	base := baseURL(ln.Addr(), cfg.TLS.CertFile != "")
 	attrs := []slog.Attr{
 		slog.String("listen", ln.Addr().String()),
 		slog.String("backend", cfg.Backend.Kind),
@@ -182,6 +203,7 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	if l.File != "" {
 		attrs = append(attrs, slog.String("config", l.File))
 	}
+	attrs = append(attrs, slog.String("docs", base+"/docs"), slog.String("ui", base+"/ui"))
 	log.LogAttrs(ctx, slog.LevelInfo, "elector started", attrs...)
 
 	var serveResult, runResult error

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -182,10 +183,18 @@ func TestServeEndToEndCampaignLeaderResignAndCleanShutdown(t *testing.T) {
 		t.Errorf("event stream did not end cleanly: %v", err)
 	}
 	out := logs.String()
-	for _, want := range []string{`"msg":"elector started"`, `"backend":"embedded"`, `"version":"dev"`, `"msg":"shutting down"`, `"msg":"elector stopped"`} {
+	for _, want := range []string{`"msg":"elector started"`, `"backend":"embedded"`, `"version":"dev"`, `"msg":"shutting down"`, `"msg":"elector stopped"`,
+		`"docs":"` + base + `/docs"`, `"ui":"` + base + `/ui"`,
+		`"msg":"leadership begins","election":"e2e","candidate":"node-a"`,
+		`"msg":"leadership ends","election":"e2e","candidate":"node-a","term":` + strconv.FormatUint(first, 10) + `,"reason":"resigned"`,
+		`"msg":"leadership begins","election":"e2e","candidate":"node-b"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %s:\n%s", want, out)
 		}
+	}
+	// No access log by default: not one line per request.
+	if strings.Contains(out, `"msg":"request"`) {
+		t.Errorf("requests were logged without log.requests:\n%s", out)
 	}
 	if strings.Contains(out, "cut off") {
 		t.Errorf("shutdown waited for its timeout:\n%s", out)
@@ -226,5 +235,21 @@ func TestServeSurvivesSIGHUPWithoutTLS(t *testing.T) {
 	}
 	if code := stop(); code != 0 {
 		t.Fatalf("exit %d; logs:\n%s", code, logs)
+	}
+}
+
+// TestServeLogsRequestsWhenAsked: log.requests turns the access log on.
+func TestServeLogsRequestsWhenAsked(t *testing.T) {
+	base, logs, stop := startServe(t, "--log-requests")
+	c := &http.Client{Timeout: 10 * time.Second}
+	if code := call(t, c, http.MethodGet, base+"/v1/elections", "", nil, nil); code != http.StatusOK {
+		t.Fatalf("list: %d", code)
+	}
+	c.CloseIdleConnections()
+	if code := stop(); code != 0 {
+		t.Fatalf("exit code %d; logs:\n%s", code, logs)
+	}
+	if !strings.Contains(logs.String(), `"msg":"request","method":"GET","route":"/v1/elections","status":200`) {
+		t.Fatalf("no access log line:\n%s", logs)
 	}
 }

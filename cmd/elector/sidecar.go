@@ -34,6 +34,7 @@ type sidecar struct {
 	leading bool
 	term    uint64
 	leader  string
+	idInUse bool // told that a live candidacy holds the id
 }
 
 // Run reconciles until ctx ends or the source's input ends, then, if it
@@ -98,8 +99,7 @@ loop:
 func (s *sidecar) shutdown(ctx context.Context) error {
 	var endErr error
 	if s.leading {
-		s.log.LogAttrs(ctx, slog.LevelInfo, "shutting down: ending leadership", slog.Uint64("term", s.term))
-		endErr = s.end(ctx, "shutdown")
+		endErr = s.end(ctx, client.ReasonResigned)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -124,12 +124,16 @@ func (s *sidecar) reconcile(ctx context.Context, o observation) error {
 		s.leader = o.leader
 		s.status.heard(o.leader)
 	}
+	if o.reason == client.ReasonIDInUse && !s.idInUse {
+		s.log.LogAttrs(ctx, slog.LevelWarn, fmt.Sprintf("id %q is held by a live candidate; pass --id to campaign as another one (the default id is the host name), or wait: a previous run's candidacy expires within its TTL", s.id))
+	}
+	s.idInUse = o.reason == client.ReasonIDInUse
 	switch {
 	case o.errored && s.leading:
 		return s.fail(ctx, "error reported by the source")
 	case o.leading && s.leading && o.term != s.term:
 		// A new leadership we did not see begin: the old one ended.
-		if err := s.end(ctx, "term-changed"); err != nil {
+		if err := s.end(ctx, client.ReasonLost); err != nil {
 			return err
 		}
 		return s.begin(ctx, o)
@@ -225,7 +229,7 @@ func (s *sidecar) end(ctx context.Context, reason string) error {
 // to the source — the gateway hands leadership over and the candidate
 // sits out the error timeout — and runs the error command.
 func (s *sidecar) fail(ctx context.Context, reason string) error {
-	endErr := s.end(ctx, "error")
+	endErr := s.end(ctx, client.ReasonError)
 	s.status.ended("error", "")
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -235,7 +239,7 @@ func (s *sidecar) fail(ctx context.Context, reason string) error {
 	if endErr != nil {
 		return endErr
 	}
-	if err := s.hooks.run("error", s.hooks.onError, s.env("error")); err != nil {
+	if err := s.hooks.run("error", s.hooks.onError, s.env(client.ReasonError)); err != nil {
 		s.status.failed("error")
 		s.log.LogAttrs(ctx, slog.LevelWarn, "error command failed", slog.Any("err", err))
 	}
@@ -245,7 +249,7 @@ func (s *sidecar) fail(ctx context.Context, reason string) error {
 // leaderAfter is the leader as heard when a leadership ends for reason:
 // another candidate when the gateway named one, else nobody.
 func (s *sidecar) leaderAfter(reason string) string {
-	if s.leader == s.id || reason == "shutdown" {
+	if s.leader == s.id || reason == client.ReasonResigned {
 		return ""
 	}
 	return s.leader

@@ -63,14 +63,16 @@ this candidate leads, the end command when it stops leading. With -- CMD ARGS,
 also keep CMD running while leading (SIGTERM to its process group on end,
 SIGKILL after --child-grace). Commands get ELECTOR_ELECTION,
 ELECTOR_CANDIDATE, ELECTOR_TERM (the fencing token), ELECTOR_LEADER and
-ELECTOR_REASON in their environment.
+ELECTOR_REASON in their environment: elected for the begin command; for the
+end command resigned (the sidecar stops), lost, expired, heartbeat-timeout,
+error or transferred, the reasons of the Go client's OnStoppedLeading.
 
 Flags:
 `)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.gateway, "gateway", os.Getenv(envGateway), "the gateway's URL, e.g. http://127.0.0.1:8080, or several separated by commas, tried in turn (default $"+envGateway+")")
-	fs.StringVar(&c.apiToken, "api-token", os.Getenv(envAPIToken), "API token sent as Authorization: Bearer, for gateways that require one (default $"+envAPIToken+")")
+	gatewayFlag(fs, &c.gateway, "the gateway's URL or host:port, or several separated by commas, tried in turn")
+	fs.StringVar(&c.apiToken, "api-token", "", "API token sent as Authorization: Bearer, for gateways that require one (default $"+envAPIToken+")")
 	fs.StringVar(&c.election, "election", "", "the election to campaign in (required)")
 	fs.StringVar(&c.id, "id", "", "this candidate's id (default the host name)")
 	fs.DurationVar(&c.ttl, "ttl", DefaultSidecarTTL, "the candidacy's TTL; heartbeats go every TTL/3")
@@ -107,7 +109,7 @@ func (c *sidecarConfig) check() error {
 	if !c.console {
 		for _, g := range c.gateways() {
 			if client.New(g).BaseURL() == "" {
-				return fmt.Errorf("--gateway %q is not an absolute http(s) URL", g)
+				return fmt.Errorf("--gateway %q is not an http(s) URL or a host:port such as 127.0.0.1:8080", g)
 			}
 		}
 	}
@@ -160,6 +162,8 @@ func runSidecar(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if c.id == "" {
 		c.id, _ = os.Hostname()
 	}
+	envDefault(fs, "api-token", envAPIToken, &c.apiToken)
+	c.gateway = gatewayURL(c.gateway)
 	if err := c.check(); err != nil {
 		fmt.Fprintf(stderr, "elector run: %v\n", err)
 		return 2

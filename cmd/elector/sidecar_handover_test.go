@@ -33,7 +33,7 @@ func TestSidecarFollowerBeginsWhenTheLeaderResignsNotAtItsNextHeartbeat(t *testi
 		t.Fatalf("a's exit code %d; logs:\n%s", code, logsA)
 	}
 	waitFor(t, 10*time.Second, "b's begin", func() bool { return slices.Contains(readLines(log), "begin b 2 elected") })
-	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 shutdown", "begin b 2 elected"}) {
+	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 resigned", "begin b 2 elected"}) {
 		t.Fatalf("commands ran: %q; logs of b:\n%s", got, logsB)
 	}
 	stopB()

@@ -62,7 +62,7 @@ func TestSidecarProcessEndsStopsChildAndResignsOnSIGTERM(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("elector run: %v, want exit status 0; output:\n%s", err, out)
 	}
-	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 shutdown"}) {
+	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 resigned"}) {
 		t.Fatalf("commands ran: %q; output:\n%s", got, out)
 	}
 	for name, pid := range map[string]int{"child": child, "grandchild": grandchild} {

@@ -37,7 +37,7 @@ func TestSidecarBeginsOnceAndEndsAndResignsOnShutdown(t *testing.T) {
 	if code := stop(); code != 0 {
 		t.Fatalf("exit code %d; logs:\n%s", code, logs)
 	}
-	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 shutdown"}) {
+	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 resigned"}) {
 		t.Fatalf("commands ran: %q; logs:\n%s", got, logs)
 	}
 	// It resigned: the election has no leader at once, not after the TTL.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/electorhq/elector/client"
 )
 
 // consoleSource is roboll/elector's console backend: it reads LEADER,
@@ -76,11 +78,11 @@ func (s *consoleSource) Run(ctx context.Context, out chan observation) error {
 				continue
 			}
 			term++
-			o = observation{leading: true, term: term, leader: s.id, reason: "elected"}
+			o = observation{leading: true, term: term, leader: s.id, reason: client.ReasonElected}
 		case "NOTLEADER":
-			o = observation{leading: false, reason: "lost"}
+			o = observation{leading: false, reason: client.ReasonLost}
 		case "ERROR":
-			o = observation{errored: true, reason: "error"}
+			o = observation{errored: true, reason: client.ReasonError}
 		default:
 			if strings.HasPrefix(word, "#") {
 				continue

@@ -15,8 +15,16 @@ import (
 // auth.tokens) and `elector token hash` (the SHA-256 of a token read from
 // stdin, so that it stays out of the shell history).
 func runToken(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	const about = `Commands:
+  new    print a fresh API token (token:) and its SHA-256 (sha256:), for
+         auth.tokens: give the token to the client, the hash to the gateway
+  hash   print the SHA-256 of the token on stdin, e.g. elector token hash < token-file`
+	args, code, ok := plainFlags("token", "new | hash", about, args, 1, stderr)
+	if !ok {
+		return code
+	}
 	if len(args) != 1 || (args[0] != "new" && args[0] != "hash") {
-		fmt.Fprint(stderr, "Usage: elector token new | elector token hash < token-file\n")
+		fmt.Fprintf(stderr, "Usage: elector token new | hash\n\n%s\n", about)
 		return 2
 	}
 	var tok string

@@ -15,7 +15,7 @@ import (
 
 // testTransferStorm has candidates of random priorities campaign,
 // heartbeat, resign, report errors, ask for transfers (as operators and as
-// leaders) and hand over, or stay silent when asked to, at random, in an
+// leaders), cancel them and hand over, or stay silent when asked to, at random, in an
 // election that preempts, over one backend or two replicas; the history
 // checker then finds no overlap and strictly increasing terms, and no
 // term is ever told to two candidates.
@@ -35,7 +35,7 @@ func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
 	// What this storm checks is the history, and a backend that only
 	// answered it would request no transfer and fail below.
 	expected := func(err error) bool {
-		for _, s := range []error{gateway.ErrTransferPending, gateway.ErrNotFollower, gateway.ErrNoLeader, gateway.ErrNotLeader, gateway.ErrNoTransfer, gateway.ErrUnavailable} {
+		for _, s := range []error{gateway.ErrTransferPending, gateway.ErrNotFollower, gateway.ErrNoLeader, gateway.ErrNotLeader, gateway.ErrNoTransfer, gateway.ErrPreempting, gateway.ErrUnavailable} {
 			if errors.Is(err, s) {
 				return true
 			}
@@ -77,8 +77,10 @@ func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
 							handovers.Add(1)
 						}
 					}
-				case p < 75:
+				case p < 72:
 					_, err = tr.Transfer(ctx, e, fmt.Sprintf("c%02d", rand.IntN(n)), "")
+				case p < 75:
+					_, err = tr.CancelTransfer(ctx, e, "")
 				case p < 82:
 					_, err = tr.Transfer(ctx, e, fmt.Sprintf("c%02d", rand.IntN(n)), th)
 				case p < 95:
@@ -115,7 +117,7 @@ func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
 		case ev.Type == gateway.EventLeaderTransfer:
 			counts["transfers "+ev.Reason]++
 		case ev.Type == gateway.EventTransferCancelled:
-			counts["cancelled"]++
+			counts["cancelled "+ev.Reason]++
 		case ev.Type == gateway.EventLeaderEnd:
 			counts["end "+ev.Reason]++
 		}

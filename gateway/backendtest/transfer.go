@@ -19,6 +19,8 @@ var transferTests = []struct {
 	{"TransferWithCooperatingLeaderHandsOverAtOnce", testTransferCooperating},
 	{"TransferWithSilentLeaderWaitsForItsTTL", testTransferSilent},
 	{"TransferToCandidateThatLeavesIsCancelled", testTransferCancelled},
+	{"CancelledTransferLeavesTheLeaderLeading", testCancelTransfer},
+	{"CancelRacingHandoverMakesOneLeader", testCancelRacingHandover},
 	{"PrioritiesOrderTheLine", testPrioritiesOrderTheLine},
 	{"PreemptHandsOverThroughTransfer", testPreempt},
 }
@@ -229,5 +231,121 @@ func testPreempt(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
 	}
 	if got := ids(snapshot(t, b, e).Candidates); !slices.Equal(got, []string{"c:leader", "b:follower", "a:follower"}) {
 		t.Fatalf("line %v, want c, then b, then a at the back of its priority", got)
+	}
+}
+
+func testCancelTransfer(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+	ctx := context.Background()
+	e := name("withdraw")
+	rec := watch(t, b, e, "")
+	tha, a := campaign(t, b, e, "a", 10*time.Second)
+	campaign(t, b, e, "b", 10*time.Second)
+	campaign(t, b, e, "c", 10*time.Second)
+	if _, err := tr.CancelTransfer(ctx, e, ""); !errors.Is(err, gateway.ErrNoTransfer) {
+		t.Fatalf("cancel with no transfer pending: %v, want ErrNoTransfer", err)
+	}
+	if _, err := tr.Transfer(ctx, e, "c", ""); err != nil {
+		t.Fatalf("transfer to c: %v", err)
+	}
+	refusedForTransfer(t, b, e, "a", tha, "c", gateway.ReasonTransferred)
+	if _, err := tr.CancelTransfer(ctx, e, token()); !errors.Is(err, gateway.ErrNotLeader) {
+		t.Fatalf("cancel with a token not the leader's: %v, want ErrNotLeader", err)
+	}
+	s, err := tr.CancelTransfer(ctx, e, tha) // by the leader itself
+	if err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if s.Transfer != nil || s.Leader == nil || s.Leader.ID != "a" || s.Term != a.Term {
+		t.Fatalf("after the cancellation: transfer %+v, leader %+v, term %d; want a leading term %d, nothing pending", s.Transfer, s.Leader, s.Term, a.Term)
+	}
+	st, err := b.Heartbeat(ctx, e, "a", tha)
+	if err != nil || st.Candidate.State != gateway.StateLeader || st.Term != a.Term || st.Transfer != nil {
+		t.Fatalf("heartbeat of a after the cancellation: %+v, %v; want a leading term %d again", st, err, a.Term)
+	}
+	if _, err := tr.Handover(ctx, e, "a", tha); !errors.Is(err, gateway.ErrNoTransfer) {
+		t.Fatalf("handover after the cancellation: %v, want ErrNoTransfer", err)
+	}
+	if _, err := tr.CancelTransfer(ctx, e, ""); !errors.Is(err, gateway.ErrNoTransfer) {
+		t.Fatalf("a second cancellation: %v, want ErrNoTransfer", err)
+	}
+	got := filter(rec.wait(t, 5*time.Second, "the cancellation", func(ev []gateway.Event) bool {
+		return has(ev, gateway.EventTransferCancelled, "c", gateway.ReasonCancelled)
+	}), e)
+	if i := find(got, gateway.EventLeaderTransfer, "c", gateway.ReasonTransferred); i < 0 || i > find(got, gateway.EventTransferCancelled, "c", gateway.ReasonCancelled) {
+		t.Fatalf("events %s: want leader.transfer(c) before leader.transfer_cancelled(c, cancelled)", describe(got))
+	}
+	if has(got, gateway.EventLeaderEnd, "a", "") || has(got, gateway.EventLeaderBegin, "c", "") {
+		t.Fatalf("events %s: the cancellation changed the leadership", describe(got))
+	}
+	if _, err := tr.CancelTransfer(ctx, name("none"), ""); !errors.Is(err, gateway.ErrElectionNotFound) {
+		t.Fatalf("cancel in an unknown election: %v, want ErrElectionNotFound", err)
+	}
+
+	// A preemption would start again at once: refused while preempt is on.
+	p := name("withdraw-preempt")
+	if _, err := b.Configure(ctx, p, gateway.Settings{ErrorCooldown: time.Second, Preempt: true}); err != nil {
+		t.Fatal(err)
+	}
+	thp, _ := campaignPriority(t, b, p, "a", 10*time.Second, 0)
+	campaignPriority(t, b, p, "b", 10*time.Second, 3)
+	refusedForTransfer(t, b, p, "a", thp, "b", gateway.ReasonPreempted)
+	if _, err := tr.CancelTransfer(ctx, p, ""); !errors.Is(err, gateway.ErrPreempting) {
+		t.Fatalf("cancel a preemption with preempt on: %v, want ErrPreempting", err)
+	}
+	if _, err := b.Configure(ctx, p, gateway.Settings{ErrorCooldown: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.CancelTransfer(ctx, p, ""); err != nil {
+		t.Fatalf("cancel a preemption with preempt off: %v", err)
+	}
+	if st, err := b.Heartbeat(ctx, p, "a", thp); err != nil || st.Candidate.State != gateway.StateLeader {
+		t.Fatalf("heartbeat of a after the preemption was cancelled: %+v, %v; want a leading", st, err)
+	}
+}
+
+// testCancelRacingHandover sends a cancellation and the leader's handover
+// at the same time, several times: each round ends with exactly one
+// leader, either the old one in its term with nothing pending, or the
+// target in a later term, and the events agree.
+func testCancelRacingHandover(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+	ctx := context.Background()
+	for round := range 6 {
+		e := name("withdraw-race")
+		rec := watch(t, b, e, "")
+		tha, a := campaign(t, b, e, "a", 10*time.Second)
+		campaign(t, b, e, "b", 10*time.Second)
+		if _, err := tr.Transfer(ctx, e, "b", ""); err != nil {
+			t.Fatalf("round %d: transfer to b: %v", round, err)
+		}
+		cancelErr, handoverErr := make(chan error, 1), make(chan error, 1)
+		go func() { _, err := tr.CancelTransfer(ctx, e, ""); cancelErr <- err }()
+		go func() { _, err := tr.Handover(ctx, e, "a", tha); handoverErr <- err }()
+		ce, he := <-cancelErr, <-handoverErr
+		s := snapshot(t, b, e)
+		switch {
+		case ce == nil && errors.Is(he, gateway.ErrNoTransfer):
+			if s.Leader == nil || s.Leader.ID != "a" || s.Term != a.Term || s.Transfer != nil {
+				t.Fatalf("round %d: cancelled first, yet leader %+v term %d transfer %+v", round, s.Leader, s.Term, s.Transfer)
+			}
+		case he == nil && errors.Is(ce, gateway.ErrNoTransfer):
+			if s.Leader == nil || s.Leader.ID != "b" || !nextTerm(s.Term, a.Term) {
+				t.Fatalf("round %d: handed over first, yet leader %+v term %d", round, s.Leader, s.Term)
+			}
+		default:
+			t.Fatalf("round %d: cancel %v, handover %v: want exactly one to win", round, ce, he)
+		}
+		want := gateway.EventTransferCancelled
+		if s.Leader.ID == "b" {
+			want = gateway.EventLeaderBegin
+		}
+		got := filter(rec.wait(t, 5*time.Second, string(want), func(ev []gateway.Event) bool {
+			return has(ev, want, "b", "")
+		}), e)
+		if err := CheckEvents(got); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if has(got, gateway.EventLeaderBegin, "b", "") && has(got, gateway.EventTransferCancelled, "b", "") {
+			t.Fatalf("round %d: events %s: both cancelled and completed", round, describe(got))
+		}
 	}
 }

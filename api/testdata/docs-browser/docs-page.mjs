@@ -48,6 +48,17 @@ try {
   await page.goto(`${base}/docs`, { waitUntil: "load" });
   await page.locator(".opblock").first().waitFor();
 
+  // The page opens with a short introduction, not a wall of edge cases:
+  // the first group of operations starts on a laptop's first screen.
+  const fold = 520;
+  const first = await page.locator(".opblock-tag-section").first().evaluate((e) => e.getBoundingClientRect().top + window.scrollY);
+  if (first > fold) fail(`the first operations start ${Math.round(first)}px down, below the first ${fold}px`);
+  const intro = await page.locator(".information-container").textContent();
+  for (const edge of ["Transfer-Encoding", "Content-Length", "percent-escape"]) {
+    if (intro.includes(edge)) fail(`the introduction above the operations goes into ${edge}`);
+  }
+  console.log(`introduction: the first operations start ${Math.round(first)}px down`);
+
   // Every operation and webhook of the spec is on the page.
   const spec = await (await page.request.get(`${base}/openapi.json`)).json();
   const shown = await page.$$eval(".opblock", (blocks) =>

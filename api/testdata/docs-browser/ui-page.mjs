@@ -13,11 +13,15 @@
 // a token, then lists both elections, shows billing's leader and its
 // candidates counting down; shows node-c joining and node-a resigning (both
 // sent through the API here) without reloading; offers the operator a
-// transfer and sends it, showing the gateway's answer; keeps the token
-// across a reload; resumes a broken stream with Last-Event-ID and shows
-// the event it missed; offers the viewer no transfer; asks nothing of any host
-// but the gateway; and logs no error but the refusals it provokes. api's
-// TestUIPageInBrowser runs it against a gateway it starts.
+// transfer and sends it, then shows the pending transfer (its event in
+// words, its target marked, no other transfer offered) and cancels it,
+// after which transfers are offered again; keeps the token across a
+// reload; resumes a broken stream with Last-Event-ID and shows the event
+// it missed; shows the viewer a pending transfer but offers it neither a
+// transfer nor a cancellation; shows the token field's whole placeholder;
+// asks nothing of any host but the gateway; and logs no error but the
+// refusals it provokes. api's TestUIPageInBrowser runs it against a gateway
+// it starts.
 import { chromium } from "playwright-core";
 
 const [base, operator, viewer, sidecar, nodeAToken, cutURL, openURL, screenshot] = process.argv.slice(2);
@@ -101,6 +105,16 @@ try {
   // Without a token the gateway answers 401, and the page asks for one.
   await page.goto(`${base}/ui`, { waitUntil: "load" });
   await page.locator("#alert", { hasText: "needs an API token" }).waitFor();
+  // The field shows its whole placeholder.
+  const fits = await page.locator("#token-input").evaluate((input) => {
+    const cs = getComputedStyle(input);
+    const ctx = document.createElement("canvas").getContext("2d");
+    ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const room = input.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    return { text: input.placeholder, need: ctx.measureText(input.placeholder).width, room };
+  });
+  if (!fits.text || fits.need > fits.room) fail(`the token field's placeholder ${JSON.stringify(fits.text)} needs ${fits.need}px of its ${fits.room}px`);
+  step(`the token field shows its whole placeholder (${Math.round(fits.need)} of ${Math.round(fits.room)}px)`);
   await page.getByLabel("API token").fill(operator);
   await page.getByRole("button", { name: "Use token" }).click();
   step("asked for a token, and took it");
@@ -145,16 +159,16 @@ try {
   if (!(await page.evaluate(() => window.sameDocument === true))) fail("the page reloaded");
   step("node-a's resignation and node-b's term 2 appear live, in the same document");
 
-  // The operator may transfer: a button for the follower, none for the leader.
+  // The operator may transfer: a button for each follower, none for the leader.
+  await callAPI("POST", "/v1/elections/billing/candidates", { id: "node-e", ttl: "2m" });
   await page.locator('#election[data-admin="yes"]').waitFor();
   const toC = page.getByRole("button", { name: "Transfer leadership to node-c" });
   await toC.waitFor();
+  await page.getByRole("button", { name: "Transfer leadership to node-e" }).waitFor();
   if (await page.getByRole("button", { name: "Transfer leadership to node-b" }).count() !== 0) {
     fail("a transfer to the leader itself is offered");
   }
   step("offers the operator a transfer to node-c");
-  await page.mouse.move(0, 0);
-  await page.screenshot({ path: screenshot });
 
   const [req] = await Promise.all([
     page.waitForRequest((r) => r.url().endsWith("/v1/elections/billing/transfer")),
@@ -164,16 +178,37 @@ try {
   if (req.method() !== "POST") fail(`the transfer was a ${req.method()}`);
   if (JSON.stringify(req.postDataJSON()) !== JSON.stringify({ to: "node-c" })) fail(`the transfer sent ${req.postData()}`);
   if (req.headers().authorization !== `Bearer ${operator}`) fail("the transfer was sent without the operator's token");
-  if (res.status() >= 400) {
-    const detail = (await res.json()).detail;
-    await page.locator("#alert", { hasText: detail }).waitFor();
-    step(`the transfer was answered ${res.status()}, and the page shows it: ${detail}`);
-  } else {
-    // node-b sends no heartbeats, so it hands over only when its TTL runs
-    // out: the page says the transfer is under way.
-    await page.locator("#action-status", { hasText: "Transfer to node-c requested" }).waitFor();
-    step(`the transfer was answered ${res.status()}, and the page says it is under way`);
-  }
+  if (res.status() !== 202) fail(`the transfer was answered ${res.status()}: ${await res.text()}`);
+  // node-b sends no heartbeats, so it hands over only when its TTL runs
+  // out: the transfer stays pending, and the page shows it.
+  await page.locator("#action-status", { hasText: "Transfer to node-c requested" }).waitFor();
+  await page.locator("#transfer", { hasText: "Transfer pending: node-b is asked to hand over to node-c" }).waitFor();
+  await page.locator('tr[data-id="node-c"] .state-target', { hasText: "transfer target" }).waitFor();
+  await page.locator('#events li[data-type="leader.transfer"]', { hasText: "node-b is asked to hand over to node-c, term 2" }).waitFor();
+  if (await page.locator('#events li[data-type="leader.transfer"]', { hasText: "{" }).count() !== 0) fail("the leader.transfer event is shown as JSON");
+  await page.locator("button.transfer").first().waitFor({ state: "detached" });
+  if (await page.locator("button.transfer").count() !== 0) fail("a second transfer is offered while one is pending");
+  step("shows the pending transfer to node-c, its event in words, and offers no other transfer");
+  await page.locator('tr[data-id="node-e"] [data-until]').waitFor(); // read again after its event
+  await page.mouse.move(0, 0);
+  await page.screenshot({ path: screenshot });
+
+  // The operator cancels it: node-b goes on leading, and transfers are
+  // offered again.
+  const [del] = await Promise.all([
+    page.waitForRequest((r) => r.url().endsWith("/v1/elections/billing/transfer") && r.method() === "DELETE"),
+    page.getByRole("button", { name: "Cancel the transfer to node-c" }).click(),
+  ]);
+  const delRes = await del.response();
+  if (delRes.status() !== 200) fail(`the cancellation was answered ${delRes.status()}: ${await delRes.text()}`);
+  if (del.headers().authorization !== `Bearer ${operator}`) fail("the cancellation was sent without the operator's token");
+  await page.locator("#action-status", { hasText: "Transfer cancelled: node-b goes on leading." }).waitFor();
+  await page.locator('#events li[data-type="leader.transfer_cancelled"]', { hasText: "the transfer to node-c was cancelled; the leader goes on" }).waitFor();
+  await page.locator("#transfer").waitFor({ state: "hidden" });
+  await toC.waitFor();
+  await page.getByRole("button", { name: "Transfer leadership to node-e" }).waitFor();
+  await waitForText(page, "#leader .leader-id", "node-b");
+  step("cancels the transfer: node-b goes on leading, and transfers are offered again");
 
   // The token stays for the tab: a reload needs none.
   await page.reload({ waitUntil: "load" });
@@ -208,7 +243,12 @@ try {
   cutting = false;
   step(`after a cut, the stream resumes with Last-Event-ID ${again.headers()["last-event-id"]} and shows the event it missed`);
 
-  // A token without the admin scope gets no transfer button.
+  // A token without the admin scope sees a pending transfer, but gets no
+  // transfer button, nor one to cancel it.
+  const asked = await fetch(`${base}/v1/elections/billing/transfer`, {
+    method: "POST", headers: { Authorization: `Bearer ${operator}`, "Content-Type": "application/json" }, body: JSON.stringify({ to: "node-c" }),
+  });
+  if (asked.status !== 202) throw new Error(`transfer for the viewer: ${asked.status} ${await asked.text()}`);
   const other = await browser.newContext({ viewport: { width: 1200, height: 760 } });
   const vpage = await other.newPage();
   vpage.setDefaultTimeout(20_000);
@@ -221,7 +261,9 @@ try {
   await vpage.locator('tr[data-id="node-c"]').waitFor();
   if (await vpage.locator("button.transfer").count() !== 0) fail("the viewer is offered a transfer");
   if (await vpage.locator("thead .admin-only").isVisible()) fail("the viewer sees the actions column");
-  step("offers the viewer no transfer");
+  await vpage.locator("#transfer", { hasText: "Transfer pending: node-b is asked to hand over to node-c" }).waitFor();
+  if (await vpage.locator("button.cancel-transfer").count() !== 0) fail("the viewer is offered to cancel the transfer");
+  step("shows the viewer the pending transfer, and offers it no transfer and no cancellation");
 
   // Without API tokens the page asks for none, and anybody may transfer.
   const open = await (await browser.newContext()).newPage();

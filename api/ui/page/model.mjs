@@ -15,6 +15,7 @@ export function apply(state, name, type, p) {
     case "leader.begin":
       s.term = d.term;
       s.handover_until = undefined;
+      s.transfer = null; // a new leadership: any transfer completed or was dropped
       s.leader = { id: c.id, term: d.term, metadata: c.metadata || {}, since: p.timestamp, expires_at: cand && cand.expires_at };
       for (const x of s.candidates) {
         if (x.id === c.id) Object.assign(x, { state: "leader", term: d.term });
@@ -31,6 +32,12 @@ export function apply(state, name, type, p) {
       break;
     case "candidate.left":
       s.candidates = s.candidates.filter((x) => x.id !== c.id);
+      break;
+    case "leader.transfer":
+      s.transfer = { to: c.id, reason: d.reason, requested_at: p.timestamp };
+      break;
+    case "leader.transfer_cancelled":
+      s.transfer = null;
       break;
     default: // leader.error, and types this page does not know: listed only
   }
@@ -50,8 +57,17 @@ export function describe(type, d) {
     case "leader.error": return `${id} reported an error: ${d.detail || "no detail"}`;
     case "candidate.joined": return d.reason === "rejoined" ? `${id} is back in line after its cooldown` : `${id} joined`;
     case "candidate.left": return `${id} left${d.reason ? `: ${d.reason}` : ""}`;
+    case "leader.transfer": {
+      const from = d.previous ? d.previous.id : "the leader";
+      const why = d.reason === "preempted" ? " (preempted: it has a higher priority)" : "";
+      return `${from} is asked to hand over to ${id}, term ${d.term}${why}`;
+    }
+    case "leader.transfer_cancelled":
+      return d.reason === "cancelled"
+        ? `the transfer to ${id} was cancelled; the leader goes on`
+        : `the transfer to ${id} was dropped: ${id} ${d.reason === "error" ? "reported an error" : d.reason || "left"}`;
     case "reset": return "the stream started over from a snapshot (this page fell behind)";
-    default: return JSON.stringify(d);
+    default: return `${type} of ${id}, term ${d.term}${d.reason ? `: ${d.reason}` : ""}`;
   }
 }
 

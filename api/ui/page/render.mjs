@@ -41,9 +41,11 @@ export function markSelected(selected) {
   }
 }
 
-// renderElection shows the view v: v.state, v.events, and transfer
-// buttons when v.canAdmin, which call onTransfer(id, button).
-export function renderElection(v, onTransfer) {
+// renderElection shows the view v: v.state, v.events, and when v.canAdmin
+// the transfer buttons, which call actions.transfer(id, button), or while
+// a transfer is pending its cancel button, which calls
+// actions.cancel(button).
+export function renderElection(v, actions) {
   const s = v.state;
   const section = $("election");
   section.dataset.admin = v.canAdmin === null ? "unknown" : v.canAdmin ? "yes" : "no";
@@ -52,7 +54,8 @@ export function renderElection(v, onTransfer) {
     ? `term ${s.term} · handover delay ${s.settings.handover_delay} · error cooldown ${s.settings.error_cooldown}`
     : s ? `term ${s.term}` : "";
   renderLeader(s);
-  renderCandidates(v, onTransfer);
+  renderTransfer(v, actions.cancel);
+  renderCandidates(v, actions.transfer);
   $("events").replaceChildren(...(v.events.length
     ? v.events.map(eventItem)
     : [el("li", { class: "muted" }, "None since this page opened.")]));
@@ -81,19 +84,48 @@ function renderLeader(s) {
     el("dt", {}, "Metadata"), el("dd", {}, metadata(l.metadata))));
 }
 
+// renderTransfer shows the pending transfer, if any, with a button to
+// cancel it for a token that may.
+function renderTransfer(v, onCancel) {
+  const box = $("transfer");
+  const t = v.state && v.state.leader && v.state.transfer;
+  if (!t) {
+    box.hidden = true;
+    box.replaceChildren();
+    return;
+  }
+  const why = t.reason === "preempted" ? " (it has a higher priority)" : "";
+  box.hidden = false;
+  box.replaceChildren(
+    el("p", {},
+      el("strong", {}, "Transfer pending: "),
+      `${v.state.leader.id} is asked to hand over to `, el("span", { class: "transfer-to" }, t.to), why,
+      t.requested_at ? ` since ${clock(t.requested_at)}` : "",
+      `. It hands over at its next heartbeat; if it does not, ${t.to} leads when its TTL runs out.`),
+    v.canAdmin
+      ? el("button", {
+        type: "button", class: "cancel-transfer", "aria-label": `Cancel the transfer to ${t.to}`,
+        onclick: (e) => onCancel(e.currentTarget),
+      }, "Cancel transfer")
+      : null);
+}
+
 function renderCandidates(v, onTransfer) {
   const s = v.state;
+  const pending = s && s.leader && s.transfer ? s.transfer.to : null;
   // A keyboard user on a transfer button keeps the focus across renders.
   const focused = document.activeElement && document.activeElement.dataset.to;
   let pos = 0; // as the gateway counts: 0 leads, 1 is next; -1 cools down
   const rows = (s ? s.candidates : []).map((c) => {
-    const offer = v.canAdmin && s.leader && s.leader.id !== c.id && c.state === "follower";
+    // No second transfer while one is pending: the gateway would refuse it.
+    const offer = v.canAdmin && s.leader && s.leader.id !== c.id && c.state === "follower" && !pending;
     const ttl = parseDuration(c.ttl);
     const at = c.state === "error" ? -1 : pos++;
     return el("tr", { "data-id": c.id, "data-state": c.state },
       el("td", {}, at === 0 && c.state === "leader" ? "leads" : at < 0 ? "cooling down" : String(at)),
       el("th", { scope: "row" }, c.id),
       el("td", {}, el("span", { class: `state state-${c.state}` }, c.state),
+        c.id === pending ? el("span", { class: "state state-target" }, "transfer target") : null,
         c.state === "error" && c.cooldown_until ? el("span", { class: "muted" }, ` until ${clock(c.cooldown_until)}`) : null),
       el("td", {}, c.ttl || "…"),
       el("td", { class: "expiry" }, c.expires_at

@@ -133,7 +133,12 @@ function closeElection() {
 }
 
 function render() {
-  if (view) renderElection(view, (id, button) => transfer(view, id, button));
+  if (view) {
+    renderElection(view, {
+      transfer: (id, button) => transfer(view, id, button),
+      cancel: (button) => cancelTransfer(view, button),
+    });
+  }
 }
 
 function setStream(v, state, text) {
@@ -199,7 +204,7 @@ async function refresh(v) {
   if (v !== view || gen !== v.gen || !v.state) return;
   Object.assign(v.state, {
     settings: e.settings, term: e.term, leader: e.leader, handover_until: e.handover_until,
-    candidates: list.candidates,
+    transfer: e.transfer || null, candidates: list.candidates,
   });
   render();
 }
@@ -233,9 +238,36 @@ async function transfer(v, to, button) {
   try {
     await api("POST", `${electionPath(v.name)}/transfer`, { to });
     status.textContent = `Transfer to ${to} requested: the leader hands over at its next heartbeat, or when its TTL runs out.`;
+    if (v === view && v.state && !v.state.transfer) {
+      v.state.transfer = { to, reason: "transferred", requested_at: new Date().toISOString() };
+      render();
+    }
   } catch (err) {
     status.textContent = "";
     showAlert(`Transfer to ${to} failed (${err.status}): ${err.message}`);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// cancelTransfer asks the gateway to drop the pending transfer: the leader
+// goes on leading. The gateway orders it with the leader's handover, so a
+// click that comes too late finds nothing to cancel (409), never two
+// leaders.
+async function cancelTransfer(v, button) {
+  button.disabled = true;
+  const status = $("action-status");
+  status.textContent = "Cancelling the transfer…";
+  try {
+    const e = await api("DELETE", `${electionPath(v.name)}/transfer`);
+    status.textContent = `Transfer cancelled: ${e.leader ? e.leader.id : "the leader"} goes on leading.`;
+    if (v === view && v.state) {
+      v.state.transfer = null;
+      render();
+    }
+  } catch (err) {
+    status.textContent = "";
+    showAlert(`Cancelling the transfer failed (${err.status}): ${err.message}`);
   } finally {
     button.disabled = false;
   }

@@ -113,3 +113,35 @@ test("durations", () => {
     assert.equal(span(ms), s, String(ms));
   }
 });
+
+test("model: a transfer is pending until it completes or is cancelled", () => {
+  let s = {
+    election: "e", term: 1, leader: { id: "a", term: 1 },
+    candidates: [{ id: "a", state: "leader" }, { id: "b", state: "follower" }, { id: "c", state: "follower" }],
+  };
+  s = apply(s, "e", "leader.transfer", ev("leader.transfer", { term: 1, candidate: { id: "c" }, previous: { id: "a", term: 1 }, reason: "transferred" }));
+  assert.deepEqual(s.transfer, { to: "c", reason: "transferred", requested_at: "2026-11-23T10:00:00Z" });
+  s = apply(s, "e", "leader.transfer_cancelled", ev("leader.transfer_cancelled", { term: 1, candidate: { id: "c" }, reason: "cancelled" }));
+  assert.equal(s.transfer, null);
+  assert.equal(s.leader.id, "a");
+  s = apply(s, "e", "leader.transfer", ev("leader.transfer", { term: 1, candidate: { id: "b" }, previous: { id: "a", term: 1 }, reason: "transferred" }));
+  s = apply(s, "e", "leader.end", ev("leader.end", { term: 1, candidate: { id: "a" }, reason: "transferred" }));
+  s = apply(s, "e", "leader.begin", ev("leader.begin", { term: 2, candidate: { id: "b" }, previous: { id: "a", term: 1 }, reason: "transferred" }));
+  assert.equal(s.transfer, null);
+  assert.equal(s.leader.id, "b");
+});
+
+test("describe: transfers, in words", () => {
+  assert.equal(describe("leader.transfer", { term: 4, candidate: { id: "c" }, previous: { id: "a", term: 4 }, reason: "transferred" }),
+    "a is asked to hand over to c, term 4");
+  assert.equal(describe("leader.transfer", { term: 4, candidate: { id: "c" }, previous: { id: "a", term: 4 }, reason: "preempted" }),
+    "a is asked to hand over to c, term 4 (preempted: it has a higher priority)");
+  assert.equal(describe("leader.transfer_cancelled", { term: 4, candidate: { id: "c" }, reason: "cancelled" }),
+    "the transfer to c was cancelled; the leader goes on");
+  assert.equal(describe("leader.transfer_cancelled", { term: 4, candidate: { id: "c" }, reason: "expired" }),
+    "the transfer to c was dropped: c expired");
+  assert.equal(describe("leader.transfer_cancelled", { term: 4, candidate: { id: "c" }, reason: "error" }),
+    "the transfer to c was dropped: c reported an error");
+  // A type this page does not know is still said in words, not as JSON.
+  assert.equal(describe("leader.someday", { term: 4, candidate: { id: "c" }, reason: "x" }), "leader.someday of c, term 4: x");
+});
