@@ -128,3 +128,12 @@ func (b *Backend) WrapKV(ctx context.Context, wrap func(clientv3.KV) clientv3.KV
 	b.cli.KV = wrap(b.cli.KV)
 	return nil
 }
+
+// WatchEndpoint is the endpoint of the member the cache's watch is on, ""
+// while it has none.
+func (b *Backend) WatchEndpoint() string {
+	if m := b.cache.watching.Load(); m != nil {
+		return m.url
+	}
+	return ""
+}
