@@ -89,7 +89,8 @@ func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error 
 		c.log.LogAttrs(ctx, slog.LevelInfo, "etcd: watch moving to another member", slog.String("endpoint", m.url), slog.Int64("from", from), slog.String("reason", err.Error()))
 		last = m
 		// A watch that ends at once again and again (every member down or
-		// refusing it) is retried with a growing pause.
+		// refusing it) is retried with a growing pause, or as soon as a
+		// member comes back.
 		pause = min(2*pause+c.members.retryPause()/4, 2*time.Second)
 		if heard {
 			pause = 0
@@ -97,6 +98,7 @@ func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error 
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-c.members.changes():
 		case <-time.After(pause):
 		}
 	}

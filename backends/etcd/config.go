@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/fielderr"
@@ -152,6 +154,18 @@ const (
 	keepAliveTimeout = 3 * time.Second
 )
 
+// reconnect is how gRPC connects to a member again after losing it: at
+// first after 100ms, then backing off to at most a second between
+// attempts (gRPC's default goes up to two minutes, so a member back after
+// a few seconds would wait seconds more), each attempt bounded by
+// DialTimeout.
+func (c Config) reconnect() grpc.DialOption {
+	return grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+		MinConnectTimeout: c.DialTimeout,
+	})
+}
+
 // client connects to one member at url; the client ends with ctx.
 func (c Config) client(ctx context.Context, url string) (*clientv3.Client, error) {
 	t, err := c.tls()
@@ -165,6 +179,7 @@ func (c Config) client(ctx context.Context, url string) (*clientv3.Client, error
 		DialKeepAliveTime:    keepAliveTime,
 		DialKeepAliveTimeout: keepAliveTimeout,
 		PermitWithoutStream:  false,
+		DialOptions:          []grpc.DialOption{c.reconnect()},
 		TLS:                  t,
 		Username:             c.Username,
 		Password:             c.Password,

@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/etcdtest"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // request is one call to a replica, as a load loop saw it.
@@ -207,4 +209,57 @@ func TestRequestsGoOnWhileAFollowerIsFrozen(t *testing.T) {
 	t.Logf("%d calls while the follower was stopped (%s); %d failed; the longest took %s (%s on replica %d, %s into the stop); longest by kind: %v",
 		len(reqs), to.Sub(from).Round(time.Millisecond), failed, longest.end.Sub(longest.start).Round(time.Millisecond), longest.kind, longest.replica,
 		longest.start.Sub(from).Round(time.Millisecond), longestBy)
+}
+
+// TestReplicaCutOffFromEveryMemberComesBack cuts a replica off from all
+// three members (every connection dropped, new ones refused) for longer
+// than its request timeout, then heals: the replica is unavailable
+// meanwhile (Ping fails, as /readyz must), and ready again after the heal
+// (Ping, and its cache catches up), which it reaches by itself. It logs how
+// long after the heal that took.
+func TestReplicaCutOffFromEveryMemberComesBack(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("three etcd members: not in -short")
+	}
+	ms := startCluster(t, 3)
+	var proxies []*testnet.Proxy
+	var eps []string
+	for _, m := range ms {
+		p := testnet.NewProxy(t, m.client.Host)
+		proxies = append(proxies, p)
+		eps = append(eps, "http://"+p.Addr())
+	}
+	b := newBackendOn(t, eps, "elector")
+	run(t, b)
+	other := newBackend(t, ms, "elector")
+	candidate(t, b, "cut", "a", 10*time.Second) // outlives the cut
+	ctx := context.Background()
+	waitFor(t, "the replica ready", func() bool { return b.Ping(ctx) == nil && b.CaughtUp(ctx) == nil })
+
+	for _, p := range proxies {
+		p.Cut()
+	}
+	cut := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	if err := b.Ping(pctx); !errors.Is(err, gateway.ErrUnavailable) {
+		t.Errorf("ping cut off from every member: %v, want ErrUnavailable", err)
+	}
+	cancel()
+	// A write through another replica meanwhile, which the cut off one
+	// must catch up with.
+	candidate(t, other, "cut", "b", 5*time.Second)
+	hold := time.NewTimer(5*time.Second - time.Since(cut)) // the cut's length, past the request timeout
+	<-hold.C
+	for _, p := range proxies {
+		p.Heal()
+	}
+	healed := time.Now()
+	waitFor(t, "the replica ready after the heal", func() bool {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		return b.Ping(pctx) == nil && b.CaughtUp(pctx) == nil
+	})
+	t.Logf("ready %s after the heal", time.Since(healed).Round(time.Millisecond))
+	waitLine(t, b, "cut", "a:leader", "b:follower")
 }
