@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,36 +79,36 @@ func do[T any](ctx context.Context, p *members, r repeat, applied func(T) bool, 
 	defer wg.Wait()
 	defer cancelAll()
 	maxAttempts := 16 * len(p.list)
-	results := make(chan result[T], maxAttempts)
-	pending := map[*attempt]bool{}
-	failed := map[*member]bool{} // members whose attempt failed this round
+	results := make(chan result[T])
+	var (
+		pending []*attempt
+		failed  []*member // members whose attempt failed this round
+	)
 	busy := func(m *member) bool {
-		for a := range pending {
-			if a.m == m && !a.dropped {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(pending, func(a *attempt) bool { return a.m == m && !a.dropped })
 	}
 	launched := 0
 	launch := func() bool {
 		if launched == maxAttempts {
 			return false
 		}
-		m := p.pick(func(m *member) bool { return failed[m] || busy(m) })
+		m := p.pick(func(m *member) bool { return slices.Contains(failed, m) || busy(m) })
 		if m == nil {
 			return false
 		}
 		_, term := m.state()
 		actx, cancel := context.WithCancel(cctx)
 		a := &attempt{m: m, term: term, cancel: cancel}
-		pending[a] = true
+		pending = append(pending, a)
 		launched++
 		cli := m.cli.Load()
 		wg.Go(func() {
 			v, err := f(actx, cli)
 			cancel()
-			results <- result[T]{a, v, err}
+			select {
+			case results <- result[T]{a, v, err}:
+			case <-cctx.Done(): // do has returned
+			}
 		})
 		return true
 	}
@@ -126,7 +127,7 @@ func do[T any](ctx context.Context, p *members, r repeat, applied func(T) bool, 
 	}
 	for {
 		if refused == nil && retry == nil && !live(pending) && !launch() {
-			clear(failed)
+			failed = failed[:0]
 			retry = time.After(p.retryPause())
 		}
 		select {
@@ -145,7 +146,7 @@ func do[T any](ctx context.Context, p *members, r repeat, applied func(T) bool, 
 				launch()
 			}
 		case <-p.changes():
-			for a := range pending {
+			for _, a := range pending {
 				up, term := a.m.state()
 				if a.moved || (up && (a.term == 0 || term == a.term)) {
 					continue
@@ -160,7 +161,7 @@ func do[T any](ctx context.Context, p *members, r repeat, applied func(T) bool, 
 				}
 			}
 		case res := <-results:
-			delete(pending, res.a)
+			pending = slices.DeleteFunc(pending, func(a *attempt) bool { return a == res.a })
 			if res.a.dropped {
 				continue
 			}
@@ -173,7 +174,7 @@ func do[T any](ctx context.Context, p *members, r repeat, applied func(T) bool, 
 				return zero, res.err
 			default:
 				lastErr = res.err
-				failed[res.a.m] = true
+				failed = append(failed, res.a.m)
 				unknown = unknown || r == guarded
 			}
 		}
@@ -191,24 +192,14 @@ func do[T any](ctx context.Context, p *members, r repeat, applied func(T) bool, 
 var errOutcomeUnknown = errors.New("an attempt may have applied")
 
 // live reports whether an attempt of pending has not been dropped.
-func live(pending map[*attempt]bool) bool {
-	for a := range pending {
-		if !a.dropped {
-			return true
-		}
-	}
-	return false
+func live(pending []*attempt) bool {
+	return slices.ContainsFunc(pending, func(a *attempt) bool { return !a.dropped })
 }
 
 // waiting reports whether an attempt of pending may still bring an answer
 // worth waiting for: its member is up and has kept its raft term.
-func waiting(pending map[*attempt]bool) bool {
-	for a := range pending {
-		if !a.moved {
-			return true
-		}
-	}
-	return false
+func waiting(pending []*attempt) bool {
+	return slices.ContainsFunc(pending, func(a *attempt) bool { return !a.moved })
 }
 
 // retriable reports whether err, which one attempt of a request to one

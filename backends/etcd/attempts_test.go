@@ -187,3 +187,21 @@ func TestRetriableTellsMembersTroubleFromEtcdsAnswer(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDoOverhead is what do adds to a request that its first member
+// answers at once: the attempt's goroutine, channels and timers.
+func BenchmarkDoOverhead(b *testing.B) {
+	p := testMembers(3, DefaultMemberTimeout)
+	ctx := context.Background()
+	f := func(context.Context, *clientv3.Client) (bool, error) { return true, nil }
+	for _, r := range []repeat{idempotent, guarded} {
+		b.Run(map[repeat]string{idempotent: "idempotent", guarded: "guarded"}[r], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := do(ctx, p, r, func(ok bool) bool { return ok }, f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
