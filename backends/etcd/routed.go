@@ -88,8 +88,8 @@ type routedTxn struct {
 }
 
 // If, Then and Else keep clientv3's rules (If before Then before Else,
-// each once); a transaction breaking them panics at Commit, when each
-// attempt builds it with the member's client.
+// each once); a transaction breaking them panics at Commit, where each
+// attempt builds it anew with its member's client.
 func (t *routedTxn) If(cs ...clientv3.Cmp) clientv3.Txn {
 	t.invalid = t.invalid || t.cmpSet || t.thenSet || t.elseSet
 	t.cmpSet, t.cmps = true, cs
