@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -311,9 +312,10 @@ func TestLostEarlyCountsCandidaciesGoneBeforeTheirPromise(t *testing.T) {
 	t.Parallel()
 	notFound := &client.Problem{Type: client.ProblemTypePrefix + "candidate-not-found", Status: 404}
 	tests := []struct {
-		name string
-		ops  []bench.Op
-		want []int // when each loss was told (ms)
+		name    string
+		ops     []bench.Op
+		want    []int  // when each loss was told (ms)
+		revoked []bool // whether each was told it was revoked; none when none was
 	}{
 		{
 			name: "gone a second after its heartbeat",
@@ -341,6 +343,16 @@ func TestLostEarlyCountsCandidaciesGoneBeforeTheirPromise(t *testing.T) {
 			},
 		},
 		{
+			name: "told it was revoked",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateFollower, 1, "z"),
+				failed(bench.Heartbeat, "a", 1000, 1010, &client.Problem{Type: client.ProblemTypePrefix + "candidate-not-found", Status: 404,
+					Ext: map[string]json.RawMessage{"revoked": json.RawMessage(`{"at":"2026-11-23T12:00:00.5Z"}`)}}),
+			},
+			want:    []int{1010},
+			revoked: []bool{true},
+		},
+		{
 			name: "lost twice: once per candidacy",
 			ops: []bench.Op{
 				answer(bench.Campaign, "a", 0, 10, client.StateFollower, 1, "z"),
@@ -354,12 +366,22 @@ func TestLostEarlyCountsCandidaciesGoneBeforeTheirPromise(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got []int
+			var (
+				got     []int
+				revoked []bool
+			)
 			for _, l := range LostEarly(tt.ops, 3*time.Second) {
 				got = append(got, int(l.Told.Sub(t0)/time.Millisecond))
+				revoked = append(revoked, l.Revoked)
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("lost early at %v ms, want %v", got, tt.want)
+			}
+			if tt.revoked == nil {
+				tt.revoked = make([]bool, len(tt.want))
+			}
+			if !slices.Equal(revoked, tt.revoked) {
+				t.Fatalf("told revoked %v, want %v", revoked, tt.revoked)
 			}
 		})
 	}

@@ -58,6 +58,10 @@ type Loss struct {
 	// LastAck is the start of the candidate's last acknowledged campaign or
 	// heartbeat; Told is when it was told its candidacy was gone.
 	LastAck, Told time.Time
+	// Revoked is set when the answer said the backend ended the candidacy
+	// early (a candidate-not-found problem with "revoked"), rather than
+	// leaving the candidate to believe it was late.
+	Revoked bool
 }
 
 // LostEarly returns the acknowledged candidacies of ops lost early, in the
@@ -85,7 +89,9 @@ func LostEarly(ops []bench.Op, ttl time.Duration) []Loss {
 				ack = op.Start
 			case errors.Is(op.Err, client.ErrCandidateNotFound):
 				if !ack.IsZero() && op.End.Before(ack.Add(ttl)) {
-					out = append(out, Loss{Election: k[0], Candidate: k[1], LastAck: ack, Told: op.End})
+					var p *client.Problem
+					revoked := errors.As(op.Err, &p) && p.Ext["revoked"] != nil
+					out = append(out, Loss{Election: k[0], Candidate: k[1], LastAck: ack, Told: op.End, Revoked: revoked})
 				}
 				ack = time.Time{}
 			}

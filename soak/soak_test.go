@@ -339,13 +339,16 @@ func report(d time.Duration, s setup, cluster *etcdtest.Cluster, gateways []stri
 		fmt.Fprintf(&b, "longest answer to a candidate while an etcd follower was stopped: %s (%d operations; in the stop of %s at %s)\n",
 			longest.Round(10*time.Millisecond), n, in.Target, stamp(in.Start))
 		lost := LostEarly(h.Ops(), soakTTL)
-		after := 0
+		after, revoked := 0, 0
 		for _, l := range lost {
 			if afterFault(h.Faults(), faultEtcdLeader, l.Told, etcdRevokeWindow) {
 				after++
 			}
+			if l.Revoked {
+				revoked++
+			}
 		}
-		fmt.Fprintf(&b, "acknowledged candidacies lost early: %d (%d of them within %s of an etcd leader's resumption)\n", len(lost), after, etcdRevokeWindow)
+		fmt.Fprintf(&b, "acknowledged candidacies lost early: %d (told so, \"revoked\": %d; within %s of an etcd leader's resumption: %d)\n", len(lost), revoked, etcdRevokeWindow, after)
 	}
 	fmt.Fprintf(&b, "violations: %d", len(violations))
 	for _, k := range sortedKeys(byProperty) {
