@@ -120,35 +120,46 @@ func TestRequestsGoOnWhileAFollowerIsFrozen(t *testing.T) {
 	}
 	c := etcdtest.StartCluster(t, etcdtest.BuildModule(t), 3)
 	ctx := context.Background()
-	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	leader, err := c.Leader(lctx)
-	cancel()
-	if err != nil {
-		t.Fatal(err)
+	// watchedFollower returns a follower that a replica of bs watches
+	// through, nil if none.
+	watchedFollower := func(bs []*etcd.Backend) *etcdtest.Member {
+		t.Helper()
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		leader, err := c.Leader(lctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bs {
+			for _, m := range c.Members {
+				if m != leader && m.ClientURL == b.WatchEndpoint() {
+					return m
+				}
+			}
+		}
+		return nil
 	}
 	const requestTimeout = 3 * time.Second
-	// Replicas until one watches through a follower: that one is stopped.
-	var (
-		bs     []*etcd.Backend
-		frozen *etcdtest.Member
-	)
-	for len(bs) < 3 || frozen == nil {
+	// Replicas until one watches through a follower (each starts its round
+	// robin at a random member): that follower is stopped.
+	var bs []*etcd.Backend
+	for len(bs) < 3 || watchedFollower(bs) == nil {
 		if len(bs) == 20 {
 			t.Fatal("20 replicas, each watching through the raft leader")
 		}
 		b := newBackendOn(t, c.Endpoints(), "elector", func(cfg *etcd.Config) { cfg.RequestTimeout = requestTimeout })
 		run(t, b)
 		waitFor(t, "the replica's watch", func() bool { return b.WatchEndpoint() != "" })
-		for _, m := range c.Members {
-			if frozen == nil && m != leader && m.ClientURL == b.WatchEndpoint() {
-				frozen = m
-			}
-		}
 		bs = append(bs, b)
 	}
 	l := startLoad(t, bs)
 	waitFor(t, "the load under way", func() bool { return len(l.between(time.Time{}, time.Now())) > 50 })
 
+	// Once more, now: the raft leader may have moved meanwhile.
+	frozen := watchedFollower(bs)
+	if frozen == nil {
+		t.Fatal("no replica watches through a follower any more: the raft leader moved")
+	}
 	t.Logf("stopping follower %s for %s; replicas: %d", frozen.Name, 2*requestTimeout, len(bs))
 	from := time.Now()
 	frozen.Pause()
