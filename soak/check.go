@@ -46,12 +46,15 @@ type Rules struct {
 func Check(h *History, r Rules) []Violation {
 	ops, events := h.Ops(), h.Events()
 	var v []Violation
-	v = append(v, checkLeaderships(Leaderships(ops, r))...)
+	ls := Leaderships(ops, r)
+	v = append(v, checkLeaderships(ls)...)
+	v = append(v, checkPromotions(ls, r.TTL)...)
 	v = append(v, checkTerms(ops, events)...)
 	v = append(v, checkStreams(events)...)
 	v = append(v, checkAgreement(events)...)
 	v = append(v, checkDurable(ops, events)...)
 	v = append(v, checkDeliveries(h.Subscribed(), events, h.Deliveries())...)
+	v = append(v, checkBodies(events, h.Deliveries())...)
 	return v
 }
 
@@ -61,6 +64,13 @@ type Leadership struct {
 	Election, Candidate string
 	Term                uint64
 	From, To            time.Time
+	// LastAck is the start of the last operation whose answer told the
+	// candidate it leads: elector promised it the leadership until
+	// LastAck plus the TTL.
+	LastAck time.Time
+	// Resigned is set when the leadership ended with the candidate's
+	// resignation, at To.
+	Resigned bool
 }
 
 // Leaderships derives from ops when each candidate acted as leader: from
@@ -101,6 +111,9 @@ func Leaderships(ops []bench.Op, r Rules) []Leadership {
 			leads := op.Err == nil && op.Kind != bench.Resign && op.Status.State == client.StateLeader
 			switch {
 			case op.Kind == bench.Resign:
+				if cur != nil {
+					cur.Resigned = true
+				}
 				end(op.Start)
 			case leads:
 				if cur != nil && cur.Term != op.Status.Term {
@@ -109,6 +122,7 @@ func Leaderships(ops []bench.Op, r Rules) []Leadership {
 				if cur == nil {
 					cur = &Leadership{Election: k[0], Candidate: k[1], Term: op.Status.Term, From: op.End}
 				}
+				cur.LastAck = op.Start
 				deadline = op.Start.Add(r.TTL - r.Margin)
 			case op.Err == nil || errors.Is(op.Err, client.ErrCandidateNotFound):
 				end(op.End)

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -52,6 +53,18 @@ func refused(id, problem string) Delivery {
 	return Delivery{Endpoint: "e", ID: id, Problem: problem}
 }
 
+// withBody is e carrying body.
+func withBody(e Event, body string) Event {
+	e.Body = []byte(body)
+	return e
+}
+
+// withBodyDl is d carrying body.
+func withBodyDl(d Delivery, body string) Delivery {
+	d.Body = []byte(body)
+	return d
+}
+
 const (
 	begin = client.EventLeaderBegin
 	end   = client.EventLeaderEnd
@@ -90,9 +103,28 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 				answer(bench.Campaign, "a", 0, 10, client.StateLeader, 1, "a"),
 				failed(bench.Heartbeat, "a", 1000, 1001, errors.New("connection refused")),
 				failed(bench.Heartbeat, "a", 2000, 2001, errors.New("connection refused")),
-				answer(bench.Heartbeat, "b", 2600, 2610, client.StateLeader, 2, "b"),
-				failed(bench.Heartbeat, "a", 3000, 3010, notFound),
+				answer(bench.Heartbeat, "b", 3100, 3110, client.StateLeader, 2, "b"),
+				failed(bench.Heartbeat, "a", 3200, 3210, notFound),
 			},
+		},
+		{
+			name: "b is told it leads after a's step-down deadline, before a's promise ran out",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateLeader, 1, "a"),
+				answer(bench.Heartbeat, "a", 1000, 1010, client.StateLeader, 1, "a"),
+				answer(bench.Heartbeat, "b", 3600, 3700, client.StateLeader, 2, "b"),
+			},
+			want: []string{EarlyPromotion},
+		},
+		{
+			name: "a's candidacy is lost early, so it stops in time, and b is promoted early",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateLeader, 1, "a"),
+				answer(bench.Heartbeat, "a", 1000, 1010, client.StateLeader, 1, "a"),
+				failed(bench.Heartbeat, "a", 1500, 1510, notFound),
+				answer(bench.Heartbeat, "b", 2000, 2010, client.StateLeader, 2, "b"),
+			},
+			want: []string{EarlyPromotion},
 		},
 		{
 			name: "b leads while a's lease runs",
@@ -101,7 +133,7 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 				answer(bench.Heartbeat, "a", 1000, 1010, client.StateLeader, 1, "a"),
 				answer(bench.Heartbeat, "b", 1500, 1510, client.StateLeader, 2, "b"),
 			},
-			want: []string{Overlap},
+			want: []string{Overlap, EarlyPromotion},
 		},
 		{
 			name: "a term names two leaders",
@@ -214,6 +246,23 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 			want:       []string{DeliveryDisagrees},
 		},
 		{
+			name: "an event's body differs between two streams and the webhook",
+			events: []Event{
+				withBody(ev(0, "10-1", begin, "a", 1), `{"type":"leader.begin","timestamp":"2026-11-23T12:00:00.1Z"}`),
+				withBody(ev(1, "10-1", begin, "a", 1), `{"type":"leader.begin","timestamp":"2026-11-23T12:00:00.2Z"}`),
+			},
+			deliveries: []Delivery{withBodyDl(dl("10-1", begin, "a", 1), `{"type":"leader.begin","timestamp":"2026-11-23T12:00:00.1Z"}`),
+				withBodyDl(dl("10-1", begin, "a", 1), `{"type":"leader.begin","timestamp":"2026-11-23T12:00:00.3Z"}`)},
+			want: []string{BodyMismatch, BodyMismatch},
+		},
+		{
+			name: "an event's body is the same everywhere",
+			events: []Event{
+				withBody(ev(0, "10-1", begin, "a", 1), `{"type":"leader.begin"}`), withBody(ev(1, "10-1", begin, "a", 1), `{"type":"leader.begin"}`),
+			},
+			deliveries: []Delivery{withBodyDl(dl("10-1", begin, "a", 1), `{"type":"leader.begin"}`)},
+		},
+		{
 			name:   "a refused request is never sent again",
 			events: cleanEvents,
 			deliveries: []Delivery{dl("10-1", begin, "a", 1), dl("20-1", end, "a", 1),
@@ -259,6 +308,85 @@ func TestLeadershipsFollowTheStepDownRule(t *testing.T) {
 	}
 }
 
+func TestLostEarlyCountsCandidaciesGoneBeforeTheirPromise(t *testing.T) {
+	t.Parallel()
+	notFound := &client.Problem{Type: client.ProblemTypePrefix + "candidate-not-found", Status: 404}
+	tests := []struct {
+		name    string
+		ops     []bench.Op
+		want    []int  // when each loss was told (ms)
+		revoked []bool // whether each was told it was revoked; none when none was
+	}{
+		{
+			name: "gone a second after its heartbeat",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateFollower, 1, "z"),
+				answer(bench.Heartbeat, "a", 1000, 1010, client.StateFollower, 1, "z"),
+				failed(bench.Heartbeat, "a", 2000, 2010, notFound),
+			},
+			want: []int{2010},
+		},
+		{
+			name: "gone after its TTL ran out",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateFollower, 1, "z"),
+				failed(bench.Heartbeat, "a", 1000, 1010, errors.New("timeout")),
+				failed(bench.Heartbeat, "a", 2990, 3010, notFound),
+			},
+		},
+		{
+			name: "resigned, then not found",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateFollower, 1, "z"),
+				{Kind: bench.Resign, Election: "e", Candidate: "a", Start: at(500), End: at(510)},
+				failed(bench.Heartbeat, "a", 1000, 1010, notFound),
+			},
+		},
+		{
+			name: "told it was revoked",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateFollower, 1, "z"),
+				failed(bench.Heartbeat, "a", 1000, 1010, &client.Problem{Type: client.ProblemTypePrefix + "candidate-not-found", Status: 404,
+					Ext: map[string]json.RawMessage{"revoked": json.RawMessage(`{"at":"2026-11-23T12:00:00.5Z"}`)}}),
+			},
+			want:    []int{1010},
+			revoked: []bool{true},
+		},
+		{
+			name: "lost twice: once per candidacy",
+			ops: []bench.Op{
+				answer(bench.Campaign, "a", 0, 10, client.StateFollower, 1, "z"),
+				failed(bench.Heartbeat, "a", 1000, 1010, notFound),
+				failed(bench.Heartbeat, "a", 1100, 1110, notFound),
+				answer(bench.Campaign, "a", 1200, 1210, client.StateFollower, 1, "z"),
+				failed(bench.Heartbeat, "a", 2000, 2010, notFound),
+			},
+			want: []int{1010, 2010},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				got     []int
+				revoked []bool
+			)
+			for _, l := range LostEarly(tt.ops, 3*time.Second) {
+				got = append(got, int(l.Told.Sub(t0)/time.Millisecond))
+				revoked = append(revoked, l.Revoked)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("lost early at %v ms, want %v", got, tt.want)
+			}
+			if tt.revoked == nil {
+				tt.revoked = make([]bool, len(tt.want))
+			}
+			if !slices.Equal(revoked, tt.revoked) {
+				t.Fatalf("told revoked %v, want %v", revoked, tt.revoked)
+			}
+		})
+	}
+}
+
 func TestLongestOutageIsTheLongestTimeWithoutAnAnsweredHeartbeat(t *testing.T) {
 	down := errors.New("unavailable")
 	tests := []struct {
@@ -295,6 +423,31 @@ func TestLongestOutageIsTheLongestTimeWithoutAnAnsweredHeartbeat(t *testing.T) {
 				t.Fatalf("LongestOutage = %s to %s, want %s long", from, to, tt.want)
 			}
 		})
+	}
+}
+
+func TestLongestAnswerLeavesOutGatewaysFaultedMeanwhile(t *testing.T) {
+	t.Parallel()
+	gws := []string{"http://g0", "http://g1"}
+	op := func(gw, start, end int) bench.Op {
+		o := answer(bench.Heartbeat, "a", start, end, client.StateFollower, 1, "b")
+		o.Gateway = gw
+		return o
+	}
+	faults := []Fault{
+		{Kind: "stop follower", Target: "etcd m1", Start: at(1000), End: at(5000)},
+		{Kind: "kill gateway", Target: "http://g1", Start: at(2000), End: at(3000)},
+	}
+	ops := []bench.Op{
+		op(0, 500, 2500),  // started before the fault
+		op(0, 1000, 1800), // counted: 800ms
+		op(1, 1500, 3500), // its gateway was killed meanwhile
+		op(1, 4000, 4600), // counted: 600ms
+		op(0, 5100, 9000), // after the fault
+	}
+	longest, in, n := LongestAnswer(ops, faults, "stop follower", gws)
+	if longest != 800*time.Millisecond || in.Target != "etcd m1" || n != 2 {
+		t.Fatalf("LongestAnswer = %s in %+v over %d operations, want 800ms in the stop of m1 over 2", longest, in, n)
 	}
 }
 

@@ -8,6 +8,9 @@
 //     that told it so until it learns otherwise or, by the step-down rule,
 //     until its last successful heartbeat's start plus its TTL minus a
 //     safety margin;
+//   - no leadership begins early: before an earlier leader that did not
+//     resign has passed the start of its last answer saying it leads plus
+//     the TTL, the time elector promised it;
 //   - a term names one leadership only, and leader.begin terms strictly
 //     increase on every stream;
 //   - an event stream, resumed with Last-Event-ID across disconnections,
@@ -22,16 +25,28 @@
 //     subscription reached the webhook at least once, with the same type,
 //     term and candidate, each request verified by its signature; and the
 //     webhook never got an event older than one it had already got (the
-//     same event again is allowed).
+//     same event again is allowed);
+//   - an event id carries byte-identical JSON on every stream and in
+//     every webhook request.
+//
+// It also counts, without failing on them, acknowledged candidacies lost
+// early (told candidate-not-found before their last acknowledged
+// heartbeat plus the TTL: LostEarly) and what a stopped etcd follower cost
+// the candidates (LongestAnswer).
 //
 // The soak tests (soak_test.go) run real `elector serve` processes (one
-// on the embedded backend, three clustered, or three on one etcd) under
+// on the embedded backend, three clustered, or three on three etcd
+// members, processes of Debian's etcd 3.4 or of go.mod's version) under
 // the load of package bench, with a webhook receiver subscribed to every
 // election, while killing (-9) and restarting them, stopping them
 // (SIGSTOP) past the candidates' TTL, and stopping leaders' heartbeats
 // past their TTL. The three clustered members route to each other through
 // TCP proxies the test starts, and one member at a time is cut off from
-// the other two (both directions) past the TTL, then healed. They run only when ELECTOR_SOAK is set to a duration:
+// the other two (both directions) past the TTL, then healed; on etcd,
+// one replica at a time is cut off from etcd, and etcd's members are
+// stopped (the raft leader past the TTL, or a follower), killed and
+// restarted (etcdfaults_test.go). They run only when ELECTOR_SOAK is set
+// to a duration:
 //
 //	ELECTOR_SOAK=2m go test -v -run TestSoak ./soak/
 package soak

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -20,6 +21,8 @@ type Event struct {
 	Leader     string
 	LeaderTerm uint64
 	Received   time.Time
+	// Body is the event's JSON as the stream carried it.
+	Body []byte
 }
 
 // Delivery is one webhook request the soak's receiver got.
@@ -38,6 +41,8 @@ type Delivery struct {
 	// that is not the endpoint's.
 	Problem  string
 	Received time.Time
+	// Body is the request's body, the event's JSON.
+	Body []byte
 }
 
 // Fault is one fault injected.
@@ -68,7 +73,7 @@ func (h *History) ObserveOp(op bench.Op) {
 
 // ObserveEvent records ev; pass it as bench.Config.ObserveEvent.
 func (h *History) ObserveEvent(sub int, ev client.Event, received time.Time) {
-	e := Event{Subscriber: sub, ID: ev.ID, Type: ev.Type, Election: ev.Data.Election, Term: ev.Data.Term, Received: received}
+	e := Event{Subscriber: sub, ID: ev.ID, Type: ev.Type, Election: ev.Data.Election, Term: ev.Data.Term, Received: received, Body: slices.Clone(ev.Raw)}
 	if ev.Data.Candidate != nil {
 		e.Candidate = ev.Data.Candidate.ID
 	}

@@ -42,3 +42,47 @@ func During(faults []Fault, from, to time.Time) []string {
 	}
 	return out
 }
+
+// LongestAnswer is the longest time an operation of a candidate took to
+// end (answered or not) among those that started while a fault of kind
+// was under way, leaving out operations sent to a gateway
+// (gateways[op.Gateway]) that another fault targeted meanwhile: what a
+// fault of kind, say a stopped etcd follower, cost the gateways. It
+// returns that time, the fault it started in, and how many operations
+// were counted.
+func LongestAnswer(ops []bench.Op, faults []Fault, kind string, gateways []string) (longest time.Duration, in Fault, counted int) {
+	for _, f := range faults {
+		if f.Kind != kind {
+			continue
+		}
+		for _, op := range ops {
+			switch op.Kind {
+			case bench.Campaign, bench.Heartbeat, bench.Resign:
+			default:
+				continue
+			}
+			if op.Start.Before(f.Start) || op.Start.After(f.End) || gatewayFaulted(faults, gateways, op) {
+				continue
+			}
+			counted++
+			if d := op.End.Sub(op.Start); d > longest {
+				longest, in = d, f
+			}
+		}
+	}
+	return longest, in, counted
+}
+
+// gatewayFaulted reports whether a fault targeted op's gateway while op
+// was under way.
+func gatewayFaulted(faults []Fault, gateways []string, op bench.Op) bool {
+	if op.Gateway < 0 || op.Gateway >= len(gateways) {
+		return false
+	}
+	for _, f := range faults {
+		if f.Target == gateways[op.Gateway] && f.Start.Before(op.End) && f.End.After(op.Start) {
+			return true
+		}
+	}
+	return false
+}

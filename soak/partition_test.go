@@ -20,19 +20,23 @@ import (
 // own, and a replica is cut off from etcd. Nil for a single gateway.
 type memberNet struct {
 	proxies [][]*testnet.Proxy // proxies[i][j] carries i's route to j
-	toEtcd  []*testnet.Proxy   // toEtcd[i] carries replica i's connections to etcd
+	toEtcd  [][]*testnet.Proxy // toEtcd[i][k] carries replica i's connections to etcd member k
 }
 
-// startEtcdMembers starts n gateways on the etcd whose client URL is
-// etcd, each through a proxy of its own.
-func startEtcdMembers(t *testing.T, bin string, n int, etcd string) ([]*gatewayProcess, *memberNet) {
+// startEtcdMembers starts n gateways on the etcd members whose client URLs
+// are etcd, each reaching each member through a proxy of its own.
+func startEtcdMembers(t *testing.T, bin string, n int, etcd []string) ([]*gatewayProcess, *memberNet) {
 	t.Helper()
-	m := &memberNet{}
+	m := &memberNet{toEtcd: make([][]*testnet.Proxy, n)}
 	endpoints := make([]string, n)
 	for i := range n {
-		p := testnet.NewProxy(t, strings.TrimPrefix(etcd, "http://"))
-		m.toEtcd = append(m.toEtcd, p)
-		endpoints[i] = "http://" + p.Addr()
+		var eps []string
+		for _, e := range etcd {
+			p := testnet.NewProxy(t, strings.TrimPrefix(e, "http://"))
+			m.toEtcd[i] = append(m.toEtcd[i], p)
+			eps = append(eps, "http://"+p.Addr())
+		}
+		endpoints[i] = strings.Join(eps, ",")
 	}
 	return startReplicas(t, bin, endpoints), m
 }
@@ -106,7 +110,7 @@ func (m *memberNet) setCut(i int, cut bool) {
 // routes returns the proxies that carry member i's routes.
 func (m *memberNet) routes(i int) []*testnet.Proxy {
 	if m.toEtcd != nil {
-		return []*testnet.Proxy{m.toEtcd[i]}
+		return m.toEtcd[i]
 	}
 	var ps []*testnet.Proxy
 	for j := range m.proxies {

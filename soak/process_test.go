@@ -54,7 +54,8 @@ func startGateway(t *testing.T, bin string) *gatewayProcess {
 }
 
 // startReplicas starts the gateway of startGateway (etcd nil) or those of
-// startEtcdMembers: one per client URL in etcd, replica i on etcd[i].
+// startEtcdMembers: one per entry of etcd, replica i on the
+// comma-separated client URLs etcd[i].
 func startReplicas(t *testing.T, bin string, etcd []string) []*gatewayProcess {
 	t.Helper()
 	n := max(1, len(etcd))

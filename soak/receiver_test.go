@@ -66,7 +66,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			d.Problem = fmt.Sprintf("event of election %q sent to the endpoint of %q", p.Data.Election, d.Endpoint)
 		}
 	}
-	d.Type, d.Election, d.Term = p.Type, p.Data.Election, p.Data.Term
+	d.Type, d.Election, d.Term, d.Body = p.Type, p.Data.Election, p.Data.Term, body
 	if p.Data.Candidate != nil {
 		d.Candidate = p.Data.Candidate.ID
 	}

@@ -37,7 +37,10 @@ const webhookDrain = 3 * webhooks.DefaultClaimTTL
 // backend.
 type setup struct {
 	members int
-	etcd    bool // replicas on one etcd; else the embedded backend
+	// etcd returns the etcd server binary the replicas run on, three
+	// members of it as processes of their own; nil for the embedded
+	// backend.
+	etcd func(testing.TB) string
 }
 
 // TestSoak drives candidates and event streams through a real `elector
@@ -52,11 +55,17 @@ func TestSoak(t *testing.T) { soak(t, setup{members: 1}) }
 // three, one member at a time killed and restarted.
 func TestSoakCluster(t *testing.T) { soak(t, setup{members: 3}) }
 
-// TestSoakEtcd is TestSoak against three `elector serve` replicas on one
-// etcd server (in the test process), candidates and subscribers spread
-// over the three, one replica at a time killed and restarted, stopped, or
-// cut off from etcd; etcd itself is left alone.
-func TestSoakEtcd(t *testing.T) { soak(t, setup{members: 3, etcd: true}) }
+// TestSoakEtcd is TestSoak against three `elector serve` replicas on a
+// cluster of three etcd members, processes of the etcd installed on the
+// machine (Debian's etcd-server, 3.4): candidates and subscribers spread
+// over the replicas, one replica at a time killed and restarted, stopped,
+// or cut off from etcd, and etcd's members stopped (the raft leader past
+// the candidates' TTL, or a follower), killed and restarted.
+func TestSoakEtcd(t *testing.T) { soak(t, setup{members: 3, etcd: etcdtest.System}) }
+
+// TestSoakEtcdModule is TestSoakEtcd on etcd at the version of elector's
+// go.mod, built from the module.
+func TestSoakEtcdModule(t *testing.T) { soak(t, setup{members: 3, etcd: etcdtest.BuildModule}) }
 
 func soak(t *testing.T, s setup) {
 	spec := os.Getenv("ELECTOR_SOAK")
@@ -69,11 +78,13 @@ func soak(t *testing.T, s setup) {
 	}
 	bin := buildElector(t)
 	var (
-		gws  []*gatewayProcess
-		mnet *memberNet // nil for a single gateway: no cuts
+		gws     []*gatewayProcess
+		mnet    *memberNet        // nil for a single gateway: no cuts
+		cluster *etcdtest.Cluster // nil on the embedded backend
 	)
-	if s.etcd {
-		gws, mnet = startEtcdMembers(t, bin, s.members, etcdtest.Start(t, "soak"))
+	if s.etcd != nil {
+		cluster = etcdtest.StartCluster(t, s.etcd(t), 3)
+		gws, mnet = startEtcdMembers(t, bin, s.members, cluster.Endpoints())
 	} else {
 		gws, mnet = startMembers(t, bin, s.members)
 	}
@@ -132,6 +143,7 @@ func soak(t *testing.T, s setup) {
 	defer cancel()
 	var faults sync.WaitGroup
 	faults.Go(func() { mnet.cutMembers(ctx, t, gws, h) })
+	faults.Go(func() { injectEtcdFaults(ctx, t, cluster, h) })
 	faults.Go(func() {
 		injectFaults(ctx, t, gws, load, h, func(election string) (int, bool) {
 			mu.Lock()
@@ -154,7 +166,7 @@ func soak(t *testing.T, s setup) {
 	drain := time.Since(end)
 
 	violations := Check(h, Rules{TTL: soakTTL, Margin: soakMargin, End: end})
-	t.Log("\n" + report(d, s, h, sum, drain, violations))
+	t.Log("\n" + report(d, s, cluster, urls, h, sum, drain, violations))
 	for i, v := range violations {
 		if i == 50 {
 			t.Errorf("… and %d more", len(violations)-50)
@@ -263,12 +275,12 @@ func injectFaults(ctx context.Context, t *testing.T, gws []*gatewayProcess, load
 
 // report is the soak's table of faults, operations, webhook deliveries
 // and violations.
-func report(d time.Duration, s setup, h *History, sum bench.Summary, drain time.Duration, violations []Violation) string {
+func report(d time.Duration, s setup, cluster *etcdtest.Cluster, gateways []string, h *History, sum bench.Summary, drain time.Duration, violations []Violation) string {
 	var b strings.Builder
 	shape := "1 `elector serve` (embedded backend)"
 	switch {
-	case s.etcd:
-		shape = fmt.Sprintf("%d `elector serve` on one etcd", s.members)
+	case cluster != nil:
+		shape = fmt.Sprintf("%d `elector serve` on %d etcd %s members (processes)", s.members, len(cluster.Members), cluster.Version)
 	case s.members > 1:
 		shape = fmt.Sprintf("%d `elector serve` whose embedded servers form one cluster", s.members)
 	}
@@ -322,12 +334,44 @@ func report(d time.Duration, s setup, h *History, sum bench.Summary, drain time.
 	}
 	fmt.Fprintf(&b, "\nleaderships observed: %d; events: %d (resets: %d); candidacies left to expire: %d\nacknowledged writes checked against the streams: %d\nlongest time without an answered heartbeat: %s\nerrors by type: %v\n",
 		len(ls), len(h.Events()), resets, sum.Unresigned, DurableChecked(h), outage, sum.Errors.ByType)
+	if cluster != nil {
+		longest, in, n := LongestAnswer(h.Ops(), h.Faults(), faultEtcdFollower, gateways)
+		fmt.Fprintf(&b, "longest answer to a candidate while an etcd follower was stopped: %s (%d operations; in the stop of %s at %s)\n",
+			longest.Round(10*time.Millisecond), n, in.Target, stamp(in.Start))
+		lost := LostEarly(h.Ops(), soakTTL)
+		after, revoked := 0, 0
+		for _, l := range lost {
+			if afterFault(h.Faults(), faultEtcdLeader, l.Told, etcdRevokeWindow) {
+				after++
+			}
+			if l.Revoked {
+				revoked++
+			}
+		}
+		fmt.Fprintf(&b, "acknowledged candidacies lost early: %d (told so, \"revoked\": %d; within %s of an etcd leader's resumption: %d)\n", len(lost), revoked, etcdRevokeWindow, after)
+	}
 	fmt.Fprintf(&b, "violations: %d", len(violations))
 	for _, k := range sortedKeys(byProperty) {
 		fmt.Fprintf(&b, "; %s: %d", k, byProperty[k])
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// etcdRevokeWindow is how long after an etcd leader resumes a loss of a
+// candidacy counts as caused by it: the resumed member's lessor revokes
+// the leases it did not see renewed within seconds.
+const etcdRevokeWindow = 15 * time.Second
+
+// afterFault reports whether at is while a fault of kind was under way or
+// within window after it ended.
+func afterFault(faults []Fault, kind string, at time.Time, window time.Duration) bool {
+	for _, f := range faults {
+		if f.Kind == kind && !at.Before(f.Start) && !at.After(f.End.Add(window)) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKeys(m map[string]int) []string {

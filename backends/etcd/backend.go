@@ -16,12 +16,14 @@ import (
 // Backend is a gateway.Backend over etcd v3. Create it with New and stop
 // it with Close. All methods are safe for concurrent use.
 type Backend struct {
-	cfg    Config
-	cli    *clientv3.Client
-	keys   keys
-	log    *slog.Logger
-	cache  *cache
-	leases *leaseBook
+	cfg Config
+	// cli sends each request to the members as routedClient says.
+	cli     *clientv3.Client
+	members *members
+	keys    keys
+	log     *slog.Logger
+	cache   *cache
+	leases  *leaseBook
 	// index fetches etcd's revision for linearizable reads, barrier writes
 	// a revision the watch delivers (see catchUp); each coalesces the calls
 	// of concurrent requests.
@@ -69,38 +71,32 @@ func newBackend(cfg Config, mono clock) (*Backend, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	cli, err := cfg.client()
+	ctx, stop := context.WithCancel(context.Background())
+	ms, err := newMembers(ctx, cfg)
 	if err != nil {
+		stop()
 		return nil, err
 	}
+	cli := routedClient(ctx, ms)
 	k := keys{p: cfg.Prefix}
-	ctx, stop := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, cli: cli, keys: k, log: cfg.Logger, cache: newCache(cli, k, cfg.Logger), leases: newLeaseBook(), now: time.Now, mono: mono,
+	b := &Backend{cfg: cfg, cli: cli, members: ms, keys: k, log: cfg.Logger, cache: newCache(cli, ms, k, cfg.Logger), leases: newLeaseBook(), now: time.Now, mono: mono,
 		revokes: make(chan clientv3.LeaseID, 1024), revocations: make(chan revocation, 256), revokedBook: newRevokedBook(), done: ctx, stop: stop}
 	b.cache.clock, b.cache.departed = mono.now, b.departed
 	b.index, b.barrier = gateway.NewReadIndex(b.head), gateway.NewReadIndex(b.writeBarrier)
-	b.wg.Add(3)
-	go func() {
-		defer b.wg.Done()
-		b.cache.run(ctx, cfg.RequestTimeout)
-	}()
-	go func() {
-		defer b.wg.Done()
-		b.revoker(ctx)
-	}()
-	go func() {
-		defer b.wg.Done()
-		b.writeRevoked(ctx)
-	}()
+	b.wg.Go(func() { ms.run(ctx) })
+	b.wg.Go(func() { b.cache.run(ctx, cfg.RequestTimeout) })
+	b.wg.Go(func() { b.revoker(ctx) })
+	b.wg.Go(func() { b.writeRevoked(ctx) })
 	return b, nil
 }
 
-// Close stops following etcd and closes the connection. Watch channels
+// Close stops following etcd and closes the connections. Watch channels
 // close; candidates stay in etcd until their leases expire.
 func (b *Backend) Close() error {
 	b.stop()
 	b.wg.Wait()
-	return b.cli.Close()
+	_ = b.cli.Close() // ends with the context Close cancelled: its error says so
+	return b.members.close()
 }
 
 // Client returns the etcd client, for tools and tests that need to look at

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -30,8 +31,10 @@ import (
 // later revision. Only progress notifications that etcd sends in order
 // with the events count (see ordersProgress); the others are ignored.
 type cache struct {
-	cli *clientv3.Client
-	log *slog.Logger
+	cli      *clientv3.Client
+	members  *members // whose member the watch is on
+	watching atomic.Pointer[member]
+	log      *slog.Logger
 
 	// applying is held while a watch response is applied. Tests hold it to
 	// keep the cache behind etcd.
@@ -54,8 +57,8 @@ type cache struct {
 	departed func([]departure, time.Time)
 }
 
-func newCache(cli *clientv3.Client, k keys, log *slog.Logger) *cache {
-	return &cache{cli: cli, log: log, st: newState(k), changed: make(chan struct{}), progress: make(chan struct{}, 1), dirty: map[string]bool{}}
+func newCache(cli *clientv3.Client, p *members, k keys, log *slog.Logger) *cache {
+	return &cache{cli: cli, members: p, log: log, st: newState(k), changed: make(chan struct{}), progress: make(chan struct{}, 1), dirty: map[string]bool{}}
 }
 
 // watchCtx gives the cache's watch a gRPC stream of its own: the client
@@ -64,69 +67,6 @@ func newCache(cli *clientv3.Client, k keys, log *slog.Logger) *cache {
 // busier than the cache's.
 func watchCtx(ctx context.Context) context.Context {
 	return metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(ctx), "elector-watch", "cache")
-}
-
-// run loads the keys and follows them until ctx ends. When the watch
-// breaks (no leader, compaction, connection lost for good) it loads again.
-func (c *cache) run(ctx context.Context, requestTimeout time.Duration) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		if err := c.follow(ctx, requestTimeout); err != nil && ctx.Err() == nil {
-			c.log.LogAttrs(ctx, slog.LevelWarn, "etcd: reloading election state", slog.String("error", err.Error()))
-			select {
-			case <-ctx.Done():
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, 5*time.Second)
-			continue
-		}
-		backoff = 100 * time.Millisecond
-	}
-}
-
-func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error {
-	gctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	kvs, rev, err := loadKeys(gctx, c.cli, c.st.keys, 0)
-	ordered := err == nil && ordersProgress(gctx, c.cli)
-	cancel()
-	if err != nil {
-		return err
-	}
-	st := newState(c.st.keys)
-	st.clock = c.clock
-	st.load(kvs, rev)
-	c.mu.Lock()
-	c.st, c.applied, c.loaded, c.ordered, c.all = st, rev, true, ordered, true
-	c.signal()
-	c.mu.Unlock()
-
-	wctx, wcancel := context.WithCancel(watchCtx(ctx))
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer wcancel()
-	wch := c.cli.Watch(wctx, c.st.keys.root(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case <-c.progress:
-				_ = c.cli.RequestProgress(wctx)
-			}
-		}
-	}()
-	for wr := range wch {
-		if err := wr.Err(); err != nil {
-			return err
-		}
-		c.apply(wr)
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	return fmt.Errorf("watch closed")
 }
 
 // apply applies one watch response.
@@ -159,8 +99,7 @@ func (c *cache) progressed(rev int64) {
 	}
 }
 
-// ordersProgress reports whether every member the client may watch
-// through (its endpoints) sends the progress notifications a client
+// ordersProgress reports whether every member of p sends the progress notifications a client
 // requests in order with the events of its watches, and only for watches that have been sent every event up to
 // the notified revision. Older members answer such a request at once, out
 // of band, possibly ahead of events still queued for the stream (etcd
@@ -168,20 +107,19 @@ func (c *cache) progressed(rev int64) {
 // revision whose events it has not applied. The fixes are in etcd 3.4.31,
 // 3.5.13 and 3.6, the versions Kubernetes requires for the same use. A
 // member that cannot be asked counts as an older one.
-func ordersProgress(ctx context.Context, cli *clientv3.Client) bool {
-	eps := cli.Endpoints()
-	ok := make([]bool, len(eps))
+func ordersProgress(ctx context.Context, p *members) bool {
+	ok := make([]bool, len(p.list))
 	var wg sync.WaitGroup
-	for i, ep := range eps {
+	for i, m := range p.list {
 		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			defer cancel()
-			resp, err := cli.Status(sctx, ep)
+			resp, err := m.status(sctx)
 			ok[i] = err == nil && progressInOrder(resp.Version)
 		})
 	}
 	wg.Wait()
-	return len(eps) > 0 && !slices.Contains(ok, false)
+	return len(ok) > 0 && !slices.Contains(ok, false)
 }
 
 // statusTimeout bounds the version check of one member, so that a member

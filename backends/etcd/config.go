@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,8 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/fielderr"
@@ -21,13 +24,15 @@ const (
 	DefaultPrefix         = "elector"
 	DefaultDialTimeout    = 5 * time.Second
 	DefaultRequestTimeout = 5 * time.Second
+	DefaultMemberTimeout  = 600 * time.Millisecond
 )
 
 // Config says how to reach etcd and where elector's keys live.
 type Config struct {
-	// Endpoints are etcd client URLs or host:port pairs, any member of the
-	// cluster; the client fails over between them. Default
-	// [DefaultEndpoint].
+	// Endpoints are etcd client URLs or host:port pairs, one per member
+	// of the cluster: the backend connects to each, spreads its requests
+	// over those that answer, and moves off one that stops answering (see
+	// MemberTimeout). Default [DefaultEndpoint].
 	Endpoints []string
 	// Prefix is the key prefix of every election: candidates of election e
 	// are <Prefix>/<e>/<lease-hex>, so a concurrency.Election (or etcdctl
@@ -48,6 +53,15 @@ type Config struct {
 	// RequestTimeout bounds each request to etcd; a request that runs out
 	// of it fails with gateway.ErrUnavailable. Default DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// MemberTimeout is how long a member may leave the backend's probe
+	// (every MemberTimeout/3) unanswered before the backend stops sending
+	// it requests, tries the requests waiting on it with another member,
+	// and moves its watches elsewhere; a read that waits on a member this
+	// long is tried with another one too. It bounds what a stopped or cut
+	// off member costs a request to about this much, and should stay well
+	// above the members' answer time under load. Default
+	// DefaultMemberTimeout.
+	MemberTimeout time.Duration
 	// Logger receives the backend's logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -64,6 +78,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.MemberTimeout <= 0 {
+		c.MemberTimeout = DefaultMemberTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -83,6 +100,8 @@ func (c Config) Validate() error {
 		return bad("DialTimeout", "%s is negative; 0 takes the default, %s", c.DialTimeout, DefaultDialTimeout)
 	case c.RequestTimeout < 0:
 		return bad("RequestTimeout", "%s is negative; 0 takes the default, %s", c.RequestTimeout, DefaultRequestTimeout)
+	case c.MemberTimeout < 0:
+		return bad("MemberTimeout", "%s is negative; 0 takes the default, %s", c.MemberTimeout, DefaultMemberTimeout)
 	}
 	c = c.withDefaults()
 	switch {
@@ -120,24 +139,54 @@ func (c Config) tls() (*tls.Config, error) {
 	return t, nil
 }
 
-func (c Config) client() (*clientv3.Client, error) {
+// Keep-alive of the gRPC connection to each member: a ping after 10s
+// without traffic (the least gRPC's client allows), and the connection is
+// dropped when the ping is not answered within 3s. Pings are sent only
+// while a request or watch is under way (PermitWithoutStream false):
+// etcd's server refuses pings on an idle connection (it enforces
+// PermitWithoutStream false, and a ping at most every 5s,
+// --grpc-keepalive-min-time) and ends a connection that sends them with
+// GOAWAY "too_many_pings". The keep-alive is only a backstop for long
+// streams; a member that stops answering is found within MemberTimeout by
+// the backend's own probe (see members.run).
+const (
+	keepAliveTime    = 10 * time.Second
+	keepAliveTimeout = 3 * time.Second
+)
+
+// reconnect is how gRPC connects to a member again after losing it: at
+// first after 100ms, then backing off to at most a second between
+// attempts (gRPC's default goes up to two minutes, so a member back after
+// a few seconds would wait seconds more), each attempt bounded by
+// DialTimeout.
+func (c Config) reconnect() grpc.DialOption {
+	return grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+		MinConnectTimeout: c.DialTimeout,
+	})
+}
+
+// client connects to one member at url; the client ends with ctx.
+func (c Config) client(ctx context.Context, url string) (*clientv3.Client, error) {
 	t, err := c.tls()
 	if err != nil {
 		return nil, err
 	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            c.Endpoints,
+		Endpoints:            []string{url},
+		Context:              ctx,
 		DialTimeout:          c.DialTimeout,
-		DialKeepAliveTime:    10 * time.Second,
-		DialKeepAliveTimeout: 3 * time.Second,
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: keepAliveTimeout,
+		PermitWithoutStream:  false,
+		DialOptions:          []grpc.DialOption{c.reconnect()},
 		TLS:                  t,
 		Username:             c.Username,
 		Password:             c.Password,
-		PermitWithoutStream:  true,
 		Logger:               zap.NewNop(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("etcd: connect %v: %w: %w", c.Endpoints, gateway.ErrUnavailable, err)
+		return nil, fmt.Errorf("etcd: connect %s: %w: %w", url, gateway.ErrUnavailable, err)
 	}
 	return cli, nil
 }

@@ -29,6 +29,7 @@ func TestConfigValidateNamesTheFieldAtFault(t *testing.T) {
 		{"empty endpoint", Config{Endpoints: []string{"127.0.0.1:2379", ""}}, "Endpoints"},
 		{"negative dial timeout", Config{DialTimeout: -time.Second}, "DialTimeout"},
 		{"negative request timeout", Config{RequestTimeout: -time.Second}, "RequestTimeout"},
+		{"negative member timeout", Config{MemberTimeout: -time.Second}, "MemberTimeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

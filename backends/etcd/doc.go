@@ -447,14 +447,55 @@
 //
 // # Connections
 //
-// The client fails over between Config.Endpoints. Leases live in etcd, and
-// etcd extends every lease by its TTL when a new raft leader takes over, so
-// a member or leader change drops no follower that keeps heartbeating. A
-// leader none of whose heartbeats succeeds for its TTL (etcd without a
-// raft leader that long) is expired by the replicas once they can write,
-// as its step-down rule has stopped it anyway; a replica whose watch broke
-// counts promises afresh from its reload.
-// Every request is bounded by Config.RequestTimeout; failures to reach etcd
-// are gateway.ErrUnavailable, and Ping fails while etcd cannot serve a
-// linearizable read.
+// The backend connects to each of Config.Endpoints with a client (one
+// gRPC connection) of its own and chooses the member of every request
+// itself: etcd's client balances over its endpoints round robin and cannot
+// tell a stopped member (a frozen process, a network that drops packets)
+// from a slow one, so every request it sent there would wait for its
+// deadline. A probe asks each member for its status every MemberTimeout/3
+// over that connection; a member whose probe failed, that has answered
+// none for MemberTimeout, or that knows no raft leader is down until it
+// answers again naming one. Requests go round robin to the members that
+// are up (to the others only when none is). An attempt waiting on a
+// member that goes down or changes its raft term (a request it forwarded
+// to the old leader may be lost) is followed by one on another member;
+// idempotent requests (reads, the read index, keep-alives, grants, puts)
+// also try another member each MemberTimeout an attempt waits, and the
+// first answer wins. A writing transaction is not repeated blindly: etcd
+// applies an attempt only if its comparisons hold, and every transaction
+// elector commits compares a key it writes (DeleteElection's only
+// deletes), so once one attempt has applied every other fails. An answer
+// that it applied settles the request; one that it did not, only when no
+// other attempt may have applied. Otherwise the request fails with
+// gateway.ErrUnavailable, as a timeout would, and its writer handles that
+// as it handles a timeout.
+//
+// The replica's watch runs on one member. It moves to another, resuming
+// after the last revision it applied (nothing is reloaded), when its
+// member goes down, when the watch breaks or loses its leader, and when it
+// has been quiet for MemberTimeout/3 and a progress notification asked for
+// then does not come within MemberTimeout: a stopped member sends nothing,
+// not even an error. A watch of Watch ends when its member goes down, and
+// its receiver resumes it elsewhere with the last event's id.
+//
+// So a stopped or cut off member costs a request about MemberTimeout
+// (600ms by default), not its deadline; a stopped raft leader costs every
+// request etcd's own leader election on top. gRPC keep-alive (a ping after
+// 10s without traffic, the least gRPC's client allows, dropped if not
+// answered within 3s, and only while a request or stream is open, as
+// etcd's server demands: it answers pings on an idle connection, or more
+// often than every 5s, with GOAWAY "too_many_pings") is a backstop for
+// long streams. Leases live in etcd, and etcd extends every lease by its
+// TTL when a new raft leader takes over, so a member or leader change
+// drops no follower that keeps heartbeating (but a raft leader stopped
+// for longer than a TTL may, when it resumes, revoke the leases whose
+// keep-alives it did not see: see The leader's promise). A leader none of
+// whose heartbeats succeeds for its TTL (etcd without a raft leader that
+// long) is expired by the replicas once they can write, as its step-down
+// rule has stopped it anyway; a replica whose watch broke counts promises
+// afresh from its reload. Every request is
+// bounded by Config.RequestTimeout; failures to reach etcd are
+// gateway.ErrUnavailable. Ping fails while no member can serve a
+// linearizable read, CaughtUp while the replica's watch is behind (for
+// about MemberTimeout after its member stops).
 package etcd

@@ -122,8 +122,14 @@ func endpoints(ms []*member) []string {
 // change its Config.
 func newBackend(t *testing.T, ms []*member, prefix string, opts ...func(*etcd.Config)) *etcd.Backend {
 	t.Helper()
+	return newBackendOn(t, endpoints(ms), prefix, opts...)
+}
+
+// newBackendOn is newBackend over the members at endpoints.
+func newBackendOn(t *testing.T, endpoints []string, prefix string, opts ...func(*etcd.Config)) *etcd.Backend {
+	t.Helper()
 	cfg := etcd.Config{
-		Endpoints:      endpoints(ms),
+		Endpoints:      endpoints,
 		Prefix:         prefix,
 		DialTimeout:    2 * time.Second,
 		RequestTimeout: 3 * time.Second,

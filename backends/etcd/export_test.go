@@ -171,3 +171,12 @@ func (b *Backend) PrepareTransfer(ctx context.Context, election, to string) (com
 		return resp.Succeeded, b.catchUp(ctx, resp.Header.Revision)
 	}, nil
 }
+
+// WatchEndpoint is the endpoint of the member the cache's watch is on, ""
+// while it has none.
+func (b *Backend) WatchEndpoint() string {
+	if m := b.cache.watching.Load(); m != nil {
+		return m.url
+	}
+	return ""
+}

@@ -128,6 +128,7 @@ func DefaultConfig() Config {
 			Etcd: etcd.Config{
 				Endpoints: []string{etcd.DefaultEndpoint}, Prefix: etcd.DefaultPrefix,
 				DialTimeout: etcd.DefaultDialTimeout, RequestTimeout: etcd.DefaultRequestTimeout,
+				MemberTimeout: etcd.DefaultMemberTimeout,
 			},
 		},
 		Gateway: gateway.Config{

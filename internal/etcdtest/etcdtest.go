@@ -1,7 +1,10 @@
-// Package etcdtest runs a real etcd member inside a test process, for the
-// tests that run `elector serve` (or several) against etcd: no binary to
-// install, free loopback ports, a temp data dir, stopped when the test
-// ends.
+// Package etcdtest runs real etcd for tests: one member inside the test
+// process (Start), for the tests that run `elector serve` against etcd
+// with nothing to install; or a cluster of members as processes of their
+// own (StartCluster), of the etcd installed on the machine (System) or of
+// the version in go.mod built from the module (BuildModule), which a test
+// can stop with SIGSTOP, kill and restart. Free loopback ports, temporary
+// data directories, stopped when the test ends.
 package etcdtest
 
 import (
