@@ -16,7 +16,8 @@ import (
 // promise") has the whole argument; in short:
 //
 //   - the leader's heartbeat writes the promise record, guarded by the lead
-//     record and its key, and answers "leader" only once it is written
+//     record, its key and the promise record's own revision, and answers
+//     "leader" only once it is written
 //     (promise, answer);
 //   - each replica notes on its monotonic clock when it first held a
 //     leadership's newest promise or its acknowledgement (estate.promised);
@@ -140,7 +141,11 @@ func (b *Backend) promise(ctx context.Context, election, id string) (uint64, err
 	rctx, cancel = b.reqCtx(ctx)
 	resp, err := b.cli.Txn(rctx).
 		If(clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", st.leadMod),
-			clientv3.Compare(clientv3.CreateRevision(b.keyOf(election, x)), "=", x.create)).
+			clientv3.Compare(clientv3.CreateRevision(b.keyOf(election, x)), "=", x.create),
+			// The promise key it writes, as every transaction elector
+			// commits compares (see Connections): of two attempts of one
+			// promise, or of two promises cached alike, one applies.
+			clientv3.Compare(clientv3.ModRevision(b.keys.promise(election)), "=", st.promiseMod)).
 		Then(clientv3.OpPut(b.keys.promise(election), mustJSON(val))).
 		Commit()
 	cancel()

@@ -142,6 +142,9 @@ type standing struct {
 	lead    *leadValue
 	leadMod int64
 	term    uint64
+	// promiseMod is the mod revision of the election's promise key, 0
+	// when it has none (promise.go).
+	promiseMod int64
 	// transfer is the pending transfer as view derives it.
 	transfer *leadTransfer
 }
@@ -174,6 +177,7 @@ func (s *state) standing(name, id string) (st standing, ok bool) {
 			st.ahead++
 		}
 	}
+	st.promiseMod = e.promiseMod
 	// As view: the lead record names the head of the line, or nobody leads.
 	if l := e.lead; l != nil {
 		st.lead, st.leadMod, st.term = l, e.leadMod, l.Term
