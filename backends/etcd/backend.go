@@ -108,6 +108,15 @@ func (b *Backend) reqCtx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, b.cfg.RequestTimeout)
 }
 
+// fetchCtx bounds a fetch that a gateway.ReadIndex runs for several
+// callers, whose context carries none of their cancellations: by
+// RequestTimeout, and by Close, so that no fetch outlives the backend.
+func (b *Backend) fetchCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	rctx, cancel := b.reqCtx(ctx)
+	stop := context.AfterFunc(b.done, cancel)
+	return rctx, func() { stop(); cancel() }
+}
+
 // Ping implements gateway.Pinger: a linearizable read, which needs a
 // reachable member with a quorum behind it, and a loaded state. It returns
 // gateway.ErrUnavailable otherwise.
@@ -129,7 +138,7 @@ const barrierGrace = 50 * time.Millisecond
 // a key that does not exist, so it costs etcd a read index and no range.
 // It is the fetch of b.index.
 func (b *Backend) head(ctx context.Context) (uint64, error) {
-	rctx, cancel := b.reqCtx(ctx)
+	rctx, cancel := b.fetchCtx(ctx)
 	defer cancel()
 	resp, err := b.cli.Get(rctx, b.keys.settings("_head"), clientv3.WithCountOnly())
 	if err != nil {
@@ -142,7 +151,7 @@ func (b *Backend) head(ctx context.Context) (uint64, error) {
 // revision of the write, whose event the watch is sure to deliver. It is
 // the fetch of b.barrier.
 func (b *Backend) writeBarrier(ctx context.Context) (uint64, error) {
-	rctx, cancel := b.reqCtx(ctx)
+	rctx, cancel := b.fetchCtx(ctx)
 	defer cancel()
 	resp, err := b.cli.Put(rctx, b.keys.barrier(), "")
 	if err != nil {
