@@ -21,6 +21,7 @@ var transferTests = []struct {
 	{"TransferToCandidateThatLeavesIsCancelled", testTransferCancelled},
 	{"PrioritiesOrderTheLine", testPrioritiesOrderTheLine},
 	{"PreemptHandsOverThroughTransfer", testPreempt},
+	{"FailedLeaderHoldsATransferTarget", testFailedLeaderHoldsATransferTarget},
 }
 
 // runTransfers runs transferTests against b.
