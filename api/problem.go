@@ -289,7 +289,7 @@ func transferPendingProblem(r *http.Request, election, id string, t gateway.Tran
 func noLeaderError(election string, handoverUntil time.Time) error {
 	e := errorf("no-leader", "election %q has no leader at the moment", election)
 	if !handoverUntil.IsZero() {
-		e.detail += "; the next leader is promoted when the handover delay ends at handover_until"
+		e.detail += "; the next leader is promoted when the handover ends at handover_until (a handover delay, or the last leader's promise)"
 		e.ext = map[string]any{"handover_until": formatTime(handoverUntil)}
 	}
 	return e

@@ -134,7 +134,9 @@ type CandidateCounter interface {
 type LeaderFailer interface {
 	// FailLeader is ReportError conditional on candidate id leading
 	// election in term; otherwise it changes nothing and returns
-	// ErrNotLeader. Errors also as ReportError.
+	// ErrNotLeader. Unlike ReportError, the next leadership begins only
+	// once the failed leader's promise has lapsed (its step-down deadline:
+	// see Record.FailLeader). Errors also as ReportError.
 	FailLeader(ctx context.Context, election, id, tokenHash string, term uint64, reason string) (Status, error)
 }
 

@@ -12,17 +12,22 @@ import (
 // FailBegin is the reconciliation of a begin handler that did not
 // acknowledge a leadership in time (package webhooks calls it when a
 // candidate's own leader.begin webhook gets no 2xx within its deadline): if
-// candidate id still leads election in term, it is put in error as
-// ReportError would, so that it gives up its leadership, the next in line
-// leads, and it rejoins after the election's error cooldown. tokenHash is
-// the candidate's, kept from its campaign. It reports whether it acted; a
-// candidate that no longer leads that term is left alone.
+// candidate id still leads election in term, it is put in error, so that
+// it gives up its leadership, the next in line leads once the failed
+// leader's promise has lapsed (see Record.FailLeader: the leader may not
+// know of the verdict, and may act until a TTL after its last heartbeat
+// answered "leader"), and it rejoins after the election's error cooldown.
+// tokenHash is the candidate's, kept from its campaign. It reports whether
+// it acted; a candidate that no longer leads that term is left alone.
 //
-// On a backend that is a LeaderFailer the check and the report are one
-// atomic step. Otherwise they are two: a candidate that lost term and won a
-// later one in between would be put in error for the later term. That
+// On a backend that is a LeaderFailer (every backend of elector) the
+// check, the report and the hold are one atomic step. Otherwise they are
+// two, and the fallback, ReportError, is the leader's own word and holds
+// nothing: such a backend hands over at once, which a partitioned leader
+// may not know of before its TTL. And a candidate that lost term and won a
+// later one in between would be put in error for the later term; that
 // needs a leadership to end and begin again within one round trip to the
-// backend, and costs one cooldown, never a second leader.
+// backend, and costs one cooldown.
 //
 // Errors: ErrTokenMismatch, ErrUnavailable.
 func (g *Gateway) FailBegin(ctx context.Context, election, id, tokenHash string, term uint64, reason string) (bool, error) {

@@ -13,6 +13,16 @@
 // the next leader is promoted, so that a partitioned old leader has time to
 // notice and stand down.
 //
+// The promise. A heartbeat answered "leader" lets the leader act until a TTL
+// after it sent it (the step-down rule), and no other leadership begins
+// before that. A leadership that ends on the leader's own word (resign,
+// error report, handover) or by its expiry keeps it by construction. One
+// that the gateway ends by its verdict (FailBegin: the begin webhook went
+// unacknowledged) does not, as the leader may not have heard: the next
+// leadership is held back until the failed leader's promise has lapsed
+// (Record.FailLeader; on etcd the leader's promise record, see
+// backends/etcd). Reads meanwhile show no leader and HandoverUntil.
+//
 // Transfers and priorities (backends that are a Transferer). A candidate may
 // campaign with a priority: the followers are ordered by priority, then by
 // arrival, and the leader keeps its place. A transfer names the follower

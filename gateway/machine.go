@@ -24,6 +24,14 @@ import (
 //
 // Transfers keep that argument and add one of their own; see Transfer.
 //
+// Time: a leader may act until its step-down deadline, a TTL after it sent
+// the last heartbeat that kept it alive, whatever ended its leadership in
+// the Record. A leadership that ends because the leader asked (Resign,
+// ReportError, Handover) or because it expired (its deadline has passed:
+// see Advance) lets the next begin at once; one that the gateway ends by
+// its verdict (FailLeader) holds the next back until the failed leader's
+// deadline (Held); see FailLeader.
+//
 // A method that fails may still have advanced time (expiries, cooldowns,
 // handovers): the caller persists the Record whenever err is nil or events
 // is not empty.
@@ -40,6 +48,9 @@ type Record struct {
 	PreviousEnd string   `json:"previous_end,omitempty"`
 	// HandoverUntil holds back promotion after a leader expired.
 	HandoverUntil time.Time `json:"handover_until,omitzero"`
+	// Held holds back promotion after the gateway failed a leader, until
+	// the failed leader's promise has lapsed; see FailLeader.
+	Held *Hold `json:"held,omitempty"`
 	// Pending is the transfer of leadership waiting for the leader to hand
 	// over or to expire; see Transfer.
 	Pending *Transfer `json:"transfer,omitempty"`
@@ -49,13 +60,14 @@ type Record struct {
 	Line    []Entry `json:"line,omitempty"`
 	Cooling []Entry `json:"cooling,omitempty"`
 
-	// EngineTimed says that the ends of handover delays and error
+	// EngineTimed says that the ends of handover delays, holds and error
 	// cooldowns are decided outside the Record, by a TTL that the
 	// backend's engine keeps, and not by the clock of whichever replica
 	// applies a transition: Advance and NextDeadline then leave them
-	// alone, and the backend calls EndHandover and EndCooldown when its
-	// engine says the time is up. HandoverUntil and CooldownUntil are
-	// still set, as the times shown to users. Not stored.
+	// alone, and the backend calls EndHandover, EndHold and EndCooldown
+	// when its engine says the time is up. HandoverUntil, Held.Until and
+	// CooldownUntil are still set, as the times shown to users. Not
+	// stored.
 	EngineTimed bool `json:"-"`
 }
 
@@ -69,6 +81,18 @@ type Entry struct {
 	JoinedAt      time.Time       `json:"joined_at"`
 	ExpiresAt     time.Time       `json:"expires_at,omitzero"` // zero: see Expire
 	CooldownUntil time.Time       `json:"cooldown_until,omitzero"`
+}
+
+// Hold is the promise of a leadership that the gateway ended by its
+// verdict (FailLeader) while the leader may still believe that it leads:
+// no leadership begins before Until, the failed leader's expiry when it
+// was failed. TTL is the failed leader's, the longest the hold can be (a
+// backend whose engine times the hold starts it with that length).
+type Hold struct {
+	ID    string        `json:"id"`
+	Term  uint64        `json:"term"`
+	Until time.Time     `json:"until"`
+	TTL   time.Duration `json:"ttl"`
 }
 
 // NewRecord returns an empty election.
@@ -122,6 +146,12 @@ func (r *Record) Resign(now time.Time, id, tokenHash string) ([]Event, error) {
 // is promoted at once. A candidate already in error restarts its cooldown.
 // Errors as Heartbeat.
 func (r *Record) ReportError(now time.Time, id, tokenHash, reason string) ([]Event, error) {
+	return r.reportError(now, id, tokenHash, reason, false)
+}
+
+// reportError is ReportError; with verdict, a leader's end holds the next
+// leadership back until its promise has lapsed (see FailLeader).
+func (r *Record) reportError(now time.Time, id, tokenHash, reason string, verdict bool) ([]Event, error) {
 	ev := r.Advance(now)
 	e, err := r.owned(id, tokenHash)
 	if err != nil {
@@ -139,6 +169,9 @@ func (r *Record) ReportError(now time.Time, id, tokenHash, reason string) ([]Eve
 		lead.Detail = reason
 		ev = append(ev, lead)
 		ev = r.endLeadership(now, ReasonError, ev)
+		if verdict {
+			r.hold(now, e)
+		}
 	}
 	ev = r.cancelTransfer(now, id, ReasonError, ev)
 	r.Line = slices.DeleteFunc(r.Line, func(x Entry) bool { return x.ID == id })
@@ -150,13 +183,66 @@ func (r *Record) ReportError(now time.Time, id, tokenHash, reason string) ([]Eve
 // returns ErrNotLeader unless candidate id leads in term. Checking and
 // reporting in one step on one Record is what keeps a verdict on an old
 // leadership from ending a newer one. Errors also as ReportError.
+//
+// Unlike ReportError, FailLeader is not the leader saying that it has
+// stopped: it is the gateway's verdict (its begin webhook went
+// unacknowledged), and the leader may not know of it yet. It may have
+// been told that it leads, by its campaign's or a heartbeat's answer, by
+// an event or by the begin webhook itself (which may have arrived, only
+// its acknowledgement not), and under the step-down rule it may act until
+// a TTL after it sent its last heartbeat that was answered. So the
+// leadership ends at once (events, state error, cooldown), but the next
+// does not begin before the failed leader's expiry as of now (Held): no
+// heartbeat answers "leader", no leader.begin is sent, reads show no
+// leader and HandoverUntil. That expiry is never before its deadline,
+// since the Record extends a candidate's life from when it handles the
+// heartbeat, after the candidate sent it; with liveness kept outside the
+// Record (Entry.ExpiresAt zero) it is taken as a TTL from now, and the
+// backend's engine ends the hold (EngineTimed, EndHold) no sooner. No
+// answer can be proved never to have said "leader" (the begin webhook
+// says it), so every verdict holds. The failed leader's later heartbeats
+// are answered "error" and extend its life, not the hold.
+//
+// While a hold runs nobody leads, so nothing hands leadership on: promote
+// waits for it as for a handover delay (which cannot start meanwhile, as
+// only a leader's expiry starts one; should both run, promotion waits for
+// the later end, they do not add); the next in line, a pending transfer's
+// target, a newcomer to an empty line and the failed leader itself back
+// from its cooldown all wait; Transfer and preemption need a leader.
 func (r *Record) FailLeader(now time.Time, id, tokenHash string, term uint64, reason string) ([]Event, error) {
 	ev := r.Advance(now)
 	if !r.Leading || r.Line[0].ID != id || r.Term != term {
 		return ev, fmt.Errorf("%q in %q, term %d: %w", id, r.Name, term, ErrNotLeader)
 	}
-	more, err := r.ReportError(now, id, tokenHash, reason)
+	more, err := r.reportError(now, id, tokenHash, reason, true)
 	return append(ev, more...), err
+}
+
+// hold starts the hold of leader e's promise, failed at now; the caller
+// has just ended its leadership (Term is still its term).
+func (r *Record) hold(now time.Time, e *Entry) {
+	until := e.ExpiresAt
+	if until.IsZero() {
+		until = now.Add(e.TTL) // liveness kept outside the Record: renewed before now, if at all
+	}
+	if until.Before(now) {
+		until = now // cannot be: Advance(now) would have expired it
+	}
+	r.Held = &Hold{ID: e.ID, Term: r.Term, Until: until, TTL: e.TTL}
+}
+
+// EndHold ends a running hold of a failed leader's promise, as Advance
+// does when Held.Until passes, and promotes the head of the line. A
+// backend whose Record is EngineTimed calls it when its engine's TTL for
+// the hold ends. Without a hold running it changes nothing and returns no
+// events.
+func (r *Record) EndHold(now time.Time) []Event {
+	ev := r.Advance(now)
+	if r.Held == nil {
+		return ev
+	}
+	r.Held = nil
+	return r.promote(now, ev)
 }
 
 // Expire removes a candidate whose liveness ended, as Advance does when its
@@ -195,6 +281,8 @@ func (r *Record) Advance(now time.Time) []Event {
 			ev = r.rejoin(st.at, st.id, ev)
 		case stepHandover:
 			r.HandoverUntil = time.Time{}
+		case stepHold:
+			r.Held = nil
 		}
 		ev = r.promote(st.at, ev)
 	}
@@ -241,6 +329,7 @@ const (
 	stepExpire               // a candidate's ExpiresAt passed
 	stepRejoin               // a candidate's cooldown ended
 	stepHandover             // the handover delay ended
+	stepHold                 // a failed leader's promise lapsed
 )
 
 // pendingStep is one pending time-driven transition.
@@ -276,6 +365,9 @@ func (r *Record) nextStep() pendingStep {
 	}
 	if !r.HandoverUntil.IsZero() && !r.EngineTimed {
 		consider(r.HandoverUntil, stepHandover, "")
+	}
+	if r.Held != nil && !r.EngineTimed {
+		consider(r.Held.Until, stepHold, "")
 	}
 	return next
 }
@@ -350,8 +442,8 @@ func (r *Record) insertFrom(from int, e Entry) {
 
 // promote fills an empty leader slot with the head of the line (with the
 // target of a pending transfer moved there first), unless a handover delay
-// is running; then it starts a preemption if one is due. This is the only
-// place a leadership begins.
+// or a failed leader's hold is running; then it starts a preemption if one
+// is due. This is the only place a leadership begins.
 func (r *Record) promote(now time.Time, ev []Event) []Event {
 	if !r.Leading && r.Pending != nil {
 		// The slot is empty: the target is next, during a handover delay
@@ -361,7 +453,7 @@ func (r *Record) promote(now time.Time, ev []Event) []Event {
 			r.Line = slices.Insert(slices.Delete(r.Line, i, i+1), 0, e)
 		}
 	}
-	if r.Leading || len(r.Line) == 0 || !r.HandoverUntil.IsZero() {
+	if r.Leading || len(r.Line) == 0 || !r.HandoverUntil.IsZero() || r.Held != nil {
 		return r.preempt(now, ev)
 	}
 	r.Pending = nil
@@ -413,7 +505,7 @@ func (r *Record) owned(id, tokenHash string) (*Entry, error) {
 // Snapshot returns the election as the API shows it. Cursor is left empty
 // for the caller to fill.
 func (r *Record) Snapshot() Election {
-	e := Election{Name: r.Name, Settings: r.Settings, Term: r.Term, HandoverUntil: r.HandoverUntil, Transfer: r.pending()}
+	e := Election{Name: r.Name, Settings: r.Settings, Term: r.Term, HandoverUntil: r.heldUntil(), Transfer: r.pending()}
 	e.Candidates = make([]Candidate, 0, len(r.Line)+len(r.Cooling))
 	for i, x := range r.Line {
 		c := x.candidate(StateFollower)
@@ -434,7 +526,18 @@ func (r *Record) Snapshot() Election {
 // LeaderSnapshot returns Snapshot without its Candidates: what a read of
 // the leader needs, in time independent of the number of candidates.
 func (r *Record) LeaderSnapshot() Election {
-	return Election{Name: r.Name, Settings: r.Settings, Term: r.Term, Leader: r.leader(), HandoverUntil: r.HandoverUntil, Transfer: r.pending()}
+	return Election{Name: r.Name, Settings: r.Settings, Term: r.Term, Leader: r.leader(), HandoverUntil: r.heldUntil(), Transfer: r.pending()}
+}
+
+// heldUntil is when the promotion held back by a handover delay or by a
+// failed leader's promise is due, the later of the two, or zero: what
+// reads show as HandoverUntil.
+func (r *Record) heldUntil() time.Time {
+	t := r.HandoverUntil
+	if r.Held != nil && r.Held.Until.After(t) {
+		t = r.Held.Until
+	}
+	return t
 }
 
 // Status returns one candidate's Status, as StatusOf(r.Snapshot(), id)
@@ -489,6 +592,9 @@ func (r *Record) Check() error {
 	}
 	if r.Leading && !r.HandoverUntil.IsZero() {
 		return fmt.Errorf("gateway: record %q: leading during a handover delay", r.Name)
+	}
+	if r.Leading && r.Held != nil {
+		return fmt.Errorf("gateway: record %q: leading while the promise of failed term %d holds", r.Name, r.Held.Term)
 	}
 	return r.checkTransfer()
 }

@@ -93,7 +93,9 @@ type Election struct {
 	Term   uint64
 	Leader *Leader // nil when the election has no leader
 	// HandoverUntil is set while a promotion is held back by the handover
-	// delay; Leader is nil until then.
+	// delay or by the promise of a leader that ended without saying it had
+	// stopped (a failed leader's, see Record.FailLeader; on etcd also an
+	// expired one's); Leader is nil until then.
 	HandoverUntil time.Time
 	// Transfer is the pending leadership transfer, or nil.
 	Transfer *Transfer

@@ -199,7 +199,7 @@ func (r *Record) checkTransfer() error {
 	if r.Pending == nil {
 		return nil
 	}
-	if !r.Leading && r.HandoverUntil.IsZero() {
+	if !r.Leading && r.HandoverUntil.IsZero() && r.Held == nil {
 		return fmt.Errorf("gateway: record %q: transfer pending with no leadership to hand over", r.Name)
 	}
 	i := slices.IndexFunc(r.Line, func(x Entry) bool { return x.ID == r.Pending.To })

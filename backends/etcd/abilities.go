@@ -21,10 +21,12 @@ var (
 // leader compares the lead record's mod revision with the one the check
 // read (see removeTxn and handOver), so a leadership that ended and began
 // again in between makes the transaction fail, and the next attempt sees
-// that id no longer leads term. Errors: gateway.ErrNotLeader, and as
-// ReportError.
+// that id no longer leads term. Unlike ReportError it does not hand over:
+// the leader may not know of the verdict, so the next is acknowledged
+// only once its promise has lapsed (handOver, promise.go). Errors:
+// gateway.ErrNotLeader, and as ReportError.
 func (b *Backend) FailLeader(ctx context.Context, election, id, tokenHash string, term uint64, reason string) (gateway.Status, error) {
-	_, err := b.removeIf(ctx, "fail leader", election, id, tokenHash, gateway.ReasonError, reason, func(v view, x *entry) error {
+	_, err := b.removeIf(ctx, "fail leader", election, id, tokenHash, gateway.ReasonError, reason, true, func(v view, x *entry) error {
 		if x != v.leader || v.term != term {
 			return fmt.Errorf("etcd: fail leader %q in %q, term %d: %w", id, election, term, gateway.ErrNotLeader)
 		}

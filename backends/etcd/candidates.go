@@ -298,14 +298,17 @@ func (b *Backend) ReportError(ctx context.Context, election, id, tokenHash, reas
 // remove takes a candidate out of the line, for good (resigned) or into
 // cooldown (error), retrying while the election moves under it.
 func (b *Backend) remove(ctx context.Context, op, election, id, tokenHash, reason, detail string) (*entry, error) {
-	return b.removeIf(ctx, op, election, id, tokenHash, reason, detail, nil)
+	return b.removeIf(ctx, op, election, id, tokenHash, reason, detail, false, nil)
 }
 
 // removeIf is remove with a precondition on the view it writes over:
-// when check returns an error, nothing is written and removeIf returns it.
+// when check returns an error on a fresh read, nothing is written and
+// removeIf returns it.
 // The transaction compares what the view was read from (the lead record
-// among it), so check holds at the revision the removal commits.
-func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, reason, detail string, check func(view, *entry) error) (*entry, error) {
+// among it), so check holds at the revision the removal commits. With
+// hold, a leader's end holds the next back until its promise lapses (see
+// handOver).
+func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, reason, detail string, hold bool, check func(view, *entry) error) (*entry, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		v, x, cooling, err := b.owned(ctx, op, election, id, tokenHash, attempt > 0)
 		if err != nil {
@@ -313,6 +316,9 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 		}
 		if check != nil {
 			if err := check(v, x); err != nil {
+				if attempt == 0 {
+					continue // the cache as it was may lag: decide on a fresh read
+				}
 				return nil, err
 			}
 		}
@@ -329,7 +335,7 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 			}
 			marker = &put
 		}
-		cmps, ops := b.removeTxn(v, x, cooling, id, reason, detail, now, marker)
+		cmps, ops := b.removeTxn(v, x, cooling, id, reason, detail, hold, now, marker)
 		rctx, cancel := b.reqCtx(ctx)
 		resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()
 		cancel()
@@ -365,7 +371,8 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 // marker, for an error, is the write of the cooldown's marker key
 // (timers.go), which the transaction makes with the cooling key; with
 // nil the cooling key is not timed and a reconciler gives it a marker.
-func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail string, now time.Time, marker *clientv3.Op) ([]clientv3.Cmp, []clientv3.Op) {
+// hold is handOver's, for a leader.
+func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail string, hold bool, now time.Time, marker *clientv3.Op) ([]clientv3.Cmp, []clientv3.Op) {
 	election := v.name
 	idKey := b.keys.candidateID(election, id)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(idKey), "=", v.ids[id].create)}
@@ -394,7 +401,7 @@ func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail s
 			ops = append(ops, clientv3.OpDelete(idKey))
 		}
 		if x == v.leader {
-			c, o := b.handOver(v, reason, now)
+			c, o := b.handOver(v, reason, hold, now)
 			cmps, ops = append(cmps, c...), append(ops, o...)
 		} else {
 			// Not the leader as v sees it: only while the lead record is
@@ -418,17 +425,23 @@ func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail s
 // pending, the next in line is its target once the reconcilers have moved
 // the keys between behind it (see plan); until then the next in
 // line leads, and the new record drops the transfer (an event cancels it).
-func (b *Backend) handOver(v view, reason string, now time.Time) ([]clientv3.Cmp, []clientv3.Op) {
+//
+// With hold (FailLeader: the gateway's verdict, which the leader may not
+// know of yet) the record always records the end, marked "failed", and
+// names nobody: the reconcilers acknowledge the next in line only once
+// the failed leader's promise has lapsed (see promise.go), as after an
+// expiry. A pending transfer is dropped then too.
+func (b *Backend) handOver(v view, reason string, hold bool, now time.Time) ([]clientv3.Cmp, []clientv3.Op) {
 	leadKey := b.keys.lead(v.name)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(leadKey), "=", v.leadMod)}
 	prev := &gateway.TermRef{ID: v.leader.value.ID, Term: v.term}
-	if len(v.line) > 1 {
+	if len(v.line) > 1 && !hold {
 		next := v.line[1]
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, next)), "=", next.create))
 		return cmps, []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(acknowledge(next, prev, reason, now)))}
 	}
 	ended := *v.lead
-	ended.Ended, ended.At, ended.Until, ended.Transfer = reason, now, time.Time{}, nil
+	ended.Ended, ended.At, ended.Until, ended.Transfer, ended.Failed = reason, now, time.Time{}, nil, hold
 	return cmps, []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(ended))}
 }
 

@@ -63,16 +63,16 @@
 //	settings   {"error_cooldown_ms":10000,"handover_delay_ms":0,"preempt":true,"at":"…"}
 //	lead       {"term":41,"key":"<lease-hex>","id":"node-b","metadata":…,"ttl_ms":10000,"since":"…",
 //	            "previous":{"id":"node-a","term":37},"previous_end":"resigned",
-//	            "ended":"","until":"…","timed":true,"at":"…",
+//	            "ended":"","failed":true,"until":"…","timed":true,"at":"…",
 //	            "transfer":{"to":"node-c","key":"<lease-hex>","reason":"transferred","at":"…"}}
 //	handover   {"term":41,"until":"…"} (a marker; a cooldown's is {"until":"…"})
 //	mark       {"key":"<lease-hex>","reason":"resigned"|"error"|"expired","detail":"…","at":"…"}
 //	promise    {"term":41,"key":"<lease-hex>","ttl_ms":10000,"at":"…"}
 //	revoked    {"id":"node-a","token_hash":"…","rev":512,"at":"…","expires_at":"…"}
 //
-// "priority", "preempt", "transfer" and the lead record's "ttl_ms" are
-// left out when 0, false or none, and values written without them read
-// so (a lead record without "ttl_ms", written by an older version or
+// "priority", "preempt", "transfer", "failed" and the lead record's
+// "ttl_ms" are left out when 0, false or none, and values written without
+// them read so (a lead record without "ttl_ms", written by an older version or
 // naming a native leader, makes no promise: its end holds nobody back).
 //
 // # Who leads
@@ -86,9 +86,12 @@
 // key's create revision, and (when it replaces a record) the record's own
 // mod revision. Its writers are Campaign (first in an empty line), Resign
 // and ReportError (the leader hands over to the next in line in the same
-// transaction that deletes its key), and the reconciler that any replica
-// runs (Run): it acknowledges the head of a line nobody leads, and after an
-// expiry it first starts the handover delay and then acknowledges the next.
+// transaction that deletes its key), FailLeader (which records the end of
+// the leadership it names, "failed", and names nobody new), and the
+// reconciler that any replica runs (Run): it acknowledges the head of a
+// line nobody leads (once a failed leader's promise has lapsed), and after
+// an expiry it first starts the handover delay and then acknowledges the
+// next.
 // Handover names the target of a transfer in the transaction that moves the
 // leader's key behind it, which makes the target the head. (Transfer and
 // preemptions write the record too, without changing whom it names.)
@@ -117,8 +120,8 @@
 //     which is what concurrency.Election waits for. A native client may
 //     consider itself leader before elector reports it (until the lead
 //     record names it, a few milliseconds, or while a handover delay or an
-//     expired leader's promise runs, see below), never while elector
-//     reports another leader.
+//     expired or failed leader's promise runs, see below), never while
+//     elector reports another leader.
 //
 // These hold at each revision whatever etcd does with leases. What a lease
 // ending early can break is time: the promise a heartbeat makes. The next
@@ -153,13 +156,22 @@
 //     without a mark: a lease expired or revoked, a native or manual
 //     delete), no replica acknowledges anybody until the promise has
 //     lapsed on its clock: not the next in line, not a transfer's target,
-//     not a newcomer to an empty line (a record whose "ended" is "expired"
-//     holds as long). Resign, ReportError and Handover end a leadership in
-//     the transaction that acknowledges the next: the leader asked, and
-//     nothing is held. So does FailLeader, the gateway's verdict that a
-//     leader never acknowledged its begin webhook, as on every backend
-//     (gateway.LeaderFailer). Keys may move meanwhile, which makes nobody
-//     leader.
+//     not a newcomer to an empty line, not the leader itself back from a
+//     cooldown (a record whose "ended" is "expired" holds as long).
+//     Resign, ReportError and Handover end a leadership in the transaction
+//     that acknowledges the next: the leader asked, and nothing is held.
+//     FailLeader, the gateway's verdict that a leader never acknowledged
+//     its begin webhook, is not the leader asking: the leader may have
+//     been told that it leads (by its campaign, a heartbeat, an event or
+//     the begin webhook itself) and not yet hear of the verdict. Its
+//     transaction moves the key to cooling with a mark "error" (the events
+//     of an error report) and writes the lead record "ended":"error",
+//     "failed":true, naming nobody, whoever waits; that record holds like
+//     an expired one, and a pending transfer is dropped with it. The
+//     failed leader's heartbeats write no promise any more (it no longer
+//     leads: the promise's guard on its key fails), so they answer
+//     "error" and do not extend the hold. Keys may move meanwhile, which
+//     makes nobody leader.
 //     DeleteElection refuses an election whose promise holds (its lead
 //     record is what holds it).
 //   - A leader whose promise lapsed on a replica's clock while etcd still
@@ -190,9 +202,10 @@
 // What native concurrency.Election clients see meanwhile: a native client
 // at the head of the line considers itself leader as soon as its
 // predecessor's key is gone, etcd's recipe having no promise to wait for.
-// When etcd revokes an elector leader's lease early, a native client next
-// in line leads at once, beside the elector leader whose promise still
-// runs; elector reports no leader until the promise lapses. A native
+// When etcd revokes an elector leader's lease early, or the gateway fails
+// an elector leader (FailLeader moves its key out of the line), a native
+// client next in line leads at once, beside the elector leader whose
+// promise still runs; elector reports no leader until the promise lapses. A native
 // leader is promised nothing by elector (its lead record has no
 // "ttl_ms"): its lease alone says how long it leads, as for any native
 // client, and its end holds nobody back. Mix native and elector
@@ -231,7 +244,9 @@
 // ReportError moves the candidate's key from the line to
 // p/_elector/cooling/ in one transaction (still on its lease, so it expires
 // there if the candidate stops heartbeating); leadership ends at once and
-// the lead record goes to the next in line. When the cooldown ends, the
+// the lead record goes to the next in line (after FailLeader: once the
+// failed leader's promise has lapsed, see The leader's promise). When the
+// cooldown ends, the
 // reconciler of one replica (a transaction guarded by the cooling key's mod
 // revision) re-creates the candidacy key: a new create revision, the back of
 // the line. A native client sees the candidate leave the line and join it

@@ -23,7 +23,7 @@ func (b *Backend) PrepareRemove(ctx context.Context, election, id, tokenHash, re
 	if err != nil {
 		return nil, err
 	}
-	cmps, ops := b.removeTxn(v, x, cooling, id, reason, "", time.Now(), nil)
+	cmps, ops := b.removeTxn(v, x, cooling, id, reason, "", false, time.Now(), nil)
 	return func() (bool, error) {
 		resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {

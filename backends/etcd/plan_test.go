@@ -179,8 +179,9 @@ func TestPlanHoldsAnExpiredLeadersTransferUntilTheDelayEnds(t *testing.T) {
 // that ended without the leader asking (its key went: an expiry, or a
 // revocation however early), nobody is acknowledged until the promise of
 // its last heartbeat has lapsed on the replica's clock, whatever etcd's
-// lease and the handover delay say; one that ended by the leader's own
-// act, or a native one, holds nothing back. A leader whose promise lapsed
+// lease and the handover delay say, and so does one that the gateway's
+// verdict ended (FailLeader); one that ended by the leader's own act, or a
+// native one, holds nothing back. A leader whose promise lapsed
 // while etcd still holds its key is expired by the reconciler.
 func TestPlanHoldsTheNextLeaderUntilThePromiseLapses(t *testing.T) {
 	b := &Backend{keys: keys{p: "p"}}
@@ -224,6 +225,20 @@ func TestPlanHoldsTheNextLeaderUntilThePromiseLapses(t *testing.T) {
 		{"a leadership recorded as expired holds a newcomer back", func() view { return ended(gateway.ReasonExpired) }, t0.Add(time.Second), nil, t0.Add(ttl)},
 		{"a resignation holds nothing back", func() view { return ended(gateway.ReasonResigned) }, t0, []string{"acknowledge leader"}, time.Time{}},
 		{"an error report holds nothing back", func() view { return ended(gateway.ReasonError) }, t0, []string{"acknowledge leader"}, time.Time{}},
+		{"the gateway's verdict holds the next leader back", func() view {
+			v := ended(gateway.ReasonError)
+			v.lead.Failed = true
+			return v
+		}, t0.Add(ttl - time.Nanosecond), nil, t0.Add(ttl)},
+		{"until the failed leader's promise lapses", func() view {
+			v := ended(gateway.ReasonError)
+			v.lead.Failed = true
+			return v
+		}, t0.Add(ttl), []string{"acknowledge leader"}, time.Time{}},
+		{"the failed leader back from its cooldown waits too", func() view {
+			v := base([]*entry{{hex: "a", name: "a", create: 40, lease: 0xa, value: old.value}}, leadValue{Term: 10, Key: "a", ID: "a", TTLms: ttl.Milliseconds(), Ended: gateway.ReasonError, Failed: true})
+			return v
+		}, t0.Add(time.Second), nil, t0.Add(ttl)},
 		{"a native leader was promised nothing", func() view {
 			v := base([]*entry{next}, leadValue{Term: 10, Key: "n", ID: "n"})
 			v.pending = true

@@ -21,7 +21,8 @@ import (
 //     (promise, answer);
 //   - each replica notes on its monotonic clock when it first held a
 //     leadership's newest promise or its acknowledgement (estate.promised);
-//   - after a leadership ended without the leader asking, nobody is
+//   - after a leadership ended without the leader asking (an expiry, an
+//     early revocation, the gateway's verdict: FailLeader), nobody is
 //     acknowledged until a TTL has passed since (hold, plan);
 //   - a leader whose promise lapsed is expired by the reconcilers
 //     (expireLeader).
@@ -72,11 +73,12 @@ func (v view) promisedEnd() (time.Time, bool) {
 }
 
 // hold reports whether the leadership the lead record names ended without
-// the leader asking (its key went without a mark, or it was recorded as
-// expired) and its promise has not lapsed on this replica's clock at mono:
-// then nobody may be acknowledged before until.
+// the leader asking (its key went without a mark, it was recorded as
+// expired, or the gateway's verdict failed it) and its promise has not
+// lapsed on this replica's clock at mono: then nobody may be acknowledged
+// before until.
 func (v view) hold(mono time.Time) (until time.Time, held bool) {
-	if v.lead == nil || !(v.pending || v.lead.Ended == gateway.ReasonExpired) {
+	if v.lead == nil || !(v.pending || v.lead.Ended == gateway.ReasonExpired || v.lead.Failed) {
 		return time.Time{}, false
 	}
 	end, ok := v.promiseLapses()

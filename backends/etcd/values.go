@@ -69,13 +69,16 @@ func (x *entry) priority() int {
 //
 //	{"term":41,"key":"694d7d3a1c2b0f05","id":"node-b","ttl_ms":10000,"since":"…","at":"…",
 //	 "previous":{"id":"node-a","term":37},"previous_end":"resigned",
-//	 "ended":"", "until":"…", "timed":true}
+//	 "ended":"", "failed":false, "until":"…", "timed":true}
 //
 // Term is the create revision of the leader's candidacy key Key, TTLms
 // the leader's TTL (absent for a native leader, which elector promises
 // nothing, and in records written before promises: see promise.go). Ended is
 // set when elector ended the leadership itself (resigned, error) and no
-// successor was waiting; Until is the end of a handover delay that
+// successor was waiting, or, with Failed, when the gateway's verdict ended
+// it (FailLeader: "ended":"error","failed":true), whether or not a
+// successor waits, which is then held back until the leader's promise has
+// lapsed (promise.go); Until is the end of a handover delay that
 // started because the named key disappeared without Ended (an expiry).
 // Transfer is the pending transfer of this leadership, if any (see
 // transfer.go); a record without it (as every record written before
@@ -91,6 +94,7 @@ type leadValue struct {
 	Previous    *gateway.TermRef `json:"previous,omitempty"`
 	PreviousEnd string           `json:"previous_end,omitempty"`
 	Ended       string           `json:"ended,omitempty"`
+	Failed      bool             `json:"failed,omitempty"`
 	Until       time.Time        `json:"until,omitzero"`
 	// Timed is set when the handover delay has a marker key (timers.go):
 	// it ends when etcd deletes the marker, not at Until, which is only

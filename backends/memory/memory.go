@@ -227,7 +227,9 @@ func (b *Backend) create(election string, s gateway.Settings) *gateway.Record {
 }
 
 // DeleteElection implements gateway.ElectionDeleter; the election's last
-// term is kept for a successor of the same name.
+// term is kept for a successor of the same name. An election whose failed
+// leader's promise still holds (gateway.Record.FailLeader) is not empty:
+// deleting it would let a newcomer lead at once.
 func (b *Backend) DeleteElection(_ context.Context, election string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -238,6 +240,9 @@ func (b *Backend) DeleteElection(_ context.Context, election string) error {
 	b.update(r, r.Advance(time.Now()))
 	if len(r.Line) > 0 || len(r.Cooling) > 0 {
 		return fmt.Errorf("memory: delete %q: %d candidates: %w", election, len(r.Line)+len(r.Cooling), gateway.ErrElectionNotEmpty)
+	}
+	if h := r.Held; h != nil {
+		return fmt.Errorf("memory: delete %q: the promise of failed term %d holds until %s: %w", election, h.Term, h.Until.Format(time.RFC3339Nano), gateway.ErrElectionNotEmpty)
 	}
 	b.deleted[election] = r.Term
 	delete(b.elections, election)

@@ -36,7 +36,9 @@ func (b *Backend) FailLeader(ctx context.Context, election, id, tokenHash string
 // tombstone over the election's latest record, under compare-and-set: the
 // record with "deleted" set, no candidate and its last term, so that an
 // election created again continues above that term (apply) and the chain
-// of records goes on. Reads treat a tombstone as absent. Errors:
+// of records goes on. Reads treat a tombstone as absent. An election
+// whose failed leader's promise still holds (gateway.Record.FailLeader)
+// is not empty. Errors:
 // gateway.ErrElectionNotFound, gateway.ErrElectionNotEmpty,
 // gateway.ErrUnavailable.
 func (b *Backend) DeleteElection(ctx context.Context, election string) error {
@@ -57,6 +59,10 @@ func (b *Backend) DeleteElection(ctx context.Context, election string) error {
 		ev := cur.rec.Advance(b.now())
 		if n := len(cur.rec.Line) + len(cur.rec.Cooling); n > 0 {
 			return fmt.Errorf("nats: delete %q: %d candidates: %w", election, n, gateway.ErrElectionNotEmpty)
+		}
+		if h := cur.rec.Held; h != nil {
+			// A tombstone keeps no hold: a campaign would lead at once.
+			return fmt.Errorf("nats: delete %q: the promise of failed term %d holds: %w", election, h.Term, gateway.ErrElectionNotEmpty)
 		}
 		cur.deleted = true
 		next, err := b.publishRecord(ctx, cur, ev)

@@ -129,23 +129,26 @@
 // (timers.go):
 //
 //	elector.alive.<election>._h<term>-<until>          a handover delay
+//	elector.alive.<election>._p<term>-<until>          a failed leader's promise
 //	elector.alive.<election>._c<nonce>-<until>         a candidate's cooldown
 //
 // where <until> is the recorded end in Unix nanoseconds, so a late marker
 // of an earlier timer never ends a later one. The marker is published
 // with Nats-TTL the timer's length rounded up to whole seconds (at least
 // one second: the server's unit), before the record that starts the timer
-// is written. The timer ends only when the server's delete marker for it
-// is seen: Run applies gateway.Record.EndHandover or EndCooldown, under
+// is written (a failed leader's promise is the exception, see below). The
+// timer ends only when the server's delete marker for it is seen: Run
+// applies gateway.Record.EndHandover, EndHold or EndCooldown, under
 // compare-and-set like every write, in one link of the record chain, so
 // the argument above for one leader holds unchanged.
 //
 // Why a timer never ends early:
 //   - The marker is published after the transition's time is taken and
-//     before its record is stored, with a TTL no shorter than the delay;
-//     the server writes the delete marker only once that TTL has passed
-//     on its own clock. A crash between publish and write leaves a marker
-//     no record names, whose end changes nothing.
+//     before its record is stored (a failed leader's promise: after, see
+//     below), with a TTL no shorter than the delay; the server writes the
+//     delete marker only once that TTL has passed on its own clock. A
+//     crash between publish and write leaves a marker no record names,
+//     whose end changes nothing.
 //   - Racing writers of one transition publish on the same subject; the
 //     last publish replaces the others and its TTL counts: longer, never
 //     shorter.
@@ -161,6 +164,25 @@
 //     longer, conditional on the subject being empty. The timer then ends
 //     at most one full delay and a sweep interval later than it would
 //     have, never earlier.
+//
+// A failed leader's promise (gateway.Record.FailLeader: the gateway put a
+// leader in error whose begin webhook went unacknowledged, and the leader
+// may not know it yet) holds every promotion back until its marker ends,
+// as a handover delay does. Its marker is published once the record that
+// fails the leader is stored, with the failed leader's whole TTL: a
+// heartbeat of the leader may be answered "leader" until that record is
+// stored (its answer reads the view at a read index before it), so its
+// step-down deadline can be up to a TTL after the store, and the marker
+// ends no sooner; published before the record, it could end a TTL after
+// a moment that a writer stalled between the two puts long before the
+// store. Counting from the verdict rather than from the leader's last
+// heartbeat makes the hold up to a whole TTL where the remaining part of
+// it would do: the server's clock times the leader's liveness, and no
+// replica can tell how much of it is left on that clock. A crash between
+// the record and the marker leaves a hold without a marker, which the
+// sweep gives one of the whole TTL (the last point above): later, never
+// earlier. The
+// failed leader's heartbeats renew its own liveness, not this marker.
 //
 // On a replicated stream the server that expires the marker is the
 // stream's leader; a change of stream leader moves the end by at most the
@@ -249,9 +271,12 @@
 //
 // Transfer, Handover and FailLeader are Record methods applied under the
 // same compare-and-set as every transition: the check and the change are
-// one link of the record chain. DeleteElection writes a tombstone: the
-// election's record with "deleted" set and no candidate, holding its last
-// term. Reads treat it as absent; a campaign or Configure starts the
+// one link of the record chain. FailLeader's record holds the next
+// leadership back until the failed leader's promise has lapsed (see
+// Timers). DeleteElection writes a tombstone: the election's record with
+// "deleted" set and no candidate, holding its last term; it refuses an
+// election whose failed leader's promise still holds, since a tombstone
+// keeps no hold. Reads treat it as absent; a campaign or Configure starts the
 // election again from it, with terms above the deleted one's, since the
 // stream never loses an election's latest record. CountElections before
 // Run's view has loaded counts subjects, tombstones included.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -213,13 +214,18 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 			}
 			return cur, terr
 		}
-		if err := b.startTimers(ctx, cur.rec, before, now); err != nil {
+		if err := b.startTimers(ctx, cur.rec, before, now, false); err != nil {
 			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, err)
 		}
 		next, err := b.publishRecord(ctx, cur, ev)
 		if err == nil {
 			if r != nil {
 				r.put(next)
+			}
+			if err := b.startTimers(ctx, next.rec, before, now, true); err != nil && ctx.Err() == nil {
+				// The record is stored: its hold has no marker yet, and the
+				// sweep gives it one (sweepTimers), later, never earlier.
+				b.log.LogAttrs(ctx, slog.LevelWarn, "nats: start timer after record", slog.String("election", election), slog.Any("err", err))
 			}
 			if terr != nil {
 				terr = fmt.Errorf("nats: %s: %w", op, terr)

@@ -37,6 +37,16 @@ func handoverToken(rec *gateway.Record) string {
 	return "_h" + strconv.FormatUint(rec.Term, 10) + "-" + strconv.FormatInt(rec.HandoverUntil.UnixNano(), 10)
 }
 
+// holdToken names the marker of rec's hold of a failed leader's promise
+// (gateway.Record.FailLeader), or "" if none runs: the failed term and the
+// hold's recorded end.
+func holdToken(rec *gateway.Record) string {
+	if rec.Held == nil {
+		return ""
+	}
+	return "_p" + strconv.FormatUint(rec.Held.Term, 10) + "-" + strconv.FormatInt(rec.Held.Until.UnixNano(), 10)
+}
+
 // cooldownToken names the marker of a cooling candidate's cooldown: its
 // candidacy's nonce and the cooldown's end as recorded, so a cooldown
 // restarted by a new error report has a new marker and the old one's end
@@ -49,12 +59,15 @@ func cooldownToken(e *gateway.Entry) string {
 // a timer marker rather than a candidacy (whose nonce is hex).
 func isTimerToken(tok string) bool { return strings.HasPrefix(tok, "_") }
 
-// timer is a running handover delay or cooldown of a record: its marker's
-// token and how long the delay is in full.
+// timer is a running handover delay, hold or cooldown of a record: its
+// marker's token and how long the delay is in full. A hold's marker is
+// published after the record that starts it (afterRecord): see
+// startTimers.
 type timer struct {
-	token string
-	full  time.Duration
-	until time.Time
+	token       string
+	full        time.Duration
+	until       time.Time
+	afterRecord bool
 }
 
 // timers lists rec's running timers.
@@ -62,6 +75,9 @@ func timers(rec *gateway.Record) []timer {
 	var out []timer
 	if tok := handoverToken(rec); tok != "" {
 		out = append(out, timer{token: tok, full: rec.Settings.HandoverDelay, until: rec.HandoverUntil})
+	}
+	if tok := holdToken(rec); tok != "" {
+		out = append(out, timer{token: tok, full: rec.Held.TTL, until: rec.Held.Until, afterRecord: true})
 	}
 	for i := range rec.Cooling {
 		e := &rec.Cooling[i]
@@ -78,8 +94,22 @@ func timers(rec *gateway.Record) []timer {
 // end finds errNoTimer. Racing writers of the same transition publish on
 // the same subject; the last publish replaces the others and its TTL
 // counts, which only makes the wait longer.
-func (b *Backend) startTimers(ctx context.Context, rec *gateway.Record, before []timer, now time.Time) error {
+//
+// A hold of a failed leader's promise is the exception (afterRecord):
+// apply calls startTimers again with afterRecord once the record is
+// stored, and the marker gets the failed leader's whole TTL. A heartbeat
+// of the failed leader may be answered "leader" until the record that
+// fails it is stored (its answer reads a view at a sequence before it),
+// so the hold must count a TTL from then; a marker published before the
+// record could end a TTL after a moment that a stalled writer put long
+// before the store. A crash between the record and its marker leaves a
+// hold with no marker, which the sweep gives one of the whole TTL
+// (sweepTimers): late, never early.
+func (b *Backend) startTimers(ctx context.Context, rec *gateway.Record, before []timer, now time.Time, afterRecord bool) error {
 	for _, t := range timers(rec) {
+		if t.afterRecord != afterRecord {
+			continue
+		}
 		started := true
 		for _, o := range before {
 			if o.token == t.token {
@@ -90,29 +120,37 @@ func (b *Backend) startTimers(ctx context.Context, rec *gateway.Record, before [
 		if !started {
 			continue
 		}
-		if _, err := b.beat(ctx, b.aliveSubject(rec.Name, t.token), t.until.Sub(now), nil); err != nil {
+		ttl := t.until.Sub(now)
+		if afterRecord {
+			ttl = t.full
+		}
+		if _, err := b.beat(ctx, b.aliveSubject(rec.Name, t.token), ttl, nil); err != nil {
 			return fmt.Errorf("nats: timer %s of %q: %w", t.token, rec.Name, translate(err))
 		}
 	}
 	return nil
 }
 
-// endTimer ends the handover delay or cooldown of election whose marker
-// is token, once the server's delete marker for it was seen, under the
-// same compare-and-set as every write. Errors: errNoTimer when the record
+// endTimer ends the handover delay, hold or cooldown of election whose
+// marker is token, once the server's delete marker for it was seen, under
+// the same compare-and-set as every write. Errors: errNoTimer when the record
 // no longer runs that timer, gateway.ErrElectionNotFound,
 // gateway.ErrUnavailable.
 //
-// Why this cannot make two leaders: EndHandover and EndCooldown promote
-// only through Record.promote, into an empty slot, in one link of the
-// record chain. Why not too early: the marker was published before the
-// record that started the timer was written, with a TTL no shorter than
-// the delay, and the server writes the delete marker only when the
-// marker's TTL has passed on the server's clock.
+// Why this cannot make two leaders: EndHandover, EndHold and EndCooldown
+// promote only through Record.promote, into an empty slot, in one link of
+// the record chain. Why not too early: the marker was published before
+// the record that started the timer was written (a hold's: after, with a
+// whole TTL; see startTimers), with a TTL no shorter than the delay, and
+// the server writes the delete marker only when the marker's TTL has
+// passed on the server's clock.
 func (b *Backend) endTimer(ctx context.Context, election, token string) (stored, error) {
 	return b.apply(ctx, "end timer", election, nil, writeOnSuccess, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
 		if handoverToken(r) == token {
 			return r.EndHandover(now), nil
+		}
+		if holdToken(r) == token {
+			return r.EndHold(now), nil
 		}
 		for i := range r.Cooling {
 			if cooldownToken(&r.Cooling[i]) == token {

@@ -21,7 +21,11 @@ import (
 // and no candidates, holding its last term, so that an election created
 // again under the name continues above it (the stream denies deletes, so
 // the tombstone stays). Leadership transfers add "transfer" to the
-// record, "priority" to entries and "preempt" to settings.
+// record, "priority" to entries and "preempt" to settings. A leader the
+// gateway failed adds "held":{"id":"node-a","term":7,"until":"…","ttl":"10s"}
+// until its promise has lapsed (gateway.Record.FailLeader); a replica of
+// a version without it would promote the next at once, so replicas
+// upgrade together.
 //
 // Durations are Go duration strings, times RFC 3339 with nanoseconds.
 // Version 1 stored gateway.Record as it marshals (settings as
@@ -60,10 +64,33 @@ type recordValue struct {
 	Previous      *gateway.TermRef  `json:"previous,omitempty"`
 	PreviousEnd   string            `json:"previous_end,omitempty"`
 	HandoverUntil time.Time         `json:"handover_until,omitzero"`
+	Held          *holdValue        `json:"held,omitempty"`
 	Pending       *gateway.Transfer `json:"transfer,omitempty"`
 	Line          []entryValue      `json:"line,omitempty"`
 	Cooling       []entryValue      `json:"cooling,omitempty"`
 	Deleted       bool              `json:"deleted,omitempty"`
+}
+
+// holdValue is a gateway.Hold.
+type holdValue struct {
+	ID    string    `json:"id"`
+	Term  uint64    `json:"term"`
+	Until time.Time `json:"until"`
+	TTL   duration  `json:"ttl"`
+}
+
+func holdValueOf(h *gateway.Hold) *holdValue {
+	if h == nil {
+		return nil
+	}
+	return &holdValue{ID: h.ID, Term: h.Term, Until: h.Until, TTL: duration(h.TTL)}
+}
+
+func (v *holdValue) hold() *gateway.Hold {
+	if v == nil {
+		return nil
+	}
+	return &gateway.Hold{ID: v.ID, Term: v.Term, Until: v.Until, TTL: time.Duration(v.TTL)}
 }
 
 type settingsValue struct {
@@ -105,7 +132,7 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 func valueOf(r *gateway.Record, deleted bool) recordValue {
 	v := recordValue{
 		Name: r.Name, Term: r.Term, Leading: r.Leading, LeaderSince: r.LeaderSince,
-		Previous: r.Previous, PreviousEnd: r.PreviousEnd, HandoverUntil: r.HandoverUntil, Pending: r.Pending, Deleted: deleted,
+		Previous: r.Previous, PreviousEnd: r.PreviousEnd, HandoverUntil: r.HandoverUntil, Held: holdValueOf(r.Held), Pending: r.Pending, Deleted: deleted,
 		Settings: settingsValue{ErrorCooldown: duration(r.Settings.ErrorCooldown), HandoverDelay: duration(r.Settings.HandoverDelay), Preempt: r.Settings.Preempt},
 		Line:     entryValues(r.Line),
 		Cooling:  entryValues(r.Cooling),
@@ -127,7 +154,7 @@ func entryValues(es []gateway.Entry) []entryValue {
 func (v recordValue) record() *gateway.Record {
 	return &gateway.Record{
 		Name: v.Name, Term: v.Term, Leading: v.Leading, LeaderSince: v.LeaderSince,
-		Previous: v.Previous, PreviousEnd: v.PreviousEnd, HandoverUntil: v.HandoverUntil, Pending: v.Pending,
+		Previous: v.Previous, PreviousEnd: v.PreviousEnd, HandoverUntil: v.HandoverUntil, Held: v.Held.hold(), Pending: v.Pending,
 		Settings: gateway.Settings{ErrorCooldown: time.Duration(v.Settings.ErrorCooldown), HandoverDelay: time.Duration(v.Settings.HandoverDelay), Preempt: v.Settings.Preempt},
 		Line:     entries(v.Line),
 		Cooling:  entries(v.Cooling),

@@ -1,6 +1,7 @@
 // Package backendtest is the conformance suite every gateway.Backend passes:
 // FIFO order, TTL expiry, handover on resign, handover delay, error
-// cooldown, token checks, term monotonicity, watch and resume, and many
+// cooldown, the hold of a failed leader's promise, token checks, term
+// monotonicity, watch and resume, and many
 // goroutines campaigning and resigning at once never producing two leaders
 // for one term.
 //

@@ -23,6 +23,7 @@ var transferTests = []struct {
 	{"CancelRacingHandoverMakesOneLeader", testCancelRacingHandover},
 	{"PrioritiesOrderTheLine", testPrioritiesOrderTheLine},
 	{"PreemptHandsOverThroughTransfer", testPreempt},
+	{"FailedLeaderHoldsATransferTarget", testFailedLeaderHoldsATransferTarget},
 }
 
 // runTransfers runs transferTests against b.

@@ -16,10 +16,13 @@ A request that got no answer raises :class:`TransportError`.
 
 from __future__ import annotations
 
+import datetime as _dt
 import email.utils
 import json
 import time
 from typing import Any, Dict, Mapping, Optional, Type
+
+from .types import parse_time
 
 PROBLEM_TYPE_PREFIX = "urn:elector:problem:"
 
@@ -126,6 +129,33 @@ class ElectionNotFoundError(ProblemError):
 
 class CandidateNotFoundError(ProblemError):
     """candidate-not-found: the candidacy resigned or expired; campaign again."""
+
+
+class CandidacyRevokedError(CandidateNotFoundError):
+    """candidate-not-found with a ``revoked`` member: the backend ended the
+    candidacy before the TTL of its last acknowledged heartbeat ran out (on
+    etcd, a lease revoked early), not because it was late. It is still a
+    :class:`CandidateNotFoundError`: campaign again, at the back of the
+    line. ``revoked_at`` is when a gateway saw the candidacy end,
+    ``expires_at`` when it should have ended (aware datetimes, or None
+    when the gateway sent no readable time)."""
+
+    @property
+    def revoked_at(self) -> Optional[_dt.datetime]:
+        return self._revoked_time("at")
+
+    @property
+    def expires_at(self) -> Optional[_dt.datetime]:
+        return self._revoked_time("expires_at")
+
+    def _revoked_time(self, key: str) -> Optional[_dt.datetime]:
+        r = self.extensions.get("revoked")
+        if not isinstance(r, dict):
+            return None
+        try:
+            return parse_time(r.get(key))
+        except ValueError:
+            return None
 
 
 class NoLeaderError(ProblemError):
@@ -304,6 +334,8 @@ def problem_from_response(status: int, content_type: str, body: bytes, retry_aft
             ext = {k: v for k, v in doc.items() if k not in _STANDARD_MEMBERS}
             slug = ptype[len(PROBLEM_TYPE_PREFIX):] if ptype.startswith(PROBLEM_TYPE_PREFIX) else ""
             cls = PROBLEM_CLASSES.get(slug)
+            if cls is CandidateNotFoundError and isinstance(ext.get("revoked"), dict):
+                cls = CandidacyRevokedError
             if cls is None:
                 cls = UnavailableError if not ptype and pstatus >= 500 else ProblemError
             return cls(

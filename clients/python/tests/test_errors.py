@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 
@@ -72,3 +73,33 @@ def test_transfer_pending_carries_the_transfer():
 def test_answers_that_are_not_our_problems(status, ctype, body, cls, detail):
     e = problem_from_response(status, ctype, body, None)
     assert type(e) is cls and e.status == status and e.detail == detail and e.slug == ""
+
+
+def test_a_revoked_candidacy_is_still_candidate_not_found_and_says_when():
+    doc = {
+        "type": PROBLEM_TYPE_PREFIX + "candidate-not-found",
+        "status": 404,
+        "detail": "the backend ended its candidacy",
+        "revoked": {"at": "2026-11-22T10:00:01.5Z", "expires_at": "2026-11-22T10:00:05.500000001Z"},
+    }
+    e = problem_from_response(404, "application/problem+json", json.dumps(doc).encode(), None)
+    assert type(e) is elector.CandidacyRevokedError
+    assert isinstance(e, elector.CandidateNotFoundError) and e.slug == "candidate-not-found"
+    utc = datetime.timezone.utc
+    assert e.revoked_at == datetime.datetime(2026, 11, 22, 10, 0, 1, 500000, tzinfo=utc)
+    assert e.expires_at == datetime.datetime(2026, 11, 22, 10, 0, 5, 500000, tzinfo=utc)
+
+
+@pytest.mark.parametrize("revoked", [None, "2026-11-22T10:00:01Z", ["at"]])
+def test_candidate_not_found_without_a_revoked_object_is_plain(revoked):
+    doc = {"type": PROBLEM_TYPE_PREFIX + "candidate-not-found", "status": 404}
+    if revoked is not None:
+        doc["revoked"] = revoked
+    e = problem_from_response(404, "application/problem+json", json.dumps(doc).encode(), None)
+    assert type(e) is elector.CandidateNotFoundError
+
+
+def test_a_revoked_member_with_unreadable_times_still_raises_the_class():
+    doc = {"type": PROBLEM_TYPE_PREFIX + "candidate-not-found", "status": 404, "revoked": {"at": "yesterday"}}
+    e = problem_from_response(404, "application/problem+json", json.dumps(doc).encode(), None)
+    assert type(e) is elector.CandidacyRevokedError and e.revoked_at is None and e.expires_at is None

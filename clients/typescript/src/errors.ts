@@ -99,6 +99,39 @@ export class ElectionNotFoundError extends ProblemError {
 export class CandidateNotFoundError extends ProblemError {
   override name = "CandidateNotFoundError";
 }
+/**
+ * candidate-not-found (404) with a `revoked` member: the backend ended the
+ * candidacy before the TTL of its last acknowledged heartbeat ran out (on
+ * etcd, a lease revoked early), not because it was late. Still a
+ * CandidateNotFoundError: campaign again, at the back of the line.
+ * `revokedAt` is when a gateway saw the candidacy end, `expiresAt` when it
+ * should have ended (undefined when the gateway sent no readable time).
+ */
+export class CandidacyRevokedError extends CandidateNotFoundError {
+  override name = "CandidacyRevokedError";
+  readonly revokedAt: Date | undefined;
+  readonly expiresAt: Date | undefined;
+
+  constructor(init: ProblemInit) {
+    super(init);
+    const r = revokedMember(this.extensions);
+    this.revokedAt = r && time(r.at);
+    this.expiresAt = r && time(r.expires_at);
+  }
+}
+
+/** revokedMember is a problem's `revoked` object, if it has one. */
+function revokedMember(ext: Record<string, unknown>): Record<string, unknown> | undefined {
+  const r = ext.revoked;
+  return r !== null && typeof r === "object" && !Array.isArray(r) ? (r as Record<string, unknown>) : undefined;
+}
+
+function time(v: unknown): Date | undefined {
+  if (typeof v !== "string") return undefined;
+  const t = Date.parse(v);
+  return Number.isFinite(t) ? new Date(t) : undefined;
+}
+
 /** no-leader (404): nobody leads; `extensions.handover_until` while a handover delay runs. */
 export class NoLeaderError extends ProblemError {
   override name = "NoLeaderError";
@@ -233,7 +266,8 @@ const problemClasses: Record<string, ProblemClass> = {
 export function problemError(init: ProblemInit): ProblemError {
   const type = init.type ?? "";
   const slug = type.startsWith(PROBLEM_TYPE_PREFIX) ? type.slice(PROBLEM_TYPE_PREFIX.length) : "";
-  const cls = Object.prototype.hasOwnProperty.call(problemClasses, slug) ? problemClasses[slug] : ProblemError;
+  let cls = Object.prototype.hasOwnProperty.call(problemClasses, slug) ? problemClasses[slug] : ProblemError;
+  if (cls === CandidateNotFoundError && revokedMember(init.extensions ?? {})) cls = CandidacyRevokedError;
   return new cls(init);
 }
 

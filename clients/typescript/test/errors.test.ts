@@ -92,3 +92,34 @@ test("an answer that is not a problem document is a ProblemError with an empty t
   assert.equal(unknown.constructor, ProblemError);
   assert.equal(unknown.slug, "from-a-newer-gateway");
 });
+
+test("a revoked candidacy is still candidate-not-found and says when", async () => {
+  const err = await readProblem(
+    problem(404, {
+      type: "urn:elector:problem:candidate-not-found",
+      status: 404,
+      detail: "the backend ended its candidacy",
+      revoked: { at: "2026-11-22T10:00:01.5Z", expires_at: "2026-11-22T10:00:05.5Z" },
+    }),
+  );
+  assert.ok(err instanceof elector.CandidacyRevokedError, err.name);
+  assert.ok(err instanceof elector.CandidateNotFoundError);
+  assert.equal(err.name, "CandidacyRevokedError");
+  assert.equal(err.slug, "candidate-not-found");
+  assert.equal(err.revokedAt?.toISOString(), "2026-11-22T10:00:01.500Z");
+  assert.equal(err.expiresAt?.toISOString(), "2026-11-22T10:00:05.500Z");
+});
+
+test("candidate-not-found without a revoked object is plain", async () => {
+  for (const revoked of [undefined, null, "2026-11-22T10:00:01Z", ["at"]]) {
+    const body: Record<string, unknown> = { type: "urn:elector:problem:candidate-not-found", status: 404 };
+    if (revoked !== undefined) body.revoked = revoked;
+    const err = await readProblem(problem(404, body));
+    assert.equal(err.name, "CandidateNotFoundError", JSON.stringify(revoked));
+    assert.ok(!(err instanceof elector.CandidacyRevokedError));
+  }
+  const odd = await readProblem(problem(404, { type: "urn:elector:problem:candidate-not-found", status: 404, revoked: { at: "yesterday" } }));
+  assert.ok(odd instanceof elector.CandidacyRevokedError);
+  assert.equal(odd.revokedAt, undefined);
+  assert.equal(odd.expiresAt, undefined);
+});
