@@ -75,16 +75,15 @@ func startMembers(t *testing.T, bin string, n int) ([]*gatewayProcess, *memberNe
 			}
 		}
 		addr := testnet.FreeAddr(t)
-		g := &gatewayProcess{t: t, bin: bin, URL: "http://" + addr, dir: t.TempDir(), args: []string{"serve",
-			"--listen", addr, "--log-level", "warn", "--limits-writes-per-second", "0",
+		g := newGatewayProcess(t, bin, addr, "--log-level", "warn", "--limits-writes-per-second", "0",
 			"--webhooks-allow-private-networks", "--embedded-data-dir", "data",
 			"--embedded-server-name", fmt.Sprintf("member-%d", i+1),
 			"--embedded-cluster-listen", listen[i], "--embedded-cluster-advertise", nowhere,
-			"--embedded-routes", strings.Join(routes, ","), "--nats-replicas", strconv.Itoa(min(n, 3))}}
-		if err := g.start(); err != nil {
+			"--embedded-routes", strings.Join(routes, ","), "--nats-replicas", strconv.Itoa(min(n, 3)))
+		if err := g.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(g.stop)
+		t.Cleanup(g.Stop)
 		gws[i] = g
 	}
 	for _, g := range gws {

@@ -2,16 +2,15 @@ package soak
 
 import (
 	"context"
-	"github.com/electorhq/elector/internal/testnet"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/proc"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // buildElector builds the elector command once into a temporary directory
@@ -35,14 +34,19 @@ func buildElector(t *testing.T) string {
 // the embedded backend, data directory, so that a restart continues where
 // the killed process stopped.
 type gatewayProcess struct {
-	t    *testing.T
-	bin  string
-	args []string
-	URL  string
-	dir  string // working directory, holding serve.log
+	t   *testing.T
+	URL string
+	proc.Process
+}
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+// newGatewayProcess is the gateway `bin serve args…` listening on addr,
+// with its working directory (holding serve.log and no elector.yaml) a
+// temporary one.
+func newGatewayProcess(t *testing.T, bin, addr string, args ...string) *gatewayProcess {
+	return &gatewayProcess{t: t, URL: "http://" + addr, Process: proc.Process{
+		Bin: bin, Args: append([]string{"serve", "--listen", addr}, args...), Dir: t.TempDir(),
+		LogName: "serve.log", EnvPrefix: "ELECTOR_", StopTimeout: 20 * time.Second,
+	}}
 }
 
 // startGateway starts one gateway on the embedded backend and waits until
@@ -62,18 +66,17 @@ func startReplicas(t *testing.T, bin string, etcd []string) []*gatewayProcess {
 	gws := make([]*gatewayProcess, n)
 	for i := range n {
 		addr := testnet.FreeAddr(t)
-		g := &gatewayProcess{t: t, bin: bin, URL: "http://" + addr, dir: t.TempDir(), args: []string{"serve",
-			"--listen", addr, "--log-level", "warn", "--limits-writes-per-second", "0",
-			"--webhooks-allow-private-networks"}}
+		g := newGatewayProcess(t, bin, addr, "--log-level", "warn", "--limits-writes-per-second", "0",
+			"--webhooks-allow-private-networks")
 		if etcd != nil {
-			g.args = append(g.args, "--backend-kind", "etcd", "--etcd-endpoints", etcd[i])
+			g.Args = append(g.Args, "--backend-kind", "etcd", "--etcd-endpoints", etcd[i])
 		} else {
-			g.args = append(g.args, "--embedded-data-dir", "data")
+			g.Args = append(g.Args, "--embedded-data-dir", "data")
 		}
-		if err := g.start(); err != nil {
+		if err := g.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(g.stop)
+		t.Cleanup(g.Stop)
 		gws[i] = g
 	}
 	for _, g := range gws {
@@ -86,42 +89,10 @@ func startReplicas(t *testing.T, bin string, etcd []string) []*gatewayProcess {
 
 // Restart starts the process again and waits until it is ready.
 func (g *gatewayProcess) Restart() error {
-	if err := g.start(); err != nil {
+	if err := g.Start(); err != nil {
 		return err
 	}
 	return g.waitReady(time.Minute)
-}
-
-// start starts the process.
-func (g *gatewayProcess) start() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	log, err := os.OpenFile(filepath.Join(g.dir, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer log.Close() // the process holds its own descriptor
-	cmd := exec.Command(g.bin, g.args...)
-	cmd.Dir = g.dir // no elector.yaml there
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = filterEnv(os.Environ())
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	g.cmd = cmd
-	return nil
-}
-
-// filterEnv drops ELECTOR_* settings of the environment the test runs
-// in, so that only the flags configure the gateway.
-func filterEnv(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "ELECTOR_") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // waitReady polls /readyz until it answers 200 or timeout passes.
@@ -144,51 +115,4 @@ func (g *gatewayProcess) waitReady(timeout time.Duration) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// Kill kills the process with SIGKILL and waits for it.
-func (g *gatewayProcess) Kill() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.cmd == nil {
-		return
-	}
-	_ = g.cmd.Process.Kill()
-	_ = g.cmd.Wait()
-	g.cmd = nil
-}
-
-// Signal sends sig to the process, if it runs.
-func (g *gatewayProcess) Signal(sig os.Signal) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.cmd != nil {
-		_ = g.cmd.Process.Signal(sig)
-	}
-}
-
-// stop ends the process with SIGTERM, or SIGKILL if it takes too long.
-func (g *gatewayProcess) stop() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.cmd == nil {
-		return
-	}
-	_ = g.cmd.Process.Signal(syscall.SIGCONT) // in case it was stopped
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = g.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = g.cmd.Process.Kill()
-		<-done
-	}
-	g.cmd = nil
-}
-
-// Log returns what the processes wrote, restarts included.
-func (g *gatewayProcess) Log() string {
-	b, _ := os.ReadFile(filepath.Join(g.dir, "serve.log"))
-	return string(b)
 }

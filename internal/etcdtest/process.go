@@ -1,7 +1,6 @@
 package etcdtest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,13 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/electorhq/elector/internal/proc"
 	"github.com/electorhq/elector/internal/testnet"
 )
 
@@ -79,16 +78,14 @@ type Cluster struct {
 }
 
 // Member is one etcd process of a Cluster.
+// Its process is started, paused, resumed, killed and started again with
+// the methods of proc.Process; Start keeps the data it has, so a
+// restarted member rejoins the cluster it was in.
 type Member struct {
 	Name      string
-	ClientURL string // http://127.0.0.1:port
-	dir       string
-	bin       string
-	args      []string
+	ClientURL string           // http://127.0.0.1:port
 	status    *clientv3.Client // for Status, which dials the member itself
-
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	proc.Process
 }
 
 // StartCluster starts n etcd members of binary bin as one cluster and
@@ -104,9 +101,10 @@ func StartCluster(tb testing.TB, bin string, n int) *Cluster {
 		initial = append(initial, fmt.Sprintf("m%d=%s", i, peers[i]))
 	}
 	for i := range n {
-		m := &Member{Name: fmt.Sprintf("m%d", i), ClientURL: "http://" + testnet.FreeAddr(tb), dir: tb.TempDir(), bin: bin}
-		m.args = []string{
-			"--name", m.Name, "--data-dir", filepath.Join(m.dir, "data"),
+		m := &Member{Name: fmt.Sprintf("m%d", i), ClientURL: "http://" + testnet.FreeAddr(tb)}
+		m.Process = proc.Process{Bin: bin, Dir: tb.TempDir(), LogName: "etcd.log", EnvPrefix: "ETCD_", StopTimeout: 10 * time.Second}
+		m.Args = []string{
+			"--name", m.Name, "--data-dir", filepath.Join(m.Dir, "data"),
 			"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
 			"--listen-peer-urls", peers[i], "--initial-advertise-peer-urls", peers[i],
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
@@ -118,7 +116,7 @@ func StartCluster(tb testing.TB, bin string, n int) *Cluster {
 		}
 		m.status = cli
 		c.Members = append(c.Members, m)
-		tb.Cleanup(func() { m.stop(); _ = cli.Close() })
+		tb.Cleanup(func() { m.Stop(); _ = cli.Close() })
 	}
 	for _, m := range c.Members {
 		if err := m.Start(); err != nil {
@@ -207,93 +205,4 @@ func (c *Cluster) statuses(ctx context.Context) (ids, leaders []uint64) {
 	}
 	wg.Wait()
 	return ids, leaders
-}
-
-// Start starts the member's process, with the data it has: a restarted
-// member rejoins the cluster it was in.
-func (m *Member) Start() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd != nil {
-		return fmt.Errorf("%s is running", m.Name)
-	}
-	log, err := os.OpenFile(filepath.Join(m.dir, "etcd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer log.Close() // the process holds its own descriptor
-	cmd := exec.Command(m.bin, m.args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = etcdEnv(os.Environ())
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	m.cmd = cmd
-	return nil
-}
-
-// etcdEnv drops the ETCD_* settings of the environment the test runs in:
-// only the flags configure the member.
-func etcdEnv(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "ETCD_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// Pause stops the member's process with SIGSTOP: it keeps its
-// connections and answers nothing, as a frozen machine does.
-func (m *Member) Pause() { m.signal(syscall.SIGSTOP) }
-
-// Resume continues a paused member with SIGCONT.
-func (m *Member) Resume() { m.signal(syscall.SIGCONT) }
-
-func (m *Member) signal(sig syscall.Signal) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd != nil {
-		_ = m.cmd.Process.Signal(sig)
-	}
-}
-
-// Kill kills the member's process with SIGKILL and waits for it.
-func (m *Member) Kill() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return
-	}
-	_ = m.cmd.Process.Kill()
-	_ = m.cmd.Wait()
-	m.cmd = nil
-}
-
-// stop ends the process with SIGTERM (after SIGCONT, in case it was
-// paused), or SIGKILL if it takes more than ten seconds.
-func (m *Member) stop() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return
-	}
-	_ = m.cmd.Process.Signal(syscall.SIGCONT)
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = m.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-done
-	}
-	m.cmd = nil
-}
-
-// Log returns what the member's processes wrote, restarts included.
-func (m *Member) Log() string {
-	b, _ := os.ReadFile(filepath.Join(m.dir, "etcd.log"))
-	return string(bytes.TrimSpace(b))
 }
