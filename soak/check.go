@@ -177,6 +177,30 @@ func checkLeaderships(ls []Leadership, n int) []Violation {
 	return v
 }
 
+// MostActing is the largest number of ls's leaderships of one election
+// that ran at one instant: what the runs reached of their holders.
+func MostActing(ls []Leadership) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	byElection := map[string][]edge{}
+	for _, l := range ls {
+		byElection[l.Election] = append(byElection[l.Election], edge{l.From, 1}, edge{l.To, -1})
+	}
+	most := 0
+	for _, es := range byElection {
+		// Ends before begins at one instant: a span is [From, To).
+		sort.Slice(es, func(i, j int) bool { return es[i].at.Before(es[j].at) || es[i].at.Equal(es[j].at) && es[i].delta < es[j].delta })
+		n := 0
+		for _, e := range es {
+			n += e.delta
+			most = max(most, n)
+		}
+	}
+	return most
+}
+
 // describeActing lists leaderships as "a (term 3) until 12:00:01.000".
 func describeActing(ls []Leadership) string {
 	parts := make([]string, len(ls))

@@ -534,3 +534,25 @@ func TestCheckCountsHolders(t *testing.T) {
 		}
 	}
 }
+
+func TestMostActing(t *testing.T) {
+	t.Parallel()
+	l := func(election, id string, from, to int) Leadership {
+		return Leadership{Election: election, Candidate: id, From: at(from), To: at(to)}
+	}
+	tests := []struct {
+		name string
+		ls   []Leadership
+		want int
+	}{
+		{"none", nil, 0},
+		{"one after another", []Leadership{l("e", "a", 0, 10), l("e", "b", 10, 20)}, 1},
+		{"two at once", []Leadership{l("e", "a", 0, 10), l("e", "b", 5, 20), l("e", "c", 20, 30)}, 2},
+		{"elections apart", []Leadership{l("e", "a", 0, 10), l("f", "b", 0, 10)}, 1},
+	}
+	for _, tt := range tests {
+		if got := MostActing(tt.ls); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

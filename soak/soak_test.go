@@ -346,8 +346,8 @@ func report(d time.Duration, s setup, cluster *etcdtest.Cluster, gateways []stri
 	if during := During(h.Faults(), from, to); len(during) > 0 {
 		outage += ", during: " + strings.Join(during, "; ")
 	}
-	fmt.Fprintf(&b, "\nleaderships observed: %d; events: %d (resets: %d); candidacies left to expire: %d\nacknowledged writes checked against the streams: %d\nlongest time without an answered heartbeat: %s\nerrors by type: %v\n",
-		len(ls), len(h.Events()), resets, sum.Unresigned, DurableChecked(h), outage, sum.Errors.ByType)
+	fmt.Fprintf(&b, "\nleaderships observed: %d (most acting at once in one election: %d); events: %d (resets: %d); candidacies left to expire: %d\nacknowledged writes checked against the streams: %d\nlongest time without an answered heartbeat: %s\nerrors by type: %v\n",
+		len(ls), MostActing(ls), len(h.Events()), resets, sum.Unresigned, DurableChecked(h), outage, sum.Errors.ByType)
 	if cluster != nil {
 		longest, in, n := LongestAnswer(h.Ops(), h.Faults(), faultEtcdFollower, gateways)
 		fmt.Fprintf(&b, "longest answer to a candidate while an etcd follower was stopped: %s (%d operations; in the stop of %s at %s)\n",
