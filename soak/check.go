@@ -191,7 +191,9 @@ func MostActing(ls []Leadership) int {
 	most := 0
 	for _, es := range byElection {
 		// Ends before begins at one instant: a span is [From, To).
-		sort.Slice(es, func(i, j int) bool { return es[i].at.Before(es[j].at) || es[i].at.Equal(es[j].at) && es[i].delta < es[j].delta })
+		sort.Slice(es, func(i, j int) bool {
+			return es[i].at.Before(es[j].at) || es[i].at.Equal(es[j].at) && es[i].delta < es[j].delta
+		})
 		n := 0
 		for _, e := range es {
 			n += e.delta
