@@ -536,10 +536,10 @@ func (g *Gateway) MaxHolders() int {
 // checkHolders returns an *UnsupportedError naming the backend when it
 // cannot take n holders.
 func (g *Gateway) checkHolders(n int) error {
-	if max := g.MaxHolders(); n > max {
+	if limit := g.MaxHolders(); n > limit {
 		ability := "more than one holder"
-		if max > 1 {
-			ability = fmt.Sprintf("more than %d holders", max)
+		if limit > 1 {
+			ability = fmt.Sprintf("more than %d holders", limit)
 		}
 		return &UnsupportedError{Backend: backendName(g.b), Ability: ability}
 	}
