@@ -310,8 +310,12 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 
 // Configure implements gateway.Backend. Settings never change who leads:
 // the error cooldown applies to errors reported afterwards, the handover
-// delay to expiries that happen afterwards. Errors: gateway.ErrUnavailable.
+// delay to expiries that happen afterwards. Errors: gateway.ErrUnavailable,
+// gateway.ErrNotSupported (holders above 1: see errHolders).
 func (b *Backend) Configure(ctx context.Context, election string, s gateway.Settings) (gateway.Election, error) {
+	if err := errHolders(s); err != nil {
+		return gateway.Election{}, err
+	}
 	rctx, cancel := b.reqCtx(ctx)
 	resp, err := b.cli.Put(rctx, b.keys.settings(election), mustJSON(settingsOf(s, b.now())))
 	cancel()
@@ -433,4 +437,14 @@ func (b *Backend) status(ctx context.Context, op, election, id, tokenHash string
 		out.Leader = &gateway.Leader{ID: c.ID, Metadata: c.Metadata, Term: st.term, Since: st.lead.Since, ExpiresAt: c.ExpiresAt}
 	}
 	return out, nil
+}
+
+// errHolders refuses settings with more than one holder, which this
+// backend does not implement yet (it is no gateway.MultiHolder): an
+// *UnsupportedError, never settings stored as one holder.
+func errHolders(s gateway.Settings) error {
+	if s.HolderLimit() > 1 {
+		return fmt.Errorf("etcd: %w", &gateway.UnsupportedError{Backend: "etcd", Ability: "more than one holder"})
+	}
+	return nil
 }

@@ -22,8 +22,12 @@ const maxAttempts = 20
 // TTL), and in one transaction creates its candidacy key at the back of the
 // line and its id key, both on the lease, plus the election's settings if
 // it has none. If the line was empty it then acknowledges itself as leader.
-// Errors: gateway.ErrCandidateExists, gateway.ErrUnavailable.
+// Errors: gateway.ErrCandidateExists, gateway.ErrUnavailable,
+// gateway.ErrNotSupported (defaults with holders above 1).
 func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
+	if err := errHolders(defaults); err != nil {
+		return gateway.Status{}, err
+	}
 	op := fmt.Sprintf("campaign %q", c.ID)
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()

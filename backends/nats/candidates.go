@@ -235,15 +235,8 @@ func (b *Backend) status(ctx context.Context, op string, s stored, id string, ow
 		}
 	}
 	st.Candidate.ExpiresAt = exp
-	if st.Leader != nil {
-		if st.Leader.ID == id {
-			st.Leader.ExpiresAt = exp
-		} else {
-			var err error
-			if st.Leader.ExpiresAt, err = b.expiresAt(ctx, s.rec.Name, s.rec.Find(st.Leader.ID).TokenHash); err != nil {
-				return gateway.Status{}, fmt.Errorf("nats: %s %q: %w", op, s.rec.Name, err)
-			}
-		}
+	if err := b.holdersExpiry(ctx, s.rec, st.Leader, st.Holders, id, exp); err != nil {
+		return gateway.Status{}, fmt.Errorf("nats: %s %q: %w", op, s.rec.Name, err)
 	}
 	return st, nil
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/record-v2.json from the code")
+var update = flag.Bool("update", false, "rewrite testdata/record-v2.json and record-v2-holders.json from the code")
 
 // TestRecordGoldenV2 pins the form records are written in: a change to it
 // must be a new version, read beside the old ones.
@@ -37,10 +37,49 @@ func TestRecordGoldenV2(t *testing.T) {
 	}
 }
 
+// TestRecordGoldenHolders pins the form of an election with several
+// holders, delays and holds, and reads it back into the same record.
+func TestRecordGoldenHolders(t *testing.T) {
+	data, err := encode(goldenHoldersRecord(), nil, 3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, data, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	pretty.WriteByte('\n')
+	const file = "testdata/record-v2-holders.json"
+	if *update {
+		if err := os.WriteFile(file, pretty.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pretty.Bytes(), want) {
+		t.Fatalf("record written as\n%s\nwant (%s)\n%s", pretty.Bytes(), file, want)
+	}
+	s, err := decode("schedulers", 4, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normal(t, s.rec), normal(t, goldenHoldersRecord())) {
+		t.Fatalf("record = %s\nwant %s", normal(t, s.rec), normal(t, goldenHoldersRecord()))
+	}
+	for _, legacy := range []string{`"leading"`, `"handover_until"`} {
+		if bytes.Contains(want, []byte(legacy)) {
+			t.Errorf("a record with several holders and delays writes %s, which a replica before holders would misread", legacy)
+		}
+	}
+}
+
 // TestRecordGoldenReads reads every version's golden file back into the
 // same record, events and chain link.
 func TestRecordGoldenReads(t *testing.T) {
-	for _, file := range []string{"testdata/record-v1.json", "testdata/record-v2.json"} {
+	for _, file := range []string{"testdata/record-v1.json", "testdata/record-v2-single-leader.json", "testdata/record-v2.json"} {
 		t.Run(file, func(t *testing.T) {
 			data, err := os.ReadFile(file)
 			if err != nil {

@@ -504,6 +504,8 @@ func clone(rec *gateway.Record) *gateway.Record {
 	c := *rec
 	c.Line = slices.Clone(rec.Line)
 	c.Cooling = slices.Clone(rec.Cooling)
+	c.Delays = slices.Clone(rec.Delays)
+	c.Held = slices.Clone(rec.Held)
 	if rec.Pending != nil {
 		p := *rec.Pending
 		c.Pending = &p

@@ -76,6 +76,7 @@ func settings() []setting {
 		{"elections.max_metadata_bytes", "largest candidate metadata, in bytes of compact JSON", func(c *Config) any { return &c.Gateway.MaxMetadataBytes }},
 		{"elections.error_cooldown", "time a candidate in error stays out of line (new elections)", func(c *Config) any { return &c.Gateway.Defaults.ErrorCooldown }},
 		{"elections.handover_delay", "delay before the next leader after a leader expires (new elections)", func(c *Config) any { return &c.Gateway.Defaults.HandoverDelay }},
+		{"elections.holders", "how many candidates hold an election at once, 1 to 64 (new elections; above 1 needs the embedded or nats backend)", func(c *Config) any { return &c.Gateway.Defaults.Holders }},
 		{"elections.idle_expiry", "delete an election with no candidate and no event for this long (0s: never)", func(c *Config) any { return &c.Gateway.IdleElectionExpiry }},
 		{"http.max_body_bytes", "largest request body, in bytes", func(c *Config) any { return &c.API.MaxBodyBytes }},
 		{"http.read_header_timeout", "time allowed to read request headers", func(c *Config) any { return &c.HTTP.ReadHeaderTimeout }},

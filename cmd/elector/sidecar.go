@@ -121,8 +121,15 @@ func (s *sidecar) reconcileAck(ctx context.Context, o observation) error {
 // reconcile acts on one observation.
 func (s *sidecar) reconcile(ctx context.Context, o observation) error {
 	if o.leader != "" {
-		s.leader = o.leader
-		s.status.heard(o.leader)
+		leader := o.leader
+		if o.leading {
+			// With several holders the gateway names the longest-standing
+			// holder; to the commands and the status, a sidecar that holds
+			// is its own leader (with one holder, they are the same).
+			leader = s.id
+		}
+		s.leader = leader
+		s.status.heard(leader)
 	}
 	if o.reason == client.ReasonIDInUse && !s.idInUse {
 		s.log.LogAttrs(ctx, slog.LevelWarn, fmt.Sprintf("id %q is held by a live candidate; pass --id to campaign as another one (the default id is the host name), or wait: a previous run's candidacy expires within its TTL", s.id))

@@ -26,6 +26,12 @@ type Harness struct {
 	Candidates int
 	// Duration of the concurrency test. Default 3s.
 	Duration time.Duration
+	// SingleHolder declares a backend that takes one holder per election
+	// only (it is no gateway.MultiHolder): the holders subtests above one
+	// holder then check that it refuses them with gateway.ErrNotSupported.
+	// The suite fails if the backend says otherwise, so a backend that
+	// becomes a MultiHolder drops it and runs them all.
+	SingleHolder bool
 }
 
 // start runs b's loop until t ends.
