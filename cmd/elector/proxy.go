@@ -41,11 +41,11 @@ const proxyRetryAfter = "1"
 
 // route is where the proxy sends requests: the leader as last heard.
 type route struct {
-	leader string   // "" for no leader
-	term   uint64   // the leadership's term (the last one's with no leader)
-	target *url.URL // nil when the leader registered no usable address
-	why    string   // why target is nil
-	heard  time.Time
+	leader string    // "" for no leader
+	term   uint64    // the leadership's term (the last one's with no leader)
+	target *url.URL  // nil when the leader registered no usable address
+	why    string    // why target is nil
+	heard  time.Time // when the proxy heard of this leadership
 	// ctx ends when the proxy hears that this leadership is over: it cuts
 	// the websockets and event streams forwarded under it.
 	ctx context.Context
@@ -63,7 +63,9 @@ type route struct {
 // is over, so their clients reconnect and reach the new leader. The proxy
 // routes; it does not fence: a request in flight at a handover reaches the
 // old leader, so the leader checks the Elector-Term it is given against
-// its own term (ELECTOR_TERM) before acting on a write.
+// its own term (ELECTOR_TERM) before acting on a write. The proxy makes no
+// leader: who leads is decided by the gateway alone, and each leader still
+// stops acting by the step-down rule.
 type leaderProxy struct {
 	election   string
 	key        string
@@ -274,7 +276,7 @@ func (p *leaderProxy) close() {
 type proxyServer struct {
 	addr string // where it listens
 	// errc receives the feed's error (a gateway refusing the event stream
-	// for good), or nil when it stopped.
+	// for good), or nil after stop.
 	errc <-chan error
 	// stop stops the server (requests in flight may finish for up to
 	// grace, then they are cut), stops following, and waits for both.
@@ -282,7 +284,7 @@ type proxyServer struct {
 }
 
 // serveProxy listens on addr and serves p, following the leader through
-// gateways; it returns once listening.
+// gateways until stop; it returns once listening.
 func serveProxy(ctx context.Context, addr string, p *leaderProxy, gateways []string, opts []client.Option, grace time.Duration) (*proxyServer, error) {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
@@ -304,7 +306,9 @@ func serveProxy(ctx context.Context, addr string, p *leaderProxy, gateways []str
 			p.log.LogAttrs(ctx, slog.LevelError, "proxy stopped", slog.Any("err", err))
 		}
 	}()
-	fctx, stopFeed := context.WithCancel(ctx)
+	// The feed follows until stop, not until ctx ends: a sidecar that is
+	// shutting down forwards to whoever leads until it has resigned.
+	fctx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
 	feedErr := make(chan error, 1)
 	go func() {
 		defer wg.Done()

@@ -202,6 +202,11 @@ func (s *sidecar) handover(ctx context.Context) error {
 // candidate that cannot serve must not be next in line, where the gateway
 // would promote it. Healthy again, it campaigns again at the back of the
 // line.
+//
+// The end command runs before the report, so the next leader never
+// overlaps this one, as after a failed begin command. The check only ever
+// ends a leadership: it never extends one, and the candidacy's step-down
+// rule holds whatever the check says.
 func (s *sidecar) healthChanged(ctx context.Context, v healthVerdict) error {
 	if v.healthy == s.healthy {
 		return nil
