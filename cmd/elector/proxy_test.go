@@ -446,3 +446,25 @@ func TestProxyCommandServesUntilStoppedAndExitsOnARefusal(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyMovesItsStreamToTheNextGateway: with several gateways, a stream
+// whose gateway goes away moves to the next, and the proxy goes on
+// following the election there.
+func TestProxyMovesItsStreamToTheNextGateway(t *testing.T) {
+	g := newTestGateway(t)
+	front := newCountingGateway(t, g)
+	a, b := newUpstream(t, "a"), newUpstream(t, "b")
+	tokenA := campaign(t, g, "a", a.addr())
+	campaign(t, g, "b", b.addr())
+	p, ps, logs := startProxy(t, time.Minute, front.srv.URL, g.srv.URL)
+	routesTo(t, p, "a", 1)
+	front.cut(true) // for good
+	waitFor(t, 10*time.Second, "the stream to move", func() bool { return strings.Contains(logs.String(), "moving to the next gateway") })
+	if err := g.c.Resign(context.Background(), "e", "a", tokenA); err != nil {
+		t.Fatal(err)
+	}
+	routesTo(t, p, "b", 2)
+	if code, body, _ := proxyGet(t, &http.Client{}, ps, "/"); code != http.StatusOK || body != "b" {
+		t.Fatalf("after the move: %d %q", code, body)
+	}
+}
