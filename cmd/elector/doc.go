@@ -3,7 +3,13 @@
 //	elector serve [flags]   serve the HTTP API until SIGINT or SIGTERM
 //	elector run [flags] [-- CMD ARGS]
 //	                        the sidecar: campaign, heartbeat, run begin / end
-//	                        commands (and supervise CMD) while leading
+//	                        commands (and supervise CMD) while leading; with
+//	                        --proxy-listen, forward requests to the leader; with
+//	                        --health-command or --health-url, stop leading and
+//	                        leave the line while the application is unhealthy
+//	elector proxy --election E --listen ADDR
+//	                        forward requests to the leader, for clients that do
+//	                        not campaign
 //	elector campaign | heartbeat | resign | leader | candidates | watch | transfer
 //	                        one request to a gateway (http://127.0.0.1:8080
 //	                        unless --gateway or $ELECTOR_GATEWAY says which),
