@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -31,7 +32,11 @@ func (b *Backend) beat(ctx context.Context, subject string, ttl time.Duration, e
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(b.cfg.Stream + "_ALIVE"), jetstream.WithMsgTTL(liveTTL(ttl))}
+	// No Nats-Expected-Stream: the server keeps every header with the
+	// message, and the subject is the liveness stream's alone (the records
+	// stream's subjects do not overlap it, and a subject no stream takes
+	// gets no acknowledgement, which fails the publish).
+	opts := []jetstream.PublishOpt{jetstream.WithMsgTTL(liveTTL(ttl))}
 	if expect != nil {
 		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expect))
 	}
@@ -93,22 +98,54 @@ func (b *Backend) purgeBeats(ctx context.Context, subject string) {
 }
 
 // beatInfo is what this replica knows of a candidacy's liveness subject:
-// its last message's sequence and when that message expires, or, once the
-// expiry marker at seq is seen, that it is dead. Sequences only grow on a
-// subject, so older news never overwrites newer.
+// its last message's sequence and when that message expires (Unix
+// nanoseconds), or, once the expiry marker at seq is seen, that it is
+// dead. Sequences only grow on a subject, so older news never overwrites
+// newer.
 type beatInfo struct {
 	seq     uint64
-	expires time.Time // for dead: when the entry may be pruned
+	expires int64 // for dead: when the entry may be pruned
 	dead    bool
+}
+
+// beatKey names a liveness subject in the beats map: two independent
+// 64-bit hashes of it, which keep the map's memory per candidacy small (no
+// subject string kept) and, at 128 bits, never name two subjects of one
+// process alike in practice. Should they, the cost would be a conditional
+// publish refused for a wrong sequence (the slow path) or a candidacy read
+// from the stream leader: the map only ever makes a faster route to the
+// same checks, never a decision.
+type beatKey [2]uint64
+
+func (b *Backend) beatKey(subject string) beatKey {
+	return beatKey{maphash.String(b.beatSeeds[0], subject), maphash.String(b.beatSeeds[1], subject)}
+}
+
+// aliveKey is beatKey(b.aliveSubject(election, nonce)), made without
+// building the subject.
+func (b *Backend) aliveKey(election string, nonce []byte) beatKey {
+	var k beatKey
+	for i, seed := range b.beatSeeds {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		_, _ = h.WriteString(b.cfg.SubjectPrefix)
+		_, _ = h.WriteString(".alive.")
+		_, _ = h.WriteString(election)
+		_ = h.WriteByte('.')
+		_, _ = h.Write(nonce)
+		k[i] = h.Sum64()
+	}
+	return k
 }
 
 // remember notes the live message at seq of subject, expiring at expires,
 // from a publish's ack, a read or the followed liveness stream.
 func (b *Backend) remember(subject string, seq uint64, expires time.Time) {
+	k := b.beatKey(subject)
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	if old, ok := b.beats[subject]; !ok || seq > old.seq || (seq == old.seq && !old.dead) {
-		b.beats[subject] = beatInfo{seq: seq, expires: expires}
+	if old, ok := b.beats[k]; !ok || seq > old.seq || (seq == old.seq && !old.dead) {
+		b.beats[k] = beatInfo{seq: seq, expires: expires.UnixNano()}
 	}
 }
 
@@ -116,54 +153,67 @@ func (b *Backend) remember(subject string, seq uint64, expires time.Time) {
 // just returned it, over whatever was known: after the liveness stream was
 // lost and made again, its sequences start over lower.
 func (b *Backend) learned(subject string, seq uint64, expires time.Time) {
+	k := b.beatKey(subject)
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	b.beats[subject] = beatInfo{seq: seq, expires: expires}
+	b.beats[k] = beatInfo{seq: seq, expires: expires.UnixNano()}
 }
 
 // buried notes the expiry marker at seq of subject: no heartbeat may take
 // the fast path on it, and a late ack of an older beat cannot revive it.
 func (b *Backend) buried(subject string, seq uint64) {
+	k := b.beatKey(subject)
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	if old, ok := b.beats[subject]; !ok || seq >= old.seq {
-		b.beats[subject] = beatInfo{seq: seq, expires: time.Now(), dead: true}
+	if old, ok := b.beats[k]; !ok || seq >= old.seq {
+		b.beats[k] = beatInfo{seq: seq, expires: time.Now().UnixNano(), dead: true}
 	}
 }
 
 // forget drops what is known of subject, after a purge (which leaves no
 // message to follow) or when it has no message at all.
 func (b *Backend) forget(subject string) {
+	k := b.beatKey(subject)
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	delete(b.beats, subject)
+	delete(b.beats, k)
 }
 
 // pruneBeats forgets liveness messages that expired before t, including
 // those of candidacies another replica purged.
 func (b *Backend) pruneBeats(t time.Time) {
+	before := t.UnixNano()
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	for subject, bi := range b.beats {
-		if bi.expires.Before(t) {
-			delete(b.beats, subject)
+	for k, bi := range b.beats {
+		if bi.expires < before {
+			delete(b.beats, k)
 		}
 	}
 }
 
 // expiry returns when subject's live message expires, if one is known.
 func (b *Backend) expiry(subject string) (time.Time, bool) {
+	return b.expiryOf(b.beatKey(subject))
+}
+
+// expiryOf is expiry of the subject whose key is k.
+func (b *Backend) expiryOf(k beatKey) (time.Time, bool) {
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	bi, ok := b.beats[subject]
-	return bi.expires, ok && !bi.dead
+	bi, ok := b.beats[k]
+	if !ok || bi.dead {
+		return time.Time{}, false
+	}
+	return time.Unix(0, bi.expires), true
 }
 
 // liveSeq returns the sequence of subject's live message, if one is known.
 func (b *Backend) liveSeq(subject string) (uint64, bool) {
+	k := b.beatKey(subject)
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	bi, ok := b.beats[subject]
+	bi, ok := b.beats[k]
 	return bi.seq, ok && !bi.dead
 }
 

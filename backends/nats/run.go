@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -198,20 +197,25 @@ func (r *reconciler) sweep(ctx context.Context) {
 			return
 		}
 	}
+	var nb [24]byte
 	for _, s := range r.all() {
 		r.sweepTimers(ctx, s, now, grace)
-		for _, e := range slices.Concat(s.rec.Line, s.rec.Cooling) {
-			n := nonce(e.TokenHash)
-			subject := r.b.aliveSubject(s.rec.Name, n)
-			if exp, ok := r.b.expiry(subject); ok && now.Before(exp.Add(grace)) {
-				continue
-			}
-			_, alive, err := r.b.checkAlive(ctx, subject)
-			if err != nil || alive {
-				continue
-			}
-			if s, err := r.b.expireCandidacy(ctx, s.rec.Name, n); err == nil {
-				r.put(s)
+		// Nothing is allocated for a candidacy known alive: a sweep visits
+		// every candidacy of every election.
+		for _, line := range [...][]gateway.Entry{s.rec.Line, s.rec.Cooling} {
+			for i := range line {
+				n := appendNonce(nb[:0], line[i].TokenHash)
+				if exp, ok := r.b.expiryOf(r.b.aliveKey(s.rec.Name, n)); ok && now.Before(exp.Add(grace)) {
+					continue
+				}
+				subject := r.b.aliveSubject(s.rec.Name, string(n))
+				_, alive, err := r.b.checkAlive(ctx, subject)
+				if err != nil || alive {
+					continue
+				}
+				if s, err := r.b.expireCandidacy(ctx, s.rec.Name, string(n)); err == nil {
+					r.put(s)
+				}
 			}
 		}
 	}

@@ -96,7 +96,7 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 			if s.deleted {
 				r.tombstones++
 			}
-			r.recs[s.rec.Name] = s
+			r.recs[s.rec.Name] = s.viewed()
 		}
 		if a, ok := r.ahead[s.rec.Name]; ok && a.seq <= s.seq {
 			delete(r.ahead, s.rec.Name)
@@ -133,7 +133,7 @@ func (r *reconciler) resume() uint64 {
 func (r *reconciler) put(s stored) {
 	r.mu.Lock()
 	if s.seq > r.latestLocked(s.rec.Name).seq {
-		r.ahead[s.rec.Name] = s
+		r.ahead[s.rec.Name] = s.viewed()
 		r.replan(s.rec.Name)
 	}
 	r.mu.Unlock()
