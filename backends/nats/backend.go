@@ -45,6 +45,12 @@ type Backend struct {
 	beatsMu   sync.Mutex
 	beats     map[beatKey]beatInfo // liveness subject (hashed, see beatKey) → its last message, as last seen
 	beatSeeds [2]maphash.Seed
+	// watched are the leaders whose liveness Run watches, and watchQ
+	// them by expiry (expiry.go); both guarded by beatsMu. watchWake
+	// tells Run the queue's first changed.
+	watched   map[beatKey]*watchedLeader
+	watchQ    watchQueue
+	watchWake chan struct{}
 
 	runsMu sync.Mutex
 	runs   map[*reconciler]struct{} // the reconcilers of running Run calls
@@ -104,6 +110,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	}
 	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[beatKey]beatInfo{}, lease: newQuorumLease()}
 	b.beatSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	b.watched, b.watchWake = map[beatKey]*watchedLeader{}, make(chan struct{}, 1)
 	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	parent := ctx

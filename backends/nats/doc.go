@@ -71,7 +71,12 @@
 // marker on the subject. The reconciler (Run) follows the liveness stream
 // and, on a marker, applies Record.Expire with compare-and-set; whichever
 // replica gets there first wins, the others find nothing left to do. The
-// server's clock, not a replica's, decides when a candidate is dead.
+// server's clock, not a replica's, decides when a candidate is dead. The
+// server's expiry timer can run up to 250 ms late; for a leader with a
+// follower in line, Run does not wait for it: once the leader's message
+// has expired on the server's clock it deletes the message by its
+// sequence, which a heartbeat that replaced it makes fail, and expires the
+// candidacy itself (expiry.go says why that is as safe as the marker).
 // Entry.ExpiresAt is therefore zero in stored records; snapshots fill it
 // from the liveness message.
 //

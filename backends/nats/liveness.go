@@ -146,6 +146,7 @@ func (b *Backend) remember(subject string, seq uint64, expires time.Time) {
 	defer b.beatsMu.Unlock()
 	if old, ok := b.beats[k]; !ok || seq > old.seq || (seq == old.seq && !old.dead) {
 		b.beats[k] = beatInfo{seq: seq, expires: expires.UnixNano()}
+		b.rewatchLocked(k)
 	}
 }
 
@@ -157,6 +158,7 @@ func (b *Backend) learned(subject string, seq uint64, expires time.Time) {
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
 	b.beats[k] = beatInfo{seq: seq, expires: expires.UnixNano()}
+	b.rewatchLocked(k)
 }
 
 // buried notes the expiry marker at seq of subject: no heartbeat may take
@@ -167,6 +169,7 @@ func (b *Backend) buried(subject string, seq uint64) {
 	defer b.beatsMu.Unlock()
 	if old, ok := b.beats[k]; !ok || seq >= old.seq {
 		b.beats[k] = beatInfo{seq: seq, expires: time.Now().UnixNano(), dead: true}
+		b.rewatchLocked(k)
 	}
 }
 
@@ -177,6 +180,7 @@ func (b *Backend) forget(subject string) {
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
 	delete(b.beats, k)
+	b.rewatchLocked(k)
 }
 
 // pruneBeats forgets liveness messages that expired before t, including

@@ -20,6 +20,9 @@ import (
 //   - ends a handover delay or an error cooldown when the server's delete
 //     marker for its timer's marker arrives (timers.go; and, every
 //     SweepInterval, checks the markers of timers it has not seen alive);
+//   - expires a leader with a follower in line as soon as its liveness
+//     message has expired on the server's clock, when the server's marker
+//     is late (expiry.go);
 //   - applies Record.Advance at each election's NextDeadline, if a record
 //     has one (records this backend reads and writes are EngineTimed, so
 //     neither cooldowns nor handover delays give one).
@@ -41,6 +44,7 @@ func (b *Backend) Run(ctx context.Context) error {
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.resume, r.record) })
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, nil, r.liveness) })
 	wg.Go(func() { r.fill(ctx) })
+	wg.Go(func() { r.expireLeaders(ctx) })
 	r.loop(ctx)
 	wg.Wait()
 	return nil
@@ -97,7 +101,7 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 // the candidacy when the server's marker says it has.
 func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg) {
 	election, n, ok := r.b.aliveParts(m.Subject())
-	if !ok || m.Subject() == r.b.epochSubject() {
+	if !ok || m.Subject() == r.b.epochSubject() || m.Subject() == r.b.clockSubject() {
 		return
 	}
 	if isTimerToken(n) {

@@ -97,6 +97,7 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 				r.tombstones++
 			}
 			r.recs[s.rec.Name] = s.viewed()
+			r.b.watchLeader(s.rec)
 		}
 		if a, ok := r.ahead[s.rec.Name]; ok && a.seq <= s.seq {
 			delete(r.ahead, s.rec.Name)
@@ -134,6 +135,7 @@ func (r *reconciler) put(s stored) {
 	r.mu.Lock()
 	if s.seq > r.latestLocked(s.rec.Name).seq {
 		r.ahead[s.rec.Name] = s.viewed()
+		r.b.watchLeader(s.rec)
 		r.replan(s.rec.Name)
 	}
 	r.mu.Unlock()
