@@ -21,7 +21,7 @@ func (g *Gateway) Transfer(ctx context.Context, election, to, token string) (Ele
 	if err := ValidateElectionName(election); err != nil {
 		return Election{}, err
 	}
-	if !candidateIDRE.MatchString(to) {
+	if !validName(to, 128, true, "._:-") {
 		return Election{}, invalid("to", "%q is not a valid candidate id: name a follower of the election", clip(to))
 	}
 	t, err := g.transferer("leadership transfer")
