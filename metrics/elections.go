@@ -51,7 +51,7 @@ func newElectionsCollector(gw *gateway.Gateway, electionLabel bool, limit int) *
 		candidates: prometheus.NewDesc(namespace+"_candidates",
 			"Candidates by state (leader, follower, error).", append(election, "state"), nil),
 		leaders: prometheus.NewDesc(namespace+"_leaders",
-			"Elections that have a leader (1 or 0 per election; for election=\"_other\" and without the election label, how many).", election, nil),
+			"Elections that have a leader (1 or 0 per election; how many in the _other series and without the election label).", election, nil),
 	}
 }
 
