@@ -1,14 +1,18 @@
 package nats
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
@@ -32,22 +36,94 @@ func (b *Backend) beat(ctx context.Context, subject string, ttl time.Duration, e
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	// No Nats-Expected-Stream: the server keeps every header with the
-	// message, and the subject is the liveness stream's alone (the records
-	// stream's subjects do not overlap it, and a subject no stream takes
-	// gets no acknowledgement, which fails the publish).
-	opts := []jetstream.PublishOpt{jetstream.WithMsgTTL(liveTTL(ttl))}
-	if expect != nil {
-		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expect))
-	}
 	start := time.Now()
-	ack, err := b.js.Publish(ctx, subject, nil, opts...)
+	seq, err := b.publishBeat(ctx, subject, liveTTL(ttl), expect)
 	if err != nil {
 		return time.Time{}, err
 	}
 	exp := start.Add(liveTTL(ttl))
-	b.remember(subject, ack.Sequence, exp)
+	b.remember(subject, seq, exp)
 	return exp, nil
+}
+
+// publishBeat publishes a liveness message of ttl on subject, conditional
+// on the subject's last sequence being *expect when expect is set, and
+// returns its sequence. It is jetstream's Publish without its per-call
+// costs (options, a decoded acknowledgement): a heartbeat is little else.
+// It sends no Nats-Expected-Stream header, which the server would keep
+// with every message; instead the acknowledgement must name the liveness
+// stream. Errors are those of jetstream's Publish: a *jetstream.APIError
+// for a refusal (a wrong last sequence is a conflict, isConflict), and
+// jetstream.ErrNoStreamResponse when no stream answers after the same
+// retries.
+func (b *Backend) publishBeat(ctx context.Context, subject string, ttl time.Duration, expect *uint64) (uint64, error) {
+	hdr := nats.Header{jetstream.MsgTTLHeader: {ttl.String()}}
+	if expect != nil {
+		hdr[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(*expect, 10)}
+	}
+	m := &nats.Msg{Subject: subject, Header: hdr}
+	resp, err := b.nc.RequestMsgWithContext(ctx, m)
+	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < jetstream.DefaultPubRetryAttempts; r++ {
+		// A stream changing leader answers no one for a moment.
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(jetstream.DefaultPubRetryWait):
+		}
+		resp, err = b.nc.RequestMsgWithContext(ctx, m)
+	}
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return 0, jetstream.ErrNoStreamResponse
+	case err != nil:
+		return 0, err
+	}
+	return ackSeq(resp.Data, b.cfg.Stream+"_ALIVE")
+}
+
+// ackSeq reads the sequence of a publish's acknowledgement by stream, or
+// the API error it carries.
+func ackSeq(data []byte, stream string) (uint64, error) {
+	if !bytes.Contains(data, []byte(`"error"`)) {
+		if seq, ok := jsonUint(data, `"seq":`); ok && bytes.Contains(data, []byte(`"stream":"`+stream+`"`)) {
+			return seq, nil
+		}
+	}
+	var ack struct {
+		Error *jetstream.APIError `json:"error"`
+		jetstream.PubAck
+	}
+	if err := json.Unmarshal(data, &ack); err != nil {
+		return 0, jetstream.ErrInvalidJSAck
+	}
+	if ack.Error != nil {
+		return 0, fmt.Errorf("nats: %w", ack.Error)
+	}
+	if ack.Stream != stream {
+		return 0, fmt.Errorf("nats: the liveness message went to stream %q: %w", ack.Stream, jetstream.ErrInvalidJSAck)
+	}
+	return ack.Sequence, nil
+}
+
+// jsonUint reads the unsigned integer after the first occurrence of
+// member (such as `"seq":`) in a JSON object that has no other text like
+// it before (acknowledgements and message gets of this backend, whose
+// subjects and stream names hold no quote).
+func jsonUint(data []byte, member string) (uint64, bool) {
+	i := bytes.Index(data, []byte(member))
+	if i < 0 {
+		return 0, false
+	}
+	rest := data[i+len(member):]
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 || n > 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(rest[:n]), 10, 64)
+	return v, err == nil
 }
 
 // lastBeat reads the last liveness message of a candidacy from the stream

@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -445,6 +446,16 @@ func (b *Backend) fetchHead(ctx context.Context) (uint64, error) {
 	m, err := b.nc.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"STREAM.MSG.GET."+b.cfg.Stream, headRequest)
 	if err != nil {
 		return 0, translate(err)
+	}
+	// The answer carries the whole last record; only its sequence is
+	// wanted, which comes right after the subject.
+	if !bytes.Contains(m.Data, []byte(`"error"`)) {
+		if seq, ok := jsonUint(m.Data, `"seq":`); ok {
+			if err := b.confirmQuorum(ctx); err != nil {
+				return 0, err
+			}
+			return seq, nil
+		}
 	}
 	var resp struct {
 		Message *struct {
