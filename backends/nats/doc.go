@@ -357,6 +357,13 @@
 // probe's watch check) says whether Run's watch has delivered the stream's
 // last sequence, and fails while Run is not running.
 //
+// A member of an embedded cluster that shuts down (elector serve on
+// SIGTERM, Backend.Close) first asks the raft group of each stream it
+// leads to step down to a current follower, and waits up to HandOverWait
+// for the others to name the new leader: a rolling restart pauses writes
+// for a leader transfer (tens of milliseconds), not for the election that
+// follows a member's silence (4 to 9 s), which only a crash costs.
+//
 // A NATS member cut off from the other members of a cluster is the harder
 // case: if it leads the records stream it goes on answering message gets
 // from its own store until NATS notices the lost quorum (checked every ten
