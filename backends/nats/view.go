@@ -32,10 +32,10 @@ type reconciler struct {
 	b *Backend
 
 	mu   sync.Mutex
-	recs map[string]stored // as delivered: the stream's state at seen
+	recs map[string]viewed // as delivered: the stream's state at seen
 	// tombstones counts the deleted elections among recs.
 	tombstones int
-	ahead      map[string]stored // written here, not delivered yet
+	ahead      map[string]viewed // written here, not delivered yet
 	seen       uint64            // the highest records stream sequence the watch delivered
 	// pending is how many records followed seen in the stream when the
 	// server sent it (the consumer's NumPending): see caughtUpTo.
@@ -72,7 +72,7 @@ type reconciler struct {
 
 func newReconciler(b *Backend) *reconciler {
 	return &reconciler{
-		b: b, recs: map[string]stored{}, ahead: map[string]stored{}, seenCh: make(chan struct{}), due: map[string]time.Time{},
+		b: b, recs: map[string]viewed{}, ahead: map[string]viewed{}, seenCh: make(chan struct{}), due: map[string]time.Time{},
 		newest: gateway.Position{Index: math.MaxInt}, // "0": before every event
 		wake:   make(chan struct{}, 1), done: make(chan struct{}),
 	}
@@ -240,9 +240,9 @@ func (r *reconciler) latest(election string) (stored, bool) {
 func (r *reconciler) latestLocked(election string) stored {
 	s := r.recs[election]
 	if a, ok := r.ahead[election]; ok && a.seq > s.seq {
-		return a
+		return a.stored()
 	}
-	return s
+	return s.stored()
 }
 
 // all returns the latest record of every election in the view.
@@ -255,7 +255,7 @@ func (r *reconciler) all() []stored {
 	}
 	for name, a := range r.ahead {
 		if _, ok := r.recs[name]; !ok {
-			out = append(out, a)
+			out = append(out, a.stored())
 		}
 	}
 	return out
