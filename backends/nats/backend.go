@@ -56,6 +56,9 @@ type Backend struct {
 	runs   map[*reconciler]struct{} // the reconcilers of running Run calls
 
 	readIndex *gateway.ReadIndex // the records stream's last sequence, for reads from the view
+	// localHead, when set, reads that sequence from the server's own
+	// store: an embedded server outside a cluster (Embedded.lastSeq).
+	localHead func() (uint64, error)
 
 	lease *quorumLease // the records stream's leader had its quorum (quorum.go)
 

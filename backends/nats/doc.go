@@ -193,7 +193,9 @@
 // Every write acknowledged before the read began has a sequence at or
 // below the one fetched, so the answer reflects it. The fetch is a
 // message get of the stream's last message (subject ">"), answered by
-// the stream leader like stream info but at a fraction of its cost.
+// the stream leader like stream info but at a fraction of its cost; an
+// embedded server outside a cluster, the stream's only copy, reads the
+// same sequence from its own store in process instead.
 // CountElections and CountCandidates are the exceptions: they answer from
 // the view as it is, for the gateway's limits, which refuse a campaign
 // only after a linearizable read (gateway.CandidateCounter). A view still loading

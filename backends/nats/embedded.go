@@ -317,6 +317,31 @@ func (e *Embedded) handOver(wait time.Duration) {
 	e.log.LogAttrs(context.Background(), slog.LevelWarn, "nats: streams still led here at shutdown", slog.Any("streams", mine), slog.Duration("waited", wait))
 }
 
+// lastSeq returns a read of stream's last sequence from this server's own
+// store, for a server that is not part of a cluster: there the store is
+// the stream's only copy, and a message is acknowledged only once it is
+// stored, so the sequence read after a read arrived is at or past that of
+// every write acknowledged before. It is the read index that a message get
+// of the stream's last message gives, without a request through the
+// connection (about 2 µs against 50).
+func (e *Embedded) lastSeq(stream string) func() (uint64, error) {
+	acc := e.srv.GlobalAccount().Name
+	return func() (uint64, error) {
+		jsz, err := e.srv.Jsz(&server.JSzOptions{Account: acc, Streams: true})
+		if err != nil {
+			return 0, fmt.Errorf("nats: read index: %w: %w", gateway.ErrUnavailable, err)
+		}
+		for _, a := range jsz.AccountDetails {
+			for _, st := range a.Streams {
+				if st.Name == stream {
+					return st.State.LastSeq, nil
+				}
+			}
+		}
+		return 0, fmt.Errorf("nats: read index: stream %q: %w: %w", stream, gateway.ErrUnavailable, jetstream.ErrStreamNotFound)
+	}
+}
+
 // OpenEmbedded starts an embedded server as ecfg says and returns a Backend
 // over an in-process connection to it; closing the Backend shuts the
 // server down. In a cluster (ecfg.Routes set) Replicas defaults to 3 and
@@ -357,6 +382,9 @@ func OpenEmbedded(ctx context.Context, ecfg EmbeddedConfig, cfg Config, opts ...
 		if err == nil {
 			b.ownConn = true
 			b.onClose = e.Shutdown
+			if !clustered {
+				b.localHead = e.lastSeq(b.cfg.Stream)
+			}
 			if last != "" {
 				o.log.Info("nats: the embedded JetStream cluster has formed")
 			}

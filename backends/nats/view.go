@@ -436,10 +436,14 @@ func (b *Backend) running() *reconciler {
 // the sequence is decoded. The message at the last sequence is always
 // held (the stream denies deletes and purges, and the per-election limit
 // drops only older records); if it is not, as in an empty stream, the
-// stream info answers instead.
+// stream info answers instead. An embedded server outside a cluster is
+// asked in process instead, for the same sequence (localHead).
 func (b *Backend) fetchHead(ctx context.Context) (uint64, error) {
 	if err := b.connected(); err != nil {
 		return 0, err
+	}
+	if b.localHead != nil {
+		return b.localHead()
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
