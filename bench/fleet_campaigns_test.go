@@ -38,7 +38,7 @@ func fleetCampaigns(t *testing.T) string {
 			}
 			leases[i] = id
 		}
-		n0 = runWrk(t, etcd.URL, conns, d, "etcd", append([]string{"c0"}, leases...)...)
+		n0 = runWrk(t, etcd.URL, etcd.pid, conns, d, "etcd", append([]string{"c0"}, leases...)...)
 		if err := parallel(existing-int(n0.Requests-n0.failures()), 16, func(i int) error {
 			return call(c, "POST", etcd.URL+"/v3/election/campaign", nil, map[string]any{"name": b64(fmt.Sprintf("pre/%d", i)), "lease": leases[0], "value": b64("x")}, nil)
 		}); err != nil {
@@ -46,7 +46,7 @@ func fleetCampaigns(t *testing.T) string {
 		}
 		time.Sleep(5 * time.Second) // let both settle alike before their memory is read
 		etcdRSS = rssOf(t, etcd.pid)
-		n1 = runWrk(t, etcd.URL, conns, d, "etcd", append([]string{"c100k"}, leases...)...)
+		n1 = runWrk(t, etcd.URL, etcd.pid, conns, d, "etcd", append([]string{"c100k"}, leases...)...)
 		time.Sleep(5 * time.Second)
 		etcdAfter, etcdCount = rssOf(t, etcd.pid), existing+int(n1.Requests-n1.failures())
 	}
@@ -59,7 +59,7 @@ func fleetCampaigns(t *testing.T) string {
 
 	srv := startServe(t, "")
 	var m0, m1 wrkResult
-	profileDuring(t, "campaign0", d, func() { m0 = runWrk(t, srv.URL, conns, d, "elector", "c0") })
+	profileDuring(t, "campaign0", d, func() { m0 = runWrk(t, srv.URL, srv.cmd.Process.Pid, conns, d, "elector", "c0") })
 	preErr := parallel(existing-int(m0.Requests-m0.failures()), 16, func(i int) error {
 		_, err := electorCampaign(c, srv.URL, fmt.Sprintf("pre-%d", i), "a", "1h")
 		return err
@@ -70,7 +70,7 @@ func fleetCampaigns(t *testing.T) string {
 	time.Sleep(5 * time.Second)
 	rss := srv.rssMiB(t)
 	heapProfile(t, "elections100k")
-	profileDuring(t, "campaign100k", d, func() { m1 = runWrk(t, srv.URL, conns, d, "elector", "c100k") })
+	profileDuring(t, "campaign100k", d, func() { m1 = runWrk(t, srv.URL, srv.cmd.Process.Pid, conns, d, "elector", "c100k") })
 	time.Sleep(5 * time.Second)
 	after, count := srv.rssMiB(t), existing+int(m1.Requests-m1.failures())
 	right := "201"
@@ -80,9 +80,9 @@ func fleetCampaigns(t *testing.T) string {
 
 	var b strings.Builder
 	tb := &table{title: fmt.Sprintf("Campaigns into fresh elections, %d connections", conns)}
-	tb.add("system", "at 0 /s", "p99", "at 100,000 /s", "p99", "at 100,000 / at 0", "non-2xx", "vs etcd at 100,000", "campaign right after")
-	tb.add("etcd "+etcd.Version+" HTTP `/v3/election/campaign`", perSecond(n0), ms(n0.p99()), perSecond(n1), ms(n1.p99()), ratio(n1.rate(), n0.rate()), fails(n0)+" / "+fails(n1), "1.00×", "–")
-	tb.add("elector serve (embedded, defaults)", perSecond(m0), ms(m0.p99()), perSecond(m1), ms(m1.p99()), ratio(m1.rate(), m0.rate()), fails(m0)+" / "+fails(m1), ratio(m1.rate(), n1.rate()), right)
+	tb.add("system", "at 0 /s", "p99", "at 100,000 /s", "p99", "at 100,000 / at 0", "non-2xx", "vs etcd at 100,000", "server CPU / request at 0 / at 100,000", "campaign right after")
+	tb.add("etcd "+etcd.Version+" HTTP `/v3/election/campaign`", perSecond(n0), ms(n0.p99()), perSecond(n1), ms(n1.p99()), ratio(n1.rate(), n0.rate()), fails(n0)+" / "+fails(n1), "1.00×", us(n0)+" / "+us(n1), "–")
+	tb.add("elector serve (embedded, defaults)", perSecond(m0), ms(m0.p99()), perSecond(m1), ms(m1.p99()), ratio(m1.rate(), m0.rate()), fails(m0)+" / "+fails(m1), ratio(m1.rate(), n1.rate()), us(m0)+" / "+us(m1), right)
 	b.WriteString(tb.String())
 	tb = &table{title: "Resident memory, elections of one candidate"}
 	tb.add("system", "at 100,000 elections", "per election", "after the second load", "elections then", "vs etcd, one shared lease", "vs etcd, a lease each")

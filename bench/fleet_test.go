@@ -189,16 +189,16 @@ func fleetHeartbeats(t *testing.T) string {
 
 	var ceil, hb, ka, rd, er []wrkResult
 	for range rounds {
-		profileDuring(t, "healthz", d, func() { ceil = append(ceil, wrkCycle(t, srv.URL, conns, d, health)) })
-		profileDuring(t, "heartbeat", d, func() { hb = append(hb, wrkCycle(t, srv.URL, conns, d, beats)) })
+		profileDuring(t, "healthz", d, func() { ceil = append(ceil, wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, health)) })
+		profileDuring(t, "heartbeat", d, func() { hb = append(hb, wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, beats)) })
 		if skipEtcd() {
 			ka, er = append(ka, wrkResult{}), append(er, wrkResult{})
 		} else {
-			ka = append(ka, wrkCycle(t, etcd.URL, conns, d, keepalives))
+			ka = append(ka, wrkCycle(t, etcd.URL, etcd.pid, conns, d, keepalives))
 		}
-		profileDuring(t, "leader", d, func() { rd = append(rd, wrkCycle(t, srv.URL, conns, d, reads)) })
+		profileDuring(t, "leader", d, func() { rd = append(rd, wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, reads)) })
 		if !skipEtcd() {
-			er = append(er, wrkCycle(t, etcd.URL, conns, d, etcdReads))
+			er = append(er, wrkCycle(t, etcd.URL, etcd.pid, conns, d, etcdReads))
 		}
 	}
 	after := "201"
@@ -209,18 +209,26 @@ func fleetHeartbeats(t *testing.T) string {
 
 	var b strings.Builder
 	tb := &table{title: fmt.Sprintf("Heartbeats: %d candidates in %d elections, each request a different candidate, %d connections", candidates, elections, conns)}
-	tb.add("system", "heartbeats/s", "p50", "p99", "non-2xx", "vs etcd keep-alive", "share of ceiling")
-	tb.add("etcd "+etcd.Version+" HTTP `/v3/lease/keepalive`", perSecond(mk), ms(mk.p50()), ms(mk.p99()), fails(mk), "1.00×", "–")
-	tb.add("elector serve (embedded, defaults)", perSecond(mh), ms(mh.p50()), ms(mh.p99()), fails(mh), ratio(mh.rate(), mk.rate()), pct(mh.rate(), mc.rate()))
+	tb.add("system", "heartbeats/s", "p50", "p99", "non-2xx", "vs etcd keep-alive", "share of ceiling", "server CPU / request")
+	tb.add("etcd "+etcd.Version+" HTTP `/v3/lease/keepalive`", perSecond(mk), ms(mk.p50()), ms(mk.p99()), fails(mk), "1.00×", "–", us(mk))
+	tb.add("elector serve (embedded, defaults)", perSecond(mh), ms(mh.p50()), ms(mh.p99()), fails(mh), ratio(mh.rate(), mk.rate()), pct(mh.rate(), mc.rate()), us(mh))
 	b.WriteString(tb.String())
 	tb = &table{title: fmt.Sprintf("Leader reads: %d elections, %d connections", elections, conns)}
-	tb.add("system", "reads/s", "p50", "p99", "non-2xx", "vs etcd leader", "share of ceiling")
-	tb.add("etcd "+etcd.Version+" HTTP `/v3/election/leader`", perSecond(me), ms(me.p50()), ms(me.p99()), fails(me), "1.00×", "–")
-	tb.add("elector serve (embedded, defaults)", perSecond(mr), ms(mr.p50()), ms(mr.p99()), fails(mr), ratio(mr.rate(), me.rate()), pct(mr.rate(), mc.rate()))
+	tb.add("system", "reads/s", "p50", "p99", "non-2xx", "vs etcd leader", "share of ceiling", "server CPU / request")
+	tb.add("etcd "+etcd.Version+" HTTP `/v3/election/leader`", perSecond(me), ms(me.p50()), ms(me.p99()), fails(me), "1.00×", "–", us(me))
+	tb.add("elector serve (embedded, defaults)", perSecond(mr), ms(mr.p50()), ms(mr.p99()), fails(mr), ratio(mr.rate(), me.rate()), pct(mr.rate(), mc.rate()), us(mr))
 	b.WriteString(tb.String())
-	fmt.Fprintf(&b, "\nCeiling: `GET /healthz` of the same process, %d connections: %s/s (p99 %s, %s non-2xx). Campaign right after the loads: %s. Median of %d round(s); rounds: heartbeats %s, keep-alives %s, reads %s, etcd reads %s, ceiling %s.\n",
-		conns, perSecond(mc), ms(mc.p99()), fails(mc), after, rounds, rates(hb), rates(ka), rates(rd), rates(er), rates(ceil))
+	fmt.Fprintf(&b, "\nCeiling: `GET /healthz` of the same process, %d connections: %s/s (p99 %s, %s non-2xx, %s of CPU per request). Campaign right after the loads: %s. Median of %d round(s); rounds: heartbeats %s, keep-alives %s, reads %s, etcd reads %s, ceiling %s.\n",
+		conns, perSecond(mc), ms(mc.p99()), fails(mc), us(mc), after, rounds, rates(hb), rates(ka), rates(rd), rates(er), rates(ceil))
 	return b.String()
+}
+
+// us is the server's CPU time per request of r.
+func us(r wrkResult) string {
+	if r.Requests == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f µs", r.cpuPerRequest())
 }
 
 func pct(a, b float64) string {

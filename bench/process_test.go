@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -91,6 +92,23 @@ func rssOf(tb testing.TB, pid int) float64 {
 	tb.Fatalf("rss: no VmRSS in /proc/%d/status", pid)
 	return 0
 }
+
+// cpuOf returns the CPU time (user and system) process pid has used.
+func cpuOf(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatalf("cpu: %v", err)
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// clockTicks is the unit of /proc's CPU times (USER_HZ), 100 on Linux.
+const clockTicks = 100
 
 // kill ends p at once (SIGKILL), as a crash would, and waits for it.
 func (p *process) kill() {

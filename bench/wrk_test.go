@@ -24,6 +24,17 @@ type wrkResult struct {
 	Timeout    int64 `json:"timeout"`
 	P50US      int64 `json:"p50_us"`
 	P99US      int64 `json:"p99_us"`
+	// CPU is the CPU time the server process used during the load.
+	CPU time.Duration `json:"-"`
+}
+
+// cpuPerRequest is the server's CPU time per request answered, in µs: a
+// figure a busy machine disturbs far less than a rate.
+func (r wrkResult) cpuPerRequest() float64 {
+	if r.Requests == 0 {
+		return 0
+	}
+	return float64(r.CPU.Microseconds()) / float64(r.Requests)
 }
 
 func (r wrkResult) rate() float64 {
@@ -128,10 +139,11 @@ type wrkRequest struct {
 	method, path, token, body string
 }
 
-// runWrk runs wrk against base with conns connections for d, in mode
-// (see wrkLua), and returns its report. It skips tb when wrk is not
+// runWrk runs wrk against base, served by process pid, with conns
+// connections for d, in mode (see wrkLua), and returns its report with the
+// CPU time pid used meanwhile. It skips tb when wrk is not
 // installed (apt-get install wrk).
-func runWrk(tb testing.TB, base string, conns int, d time.Duration, mode string, args ...string) wrkResult {
+func runWrk(tb testing.TB, base string, pid, conns int, d time.Duration, mode string, args ...string) wrkResult {
 	tb.Helper()
 	bin, err := exec.LookPath("wrk")
 	if err != nil {
@@ -152,19 +164,22 @@ func runWrk(tb testing.TB, base string, conns int, d time.Duration, mode string,
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(bin, cmdArgs...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cpu0 := cpuOf(tb, pid)
 	if err := cmd.Run(); err != nil {
 		tb.Fatalf("wrk %s: %v\n%s%s", strings.Join(cmdArgs, " "), err, out.String(), errOut.String())
 	}
+	cpu := cpuOf(tb, pid) - cpu0
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	var r wrkResult
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 		tb.Fatalf("wrk: %v in\n%s", err, out.String())
 	}
+	r.CPU = cpu
 	return r
 }
 
 // wrkCycle runs wrk over reqs in turn (mode cycle).
-func wrkCycle(tb testing.TB, base string, conns int, d time.Duration, reqs []wrkRequest) wrkResult {
+func wrkCycle(tb testing.TB, base string, pid, conns int, d time.Duration, reqs []wrkRequest) wrkResult {
 	tb.Helper()
 	var b strings.Builder
 	dash := func(s string) string {
@@ -180,5 +195,5 @@ func wrkCycle(tb testing.TB, base string, conns int, d time.Duration, reqs []wrk
 	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	return runWrk(tb, base, conns, d, "cycle", file)
+	return runWrk(tb, base, pid, conns, d, "cycle", file)
 }
