@@ -33,6 +33,9 @@ type reconciler struct {
 
 	mu   sync.Mutex
 	recs map[string]viewed // as delivered: the stream's state at seen
+	// order lists the elections of recs in the order the watch first
+	// delivered them, for the sweep to visit them a chunk at a time.
+	order []string
 	// tombstones counts the deleted elections among recs.
 	tombstones int
 	ahead      map[string]viewed // written here, not delivered yet
@@ -91,6 +94,9 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 	r.mu.Lock()
 	if err == nil {
 		if old, ok := r.recs[s.rec.Name]; !ok || s.seq > old.seq {
+			if !ok {
+				r.order = append(r.order, s.rec.Name)
+			}
 			if ok && old.deleted {
 				r.tombstones--
 			}
@@ -243,22 +249,6 @@ func (r *reconciler) latestLocked(election string) stored {
 		return a.stored()
 	}
 	return s.stored()
-}
-
-// all returns the latest record of every election in the view.
-func (r *reconciler) all() []stored {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]stored, 0, len(r.recs)+len(r.ahead))
-	for name := range r.recs {
-		out = append(out, r.latestLocked(name))
-	}
-	for name, a := range r.ahead {
-		if _, ok := r.recs[name]; !ok {
-			out = append(out, a.stored())
-		}
-	}
-	return out
 }
 
 // count returns the number of elections in the view, tombstones left out:
