@@ -28,8 +28,9 @@ import (
 // runs, interleaved (the median counts; default 1), ELECTOR_BENCH_OUT a
 // file the tables are also written to, ELECTOR_BENCH_CONFIG YAML settings
 // added to every elector serve (to measure other settings than the
-// defaults), and ELECTOR_BENCH_SKIP_ETCD=1 leaves etcd out (elector's
-// figures alone, to iterate faster). To profile, build with the pprof tag
+// defaults), ELECTOR_BENCH_BINARY an elector binary to measure instead
+// of a build of this tree, and ELECTOR_BENCH_SKIP_ETCD=1 leaves etcd out
+// (elector's figures alone, to iterate faster). To profile, build with the pprof tag
 // and name where to serve and keep the profiles:
 //
 //	ELECTOR_BENCH_TAGS=pprof ELECTOR_BENCH_PPROF=127.0.0.1:6060 ELECTOR_BENCH_PROFILE=/tmp/prof \

@@ -29,9 +29,13 @@ var built struct {
 // buildElector builds cmd/elector once per test binary as a release is
 // built (-trimpath, -ldflags "-s -w", no cgo), or with ELECTOR_BENCH_TAGS
 // as build tags and symbols kept (pprof: a profiling build, see
-// bench/doc.go), and returns the binary's path.
+// TestFleet), and returns the binary's path; ELECTOR_BENCH_BINARY names a
+// binary to use instead (to measure an earlier commit beside this one).
 func buildElector(tb testing.TB) string {
 	tb.Helper()
+	if bin := os.Getenv("ELECTOR_BENCH_BINARY"); bin != "" {
+		return bin // another build to measure, such as one of an earlier commit
+	}
 	built.once.Do(func() {
 		dir, err := os.MkdirTemp("", "elector-bench-")
 		if err != nil {
