@@ -209,7 +209,7 @@ func (r *reconciler) sweep(ctx context.Context) {
 	var nb [24]byte
 	batch := make([]stored, 0, sweepChunk)
 	for from := 0; ; from += sweepChunk {
-		batch = r.names(batch[:0], from, sweepChunk)
+		batch = r.recordsFrom(batch[:0], from, sweepChunk)
 		if len(batch) == 0 {
 			return
 		}
@@ -238,11 +238,11 @@ func (r *reconciler) sweep(ctx context.Context) {
 // sweepChunk is how many elections a sweep takes from the view at a time.
 const sweepChunk = 1024
 
-// names appends to dst the latest records of at most n elections of the
+// recordsFrom appends to dst the latest records of at most n elections of the
 // view, from the from-th in the order the view first saw them, and
 // returns it. Records are never changed in place (a transition works on a
 // copy), so they may be read after the lock is released.
-func (r *reconciler) names(dst []stored, from, n int) []stored {
+func (r *reconciler) recordsFrom(dst []stored, from, n int) []stored {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, name := range r.order[min(from, len(r.order)):min(from+n, len(r.order))] {
