@@ -19,9 +19,12 @@ const (
 	DefaultMaxTTL           = time.Hour
 	DefaultMaxMetadataBytes = 1024
 	// DefaultMaxCandidates and DefaultMaxElections are the caps elector
-	// serve applies (a zero Config has none).
+	// serve applies (a zero Config has none). The election cap is sized
+	// to what one replica holds, not below it: on the embedded backend an
+	// election of one candidate takes about 3 KiB of resident memory, so a
+	// million take about 3 GiB (docs/performance.md).
 	DefaultMaxCandidates = 1000
-	DefaultMaxElections  = 10000
+	DefaultMaxElections  = 1_000_000
 	// MaxReasonBytes bounds the reason of an error report.
 	MaxReasonBytes = 1024
 	// MaxSetting bounds error_cooldown and handover_delay.

@@ -25,10 +25,10 @@ func (g *Gateway) Transfer(ctx context.Context, election, from, to, token string
 	if err := ValidateElectionName(election); err != nil {
 		return Election{}, err
 	}
-	if !candidateIDRE.MatchString(to) {
+	if !validName(to, 128, true, "._:-") {
 		return Election{}, invalid("to", "%q is not a valid candidate id: name a follower of the election", clip(to))
 	}
-	if from != "" && !candidateIDRE.MatchString(from) {
+	if from != "" && !validName(from, 128, true, "._:-") {
 		return Election{}, invalid("from", "%q is not a valid candidate id: name a holder of the election", clip(from))
 	}
 	t, err := g.transferer("leadership transfer")

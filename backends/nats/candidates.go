@@ -130,26 +130,19 @@ func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, i
 	if !ok {
 		return gateway.Status{}, false, nil
 	}
-	type index struct {
-		rev uint64
-		err error
-	}
-	ic := make(chan index, 1)
-	go func() {
-		rev, err := b.readIndex.Revision(ctx)
-		ic <- index{rev, err}
-	}()
+	// The read index is fetched while the beat is in flight.
+	ticket := b.readIndex.Start(ctx)
 	exp, err := b.beat(ctx, subject, e.TTL, &seq)
-	ix := <-ic
+	rev, ierr := ticket.Wait(ctx)
 	switch {
 	case isConflict(err):
 		return gateway.Status{}, false, nil // a marker, or a beat through another replica
 	case err != nil:
 		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, translate(err))
-	case ix.err != nil:
-		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, translate(ix.err))
+	case ierr != nil:
+		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, translate(ierr))
 	}
-	if v, err := b.caughtUpTo(ctx, r, ix.rev); err != nil {
+	if v, err := b.caughtUpTo(ctx, r, rev); err != nil {
 		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, err)
 	} else if v == nil {
 		return gateway.Status{}, false, nil

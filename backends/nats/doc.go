@@ -74,7 +74,12 @@
 // marker on the subject. The reconciler (Run) follows the liveness stream
 // and, on a marker, applies Record.Expire with compare-and-set; whichever
 // replica gets there first wins, the others find nothing left to do. The
-// server's clock, not a replica's, decides when a candidate is dead.
+// server's clock, not a replica's, decides when a candidate is dead. The
+// server's expiry timer can run up to 250 ms late; for a leader with a
+// follower in line, Run does not wait for it: once the leader's message
+// has expired on the server's clock it deletes the message by its
+// sequence, which a heartbeat that replaced it makes fail, and expires the
+// candidacy itself (expiry.go says why that is as safe as the marker).
 // Entry.ExpiresAt is therefore zero in stored records; snapshots fill it
 // from the liveness message.
 //
@@ -221,7 +226,9 @@
 // Every write acknowledged before the read began has a sequence at or
 // below the one fetched, so the answer reflects it. The fetch is a
 // message get of the stream's last message (subject ">"), answered by
-// the stream leader like stream info but at a fraction of its cost.
+// the stream leader like stream info but at a fraction of its cost; an
+// embedded server outside a cluster, the stream's only copy, reads the
+// same sequence from its own store in process instead.
 // CountElections and CountCandidates are the exceptions: they answer from
 // the view as it is, for the gateway's limits, which refuse a campaign
 // only after a linearizable read (gateway.CandidateCounter). A view still loading
@@ -403,6 +410,13 @@
 // readiness probe) fails until it reconnects. CaughtUp (the readiness
 // probe's watch check) says whether Run's watch has delivered the stream's
 // last sequence, and fails while Run is not running.
+//
+// A member of an embedded cluster that shuts down (elector serve on
+// SIGTERM, Backend.Close) first asks the raft group of each stream it
+// leads to step down to a current follower, and waits up to HandOverWait
+// for the others to name the new leader: a rolling restart pauses writes
+// for a leader transfer (tens of milliseconds), not for the election that
+// follows a member's silence (4 to 9 s), which only a crash costs.
 //
 // A NATS member cut off from the other members of a cluster is the harder
 // case: if it leads the records stream it goes on answering message gets

@@ -148,7 +148,7 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 		r.mu.Lock()
 		recs = make([]stored, 0, len(r.recs))
 		for _, s := range r.recs {
-			recs = append(recs, s)
+			recs = append(recs, s.stored())
 		}
 		// Not "<seen>", past Head whenever the latest record has events:
 		// newest is the same point of the event stream (no event lies

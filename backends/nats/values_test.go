@@ -133,3 +133,38 @@ func normal(t *testing.T, v any) string {
 	}
 	return c.String()
 }
+
+// TestAckSeqReadsWhatJetStreamAnswers: acknowledgements and refusals as
+// the server writes them, read as jetstream's Publish reads them.
+func TestAckSeqReadsWhatJetStreamAnswers(t *testing.T) {
+	tests := []struct {
+		name, data string
+		seq        uint64
+		conflict   bool
+		bad        bool
+	}{
+		{"ack", `{"stream":"ELECTOR_ALIVE","seq":12345}`, 12345, false, false},
+		{"ack with domain", `{"stream":"ELECTOR_ALIVE","domain":"hub","seq":7}`, 7, false, false},
+		{"duplicate", `{"stream":"ELECTOR_ALIVE","seq":9,"duplicate":true}`, 9, false, false},
+		{"wrong last sequence", `{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 5"},"stream":"ELECTOR_ALIVE","seq":0}`, 0, true, false},
+		{"another stream", `{"stream":"OTHER","seq":3}`, 0, false, true},
+		{"not JSON", `+OK`, 0, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seq, err := ackSeq([]byte(tt.data), "ELECTOR_ALIVE")
+			switch {
+			case tt.conflict:
+				if !isConflict(err) {
+					t.Fatalf("%v, want a conflict", err)
+				}
+			case tt.bad:
+				if err == nil {
+					t.Fatalf("seq %d, want an error", seq)
+				}
+			case err != nil || seq != tt.seq:
+				t.Fatalf("seq %d, %v; want %d", seq, err, tt.seq)
+			}
+		})
+	}
+}

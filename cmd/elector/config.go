@@ -17,6 +17,7 @@ import (
 	"github.com/electorhq/elector/backends/nats"
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/fielderr"
+	"github.com/electorhq/elector/metrics"
 	"github.com/electorhq/elector/webhooks"
 )
 
@@ -107,6 +108,12 @@ type MetricsConfig struct {
 	// elections, for deployments with very many elections. Key
 	// metrics.election_labels, default true.
 	ElectionLabels bool
+	// ElectionLabelLimit is how many elections get per-election series of
+	// their own; the others are summed under election="_other", so that a
+	// replica with very many elections exports a bounded number of series.
+	// Key metrics.election_label_limit, default
+	// metrics.DefaultElectionLabelLimit; 0: no limit.
+	ElectionLabelLimit int
 }
 
 // DefaultReadHeaderTimeout is the default of http.read_header_timeout.
@@ -161,7 +168,7 @@ func DefaultConfig() Config {
 			RetrySchedule:  webhooks.DefaultRetrySchedule(),
 			BeginTimeout:   webhooks.DefaultBeginTimeout,
 		},
-		Metrics: MetricsConfig{ElectionLabels: true},
+		Metrics: MetricsConfig{ElectionLabels: true, ElectionLabelLimit: metrics.DefaultElectionLabelLimit},
 		TLS:     TLSConfig{ClientAuth: "none"},
 	}
 }
@@ -252,6 +259,12 @@ func (c Config) validateAll(source func(key string) string) []error {
 		func() error { return atLeast("http.write_timeout", h.WriteTimeout, 0) },
 		func() error { return atLeast("http.idle_timeout", h.IdleTimeout, 0) },
 		func() error { return atLeast("http.shutdown_timeout", h.ShutdownTimeout, 0) },
+		func() error {
+			if c.Metrics.ElectionLabelLimit < 0 {
+				return configError("metrics.election_label_limit", source("metrics.election_label_limit"), "%d is negative; 0 means no limit", c.Metrics.ElectionLabelLimit)
+			}
+			return nil
+		},
 		func() error { return c.componentError(&c.API, "api", c.API.Validate(), source) },
 		func() error { return c.componentError(&c.Webhooks, "webhooks", c.Webhooks.Validate(), source) },
 	}

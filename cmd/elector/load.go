@@ -92,6 +92,7 @@ func settings() []setting {
 		{"webhooks.begin_timeout", "time a new leader's own begin webhook has to answer 2xx", func(c *Config) any { return &c.Webhooks.BeginTimeout }},
 		{"webhooks.claim_ttl", "how long a replica's claim on a webhook endpoint lasts unless renewed (0s: 20s, or twice webhooks.request_timeout if longer)", func(c *Config) any { return &c.Webhooks.ClaimTTL }},
 		{"metrics.election_labels", "label per-election metrics with the election (false: sum over all elections)", func(c *Config) any { return &c.Metrics.ElectionLabels }},
+		{"metrics.election_label_limit", "elections with per-election series of their own; the rest are summed as election=\"_other\" (0: no limit)", func(c *Config) any { return &c.Metrics.ElectionLabelLimit }},
 		{"http.trusted_proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For names the client", func(c *Config) any { return &c.HTTP.TrustedProxies }},
 		{"auth.tokens", "API tokens: {name, sha256|file|env, scopes, elections} (JSON array in flags and the environment)", func(c *Config) any { return &c.Auth.Tokens }},
 		{"auth.protect_operational", "require the read scope for /metrics, /docs and /openapi.*", func(c *Config) any { return &c.API.ProtectOperational }},

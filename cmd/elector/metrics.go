@@ -9,7 +9,8 @@ import (
 
 // newMetrics returns the metrics of serve, as cfg.Metrics configures them.
 func newMetrics(cfg Config, log *slog.Logger) *metrics.Metrics {
-	return metrics.New(metrics.WithElectionLabels(cfg.Metrics.ElectionLabels), metrics.WithLogger(log))
+	return metrics.New(metrics.WithElectionLabels(cfg.Metrics.ElectionLabels),
+		metrics.WithElectionLabelLimit(cfg.Metrics.ElectionLabelLimit), metrics.WithLogger(log))
 }
 
 // runTransitions counts leader transitions until ctx ends, logging the
