@@ -55,10 +55,10 @@ func leaked(before map[string]bool) []string {
 
 // checkLeaks fails tb if goroutines of a gateway's code that started
 // after before remain once every gateway has stopped. Goroutines that are
-// ending as it looks are waited for, up to longstop.
-func checkLeaks(tb testing.TB, before map[string]bool) {
+// ending as it looks are waited for, up to within.
+func checkLeaks(tb testing.TB, before map[string]bool, within time.Duration) {
 	tb.Helper()
-	deadline := time.Now().Add(longstop)
+	deadline := time.Now().Add(within)
 	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		left := leaked(before)
 		if len(left) == 0 {

@@ -150,6 +150,6 @@ func (g *gateways) done(tb testing.TB) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.live--; g.live == 0 {
-		checkLeaks(tb, g.before)
+		checkLeaks(tb, g.before, longstop)
 	}
 }
