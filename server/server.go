@@ -147,7 +147,13 @@ func (s *Server) Run(ctx context.Context) error {
 	defer p.release(s.log)
 	s.logStarted(ctx, addr)
 	close(s.ready)
+	return s.serve(ctx, srv, serveErr, p)
+}
 
+// serve waits until ctx ends, or the HTTP server (serveErr) or the
+// gateway's loop stops on its own, then shuts down and returns Run's
+// result.
+func (s *Server) serve(ctx context.Context, srv *http.Server, serveErr <-chan error, p *parts) error {
 	var serveResult, loopResult error
 	serveDone, loopDone := false, false
 	select {
