@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/server"
 )
 
 // isolate clears every ELECTOR_* variable serve reads and moves the test to
@@ -70,7 +72,7 @@ func TestConfigPrecedenceFlagOverEnvOverFileOverDefault(t *testing.T) {
 		ttl      time.Duration
 		metadata int
 	}{
-		{name: "defaults", listen: DefaultListen, ttl: 10 * time.Second, metadata: 1024},
+		{name: "defaults", listen: server.DefaultListen, ttl: 10 * time.Second, metadata: 1024},
 		{name: "file over defaults", file: file, listen: "127.0.0.1:1111", ttl: 20 * time.Second, metadata: 2048},
 		{
 			name: "env over file", file: file,
