@@ -78,3 +78,12 @@ func notApplied(resp *clientv3.TxnResponse, err error) bool {
 	}
 	return !resp.Succeeded
 }
+
+// handoverKey is the key of the marker of the handover delay of slot term
+// in the lead record l that the transaction starting it writes: one per
+// election in the record's one-holder form, one per term in its list form
+// (see termName).
+func (b *Backend) handoverKey(election string, l leadValue, term uint64) string {
+	_, one := l.one()
+	return b.keys.handoverMarkOf(election, termName(!one, term))
+}
