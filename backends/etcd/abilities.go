@@ -71,7 +71,7 @@ func (b *Backend) DeleteElection(ctx context.Context, election string) error {
 	rctx, cancel := b.reqCtx(ctx)
 	resp, err := b.cli.Txn(rctx).
 		If(none(k.line(election)), none(k.cooling(election, "")), none(k.candidateID(election, "")),
-			clientv3.Compare(clientv3.ModRevision(k.lead(election)), "=", v.leadMod)). // the leadership checked above
+			clientv3.Compare(clientv3.ModRevision(k.lead(election)), "=", v.leadMod)). // the holderships checked above
 		Then(clientv3.OpDelete(k.settings(election)), clientv3.OpDelete(k.lead(election)), clientv3.OpDelete(k.mark(election)),
 			clientv3.OpDelete(k.promise(election)), clientv3.OpDelete(k.promiseOf(election, "")+"/", clientv3.WithPrefix())).
 		Commit()

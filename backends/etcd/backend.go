@@ -329,11 +329,15 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 		now := b.now()
 		var cmps []clientv3.Cmp
 		ops := []clientv3.Op{clientv3.OpPut(b.keys.settings(election), mustJSON(settingsOf(s, now)))}
-		if n := s.HolderLimit(); len(v.holders) > n {
-			// A cache behind etcd may show fewer holders than there are:
-			// the reconcile below ends those.
+		if n := s.HolderLimit(); n < v.settings.HolderLimit() || len(v.holders) > n {
+			// Lowering compares the lead record it ends holderships in,
+			// and every acknowledgement compares the settings: of the two
+			// that race, one fails, so no holdership begins under a
+			// setting it was not counted with.
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", v.leadMod))
-			ops = append(ops, b.putLead(v, lowered(v, n, now))...)
+			if len(v.holders) > n {
+				ops = append(ops, b.putLead(v, lowered(v, n, now))...)
+			}
 		}
 		rctx, cancel := b.reqCtx(ctx)
 		resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()

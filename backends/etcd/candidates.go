@@ -140,13 +140,13 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string,
 // Heartbeat implements gateway.Backend: a keep-alive of the candidate's
 // lease, and an answer as fresh as a linearizable read. A follower's
 // heartbeat fetches the read index when it arrives, beside the keep-alive,
-// and the answer waits until the cache has caught up with it; so a leader
+// and the answer waits until the cache has caught up with it; so a holder
 // deposed through any replica before the heartbeat arrived (an error
-// report, a resignation, an expiry) is never told that it still leads. A
-// leader's heartbeat writes its promise beside the keep-alive instead
-// (promise.go), a write whose revision is as fresh, and answers "leader"
-// only once that write succeeded: a follower promoted meanwhile is
-// promised before it is told. The answer is found without deriving the
+// report, a resignation, an expiry, a lower holders setting) is never told
+// that it still holds. A holder's heartbeat writes the promise of its
+// holdership beside the keep-alive instead (promise.go), a write whose
+// revision is as fresh, and answers "leader" only once that write
+// succeeded: a follower promoted meanwhile is promised before it is told. The answer is found without deriving the
 // whole election, so a heartbeat costs the same with 3 candidates as with
 // 1,000. Errors: gateway.ErrCandidateNotFound (unknown, or its lease
 // expired; a *gateway.CandidacyRevokedError when etcd revoked it early,
@@ -181,10 +181,10 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 			return gateway.Status{}, fmt.Errorf("etcd: %s: %w", op, gateway.ErrTokenMismatch)
 		}
 	}
-	// A leader asked to hand over is refused before its lease is kept
+	// A holder asked to hand over is refused before its lease is kept
 	// alive, so its life runs out unless it hands over (see
 	// gateway.Record.HandoverDue). A transfer this replica has not seen yet
-	// lets one keep-alive through: the leader's life, and its step-down
+	// lets one keep-alive through: the holder's life, and its step-down
 	// deadline, then end a TTL later, and the answer below still refuses.
 	if err := b.handoverDue(ctx, election, id); err != nil {
 		return gateway.Status{}, err
@@ -268,9 +268,9 @@ func (c *catching) wait() error {
 }
 
 // Resign implements gateway.Backend. One transaction deletes the
-// candidate's keys and writes a mark saying it resigned; if it led, the
-// same transaction hands the lead record to the next in line (or records
-// that the leadership ended), so there is no handover delay. The lease is
+// candidate's keys and writes a mark saying it resigned; if it held, the
+// same transaction gives its slot to the next in line when it may take it
+// (see handOver), so there is no handover delay. The lease is
 // revoked afterwards. Errors: gateway.ErrCandidateNotFound,
 // gateway.ErrTokenMismatch, gateway.ErrUnavailable.
 func (b *Backend) Resign(ctx context.Context, election, id, tokenHash string) error {
@@ -285,8 +285,8 @@ func (b *Backend) Resign(ctx context.Context, election, id, tokenHash string) er
 // ReportError implements gateway.Backend. One transaction moves the
 // candidate's key from the line to the cooling directory (still on its
 // lease, with the end of its cooldown) and writes a mark with the reason;
-// if it led, the lead record goes to the next in line in the same
-// transaction. A candidate already cooling restarts its cooldown. A
+// if it held, its slot goes to the next in line in the same transaction
+// (see handOver). A candidate already cooling restarts its cooldown. A
 // reconciler puts it back at the end of the line when the cooldown ends.
 // Errors: gateway.ErrCandidateNotFound, gateway.ErrTokenMismatch,
 // gateway.ErrUnavailable.
@@ -308,7 +308,7 @@ func (b *Backend) remove(ctx context.Context, op, election, id, tokenHash, reaso
 // removeIf returns it.
 // The transaction compares what the view was read from (the lead record
 // among it), so check holds at the revision the removal commits. With
-// hold, a leader's end holds the next back until its promise lapses (see
+// hold, a holder's slot stays taken until its promise lapses (see
 // handOver).
 func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, reason, detail string, hold bool, check func(view, *entry) error) (*entry, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
@@ -449,7 +449,7 @@ func (b *Backend) handOver(v view, i int, reason string, hold bool, now, mono ti
 		if completes {
 			l.Transfer = nil
 		}
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, next)), "=", next.create))
+		cmps = append(cmps, b.acknowledged(v, next)...)
 		l.acknowledge(next, now)
 	}
 	return cmps, b.putLead(v, l)

@@ -148,9 +148,10 @@ func (b *Backend) planLead(v view, now, mono time.Time) (action, bool) {
 // holdership's key went, the target is next, and the keys ahead of it
 // move behind it first (moveUp). The write drops the slots that no
 // longer hold anything back on this replica's clock, and the transfer if
-// it completes or no longer holds. It is guarded by the lead record and
-// the follower's key: both as v saw them, the follower is still the first
-// behind the holders (a key created or moved later is behind it).
+// it completes or no longer holds. It is guarded by the lead record, the
+// settings and the follower's key (acknowledged): all as v saw them, the
+// holders setting is the one counted with, and the follower is still the
+// first behind the holders (a key created or moved later is behind it).
 func (b *Backend) fill(v view, now, mono time.Time) (action, bool) {
 	k := len(v.holders)
 	if k >= len(v.line) || v.taken(mono) >= v.settings.HolderLimit() {
@@ -189,11 +190,19 @@ func (b *Backend) fill(v view, now, mono time.Time) (action, bool) {
 	l.acknowledge(x, now)
 	l.At = now
 	return action{what: "acknowledge holder",
-		cmps: []clientv3.Cmp{
-			clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod),
-			clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create),
-		},
-		ops: b.putLead(v, l)}, true
+		cmps: append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod)}, b.acknowledged(v, x)...),
+		ops:  b.putLead(v, l)}, true
+}
+
+// acknowledged returns the comparisons beside the lead record's of a
+// transaction that acknowledges x as a holder of v's election: the
+// settings as v saw them (Configure writes them; lowering the holders also
+// compares the lead record, so of the two one fails) and x's key.
+func (b *Backend) acknowledged(v view, x *entry) []clientv3.Cmp {
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(b.keys.settings(v.name)), "=", v.settingsMod),
+		clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create),
+	}
 }
 
 // lowered is v's lead record with the holderships above n ended, the

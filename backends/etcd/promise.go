@@ -130,10 +130,10 @@ func (b *Backend) expireHolder(v view, i int, now time.Time) action {
 	return action{what: "expire holder after its promise", cmps: cmps, ops: ops, revoke: clientv3.LeaseID(x.lease)}
 }
 
-// promise writes the promise of candidate id's leadership of election as
+// promise writes the promise of candidate id's holdership of election as
 // this replica's cache holds it (see the top of this file) and waits until
 // the cache holds the write. It returns the term it promised, or 0 when
-// the cache does not show id leading or the guard failed; the cache has
+// the cache does not show id holding or the guard failed; the cache has
 // then caught up with a revision etcd reached after the call. Errors:
 // gateway.ErrUnavailable.
 func (b *Backend) promise(ctx context.Context, election, id string) (uint64, error) {

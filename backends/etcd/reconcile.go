@@ -72,7 +72,7 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 }
 
 // reconcileRounds bounds the actions reconcile makes: enough to
-// acknowledge a leader and move a few keys into priority order; the
+// acknowledge a few holders and move a few keys into priority order; the
 // reconcilers (Run) do the rest.
 const reconcileRounds = 16
 

@@ -39,14 +39,15 @@ type state struct {
 
 // estate is the keys of one election.
 type estate struct {
-	settings *settingsValue
-	lead     *leadValue
-	leadMod  int64
-	mark     *markValue
-	markMod  int64
-	line     map[string]*entry // by lease hex (a native key: by its name)
-	cooling  map[string]*entry // by lease hex
-	ids      map[string]idEntry
+	settings    *settingsValue
+	settingsMod int64
+	lead        *leadValue
+	leadMod     int64
+	mark        *markValue
+	markMod     int64
+	line        map[string]*entry // by lease hex (a native key: by its name)
+	cooling     map[string]*entry // by lease hex
+	ids         map[string]idEntry
 	// handovers are the markers of handover delays, by the last component
 	// of their key ("" for p/_elector/handover/<election>), each with the
 	// term of the slot it times; cooldowns the lease hexes of the
@@ -164,8 +165,9 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 		e.ids[pk.name] = idEntry{hex: string(kv.Value), create: kv.CreateRevision}
 	case kindSettings:
 		var v settingsValue
+		e.settingsMod = kv.ModRevision // what an acknowledgement compares, whatever the value
 		if json.Unmarshal(kv.Value, &v) != nil {
-			e.unset(pk)
+			e.settings = nil
 			return pk.election
 		}
 		e.settings = &v
@@ -273,7 +275,7 @@ func (e *estate) unset(pk parsedKey) {
 	case kindID:
 		delete(e.ids, pk.name)
 	case kindSettings:
-		e.settings = nil
+		e.settings, e.settingsMod = nil, 0
 	case kindLead:
 		e.lead, e.leadMod = nil, 0
 		clear(e.promised)

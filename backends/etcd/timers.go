@@ -13,16 +13,17 @@ import (
 // own, whose TTL is the timer's length rounded up to whole seconds:
 //
 //	p/_elector/handover/<election>            {"term":41,"until":"…"}
+//	p/_elector/handover/<election>/<term>     the same, per slot (the lead record's list form)
 //	p/_elector/cooldown/<election>/<lease-hex> {"until":"…"}
 //
 // It is written in the transaction that starts the timer, and the record
-// that the timer belongs to (the lead record, the cooling key) says
+// that the timer belongs to (the lead record's slot, the cooling key) says
 // "timed": true in that same transaction. So at any revision, a timed
 // record whose marker key is absent has a marker that etcd deleted when
 // its lease expired: the timer has ended.
 
 // markerValue is the value of a timer's marker key: the term of the
-// leadership whose expiry started a handover delay (0 for a cooldown)
+// holdership whose expiry started a handover delay (0 for a cooldown)
 // and the recorded end, as shown to users.
 type markerValue struct {
 	Term  uint64    `json:"term,omitempty"`

@@ -63,11 +63,11 @@ func (x *entry) priority() int {
 	return x.value.Priority
 }
 
-// promiseValue is the leader's promise (<prefix>/_elector/promise/<election>),
-// written by each of its heartbeats that answers it leads:
+// promiseValue is a holder's promise (<prefix>/_elector/promise/<election>
+// in the lead record's one-holder form, …/<election>/<term> in its list
+// form), written by each of its heartbeats that answers it holds:
 // {"term":41,"key":"<lease-hex>","ttl_ms":10000,"at":"…"}. It names the
-// leadership (Term, Key as in the lead record) and the TTL it was
-// promised; "at" is the writer's clock, shown and used for event times
+// holdership (Term, Key as in its slot) and the TTL it was promised; "at" is the writer's clock, shown and used for event times
 // only (see promise.go).
 type promiseValue struct {
 	Term  uint64    `json:"term"`

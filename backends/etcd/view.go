@@ -27,10 +27,14 @@ type view struct {
 	name     string
 	exists   bool
 	settings gateway.Settings
-	line     []*entry // by create revision
-	cooling  []*entry // by end of cooldown
-	lead     *leadValue
-	leadMod  int64
+	// settingsMod is the settings key's mod revision (0: none), which
+	// every acknowledgement compares: a holdership begins only under the
+	// holders setting it counted with.
+	settingsMod int64
+	line        []*entry // by create revision
+	cooling     []*entry // by end of cooldown
+	lead        *leadValue
+	leadMod     int64
 	// holders are line[:len(holders)], the longest-standing first, and
 	// held[i] the slot of holders[i] in lead.
 	holders []*entry
@@ -70,6 +74,7 @@ func (s *state) view(name string) view {
 	if e.settings != nil {
 		v.settings = e.settings.settings()
 	}
+	v.settingsMod = e.settingsMod
 	for _, x := range e.line {
 		v.line = append(v.line, x)
 	}

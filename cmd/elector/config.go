@@ -238,15 +238,6 @@ func (c Config) validateAll(source func(key string) string) []error {
 			return nil
 		},
 		func() error { return c.componentError(&c.Gateway, "elections", c.Gateway.Validate(), source) },
-		func() error {
-			// The etcd backend holds one holder per election (it is no
-			// gateway.MultiHolder yet): refused here rather than at every
-			// campaign.
-			if c.Backend.Kind == "etcd" && c.Gateway.Defaults != nil && c.Gateway.Defaults.HolderLimit() > 1 {
-				return configError("elections.holders", source("elections.holders"), "%d: the etcd backend holds one holder per election; more need the embedded or nats backend", c.Gateway.Defaults.Holders)
-			}
-			return nil
-		},
 		func() error { return c.validateProduction(source) },
 		func() error { return atLeast("http.read_header_timeout", h.ReadHeaderTimeout, 0) },
 		func() error { return atLeast("http.write_timeout", h.WriteTimeout, 0) },
