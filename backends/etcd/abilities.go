@@ -18,7 +18,7 @@ var (
 )
 
 // MaxHolders implements gateway.MultiHolder: the lead record's slots hold
-// up to gateway.MaxHolders (see "Holders" in the package doc).
+// up to gateway.MaxHolders (see "Who holds" in the package doc).
 func (b *Backend) MaxHolders() int { return gateway.MaxHolders }
 
 // FailLeader implements gateway.LeaderFailer: ReportError, only while id

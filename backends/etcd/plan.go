@@ -141,7 +141,7 @@ func (b *Backend) planLead(v view, now, mono time.Time) (action, bool) {
 // fill returns the action that acknowledges the first follower,
 // line[len(holders)], as a holder: fewer slots are taken than the setting
 // on this replica's clock at mono (so the slot it takes was free: see the
-// package doc, "Holders"), and it may hold (a native key only as the head
+// package doc, "Who holds"), and it may hold (a native key only as the head
 // of the line). A pending transfer steers it: while the holdership it
 // replaces is open its target waits for it, and no other slot goes to the
 // target or past it (the holders are the head of the line); once that

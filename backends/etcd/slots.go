@@ -6,7 +6,7 @@ import (
 )
 
 // The slots of an election as a replica counts them (see the package
-// doc, "Holders"). A slot is taken by a holder, by an open slot whose key
+// doc, "Who holds"). A slot is taken by a holder, by an open slot whose key
 // went (until its handover delay has ended and its promise lapsed), or by
 // a slot that ended without its holder's word (until its promise lapsed):
 // a holdership begins only while fewer than the holders setting are
@@ -78,15 +78,16 @@ func (v view) idle() []*slotValue {
 // taken is the number of slots taken on this replica at mono.
 func (v view) taken(mono time.Time) int {
 	n := len(v.holders)
-	if v.lead == nil {
-		return n
+	for _, s := range v.idle() {
+		if _, held := v.release(s, time.Time{}, mono); held {
+			n++
+		}
 	}
-	for i := range v.lead.Slots {
-		s := &v.lead.Slots[i]
-		if v.stray(s) {
-			n++
-		} else if _, held := v.release(s, time.Time{}, mono); held && (s.Ended != "" || v.gone(s)) {
-			n++
+	if v.lead != nil {
+		for i := range v.lead.Slots {
+			if v.stray(&v.lead.Slots[i]) {
+				n++
+			}
 		}
 	}
 	return n
