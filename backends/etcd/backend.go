@@ -334,7 +334,10 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 			// and every acknowledgement compares the settings: of the two
 			// that race, one fails, so no holdership begins under a
 			// setting it was not counted with.
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", v.leadMod))
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", v.leadMod),
+				// The key it writes, as every transaction elector
+				// commits compares (see Connections in the package doc).
+				clientv3.Compare(clientv3.ModRevision(b.keys.settings(election)), "=", v.settingsMod))
 			if len(v.holders) > n {
 				ops = append(ops, b.putLead(v, lowered(v, n, now))...)
 			}

@@ -58,7 +58,6 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	}
 	// The candidacy is written: from here on the answer is 201 or, when
 	// this replica cannot tell what became of it, 503; never "not found".
-	// The reconcile below acknowledges it if a slot is free.
 	// The wait is for the write's own events, which the watch delivers in
 	// order: a progress notification, which older etcd members may send
 	// ahead of queued events, cannot end it early (see cache).
@@ -146,9 +145,9 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string,
 // that it still holds. A holder's heartbeat writes the promise of its
 // holdership beside the keep-alive instead (promise.go), a write whose
 // revision is as fresh, and answers "leader" only once that write
-// succeeded: a follower promoted meanwhile is promised before it is told. The answer is found without deriving the
-// whole election, so a heartbeat costs the same with 3 candidates as with
-// 1,000. Errors: gateway.ErrCandidateNotFound (unknown, or its lease
+// succeeded: a follower promoted meanwhile is promised before it is
+// told. The answer is found without deriving the whole election, so a
+// heartbeat costs the same with 3 candidates as with 1,000. Errors: gateway.ErrCandidateNotFound (unknown, or its lease
 // expired; a *gateway.CandidacyRevokedError when etcd revoked it early,
 // see revoked.go), gateway.ErrTokenMismatch, gateway.ErrUnavailable.
 func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
