@@ -304,3 +304,88 @@ func TestPlanHoldsTheNextLeaderUntilThePromiseLapses(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanFillsEachSlotOnItsOwn: with more than one holder, the first
+// follower is acknowledged while fewer slots are taken than the setting,
+// counting a slot whose holder ended without its word until its promise
+// lapses; a native key holds only as the head; a transfer's target waits
+// for the holdership it replaces, and nobody behind it takes another
+// slot meanwhile; holders above a lowered setting are ended.
+func TestPlanFillsEachSlotOnItsOwn(t *testing.T) {
+	b := &Backend{keys: keys{p: "p"}}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	const ttl = 5 * time.Second
+	x := func(hex string, create int64) *entry {
+		return &entry{hex: hex, name: hex, create: create, lease: create, value: candidateValue{Elector: 1, ID: hex, TTLms: ttl.Milliseconds()}}
+	}
+	a, bb, c, d, tg := x("a", 10), x("b", 20), x("c", 30), x("d", 40), x("t", 50)
+	next := x("t", 28) // the target, first behind the holder
+	native := &entry{hex: "n", name: "n", create: 25, native: true, value: candidateValue{ID: "n"}}
+	holding := func(es ...*entry) []slotValue {
+		var out []slotValue
+		for _, e := range es {
+			out = append(out, slotValue{Term: uint64(e.create), Create: e.create, Key: e.hex, ID: e.hex, TTLms: ttl.Milliseconds()})
+		}
+		return out
+	}
+	k := func(n int, line []*entry, slots []slotValue, f func(*leadValue)) keysOf {
+		l := &leadValue{Term: 20, Slots: slots}
+		if f != nil {
+			f(l)
+		}
+		// Every slot's promise held since t0, but those of holders in
+		// line, which heartbeat on.
+		promised := map[uint64]time.Time{}
+		for _, s := range l.Slots {
+			promised[s.Term] = t0
+			if s.Ended == "" && slices.ContainsFunc(line, s.names) {
+				promised[s.Term] = t0.Add(time.Hour)
+			}
+		}
+		return keysOf{settings: gateway.Settings{Holders: n}, line: line, lead: l, leadMod: 21, promised: promised}
+	}
+	failed := func(l *leadValue) { l.Slots[1].Ended = gateway.ReasonError }
+	transfer := func(l *leadValue) {
+		l.Transfer = &leadTransfer{To: "t", Key: "t", Reason: gateway.ReasonTransferred, At: t0, From: "a", FromTerm: 10}
+	}
+	tests := []struct {
+		name string
+		keys keysOf
+		mono time.Time
+		want []string
+		acks string // the candidate acknowledged, if any
+	}{
+		{"a free slot goes to the first follower", k(3, []*entry{a, bb, c, d}, holding(a, bb), nil), t0, []string{"acknowledge holder"}, "c"},
+		{"every slot held: nobody", k(2, []*entry{a, bb, c}, holding(a, bb), nil), t0, nil, ""},
+		{"a failed holder's slot waits for its promise", k(2, []*entry{a, c}, holding(a, bb), failed), t0.Add(ttl - time.Nanosecond), nil, ""},
+		{"and is filled once it lapsed", k(2, []*entry{a, c}, holding(a, bb), failed), t0.Add(ttl), []string{"acknowledge holder"}, "c"},
+		{"an expired holder's slot waits for its promise", k(2, []*entry{a, c}, holding(a, bb), nil), t0.Add(ttl - time.Nanosecond), nil, ""},
+		{"the other slots do not", k(3, []*entry{a, c, d}, holding(a, bb), nil), t0.Add(ttl - time.Nanosecond), []string{"acknowledge holder"}, "c"},
+		{"a native key second in line holds nothing, nor lets anybody past", k(3, []*entry{a, native, c}, holding(a), nil), t0, nil, ""},
+		{"a transfer's target next waits for the holdership it replaces", k(3, []*entry{a, next, c}, holding(a), transfer), t0, nil, ""},
+		{"a follower ahead of the target takes a free slot", k(3, []*entry{a, c, tg}, holding(a), transfer), t0, []string{"acknowledge holder", "move the transfer's target up"}, "c"},
+		{"holders above a lowered setting end", k(1, []*entry{a, bb, c}, holding(a, bb), nil), t0, []string{"end holderships above the setting"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			acts, _ := b.plan(viewOf(tt.keys), t0, tt.mono)
+			if got := whats(acts); !slices.Equal(got, tt.want) {
+				t.Fatalf("actions %q, want %q", got, tt.want)
+			}
+			for _, act := range acts {
+				if act.what != "acknowledge holder" {
+					continue
+				}
+				var l leadValue
+				if err := json.Unmarshal(act.ops[0].ValueBytes(), &l); err != nil {
+					t.Fatal(err)
+				}
+				if s := l.Slots[len(l.Slots)-1]; s.ID != tt.acks || !slices.ContainsFunc(act.cmps, func(c clientv3.Cmp) bool {
+					return string(c.GetCompare().Key) == "p/_elector/settings/e"
+				}) {
+					t.Fatalf("acknowledged %+v with %v, want %s, guarded by the settings", s, act.cmps, tt.acks)
+				}
+			}
+		})
+	}
+}
