@@ -23,6 +23,8 @@ import (
 //     elsewhere. next is when the next promise that holds a slot lapses.
 //   - An open slot whose key went and whose delay ended, with nobody
 //     waiting: record it ended ("expired"), held until its promise lapses.
+//   - In the lead record's list form, ended slots whose promise lapsed:
+//     drop them.
 //   - A cooling candidate whose cooldown's marker etcd deleted: re-create
 //     its candidacy key, at the back of the line, on its lease.
 //   - A delay or cooldown written without a marker (by an older version):
@@ -134,6 +136,22 @@ func (b *Backend) planLead(v view, now, mono time.Time) (action, bool) {
 		l := v.lead.clone()
 		l.Transfer, l.At = nil, now
 		return write("drop cancelled transfer", l, nil), true
+	}
+	if v.lead != nil && v.lead.list {
+		// Ended slots whose promise lapsed hold nothing back any more:
+		// drop them, so that the record (and what every heartbeat reads
+		// of it) shrinks again after the holders were lowered. The
+		// one-holder form keeps its ended slot, as it always has.
+		l := v.lead.clone()
+		for _, s := range v.idle() {
+			if _, held := v.release(s, now, mono); !held && s.Ended != "" {
+				l.drop(s.Term)
+			}
+		}
+		if len(l.Slots) < len(v.lead.Slots) {
+			l.At = now
+			return write("drop lapsed slots", l, nil), true
+		}
 	}
 	return action{}, false
 }

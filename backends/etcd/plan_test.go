@@ -345,6 +345,7 @@ func TestPlanFillsEachSlotOnItsOwn(t *testing.T) {
 		return keysOf{settings: gateway.Settings{Holders: n}, line: line, lead: l, leadMod: 21, promised: promised}
 	}
 	failed := func(l *leadValue) { l.Slots[1].Ended = gateway.ReasonError }
+	lowered := func(l *leadValue) { l.Slots[1].Ended, l.list = gateway.ReasonHoldersReduced, true }
 	transfer := func(l *leadValue) {
 		l.Transfer = &leadTransfer{To: "t", Key: "t", Reason: gateway.ReasonTransferred, At: t0, From: "a", FromTerm: 10}
 	}
@@ -365,6 +366,8 @@ func TestPlanFillsEachSlotOnItsOwn(t *testing.T) {
 		{"a transfer's target next waits for the holdership it replaces", k(3, []*entry{a, next, c}, holding(a), transfer), t0, nil, ""},
 		{"a follower ahead of the target takes a free slot", k(3, []*entry{a, c, tg}, holding(a), transfer), t0, []string{"acknowledge holder", "move the transfer's target up"}, "c"},
 		{"holders above a lowered setting end", k(1, []*entry{a, bb, c}, holding(a, bb), nil), t0, []string{"end holderships above the setting"}, ""},
+		{"a lowered holder's slot is kept while its promise runs", k(1, []*entry{a, bb}, holding(a, bb), lowered), t0.Add(ttl - time.Nanosecond), nil, ""},
+		{"and dropped once it lapsed", k(1, []*entry{a, bb}, holding(a, bb), lowered), t0.Add(ttl), []string{"drop lapsed slots"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
