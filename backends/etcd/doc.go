@@ -83,10 +83,12 @@
 // older version or naming a native leader, makes no promise: its end holds
 // nobody back).
 //
-// The lead record has two forms (lead.go). While it has at most one slot
-// it is written as elector has always written it with one leader, the
-// slot's fields in the record itself, and its promises and handover
-// marker are the per-election keys: an election of one holder is stored
+// The lead record has two forms (lead.go). Whenever it can be, it is
+// written as elector has always written it with one leader (at most one
+// slot, the last one acknowledged, its term its key's create revision:
+// always with one holder, unless the election had more before), the
+// slot's fields in the record itself, with the promises and the handover
+// marker at the per-election keys: an election of one holder is stored
 // exactly as by earlier versions, which read and write it alongside this
 // one. Otherwise its slots are listed in "holders", and the promises and
 // markers are per term. Only this version reads the list form: set holders

@@ -20,7 +20,7 @@ const internalDir = "_elector"
 //	p/<election>/<lease-hex>                  candidacy: the line, shared with concurrency.Election
 //	p/<election>/<lease-hex>.moved            the same, after a move (see movedSuffix)
 //	p/_elector/settings/<election>            settings (no lease)
-//	p/_elector/lead/<election>                lead record: the acknowledged leadership (no lease)
+//	p/_elector/lead/<election>                lead record: the acknowledged holderships, their slots (no lease, lead.go)
 //	p/_elector/mark/<election>                why the last key removed by elector went (no lease)
 //	p/_elector/promise/<election>             a holder's promise: its last acknowledged heartbeat (no lease, promise.go)
 //	p/_elector/promise/<election>/<term>      the same, per holdership, with the lead record's list form
