@@ -203,15 +203,6 @@ func (c Config) validate(backend bool) error {
 		c.Backend.checks(check)
 	}
 	check("Gateway", c.Gateway.Validate)
-	check("", func() error {
-		// The etcd backend holds one holder per election (it is no
-		// gateway.MultiHolder yet): refused here rather than at every
-		// campaign.
-		if backend && c.Backend.Kind == "etcd" && c.Gateway.Defaults != nil && c.Gateway.Defaults.HolderLimit() > 1 {
-			return fielderr.Errorf("Gateway.Defaults.Holders", "%d: the etcd backend holds one holder per election; more need the embedded or nats backend", c.Gateway.Defaults.Holders)
-		}
-		return nil
-	})
 	check("TLS", c.TLS.Validate)
 	c.HTTP.checks(check)
 	check("Metrics", func() error {

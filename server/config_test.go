@@ -32,8 +32,6 @@ func TestValidateNamesTheFieldByItsPathInConfig(t *testing.T) {
 		{"embedded", func(c *server.Config) { c.Backend.Embedded.DataDir = "" }, "Backend.Embedded.DataDir", "Backend.Embedded.DataDir: a directory is required"},
 		{"gateway, mentioning another field", func(c *server.Config) { c.Gateway.MinTTL, c.Gateway.MaxTTL = time.Minute, time.Second },
 			"Gateway.MaxTTL", "Gateway.MaxTTL: 1s is below Gateway.MinTTL (1m0s)"},
-		{"holders on etcd", func(c *server.Config) { c.Backend.Kind = "etcd"; c.Gateway.Defaults.Holders = 2 },
-			"Gateway.Defaults.Holders", "Gateway.Defaults.Holders: 2: the etcd backend holds one holder per election"},
 		{"tls", func(c *server.Config) { c.TLS.KeyFile = "k.pem" }, "TLS.KeyFile", "TLS.KeyFile: needs TLS.CertFile"},
 		{"http", func(c *server.Config) { c.HTTP.IdleTimeout = -time.Second }, "HTTP.IdleTimeout", "HTTP.IdleTimeout: -1s is below the minimum 0s"},
 		{"metrics", func(c *server.Config) { c.Metrics.ElectionLabelLimit = -1 }, "Metrics.ElectionLabelLimit", "Metrics.ElectionLabelLimit: -1 is negative"},

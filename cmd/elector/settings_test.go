@@ -86,7 +86,6 @@ func TestServeNamesTheKeyOfEachBadValue(t *testing.T) {
 		{"elections:\n  error_cooldown: -1s", "elections.error_cooldown: -1s is outside [0s, 1h0m0s]"},
 		{"elections:\n  handover_delay: 2h", "elections.handover_delay: 2h0m0s is outside [0s, 1h0m0s]"},
 		{"elections:\n  holders: 65", "elections.holders: 65 is outside [1, 64]"},
-		{"backend:\n  kind: etcd\netcd:\n  endpoints: [127.0.0.1:2379]\nelections:\n  holders: 2", "elections.holders: 2: the etcd backend holds one holder per election"},
 		{"elections:\n  idle_expiry: -1s", "elections.idle_expiry: -1s is outside [0s, 8760h0m0s]"},
 		{"limits:\n  candidates_per_election: -1", "limits.candidates_per_election: -1 is negative"},
 		{"limits:\n  elections: -1", "limits.elections: -1 is negative"},
