@@ -23,6 +23,12 @@ func isolate(t *testing.T) {
 	for _, s := range settings() {
 		t.Setenv(s.env(), "")
 	}
+	// Variables of the tests' own (ELECTOR_CONFORMANCE_REQUIRE, ELECTOR_SOAK
+	// …) are no settings: gone for the test, back after it.
+	for _, name := range unknownEnv(os.Environ()) {
+		t.Setenv(name, "")
+		os.Unsetenv(name)
+	}
 	t.Chdir(t.TempDir())
 }
 
@@ -257,7 +263,7 @@ func TestDefaultConfigIsValid(t *testing.T) {
 }
 
 func TestUnknownEnvListsOnlyStrayElectorVariables(t *testing.T) {
-	got := unknownEnv([]string{"ELECTOR_LISTEN=x", "ELECTOR_LISTN=x", "ELECTOR_CONFIG=y", "HOME=/", "ELECTOR_SSE_RETRY=1s", "ELECTOR_A=1"})
+	got := unknownEnv([]string{"ELECTOR_LISTEN=x", "ELECTOR_LISTN=x", "ELECTOR_CONFIG=y", "HOME=/", "ELECTOR_SSE_RETRY=1s", "ELECTOR_A=1", "ELECTOR_GATEWAY=http://g", "ELECTOR_API_TOKEN=t", "ELECTOR_CANDIDATE_TOKEN=c", "ELECTOR_PPROF=:6060"})
 	want := []string{"ELECTOR_A", "ELECTOR_LISTN"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("got %v, want %v", got, want)

@@ -25,6 +25,9 @@ const (
 	envPrefix      = "ELECTOR"
 )
 
+// envPprof names the address a build with -tags pprof serves profiles on.
+const envPprof = "ELECTOR_PPROF"
+
 // setting is one configuration key: its name in a config file, in the
 // environment and on the command line, and the field of Config it sets.
 type setting struct {
@@ -336,7 +339,10 @@ func sourceOf(key string, fs *pflag.FlagSet, fileV *viper.Viper, file string) st
 // unknownEnv returns the names of ELECTOR_* variables in environ that name
 // no setting, sorted.
 func unknownEnv(environ []string) []string {
-	known := map[string]bool{envConfigFile: true}
+	// The config file's variable, and those of the client commands and of
+	// the profiler, which serve shares a shell with: none of them is a
+	// mistake to warn of.
+	known := map[string]bool{envConfigFile: true, envGateway: true, envAPIToken: true, envToken: true, envPprof: true}
 	for _, s := range settings() {
 		known[s.env()] = true
 	}
