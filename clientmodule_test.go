@@ -53,7 +53,10 @@ func TestClientModuleTests(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/elector").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command("go", "test", "-count=1", "./...")
+	// Its own timeout, well inside this test's: a client test that hangs
+	// fails there with its goroutines printed, rather than this one
+	// without the output.
+	cmd := exec.Command("go", "test", "-count=1", "-timeout=5m", "./...")
 	cmd.Dir = "client"
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOPROXY=off", "ELECTOR_BINARY="+bin)
 	out, err := cmd.CombinedOutput()
