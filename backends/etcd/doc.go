@@ -401,7 +401,13 @@
 // transaction guarded by the lead record and both keys, moves the
 // holder's key to the back and writes the lead record with the target's
 // holdership in place of the holder's, the target now first behind the
-// other holders, its term its key's create revision (see Who holds). A
+// other holders, its term its key's create revision (see Who holds);
+// this only while a slot is free without the holder's (fewer than N
+// taken besides it on the replica's clock: after a lower N it may not be)
+// and the target may hold (a native one only as the head). Otherwise the
+// transaction ends the holdership alone, the transfer stays pending with
+// "handed":true, and the target takes the next slot that frees once it
+// may hold, as gateway.Record.Handover promotes it. A
 // holder that stays silent expires; after its slot's handover delay the
 // reconcilers move the keys ahead of the target and acknowledge it into
 // the first slot that frees. A holder that resigns or errs hands its slot
@@ -455,10 +461,12 @@
 // moves only in the transaction that writes the lead record with the
 // target in its place, which keeps the holders the head of the line; so
 // the oldest key and elector's longest-standing holder change together.
-// After the holder expired its slot is taken and nobody holds it, and the
-// keys ahead of the target move one by one (the head's among them, when
-// nobody else holds) until the target is the first behind the holders,
-// and only then is it acknowledged. No native key stands between the
+// After the holder expired (or handed over with no slot free) its slot is
+// taken and nobody holds it, and the keys ahead of the target move one by
+// one (the head's among them, when nobody else holds) until the target is
+// the first behind the holders, and only then is it acknowledged; ahead
+// of a native target, only once fewer than N slots are taken, so that it
+// does not act as the head while a promise holds its slot. No native key stands between the
 // holders and a target, so a native client never becomes the oldest key
 // because of a move.
 //

@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -196,5 +197,134 @@ func TestNativeClientHoldsOnlyAtTheHead(t *testing.T) {
 	})
 	if err := backendtest.CheckHolderEvents(got, 3); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// leadOnly is holdOnly for an election of one holder: want ("" for
+// nobody) leads, through every replica in bs.
+func leadOnly(t *testing.T, bs []*etcd.Backend, e, want string, followers map[string]string) {
+	t.Helper()
+	for i, b := range bs {
+		s, err := b.Election(context.Background(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Leader; (got == nil) != (want == "") || (got != nil && got.ID != want) {
+			t.Fatalf("replica %d: leader %+v, want %q", i, got, want)
+		}
+	}
+	for i, b := range bs {
+		for id, th := range followers {
+			st, err := b.Heartbeat(context.Background(), e, id, th)
+			if err != nil || st.Candidate.State != gateway.StateFollower {
+				t.Fatalf("replica %d: heartbeat of %s: %+v, %v; want a follower", i, id, st, err)
+			}
+		}
+	}
+}
+
+// TestHandoverWaitsForASlotHeldBack: two holders, a transfer from a to d
+// pending, and the holders lowered to one, which ends b's holdership and
+// holds its slot until b's promise lapses. When a then hands over, its
+// holdership ends, but d does not hold yet: b may still act, and the one
+// slot is taken. d holds once b's promise has lapsed on the clock of the
+// replica that acknowledges it, as gateway.Record.Handover does.
+func TestHandoverWaitsForASlotHeldBack(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	ms := startCluster(t, 1)
+	fc := newFakeClock()
+	const prefix, e = "handover-held", "two"
+	b1, b2 := newClocked(t, ms, prefix, fc), newClocked(t, ms, prefix, fc)
+	runStoppable(t, b1)
+	ctx := context.Background()
+	if _, err := b1.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Minute, Holders: 2}); err != nil {
+		t.Fatal(err)
+	}
+	events := follow(t, b2, e)
+	tha, thb := campaignAs(t, b1, e, "a", ttl), campaignAs(t, b1, e, "b", ttl)
+	thd := campaignAs(t, b1, e, "d", ttl)
+	keepBeating(t, b1, e, "d", thd)
+	keepBeating(t, b1, e, "b", thb)
+	beatHolder(t, b1, e, "a", tha, 0)
+	if _, err := b2.TransferFrom(ctx, e, "a", "d", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b2.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Minute, Holders: 1}); err != nil {
+		t.Fatal(err)
+	}
+	leadOnly(t, []*etcd.Backend{b1, b2}, e, "a", map[string]string{"b": thb, "d": thd})
+
+	st, err := b2.Handover(ctx, e, "a", tha)
+	if err != nil || st.Candidate.State != gateway.StateFollower {
+		t.Fatalf("Handover(a): %+v, %v; want a follower", st, err)
+	}
+	s, err := b1.Election(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := strconv.ParseInt(s.Cursor, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconciled(t, b1, rev, fc)
+	leadOnly(t, []*etcd.Backend{b1, b2}, e, "", map[string]string{"a": tha, "b": thb, "d": thd})
+	if s, err := b2.Election(ctx, e); err != nil || s.Transfer == nil || s.Transfer.To != "d" {
+		t.Fatalf("after a handed over: transfer %+v, %v; want d still next", s.Transfer, err)
+	}
+
+	fc.Advance(ttl)
+	waitFor(t, "d holds once b's promise lapsed", func() bool {
+		s, err := b2.Election(ctx, e)
+		return err == nil && s.Leader != nil && s.Leader.ID == "d"
+	})
+	beatHolder(t, b2, e, "d", thd, 0)
+	var got []gateway.Event
+	waitFor(t, "d's leader.begin in the stream", func() bool {
+		got = events()
+		return slices.ContainsFunc(got, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderBegin && ev.Candidate.ID == "d" })
+	})
+	end := slices.IndexFunc(got, func(ev gateway.Event) bool {
+		return ev.Type == gateway.EventLeaderEnd && ev.Candidate.ID == "a" && ev.Reason == gateway.ReasonTransferred
+	})
+	if end < 0 || slices.ContainsFunc(got, func(ev gateway.Event) bool { return ev.Type == gateway.EventTransferCancelled }) {
+		t.Fatalf("events %v: want a's leader.end (transferred), no transfer cancelled", got)
+	}
+}
+
+// TestHandoverToANativeTargetBehindAHolder: with two holders, b (not the
+// head) hands over to a native client. The native client is not the head
+// after the handover (a is), so it does not hold, by its own rule and by
+// elector's: it takes the slot once it is the head. Then a resigns: the
+// native client holds, and the elector candidate behind it takes the
+// other slot.
+func TestHandoverToANativeTargetBehindAHolder(t *testing.T) {
+	t.Parallel()
+	x := newInterop(t, "native-target")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := x.b.Configure(ctx, x.e, gateway.Settings{ErrorCooldown: time.Second, Holders: 2}); err != nil {
+		t.Fatal(err)
+	}
+	x.campaign("a", 0)
+	x.campaign("b", 0)
+	_, won := x.native(ctx, "native-1")
+	waitLine(t, x.b, x.e, "a:leader", "b:leader", "native-1:follower")
+	x.campaign("c", 0)
+	if _, err := x.b.TransferFrom(ctx, x.e, "b", "native-1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.b.Handover(ctx, x.e, "b", x.tok["b"]); err != nil {
+		t.Fatal(err)
+	}
+	waitLine(t, x.b, x.e, "a:leader", "native-1:follower", "c:follower", "b:follower")
+	notWon(t, won, "a is the head")
+
+	if err := x.b.Resign(ctx, x.e, "a", x.tok["a"]); err != nil {
+		t.Fatal(err)
+	}
+	waitLine(t, x.b, x.e, "native-1:leader", "c:leader", "b:follower")
+	if err := <-won; err != nil {
+		t.Fatalf("native campaign: %v", err)
 	}
 }

@@ -76,12 +76,14 @@ func (s *slotValue) ttl() time.Duration { return time.Duration(s.TTLms) * time.M
 func (s *slotValue) ref() *gateway.TermRef { return &gateway.TermRef{ID: s.ID, Term: s.Term} }
 
 // leadTransfer is a pending transfer in the lead record:
-// {"to":"node-c","key":"<lease-hex>","reason":"transferred","at":"…","from":"node-b","from_term":41}.
+// {"to":"node-c","key":"<lease-hex>","reason":"transferred","at":"…","from":"node-b","from_term":41,"handed":true}.
 // Key is the lease of the target's candidacy, which stays the same when
 // the key moves; From and FromTerm the holdership asked to hand over (in
 // the one-holder form, left out: the record's one holdership). It holds
-// only while that holdership is open and the target in line behind the
-// holders.
+// only while the target is in line behind the holders and that
+// holdership is open, or, with Handed, ended by its holder handing over
+// while no slot was free (its slot is gone from the record): the target
+// then takes the next slot that frees, as after that holdership's expiry.
 type leadTransfer struct {
 	To       string    `json:"to"`
 	Key      string    `json:"key"`
@@ -89,6 +91,7 @@ type leadTransfer struct {
 	At       time.Time `json:"at"`
 	From     string    `json:"from,omitempty"`
 	FromTerm uint64    `json:"from_term,omitempty"`
+	Handed   bool      `json:"handed,omitempty"`
 }
 
 func (t *leadTransfer) gateway() *gateway.Transfer {

@@ -74,7 +74,7 @@ func (b *Backend) plan(v view, now, mono time.Time) (acts []action, next time.Ti
 	}
 	// At most one of these: each moves the line or the record another
 	// would compute from.
-	if a, ok := b.moveUp(v); ok {
+	if a, ok := b.moveUp(v, mono); ok {
 		acts = append(acts, a)
 	} else if a, ok := b.reorder(v); ok {
 		acts = append(acts, a)
@@ -259,15 +259,21 @@ func (b *Backend) putLead(v view, l leadValue) []clientv3.Op {
 // moveUp returns the action that moves the first follower behind the
 // target of v's pending transfer, when one stands between the holders and
 // the target and nothing blocks it; once the holdership the transfer
-// replaces went, only after that slot's handover delay.
-func (b *Backend) moveUp(v view) (action, bool) {
+// replaces went, only after that slot's handover delay, and, for a
+// native target, only while fewer slots are taken than the setting on
+// this replica's clock at mono: the moves make it the head of the line,
+// where it acts by its own rule before elector acknowledges it.
+func (b *Backend) moveUp(v view, mono time.Time) (action, bool) {
 	t := v.transfer
 	if t == nil || v.target <= len(v.holders) || blocked(v, v.from, v.target) != nil {
 		return action{}, false
 	}
 	if v.from < 0 {
-		s := v.lead.slot(t.FromTerm)
-		if v.marked(s.Term) || (s.Until.IsZero() && v.settings.HandoverDelay > 0) || (!s.Until.IsZero() && !s.Timed) {
+		s := v.lead.slot(t.FromTerm) // nil once its holder handed over (leadTransfer)
+		if s != nil && (v.marked(s.Term) || (s.Until.IsZero() && v.settings.HandoverDelay > 0) || (!s.Until.IsZero() && !s.Timed)) {
+			return action{}, false
+		}
+		if v.line[v.target].native && v.taken(mono) >= v.settings.HolderLimit() {
 			return action{}, false
 		}
 	}

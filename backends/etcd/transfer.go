@@ -209,10 +209,18 @@ func (b *Backend) CancelTransfer(ctx context.Context, election, tokenHash string
 // in place of the holder's. Its term is its key's create revision, later
 // than every holder's: the target was behind them (or, for a holder that
 // lowering the setting ended, the revision of the write: see leadValue).
+// The target holds at once only while a slot is free without the
+// caller's (fewer than the setting taken besides it: a lower setting may
+// leave more) and it may hold (a native target only as the head of the
+// line); otherwise the transaction ends the caller's holdership alone and
+// the target takes the next slot that frees (leadTransfer.Handed), as
+// gateway.Record.Handover promotes it only while fewer than the limit are
+// taken.
 //
 // Why this cannot make more holders act: the caller stopped acting before
 // it called, and the transaction that begins the target's holdership ends
-// the caller's, so the slots taken stay as many. At its revision the
+// the caller's, so the slots taken stay as many, and no more than the
+// setting: it begins one only when, without the caller's, fewer are taken. At its revision the
 // holders are still the head of the line (the target was the first behind
 // them, the caller's key goes to the back), and the oldest key of the
 // line, which native concurrency.Election clients take for the leader, is
@@ -243,9 +251,13 @@ func (b *Backend) Handover(ctx context.Context, election, id, tokenHash string) 
 		now := time.Now()
 		target := v.line[v.target]
 		var a action
-		if v.target > len(v.holders) {
+		// A native target holds only as the head (see view): behind
+		// another holder it takes a slot once it is the head.
+		free := v.taken(b.mono.now())-1 < v.settings.HolderLimit() && (!target.native || len(v.holders) == 1)
+		switch {
+		case v.target > len(v.holders):
 			a = b.moveTargetUp(v)
-		} else {
+		case free:
 			cmps, ops := b.moveBack(election, x, true, now)
 			l := v.lead.clone()
 			s := v.held[h]
@@ -253,6 +265,26 @@ func (b *Backend) Handover(ctx context.Context, election, id, tokenHash string) 
 			l.Previous, l.PreviousEnd, l.Transfer, l.At = s.ref(), v.transfer.Reason, nil, now
 			l.acknowledge(target, now)
 			a = action{what: "hand over",
+				cmps: append(append(cmps, leadIs), b.acknowledged(v, target)...),
+				ops:  append(ops, b.putLead(v, l)...)}
+		default:
+			// No slot free without the holder's (the holders were lowered
+			// below the slots taken), or a native target that would not be
+			// the head: the holdership ends, and its target takes the next
+			// slot that frees once it may hold (leadTransfer.Handed). The
+			// keys ahead of a native target stay until then (see moveUp).
+			var ops []clientv3.Op
+			cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(b.keyOf(election, x)), "=", x.create)}
+			if !target.native {
+				cmps, ops = b.moveBack(election, x, true, now)
+			}
+			l := v.lead.clone()
+			s := v.held[h]
+			l.drop(s.Term)
+			t := *v.transfer
+			t.Handed = true
+			l.Previous, l.PreviousEnd, l.Transfer, l.At = s.ref(), t.Reason, &t, now
+			a = action{what: "hand over, no slot free",
 				cmps: append(cmps, leadIs, clientv3.Compare(clientv3.CreateRevision(b.keyOf(election, target)), "=", target.create)),
 				ops:  append(ops, b.putLead(v, l)...)}
 		}

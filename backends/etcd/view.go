@@ -43,7 +43,8 @@ type view struct {
 	term uint64
 	// transfer is the lead record's pending transfer while it holds: the
 	// holdership it asks to hand over is open (holders[from], or from -1
-	// when that holdership's key went: an expiry), and its target,
+	// when that holdership's key went: an expiry) or handed over while no
+	// slot was free (from -1, see leadTransfer), and its target,
 	// line[target], is in line behind the holders. A transfer whose target
 	// left, or whose holdership ended otherwise, is void, and a
 	// reconciler drops it from the record.
@@ -105,7 +106,7 @@ func (s *state) view(name string) view {
 	if t := l.Transfer; t != nil {
 		from := slices.IndexFunc(v.held, func(s *slotValue) bool { return s.Term == t.FromTerm })
 		fs := l.slot(t.FromTerm)
-		open := from >= 0 || (fs != nil && fs.Ended == "" && !slices.ContainsFunc(v.line, fs.names))
+		open := from >= 0 || (fs != nil && fs.Ended == "" && !slices.ContainsFunc(v.line, fs.names)) || (fs == nil && t.Handed)
 		if i := slices.IndexFunc(v.line, func(x *entry) bool { return x.hex == t.Key }); open && i >= len(v.holders) {
 			v.transfer, v.target, v.from = t, i, from
 		}
@@ -282,14 +283,21 @@ func (s *state) standing(name, id string) (st standing, ok bool) {
 		st.promiseMod = e.promises[st.promise].mod
 	}
 	// As view: the target is in line behind the holders, and the
-	// holdership it replaces is open (its holder holds, or its key went).
+	// holdership it replaces is open (its holder holds, or its key went)
+	// or handed over while no slot was free.
 	if l != nil && l.Transfer != nil {
 		t := l.Transfer
 		tx := e.line[t.Key]
 		isHolder := func(x *entry) bool {
 			return x.create < block && slices.ContainsFunc(ns, func(n named) bool { return n.x == x })
 		}
-		if fs := l.slot(t.FromTerm); tx != nil && !isHolder(tx) && fs != nil && fs.Ended == "" {
+		switch fs := l.slot(t.FromTerm); {
+		case tx == nil || isHolder(tx):
+		case fs == nil:
+			if t.Handed {
+				st.transfer = t
+			}
+		case fs.Ended == "":
 			if y := e.line[fs.Key]; y == nil || !fs.names(y) || isHolder(y) {
 				st.transfer = t
 			}
