@@ -231,6 +231,9 @@ func (b *Backend) scan(ctx context.Context) (map[string]stored, stored, error) {
 			last = s
 		}
 		if md.NumPending == 0 {
+			if err := b.durable(ctx, last.seq); err != nil {
+				return nil, stored{}, err
+			}
 			return recs, last, nil
 		}
 	}

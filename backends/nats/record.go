@@ -142,6 +142,10 @@ func (b *Backend) load(ctx context.Context, election string) (s stored, found bo
 	if err := b.confirmQuorum(ctx); err != nil {
 		return stored{}, false, err
 	}
+	// Nothing is decided on a record that a power loss could take back.
+	if err := b.durable(ctx, m.Sequence); err != nil {
+		return stored{}, false, err
+	}
 	s, err = decode(election, m.Sequence, m.Data)
 	return s, err == nil, err
 }
@@ -288,6 +292,10 @@ func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Ev
 		if errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) {
 			return stored{}, fmt.Errorf("record of %d bytes: %w", len(data), gateway.ErrLimit)
 		}
+		return stored{}, err
+	}
+	// Stored; acknowledged once it is on disk (commit.go).
+	if err := b.durable(ctx, ack.Sequence); err != nil {
 		return stored{}, err
 	}
 	out := stored{rec: cur.rec, seq: ack.Sequence, events: ev, nev: len(ev)}

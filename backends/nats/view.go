@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -82,10 +83,13 @@ func newReconciler(b *Backend) *reconciler {
 }
 
 // record takes a record message from the watch into the view.
-func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
+func (r *reconciler) record(ctx context.Context, m jetstream.Msg) {
 	md, err := m.Metadata()
 	if err != nil {
 		return
+	}
+	if !r.onDisk(ctx, md.Sequence.Stream) {
+		return // ctx ended: the next watch starts again at this record
 	}
 	s, err := decode(r.b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
 	if err != nil {
@@ -119,6 +123,28 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 	}
 	r.mu.Unlock()
 	r.poke()
+}
+
+// onDisk waits until the record at seq is on disk (commit.go) before the
+// view takes it in, trying again while flushes fail; false once ctx ends.
+func (r *reconciler) onDisk(ctx context.Context, seq uint64) bool {
+	for warned := false; ; warned = true {
+		err := r.b.durable(ctx, seq)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if !warned {
+			r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: reconciler: record not on disk", slog.Uint64("seq", seq), slog.Any("err", err))
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // resume is where a new watch of the records stream starts once this one
@@ -358,7 +384,7 @@ func (b *Backend) view(ctx context.Context) (*reconciler, error) {
 	if r == nil || !r.isFilled() {
 		return nil, nil
 	}
-	want, err := b.readIndex.Revision(ctx)
+	want, err := b.revision(ctx)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -366,6 +392,17 @@ func (b *Backend) view(ctx context.Context) (*reconciler, error) {
 		b.lookBack(ctx, r)
 	}
 	return r, err
+}
+
+// revision is a read index fetched after the call: the group commit's
+// durable sequence, read in place (every write acknowledged so far is at
+// or below it), or a fetch shared with the reads that arrived meanwhile
+// (gateway.ReadIndex).
+func (b *Backend) revision(ctx context.Context) (uint64, error) {
+	if b.commit != nil {
+		return b.commit.Durable(), nil
+	}
+	return b.readIndex.Revision(ctx)
 }
 
 // caughtUpTo waits until r has delivered want; nil (no error) if it lags,

@@ -102,6 +102,13 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 				b.log.LogAttrs(wctx, slog.LevelError, "nats: watch: bad message metadata", slog.Any("err", err))
 				continue
 			}
+			// No event leaves before its record is on disk (commit.go).
+			if err := b.durable(wctx, md.Sequence.Stream); err != nil {
+				if wctx.Err() == nil {
+					b.log.LogAttrs(wctx, slog.LevelWarn, "nats: watch ended", slog.String("election", election), slog.Any("err", err))
+				}
+				return
+			}
 			name := b.electionOf(m.Subject())
 			s, err := decode(name, md.Sequence.Stream, m.Data())
 			if err != nil {
