@@ -34,8 +34,6 @@ func (b *Backend) beat(ctx context.Context, subject string, ttl time.Duration, e
 	if err := b.connected(); err != nil {
 		return time.Time{}, err
 	}
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
 	start := time.Now()
 	seq, err := b.publishBeat(ctx, subject, liveTTL(ttl), expect)
 	if err != nil {
@@ -62,7 +60,22 @@ func (b *Backend) publishBeat(ctx context.Context, subject string, ttl time.Dura
 		hdr[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(*expect, 10)}
 	}
 	m := &nats.Msg{Subject: subject, Header: hdr}
-	resp, err := b.nc.RequestMsgWithContext(ctx, m)
+	// Bounded by OpTimeout (or ctx's earlier deadline) with the
+	// connection's pooled timers rather than a context of its own per beat.
+	request := func() (*nats.Msg, error) {
+		timeout := b.cfg.OpTimeout
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(dl))
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		return b.nc.RequestMsg(m, timeout)
+	}
+	resp, err := request()
 	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < jetstream.DefaultPubRetryAttempts; r++ {
 		// A stream changing leader answers no one for a moment.
 		select {
@@ -70,7 +83,7 @@ func (b *Backend) publishBeat(ctx context.Context, subject string, ttl time.Dura
 			return 0, ctx.Err()
 		case <-time.After(jetstream.DefaultPubRetryWait):
 		}
-		resp, err = b.nc.RequestMsgWithContext(ctx, m)
+		resp, err = request()
 	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
