@@ -348,7 +348,11 @@
 // used), and so is the cursor of Elections read from the view. Watch uses
 // a tail from that sequence, filtered to one election's subject or all of
 // them, and deletes its consumer when the watch ends (every consumer also idles out after 30s, should its owner die
-// first). A cursor that does not parse, is past the stream's last
+// first). A watch of every election (the hub's) goes on, once it has
+// reached the view's sequence, with the records the view's own tail
+// delivers (feed.go): each record then reaches a replica once and is
+// decoded once, and a watch from Head needs no tail at all. Its events
+// and checks are a tail's. A cursor that does not parse, is past the stream's last
 // sequence, or names a message the stream no longer holds is
 // gateway.ErrCursorExpired. An election's records are dropped oldest
 // first, so a held cursor message means that election's later records are

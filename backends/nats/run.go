@@ -40,6 +40,7 @@ func (b *Backend) Run(ctx context.Context) error {
 	b.addRun(r)
 	defer b.removeRun(r)
 	defer close(r.done)
+	defer r.endFeeds()
 	var wg sync.WaitGroup
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.resume, r.record) })
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, nil, r.liveness) })

@@ -58,6 +58,10 @@ type reconciler struct {
 	// lookedBack is the Rev of a "<seq>" newest that lookBack could not
 	// name, so that it does not read back again for it.
 	lookedBack uint64
+	// feeds are the watches fed by record (feed.go); none is added once
+	// feedsEnded is set, as Run ends.
+	feeds      map[*feed]struct{}
+	feedsEnded bool
 	// filled is set once the watch has delivered the stream's last
 	// sequence as of Run's start: until then the view is still loading,
 	// and reads go to the stream leader without waiting for it.
@@ -114,6 +118,9 @@ func (r *reconciler) record(ctx context.Context, m jetstream.Msg) {
 			delete(r.ahead, s.rec.Name)
 		}
 		r.replan(s.rec.Name)
+		for f := range r.feeds {
+			f.push(s)
+		}
 	}
 	if md.Sequence.Stream > r.seen {
 		r.noteNewest(md.Sequence.Stream, s, err == nil)
