@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
@@ -283,11 +284,9 @@ func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Ev
 	if err != nil {
 		return stored{}, err
 	}
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
-	ack, err := b.js.Publish(ctx, b.recordSubject(cur.rec.Name), data,
-		jetstream.WithExpectStream(b.cfg.Stream),
-		jetstream.WithExpectLastSequencePerSubject(cur.seq))
+	m := &nats.Msg{Subject: b.recordSubject(cur.rec.Name), Data: data,
+		Header: nats.Header{jetstream.ExpectedLastSubjSeqHeader: {strconv.FormatUint(cur.seq, 10)}}}
+	seq, err := b.publish(ctx, m, b.cfg.Stream)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) {
 			return stored{}, fmt.Errorf("record of %d bytes: %w", len(data), gateway.ErrLimit)
@@ -295,12 +294,12 @@ func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Ev
 		return stored{}, err
 	}
 	// Stored; acknowledged once it is on disk (commit.go).
-	if err := b.durable(ctx, ack.Sequence); err != nil {
+	if err := b.durable(ctx, seq); err != nil {
 		return stored{}, err
 	}
-	out := stored{rec: cur.rec, seq: ack.Sequence, events: ev, nev: len(ev)}
+	out := stored{rec: cur.rec, seq: seq, events: ev, nev: len(ev)}
 	for i := range out.events {
-		out.events[i].ID = eventID(ack.Sequence, i+1)
+		out.events[i].ID = eventID(seq, i+1)
 	}
 	return out, nil
 }

@@ -3,10 +3,13 @@ package nats
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"reflect"
 	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/record-v2.json and record-v2-holders.json from the code")
@@ -142,13 +145,15 @@ func TestAckSeqReadsWhatJetStreamAnswers(t *testing.T) {
 		seq        uint64
 		conflict   bool
 		bad        bool
+		is         error // the refusal it must be (errors.Is), besides bad
 	}{
-		{"ack", `{"stream":"ELECTOR_ALIVE","seq":12345}`, 12345, false, false},
-		{"ack with domain", `{"stream":"ELECTOR_ALIVE","domain":"hub","seq":7}`, 7, false, false},
-		{"duplicate", `{"stream":"ELECTOR_ALIVE","seq":9,"duplicate":true}`, 9, false, false},
-		{"wrong last sequence", `{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 5"},"stream":"ELECTOR_ALIVE","seq":0}`, 0, true, false},
-		{"another stream", `{"stream":"OTHER","seq":3}`, 0, false, true},
-		{"not JSON", `+OK`, 0, false, true},
+		{"ack", `{"stream":"ELECTOR_ALIVE","seq":12345}`, 12345, false, false, nil},
+		{"ack with domain", `{"stream":"ELECTOR_ALIVE","domain":"hub","seq":7}`, 7, false, false, nil},
+		{"duplicate", `{"stream":"ELECTOR_ALIVE","seq":9,"duplicate":true}`, 9, false, false, nil},
+		{"wrong last sequence", `{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 5"},"stream":"ELECTOR_ALIVE","seq":0}`, 0, true, false, nil},
+		{"another stream", `{"stream":"OTHER","seq":3}`, 0, false, true, nil},
+		{"not JSON", `+OK`, 0, false, true, nil},
+		{"too large", `{"error":{"code":400,"err_code":10054,"description":"message size exceeds maximum allowed"},"stream":"ELECTOR_ALIVE","seq":0}`, 0, false, true, jetstream.ErrStreamMessageExceedsMaximum},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,6 +166,9 @@ func TestAckSeqReadsWhatJetStreamAnswers(t *testing.T) {
 			case tt.bad:
 				if err == nil {
 					t.Fatalf("seq %d, want an error", seq)
+				}
+				if tt.is != nil && !errors.Is(err, tt.is) {
+					t.Fatalf("%v, want %v", err, tt.is)
 				}
 			case err != nil || seq != tt.seq:
 				t.Fatalf("seq %d, %v; want %d", seq, err, tt.seq)
