@@ -2,7 +2,6 @@ package nats
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -97,11 +96,7 @@ func parseCursor(id string) (seq uint64, i int, err error) {
 
 // decode reads a record message.
 func decode(election string, seq uint64, data []byte) (stored, error) {
-	var m message
-	if err := json.Unmarshal(data, &m); err != nil {
-		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
-	}
-	rec, deleted, err := decodeRecord(m)
+	m, rec, deleted, err := decodeMessage(data)
 	if err != nil {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
