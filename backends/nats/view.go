@@ -87,11 +87,7 @@ func newReconciler(b *Backend) *reconciler {
 }
 
 // record takes a record message from the watch into the view.
-func (r *reconciler) record(ctx context.Context, m jetstream.Msg) {
-	md, err := m.Metadata()
-	if err != nil {
-		return
-	}
+func (r *reconciler) record(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
 	if !r.onDisk(ctx, md.Sequence.Stream) {
 		return // ctx ended: the next watch starts again at this record
 	}

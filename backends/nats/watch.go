@@ -152,17 +152,12 @@ type watcher struct {
 func (w *watcher) fromTail(tl *tail, until uint64, bounded bool) bool {
 	b := w.b
 	for {
-		m, err := tl.Next()
+		m, md, err := tl.Next()
 		if err != nil {
 			if w.ctx.Err() == nil {
 				b.log.LogAttrs(w.ctx, slog.LevelWarn, "nats: watch ended", slog.String("election", w.election), slog.Any("err", err))
 			}
 			return false
-		}
-		md, err := m.Metadata()
-		if err != nil {
-			b.log.LogAttrs(w.ctx, slog.LevelError, "nats: watch: bad message metadata", slog.Any("err", err))
-			continue
 		}
 		seq := md.Sequence.Stream
 		if bounded && seq > until {
