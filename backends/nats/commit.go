@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -49,6 +50,11 @@ import (
 // go back, and no answer given before the loss names a leadership the
 // records do not hold after it.
 //
+// A crash of the process alone loses nothing either way: a record is in
+// its file (the kernel's cache of it) before the server answers the
+// publish. A flush syncs only while the store is set to sync on flush;
+// one during which the server set it back fails (flush).
+//
 // A flush that fails (the store's write error) fails every write and read
 // waiting for it with gateway.ErrUnavailable; the store keeps its error,
 // so writes stay unavailable until the server restarts.
@@ -89,7 +95,16 @@ func newGroupCommit(store *flushedStore, log *slog.Logger, quit <-chan struct{})
 
 // flush syncs the store and returns the last sequence stored before it
 // began, every record up to which is now on disk.
+//
+// The store syncs its files on a flush only while it is set to sync on
+// flush: set back to syncing every write (the server resets a store's
+// settings when its configuration is updated, and around an atomic batch
+// publish), its flush syncs only what is still buffered, not the files
+// written meanwhile without a sync. So the setting is made again before
+// the flush, and a flush during which it was reset fails: it may not have
+// synced every record it would cover.
 func (g *groupCommit) flush() (uint64, error) {
+	g.store.syncOnFlush()
 	var st server.StreamState
 	g.store.FastState(&st)
 	if err := g.store.FlushAllPending(); err != nil {
@@ -99,8 +114,15 @@ func (g *groupCommit) flush() (uint64, error) {
 		// A closed store returns from a flush without syncing anything.
 		return 0, server.ErrStoreClosed
 	}
+	if !g.store.onFlush.Load() {
+		return 0, errSyncSettingsReset
+	}
 	return st.LastSeq, nil
 }
+
+// errSyncSettingsReset fails a flush during which the server set the
+// records store back to syncing every write (groupCommit.flush).
+var errSyncSettingsReset = errors.New("nats: the records store's sync settings were reset during a flush")
 
 // Durable returns the highest sequence known to be on disk: the read index
 // of a replica over this store (every acknowledged write is at or below

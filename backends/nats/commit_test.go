@@ -250,3 +250,66 @@ func TestGroupCommitFailedFlushFailsTheWrite(t *testing.T) {
 		return err
 	})
 }
+
+// withStore replaces the store the flushes of g go through, between two
+// flushes.
+func withStore(t *testing.T, g *groupCommit, st server.StreamStore) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitFor(ctx, t, "no flush under way", func() error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.started != g.done {
+			return fmt.Errorf("flush %d under way", g.started)
+		}
+		g.store.StreamStore = st
+		return nil
+	})
+}
+
+// resetDuringFlush sets the store back to syncing every write as a flush
+// begins, as the server does when it updates the store's configuration.
+type resetDuringFlush struct {
+	server.StreamStore
+	reset func()
+}
+
+func (s resetDuringFlush) FlushAllPending() error {
+	s.reset()
+	return s.StreamStore.FlushAllPending()
+}
+
+// A store the server set back to syncing every write would leave, on a
+// flush, the files written without a sync unsynced: the group commit sets
+// sync on flush again before each flush, and fails the writes of a flush
+// during which the setting was reset.
+func TestGroupCommitKeepsTheStoreSyncingOnFlush(t *testing.T) {
+	b := openEmbedded(t, EmbeddedConfig{}, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g := b.commit
+	campaignT(t, b, "warm", "a", time.Minute)
+
+	g.store.restore()
+	campaignT(t, b, "after-reset", "a", time.Minute)
+	if g.store.always.Load() || !g.store.onFlush.Load() {
+		t.Fatalf("store after a flush: sync always %v, on flush %v; want false, true", g.store.always.Load(), g.store.onFlush.Load())
+	}
+
+	inner := g.store.StreamStore
+	withStore(t, g, resetDuringFlush{StreamStore: inner, reset: g.store.restore})
+	durable := g.Durable()
+	_, err := b.Campaign(ctx, "reset", gateway.Candidacy{ID: "c", TTL: time.Minute, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
+	if !errors.Is(err, gateway.ErrUnavailable) || !errors.Is(err, errSyncSettingsReset) {
+		t.Fatalf("campaign whose flush saw a reset: %v, want ErrUnavailable and errSyncSettingsReset", err)
+	}
+	if d := g.Durable(); d != durable {
+		t.Fatalf("durable sequence moved from %d to %d by a flush that saw a reset", durable, d)
+	}
+	withStore(t, g, inner)
+	waitFor(ctx, t, "the record read once a flush succeeds", func() error {
+		_, err := b.Election(ctx, "reset")
+		return err
+	})
+}

@@ -27,6 +27,20 @@ type flushedStore struct {
 	always, onFlush *atomic.Bool  // its effective sync settings
 }
 
+// syncOnFlush sets the store to sync on flush again if the server has set
+// it back to syncing every write (groupCommit.flush). Sync on flush
+// first, as flushedStoreOf: every write meanwhile is synced one way or
+// the other.
+func (s *flushedStore) syncOnFlush() {
+	if s.onFlush.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onFlush.Store(true)
+	s.always.Store(false)
+}
+
 // restore sets the store back to syncing every write, as it was.
 func (s *flushedStore) restore() {
 	s.mu.Lock()
