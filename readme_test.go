@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/electorhq/elector/api"
+	"github.com/electorhq/elector/internal/servertest"
+	"github.com/electorhq/elector/server"
 )
 
 // walkthroughBlock is a shell block of README.md that follows a
@@ -57,7 +58,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	srv := startEmbeddedGateway(t, api.Config{KeepAlive: time.Second})
+	srv := servertest.Start(t, servertest.Embedded(), servertest.Configure(func(c *server.Config) { c.API.KeepAlive = time.Second }))
 	local := func(script string) string { return strings.ReplaceAll(script, "http://127.0.0.1:8080", srv.URL) }
 
 	state := filepath.Join(t.TempDir(), "tokens")

@@ -341,7 +341,7 @@ type UnsupportedError struct {
 // message that says what to use instead.
 func (e *UnsupportedError) Supported() string {
 	if strings.Contains(e.Ability, "holder") {
-		return "embedded, nats, memory"
+		return "embedded, nats, etcd, memory"
 	}
 	return "memory, nats, etcd"
 }

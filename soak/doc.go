@@ -50,8 +50,9 @@
 // stopped (the raft leader past the TTL, or a follower), killed and
 // restarted (etcdfaults_test.go). They run only when ELECTOR_SOAK is set
 // to a duration; ELECTOR_SOAK_HOLDERS sets the elections' holders (1 by
-// default; above 1 on the embedded backend, as etcd refuses it):
+// default), on every backend:
 //
 //	ELECTOR_SOAK=2m go test -v -run TestSoak ./soak/
 //	ELECTOR_SOAK=1m ELECTOR_SOAK_HOLDERS=2 go test -v -run 'TestSoak$' ./soak/
+//	ELECTOR_SOAK=2m ELECTOR_SOAK_HOLDERS=2 go test -v -run '^TestSoakEtcd$' -timeout 20m ./soak/
 package soak

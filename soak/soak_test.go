@@ -83,9 +83,6 @@ func soak(t *testing.T, s setup) {
 			t.Fatalf("ELECTOR_SOAK_HOLDERS=%q: want 1 to %d", n, soakCandidates/soakElections)
 		}
 	}
-	if holders > 1 && s.etcd != nil {
-		t.Skipf("ELECTOR_SOAK_HOLDERS=%d: the etcd backend holds one holder per election", holders)
-	}
 	bin := buildElector(t)
 	var (
 		gws     []*gatewayProcess

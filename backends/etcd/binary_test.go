@@ -79,7 +79,5 @@ func TestConformanceInstalledEtcd(t *testing.T) {
 		New:        func(t *testing.T) gateway.Backend { return newBackend(t, ms, "elector") },
 		Replica:    func(t *testing.T, _ gateway.Backend) gateway.Backend { return newBackend(t, ms, "elector") },
 		Candidates: 50,
-		// See TestConformanceSingleMember.
-		SingleHolder: true,
 	})
 }

@@ -16,10 +16,6 @@ func TestConformanceSingleMember(t *testing.T) {
 		// Fewer than the default 100: on a loaded machine each candidate then
 		// acts more often and the leader changes often enough to be tested.
 		Candidates: 50,
-		// etcd takes one holder per election until it is a
-		// gateway.MultiHolder: the holders subtests above one holder check
-		// its refusal. Drop this line to run them.
-		SingleHolder: true,
 	})
 	// On the same member, beside the elections: the KV must not disturb them.
 	t.Run("KV", func(t *testing.T) {

@@ -27,8 +27,6 @@ func TestConformanceThreeMembers(t *testing.T) {
 		Replica: func(t *testing.T, _ gateway.Backend) gateway.Backend { return newBackend(t, ms, "elector") },
 		// Three members share this machine's cores with everything else.
 		Candidates: 40,
-		// See TestConformanceSingleMember.
-		SingleHolder: true,
 	})
 	t.Run("KV", func(t *testing.T) {
 		backendtest.RunKV(t, func(t *testing.T) gateway.KV { return newBackend(t, ms, "elector") })

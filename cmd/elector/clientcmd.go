@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/server"
 )
 
 // envToken is where heartbeat and resign find the candidate token when
@@ -399,7 +400,7 @@ func (p *printer) event(ev client.Event) {
 // defaultGateway is where the commands that talk to a gateway find one
 // when neither --gateway nor $ELECTOR_GATEWAY names it: elector serve's
 // own default address.
-const defaultGateway = "http://" + DefaultListen
+const defaultGateway = "http://" + server.DefaultListen
 
 // gatewayFlag defines --gateway on fs, defaulting to $ELECTOR_GATEWAY,
 // else defaultGateway.

@@ -44,15 +44,19 @@
 // naming the key, and serve exits with status 2. Durations need a unit
 // ("10s", "1m"); only 0 may go without.
 //
+// # Serve
+//
+// serve is package server behind the command line: config.go and load.go
+// map the settings onto server.Config, serve.go runs a server.Server and
+// turns SIGHUP into a reload of its TLS certificate. backend.kind chooses
+// the coordination backend; server/backend.go is the one place that knows
+// the concrete backends.
+//
 // # Shutdown
 //
-// On SIGINT or SIGTERM serve stops accepting connections, ends open event
-// streams (clients reconnect, to another replica if there is one), waits at
-// most http.shutdown_timeout for other requests, then stops the backend.
-// A second signal kills the process at once.
-//
-// # Backends
-//
-// backend.kind chooses the coordination backend; backend.go is the one
-// place that knows the concrete backends.
+// On SIGINT or SIGTERM serve ends open event streams (clients reconnect,
+// to another replica if there is one), stops accepting connections, waits
+// at most http.shutdown_timeout for other requests, then stops webhook
+// delivery, the backend loop and the backend, in the order server.Run
+// documents. A second signal kills the process at once.
 package main

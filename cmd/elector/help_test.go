@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/electorhq/elector/api"
-	"github.com/electorhq/elector/backends/memory"
-	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // TestHelpAndUsageErrors runs the command table as a newcomer would: help
@@ -131,9 +129,7 @@ func TestClientCommandsTakeHostPortAndTranslateAdvice(t *testing.T) {
 	}
 
 	// A gateway with API tokens: the 401 advice names the flag.
-	gw := gateway.New(memory.New(), gateway.Config{})
-	srv := httptest.NewServer(api.New(gw, api.Config{Tokens: []api.Token{{Name: "ops", SHA256: api.HashAPIToken("eat_x"), Scopes: []api.Scope{api.ScopeRead}, Elections: []string{"*"}}}}))
-	t.Cleanup(srv.Close)
+	srv := servertest.Start(t, servertest.Tokens(api.Token{Name: "ops", SHA256: api.HashAPIToken("eat_x"), Scopes: []api.Scope{api.ScopeRead}, Elections: []string{"*"}}))
 	code, _, errOut = cli(t, "leader", "--gateway", srv.URL, "--election", "e")
 	if code != 1 || !strings.Contains(errOut, "pass it with --api-token (or $ELECTOR_API_TOKEN)") || strings.Contains(errOut, "Authorization: Bearer") ||
 		!strings.HasPrefix(errOut, "elector leader: Unauthenticated (401)") {

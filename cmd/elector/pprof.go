@@ -12,7 +12,7 @@ import (
 // ELECTOR_PPROF (such as 127.0.0.1:6060), for measuring a running serve
 // (see bench/doc.go). Release builds have no such listener.
 func init() {
-	if addr := os.Getenv("ELECTOR_PPROF"); addr != "" {
+	if addr := os.Getenv(envPprof); addr != "" {
 		go func() { _ = http.ListenAndServe(addr, nil) }() //nolint:gosec // a profiling build on loopback
 	}
 }

@@ -298,7 +298,7 @@ func testLoweringHolders(t *testing.T, b gateway.Backend, n int) {
 	eventually(t, 20*time.Second, fmt.Sprintf("%d hold again", n), func() bool {
 		h := holdersOf(t, snapshot(t, b, e), n)
 		if len(h) > 1 && time.Now().Before(earliest) {
-			t.Fatalf("holders %v at %s before the demoted holders' promises lapse", h, earliest.Sub(time.Now()))
+			t.Fatalf("holders %v at %s before the demoted holders' promises lapse", h, time.Until(earliest))
 		}
 		return len(h) == n
 	})
