@@ -61,7 +61,7 @@ func (a *api) campaign(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Location", "/v1/elections/"+election+"/candidates/"+url.PathEscape(req.ID))
-	writeJSON(w, http.StatusCreated, doc)
+	writeDoc(w, http.StatusCreated, doc)
 }
 
 // prepareWebhook reads and checks the campaign's optional webhook member,
@@ -162,7 +162,7 @@ func (a *api) heartbeat(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, candidateErr(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, statusOf(st, ""))
+	writeDoc(w, http.StatusOK, statusOf(st, ""))
 }
 
 // resign: DELETE /v1/elections/{election}/candidates/{id}.
@@ -203,7 +203,7 @@ func (a *api) reportError(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, candidateErr(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, statusOf(st, ""))
+	writeDoc(w, http.StatusOK, statusOf(st, ""))
 }
 
 // getCandidate: GET /v1/elections/{election}/candidates/{id}, the public
@@ -224,7 +224,7 @@ func (a *api) getCandidate(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, gateway.ErrCandidateNotFound)
 		return
 	}
-	writeJSON(w, http.StatusOK, statusOf(st, ""))
+	writeDoc(w, http.StatusOK, statusOf(st, ""))
 }
 
 // listCandidates: GET /v1/elections/{election}/candidates, in line order.

@@ -126,7 +126,7 @@ func (a *api) getLeader(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, leaderDocOf(e.Name, l, e.Holders))
+	writeDoc(w, http.StatusOK, leaderDocOf(e.Name, l, e.Holders))
 }
 
 // deleteElection: DELETE /v1/elections/{election}, an election nobody

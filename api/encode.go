@@ -26,7 +26,7 @@ type object struct {
 	ok bool
 }
 
-func newObject(b []byte) *object { return &object{b: append(b, '{'), ok: true} }
+func newObject(b []byte) object { return object{b: append(b, '{'), ok: true} }
 
 func (o *object) key(name string) {
 	if o.n > 0 {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -228,25 +229,58 @@ var (
 // writeJSON writes v as the JSON response with status: by hand for the
 // answers that write themselves (encode.go), else with encoding/json.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var b []byte
 	if a, ok := v.(jsonAppender); ok {
-		if out, ok := a.appendJSON(make([]byte, 0, 512)); ok {
-			b = out
-		}
+		writeDoc(w, status, a)
+		return
 	}
-	if b == nil {
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			writeProblem(w, Problem{Type: ProblemTypePrefix + "internal", Title: "Internal error", Status: http.StatusInternalServerError,
-				Detail: fmt.Sprintf("the response could not be encoded: %v", err)})
-			return
-		}
+	writeMarshaled(w, status, v)
+}
+
+// writeDoc writes an answer that writes itself as JSON (encode.go), into a
+// buffer of a pool, or with encoding/json when it cannot. The hot paths
+// call it with their answer's own type, which is then not boxed.
+func writeDoc[T jsonAppender](w http.ResponseWriter, status int, v T) {
+	buf := jsonBufs.Get().(*[]byte)
+	b, ok := v.appendJSON((*buf)[:0])
+	if ok {
+		b = append(b, '\n')
+		writeBody(w, status, b)
 	}
+	if cap(b) <= maxPooledJSON {
+		*buf = b[:0]
+		jsonBufs.Put(buf)
+	}
+	if !ok {
+		writeMarshaled(w, status, v)
+	}
+}
+
+// writeMarshaled writes v as the JSON answer with status, by encoding/json.
+func writeMarshaled(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeProblem(w, Problem{Type: ProblemTypePrefix + "internal", Title: "Internal error", Status: http.StatusInternalServerError,
+			Detail: fmt.Sprintf("the response could not be encoded: %v", err)})
+		return
+	}
+	writeBody(w, status, append(b, '\n'))
+}
+
+// jsonBufs are the buffers answers are written into; net/http copies an
+// answer before Write returns, so a buffer is free again after it.
+var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledJSON is the largest buffer kept in jsonBufs: a rare large
+// answer (many holders, large metadata) is not kept for every later one.
+const maxPooledJSON = 16 << 10
+
+// writeBody writes b as the JSON answer with status.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Cache-Control"] = noStore
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
 
 // clip shortens a value quoted back to the client.

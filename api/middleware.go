@@ -11,20 +11,13 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 )
 
-// requestID returns the id chi's RequestID middleware gave r.
-func requestID(r *http.Request) string { return middleware.GetReqID(r.Context()) }
-
 // logRequests writes one structured line per request once it is answered,
 // with Config.LogRequests, and for every 5xx answer: method, route
 // pattern, status, bytes, duration and request id. It never logs headers,
-// so the candidate token stays out of the log. It also sends the request
-// id back in the X-Request-Id header.
+// so the candidate token stays out of the log.
 func (a *api) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		if id := requestID(r); id != "" {
-			w.Header().Set(middleware.RequestIDHeader, id)
-		}
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)
 
@@ -49,7 +42,7 @@ func (a *api) logRequests(next http.Handler) http.Handler {
 			slog.Int("status", status),
 			slog.Int("bytes", ww.BytesWritten()),
 			slog.Duration("duration", time.Since(start)),
-			slog.String("request_id", requestID(r)))
+			slog.String("request_id", requestID(w)))
 	})
 }
 

@@ -250,7 +250,7 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	if p.Status >= 500 && !errors.As(err, &ae) && !errors.Is(r.Context().Err(), context.Canceled) {
 		a.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("path", r.URL.Path), slog.String("request_id", requestID(r)), slog.String("error", err.Error()))
+			slog.String("path", r.URL.Path), slog.String("request_id", requestID(w)), slog.String("error", err.Error()))
 	}
 	if p.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/webhooks"
@@ -156,7 +155,7 @@ func New(gw *gateway.Gateway, cfg Config) http.Handler {
 	}
 
 	r := chi.NewRouter()
-	r.Use(a.limitBodyTime, middleware.RequestID, a.logRequests, a.observeRequests, a.recoverPanics)
+	r.Use(a.limitBodyTime, newRequestIDs().middleware, a.logRequests, a.observeRequests, a.recoverPanics)
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
 		a.writeError(w, req, errorf("not-found", "there is no resource at %s; see /openapi.yaml for the API", clip(req.URL.Path)))
 	})

@@ -84,7 +84,7 @@ func (a *api) handover(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, candidateErr(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, statusOf(st, ""))
+	writeDoc(w, http.StatusOK, statusOf(st, ""))
 }
 
 // transferView is a pending leadership transfer: to the follower To, of

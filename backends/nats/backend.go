@@ -57,8 +57,13 @@ type Backend struct {
 
 	readIndex *gateway.ReadIndex // the records stream's last sequence, for reads from the view
 	// localHead, when set, reads that sequence from the server's own
-	// store: an embedded server outside a cluster (Embedded.lastSeq).
+	// store: an embedded server outside a cluster (Embedded.lastSeq, or
+	// the group commit's durable sequence).
 	localHead func() (uint64, error)
+	// commit, when set, makes records durable in groups (commit.go): a
+	// standalone embedded server without a listener. Nil: every record is
+	// on disk (or replicated) before the server acknowledges it.
+	commit *groupCommit
 
 	lease *quorumLease // the records stream's leader had its quorum (quorum.go)
 
@@ -324,6 +329,17 @@ func (b *Backend) Close() error {
 }
 
 func (b *Backend) isClosed() bool { return b.ctx.Err() != nil }
+
+// durable returns once the record at seq, which the records stream holds,
+// is on disk (groupCommit.Wait); at once when the stream syncs or
+// replicates every record before acknowledging it. Errors:
+// gateway.ErrUnavailable.
+func (b *Backend) durable(ctx context.Context, seq uint64) error {
+	if b.commit == nil {
+		return nil
+	}
+	return b.commit.Wait(ctx, seq)
+}
 
 // translate maps NATS errors onto the gateway's sentinels: anything that
 // means NATS could not be reached, did not answer in time or refused the

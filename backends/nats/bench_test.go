@@ -75,7 +75,8 @@ func BenchmarkCampaignFresh(b *testing.B) {
 	}
 }
 
-// openB opens a backend on e and runs its reconciler until b ends.
+// openB opens a backend on e, syncing its records in groups as elector
+// serve's does, and runs its reconciler until b ends.
 func openB(b *testing.B, e *Embedded) *Backend {
 	b.Helper()
 	nc, err := e.Connect(slog.New(slog.DiscardHandler))
@@ -89,6 +90,7 @@ func openB(b *testing.B, e *Embedded) *Backend {
 		b.Fatal(err)
 	}
 	be.ownConn = true
+	be.startGroupCommit(e)
 	rctx, rcancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = be.Run(rctx) }()

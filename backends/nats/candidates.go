@@ -130,10 +130,20 @@ func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, i
 	if !ok {
 		return gateway.Status{}, false, nil
 	}
-	// The read index is fetched while the beat is in flight.
-	ticket := b.readIndex.Start(ctx)
+	// The read index is fetched while the beat is in flight; the group
+	// commit's is read at once.
+	var rev uint64
+	var ierr error
+	var ticket gateway.ReadTicket
+	if b.commit != nil {
+		rev = b.commit.Durable()
+	} else {
+		ticket = b.readIndex.Start(ctx)
+	}
 	exp, err := b.beat(ctx, subject, e.TTL, &seq)
-	rev, ierr := ticket.Wait(ctx)
+	if b.commit == nil {
+		rev, ierr = ticket.Wait(ctx)
+	}
 	switch {
 	case isConflict(err):
 		return gateway.Status{}, false, nil // a marker, or a beat through another replica

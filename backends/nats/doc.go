@@ -96,9 +96,9 @@
 //
 // # Liveness durability
 //
-// Records hold the terms and the leader slot and are synced to disk
-// before they are acknowledged (the embedded server's SyncAlways, or R3).
-// Liveness is not: the liveness stream is kept in memory, so a heartbeat
+// Records hold the terms and the leader slot and are on disk before they
+// are acknowledged (the embedded server's SyncAlways, or R3; see Records
+// durability below). Liveness is not: the liveness stream is kept in memory, so a heartbeat
 // waits for no disk. A restart of the NATS servers (all of them, for R3)
 // may lose it whole. The rule that makes that safe: after a loss every
 // recorded candidate gets a fresh full TTL (epoch.go). A liveness stream
@@ -123,6 +123,27 @@
 // heartbeat, so a leader cut off during the loss has stepped down by
 // itself, and if it comes back it is told the term it holds. Markers (an
 // expiry that happened in the current stream) are acted on as before.
+//
+// # Records durability: group commit
+//
+// A standalone embedded server without a client listener (elector serve's
+// default) syncs records in groups rather than one at a time (commit.go):
+// its records store writes each record to its file as it comes and syncs
+// on a flush, and one flush covers every record stored before it began,
+// so concurrent writes share a sync as etcd's do. Nothing of a record
+// leaves the stream before a flush has covered it: the write that made it
+// is acknowledged after the flush, the view and every watch take it in
+// only then, reads of the stream leader wait for what they read, and the
+// read index is the highest sequence on disk. So no answer, event or
+// write ever rests on a record that a power loss could take back, and at
+// most one record per election is ever not on disk (the next is computed
+// only from it once it is): the per-election limit, at least 2 records in
+// this mode, never drops the last one on disk for it. The mode is the
+// server's own for a replicated stream's store (the raft log stands in
+// for the per-write sync there; the flush does here); reaching the store
+// takes the server's unexported state (storeaccess.go), and any
+// difference from what that code expects leaves the store syncing every
+// write, as a server with a client listener or in a cluster always does.
 //
 // # Timers: handover delays and cooldowns end on the server's clock
 //
@@ -228,7 +249,9 @@
 // message get of the stream's last message (subject ">"), answered by
 // the stream leader like stream info but at a fraction of its cost; an
 // embedded server outside a cluster, the stream's only copy, reads the
-// same sequence from its own store in process instead.
+// same sequence from its own store in process instead, and one that
+// commits in groups takes the highest sequence on disk, which every
+// acknowledged write is at or below, with no request at all.
 // CountElections and CountCandidates are the exceptions: they answer from
 // the view as it is, for the gateway's limits, which refuse a campaign
 // only after a linearizable read (gateway.CandidateCounter). A view still loading
@@ -325,7 +348,11 @@
 // used), and so is the cursor of Elections read from the view. Watch uses
 // a tail from that sequence, filtered to one election's subject or all of
 // them, and deletes its consumer when the watch ends (every consumer also idles out after 30s, should its owner die
-// first). A cursor that does not parse, is past the stream's last
+// first). A watch of every election (the hub's) goes on, once it has
+// reached the view's sequence, with the records the view's own tail
+// delivers (feed.go): each record then reaches a replica once and is
+// decoded once, and a watch from Head needs no tail at all. Its events
+// and checks are a tail's. A cursor that does not parse, is past the stream's last
 // sequence, or names a message the stream no longer holds is
 // gateway.ErrCursorExpired. An election's records are dropped oldest
 // first, so a held cursor message means that election's later records are

@@ -231,6 +231,9 @@ func (b *Backend) scan(ctx context.Context) (map[string]stored, stored, error) {
 			last = s
 		}
 		if md.NumPending == 0 {
+			if err := b.durable(ctx, last.seq); err != nil {
+				return nil, stored{}, err
+			}
 			return recs, last, nil
 		}
 	}
@@ -266,10 +269,11 @@ func (b *Backend) show(ctx context.Context, s stored) (gateway.Election, error) 
 // the liveness this replica knows (its own beats, the followed liveness
 // stream), or read from the stream leader on a miss (zero if it is gone).
 func (b *Backend) expiresAt(ctx context.Context, election, tokenHash string) (time.Time, error) {
-	subject := b.aliveSubject(election, nonce(tokenHash))
-	if exp, ok := b.expiry(subject); ok {
-		return exp, nil
+	var nb [24]byte
+	n := appendNonce(nb[:0], tokenHash)
+	if exp, ok := b.expiryOf(b.aliveKey(election, n)); ok {
+		return exp, nil // the subject is not even built
 	}
-	_, exp, _, err := b.lastBeat(ctx, subject)
+	_, exp, _, err := b.lastBeat(ctx, b.aliveSubject(election, string(n)))
 	return exp, err
 }

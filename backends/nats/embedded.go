@@ -174,7 +174,8 @@ func (cfg EmbeddedConfig) serverOptions() (*server.Options, error) {
 		// otherwise syncs every two minutes, and an acknowledged record
 		// lost with the machine (power loss, kernel panic) would take its
 		// term with it: the next leadership would get a term already
-		// handed out. Elections write little; the cost is one fsync each.
+		// handed out. A standalone server's records share their syncs
+		// instead (startGroupCommit), still before any is acknowledged.
 		// Heartbeats do not pay it: liveness is kept in memory (see
 		// "Liveness durability" in the package doc).
 		SyncAlways: true,
@@ -342,6 +343,33 @@ func (e *Embedded) lastSeq(stream string) func() (uint64, error) {
 	}
 }
 
+// startGroupCommit makes the records of a standalone embedded server
+// without a client listener durable in groups (commit.go): this process
+// is then the only writer and reader of the records stream, and every
+// path by which a record leaves it waits for the record to be on disk.
+// With History 1 a new record would drop the durable one before it is on
+// disk itself, and without access to the store (storeaccess.go) every
+// record is synced on its own, as it is then.
+func (b *Backend) startGroupCommit(e *Embedded) {
+	if b.cfg.History < 2 {
+		return
+	}
+	store, err := flushedStoreOf(e.srv, b.cfg.Stream)
+	if err != nil {
+		b.log.LogAttrs(b.ctx, slog.LevelInfo, "nats: records are synced one at a time", slog.Any("reason", err))
+		return
+	}
+	g, err := newGroupCommit(store, b.log, b.ctx.Done())
+	if err != nil {
+		store.restore()
+		b.log.LogAttrs(b.ctx, slog.LevelWarn, "nats: records are synced one at a time", slog.Any("reason", err))
+		return
+	}
+	b.commit = g
+	b.localHead = func() (uint64, error) { return g.Durable(), nil }
+	b.watchers.Go(g.Run)
+}
+
 // OpenEmbedded starts an embedded server as ecfg says and returns a Backend
 // over an in-process connection to it; closing the Backend shuts the
 // server down. In a cluster (ecfg.Routes set) Replicas defaults to 3 and
@@ -384,6 +412,9 @@ func OpenEmbedded(ctx context.Context, ecfg EmbeddedConfig, cfg Config, opts ...
 			b.onClose = e.Shutdown
 			if !clustered {
 				b.localHead = e.lastSeq(b.cfg.Stream)
+				if ecfg.Listen == "" {
+					b.startGroupCommit(e)
+				}
 			}
 			if last != "" {
 				o.log.Info("nats: the embedded JetStream cluster has formed")

@@ -34,8 +34,6 @@ func (b *Backend) beat(ctx context.Context, subject string, ttl time.Duration, e
 	if err := b.connected(); err != nil {
 		return time.Time{}, err
 	}
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
 	start := time.Now()
 	seq, err := b.publishBeat(ctx, subject, liveTTL(ttl), expect)
 	if err != nil {
@@ -48,21 +46,41 @@ func (b *Backend) beat(ctx context.Context, subject string, ttl time.Duration, e
 
 // publishBeat publishes a liveness message of ttl on subject, conditional
 // on the subject's last sequence being *expect when expect is set, and
-// returns its sequence. It is jetstream's Publish without its per-call
-// costs (options, a decoded acknowledgement): a heartbeat is little else.
-// It sends no Nats-Expected-Stream header, which the server would keep
-// with every message; instead the acknowledgement must name the liveness
-// stream. Errors are those of jetstream's Publish: a *jetstream.APIError
-// for a refusal (a wrong last sequence is a conflict, isConflict), and
-// jetstream.ErrNoStreamResponse when no stream answers after the same
-// retries.
+// returns its sequence. Errors as publish.
 func (b *Backend) publishBeat(ctx context.Context, subject string, ttl time.Duration, expect *uint64) (uint64, error) {
 	hdr := nats.Header{jetstream.MsgTTLHeader: {ttl.String()}}
 	if expect != nil {
 		hdr[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(*expect, 10)}
 	}
-	m := &nats.Msg{Subject: subject, Header: hdr}
-	resp, err := b.nc.RequestMsgWithContext(ctx, m)
+	return b.publish(ctx, &nats.Msg{Subject: subject, Header: hdr}, b.cfg.Stream+"_ALIVE")
+}
+
+// publish sends m to JetStream and returns the sequence stream stored it
+// at. It is jetstream's Publish without its per-call costs (options, a
+// context with a timer of its own, a decoded acknowledgement): heartbeats
+// and campaigns are little else. It sends no Nats-Expected-Stream header,
+// which the server would keep with every message; instead the
+// acknowledgement must name stream. It waits at most OpTimeout (or until
+// ctx's earlier deadline), with the connection's pooled timers. Errors
+// are those of jetstream's Publish: a *jetstream.APIError for a refusal
+// (a wrong last sequence is a conflict, isConflict), and
+// jetstream.ErrNoStreamResponse when no stream answers after the same
+// retries.
+func (b *Backend) publish(ctx context.Context, m *nats.Msg, stream string) (uint64, error) {
+	request := func() (*nats.Msg, error) {
+		timeout := b.cfg.OpTimeout
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(dl))
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		return b.nc.RequestMsg(m, timeout)
+	}
+	resp, err := request()
 	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < jetstream.DefaultPubRetryAttempts; r++ {
 		// A stream changing leader answers no one for a moment.
 		select {
@@ -70,7 +88,7 @@ func (b *Backend) publishBeat(ctx context.Context, subject string, ttl time.Dura
 			return 0, ctx.Err()
 		case <-time.After(jetstream.DefaultPubRetryWait):
 		}
-		resp, err = b.nc.RequestMsgWithContext(ctx, m)
+		resp, err = request()
 	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
@@ -78,7 +96,7 @@ func (b *Backend) publishBeat(ctx context.Context, subject string, ttl time.Dura
 	case err != nil:
 		return 0, err
 	}
-	return ackSeq(resp.Data, b.cfg.Stream+"_ALIVE")
+	return ackSeq(resp.Data, stream)
 }
 
 // ackSeq reads the sequence of a publish's acknowledgement by stream, or
@@ -100,7 +118,7 @@ func ackSeq(data []byte, stream string) (uint64, error) {
 		return 0, fmt.Errorf("nats: %w", ack.Error)
 	}
 	if ack.Stream != stream {
-		return 0, fmt.Errorf("nats: the liveness message went to stream %q: %w", ack.Stream, jetstream.ErrInvalidJSAck)
+		return 0, fmt.Errorf("nats: a message for stream %s went to stream %q: %w", stream, ack.Stream, jetstream.ErrInvalidJSAck)
 	}
 	return ack.Sequence, nil
 }

@@ -2,7 +2,6 @@ package nats
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
@@ -96,11 +96,7 @@ func parseCursor(id string) (seq uint64, i int, err error) {
 
 // decode reads a record message.
 func decode(election string, seq uint64, data []byte) (stored, error) {
-	var m message
-	if err := json.Unmarshal(data, &m); err != nil {
-		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
-	}
-	rec, deleted, err := decodeRecord(m)
+	m, rec, deleted, err := decodeMessage(data)
 	if err != nil {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
@@ -140,6 +136,10 @@ func (b *Backend) load(ctx context.Context, election string) (s stored, found bo
 	// As fetchHead: an answer from a leader cut off from its quorum may be
 	// stale (quorum.go).
 	if err := b.confirmQuorum(ctx); err != nil {
+		return stored{}, false, err
+	}
+	// Nothing is decided on a record that a power loss could take back.
+	if err := b.durable(ctx, m.Sequence); err != nil {
 		return stored{}, false, err
 	}
 	s, err = decode(election, m.Sequence, m.Data)
@@ -279,20 +279,22 @@ func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Ev
 	if err != nil {
 		return stored{}, err
 	}
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
-	ack, err := b.js.Publish(ctx, b.recordSubject(cur.rec.Name), data,
-		jetstream.WithExpectStream(b.cfg.Stream),
-		jetstream.WithExpectLastSequencePerSubject(cur.seq))
+	m := &nats.Msg{Subject: b.recordSubject(cur.rec.Name), Data: data,
+		Header: nats.Header{jetstream.ExpectedLastSubjSeqHeader: {strconv.FormatUint(cur.seq, 10)}}}
+	seq, err := b.publish(ctx, m, b.cfg.Stream)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) {
 			return stored{}, fmt.Errorf("record of %d bytes: %w", len(data), gateway.ErrLimit)
 		}
 		return stored{}, err
 	}
-	out := stored{rec: cur.rec, seq: ack.Sequence, events: ev, nev: len(ev)}
+	// Stored; acknowledged once it is on disk (commit.go).
+	if err := b.durable(ctx, seq); err != nil {
+		return stored{}, err
+	}
+	out := stored{rec: cur.rec, seq: seq, events: ev, nev: len(ev)}
 	for i := range out.events {
-		out.events[i].ID = eventID(ack.Sequence, i+1)
+		out.events[i].ID = eventID(seq, i+1)
 	}
 	return out, nil
 }

@@ -40,6 +40,7 @@ func (b *Backend) Run(ctx context.Context) error {
 	b.addRun(r)
 	defer b.removeRun(r)
 	defer close(r.done)
+	defer r.endFeeds()
 	var wg sync.WaitGroup
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.resume, r.record) })
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, nil, r.liveness) })
@@ -55,7 +56,7 @@ func (b *Backend) Run(ctx context.Context) error {
 // handle until ctx ends. The tail makes its consumer again after a fault;
 // follow starts a new tail only when one could not be opened or the
 // connection closed.
-func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, handle func(context.Context, jetstream.Msg)) {
+func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, handle func(context.Context, jetstream.Msg, *jetstream.MsgMetadata)) {
 	for ctx.Err() == nil {
 		err := b.followOnce(ctx, stream, subject, headersOnly, from, handle)
 		if ctx.Err() != nil {
@@ -69,7 +70,7 @@ func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnl
 	}
 }
 
-func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, handle func(context.Context, jetstream.Msg)) error {
+func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, handle func(context.Context, jetstream.Msg, *jetstream.MsgMetadata)) error {
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject: subject,
 		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
@@ -86,30 +87,26 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 	}
 	defer t.Close()
 	for {
-		m, err := t.Next()
+		m, md, err := t.Next()
 		if err != nil {
 			if errors.Is(err, errTailClosed) && ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		handle(ctx, m)
+		handle(ctx, m, md)
 	}
 }
 
 // liveness notes when a candidacy's liveness message expires, and expires
 // the candidacy when the server's marker says it has.
-func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg) {
+func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
 	election, n, ok := r.b.aliveParts(m.Subject())
 	if !ok || m.Subject() == r.b.epochSubject() || m.Subject() == r.b.clockSubject() {
 		return
 	}
 	if isTimerToken(n) {
-		r.timerMarker(ctx, m, election, n)
-		return
-	}
-	md, err := m.Metadata()
-	if err != nil {
+		r.timerMarker(ctx, m, md, election, n)
 		return
 	}
 	if m.Headers().Get(jetstream.MarkerReasonHeader) == "" {

@@ -106,22 +106,23 @@ func (b *Backend) openTail(ctx context.Context, stream string, cfg jetstream.Con
 	return t, nil
 }
 
-// Next returns the next message, making the server consumer again as often
-// as it takes. It returns errTailClosed once the tail's context has ended
-// or Close was called, jetstream.ErrConnectionClosed once the NATS
-// connection is closed, and an error for a delivery without JetStream
-// metadata, which a server does not send.
-func (t *tail) Next() (jetstream.Msg, error) {
+// Next returns the next message and its JetStream metadata, making the
+// server consumer again as often as it takes. It returns errTailClosed
+// once the tail's context has ended or Close was called,
+// jetstream.ErrConnectionClosed once the NATS connection is closed, and
+// an error for a delivery without JetStream metadata, which a server does
+// not send.
+func (t *tail) Next() (jetstream.Msg, *jetstream.MsgMetadata, error) {
 	for {
 		t.mu.Lock()
 		it, closed := t.it, t.closed
 		t.mu.Unlock()
 		if closed || t.ctx.Err() != nil {
-			return nil, errTailClosed
+			return nil, nil, errTailClosed
 		}
 		if it == nil {
 			if err := t.remake(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			continue
 		}
@@ -133,7 +134,7 @@ func (t *tail) Next() (jetstream.Msg, error) {
 		md, err := m.Metadata()
 		if err != nil {
 			// Not dropped: the next consumer would deliver it again.
-			return nil, fmt.Errorf("nats: a delivery of stream %s without metadata: %w", t.stream, err)
+			return nil, nil, fmt.Errorf("nats: a delivery of stream %s without metadata: %w", t.stream, err)
 		}
 		if md.Sequence.Consumer != t.dseq+1 {
 			t.drop(fmt.Errorf("delivery %d after %d", md.Sequence.Consumer, t.dseq))
@@ -141,7 +142,7 @@ func (t *tail) Next() (jetstream.Msg, error) {
 		}
 		t.dseq = md.Sequence.Consumer
 		t.next = md.Sequence.Stream + 1
-		return m, nil
+		return m, md, nil
 	}
 }
 

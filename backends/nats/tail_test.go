@@ -24,7 +24,7 @@ func readTail(b *Backend, tl *tail) *tailReader {
 	r := &tailReader{names: make(chan string, 64), err: make(chan error, 1)}
 	go func() {
 		for {
-			m, err := tl.Next()
+			m, _, err := tl.Next()
 			if err != nil {
 				r.err <- err
 				return

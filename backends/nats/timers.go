@@ -208,11 +208,7 @@ func (r *reconciler) sweepTimers(ctx context.Context, s stored, now time.Time, g
 // timerMarker handles a message of the liveness stream on a timer's
 // subject: a marker notes its expiry (so the sweep leaves it alone), the
 // server's delete marker ends the timer.
-func (r *reconciler) timerMarker(ctx context.Context, m jetstream.Msg, election, token string) {
-	md, err := m.Metadata()
-	if err != nil {
-		return
-	}
+func (r *reconciler) timerMarker(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata, election, token string) {
 	if m.Headers().Get(jetstream.MarkerReasonHeader) == "" {
 		r.b.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
 		return

@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -267,6 +268,41 @@ func encode(rec *gateway.Record, ev []gateway.Event, prev uint64, deleted bool) 
 		m.Events[i] = e.Payload()
 	}
 	return json.Marshal(m)
+}
+
+// messageV2 is a message of the version written now, decoded in one pass:
+// its record straight into a recordValue, rather than kept as raw JSON
+// and decoded again.
+type messageV2 struct {
+	Version int               `json:"v"`
+	Record  *recordValue      `json:"record"`
+	Events  []gateway.Payload `json:"events,omitempty"`
+	Prev    *uint64           `json:"prev,omitempty"`
+}
+
+// v2Prefix begins every message this version writes (its version is the
+// first member encode writes).
+var v2Prefix = []byte(`{"v":2,`)
+
+// decodeMessage reads a record message of any version: the message (its
+// events and prev), its record and whether the record is a tombstone.
+func decodeMessage(data []byte) (message, *gateway.Record, bool, error) {
+	if bytes.HasPrefix(data, v2Prefix) {
+		var m2 messageV2
+		if err := json.Unmarshal(data, &m2); err != nil {
+			return message{}, nil, false, err
+		}
+		if m2.Record == nil {
+			return message{}, nil, false, fmt.Errorf("no record")
+		}
+		return message{Version: m2.Version, Events: m2.Events, Prev: m2.Prev}, m2.Record.record(), m2.Record.Deleted, nil
+	}
+	var m message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return message{}, nil, false, err
+	}
+	rec, deleted, err := decodeRecord(m)
+	return m, rec, deleted, err
 }
 
 // decodeRecord reads a message's record in the form its version has, and

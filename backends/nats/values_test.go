@@ -3,10 +3,17 @@ package nats
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/electorhq/elector/gateway"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/record-v2.json and record-v2-holders.json from the code")
@@ -142,13 +149,15 @@ func TestAckSeqReadsWhatJetStreamAnswers(t *testing.T) {
 		seq        uint64
 		conflict   bool
 		bad        bool
+		is         error // the refusal it must be (errors.Is), besides bad
 	}{
-		{"ack", `{"stream":"ELECTOR_ALIVE","seq":12345}`, 12345, false, false},
-		{"ack with domain", `{"stream":"ELECTOR_ALIVE","domain":"hub","seq":7}`, 7, false, false},
-		{"duplicate", `{"stream":"ELECTOR_ALIVE","seq":9,"duplicate":true}`, 9, false, false},
-		{"wrong last sequence", `{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 5"},"stream":"ELECTOR_ALIVE","seq":0}`, 0, true, false},
-		{"another stream", `{"stream":"OTHER","seq":3}`, 0, false, true},
-		{"not JSON", `+OK`, 0, false, true},
+		{"ack", `{"stream":"ELECTOR_ALIVE","seq":12345}`, 12345, false, false, nil},
+		{"ack with domain", `{"stream":"ELECTOR_ALIVE","domain":"hub","seq":7}`, 7, false, false, nil},
+		{"duplicate", `{"stream":"ELECTOR_ALIVE","seq":9,"duplicate":true}`, 9, false, false, nil},
+		{"wrong last sequence", `{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 5"},"stream":"ELECTOR_ALIVE","seq":0}`, 0, true, false, nil},
+		{"another stream", `{"stream":"OTHER","seq":3}`, 0, false, true, nil},
+		{"not JSON", `+OK`, 0, false, true, nil},
+		{"too large", `{"error":{"code":400,"err_code":10054,"description":"message size exceeds maximum allowed"},"stream":"ELECTOR_ALIVE","seq":0}`, 0, false, true, jetstream.ErrStreamMessageExceedsMaximum},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,8 +171,89 @@ func TestAckSeqReadsWhatJetStreamAnswers(t *testing.T) {
 				if err == nil {
 					t.Fatalf("seq %d, want an error", seq)
 				}
+				if tt.is != nil && !errors.Is(err, tt.is) {
+					t.Fatalf("%v, want %v", err, tt.is)
+				}
 			case err != nil || seq != tt.seq:
 				t.Fatalf("seq %d, %v; want %d", seq, err, tt.seq)
+			}
+		})
+	}
+}
+
+// TestDecodeInOnePassAsInTwo: a message of this version is decoded in one
+// pass (decodeMessage) to what the reader of every version makes of it,
+// and one whose members come in another order is still read.
+func TestDecodeInOnePassAsInTwo(t *testing.T) {
+	for _, file := range []string{"testdata/record-v2-single-leader.json", "testdata/record-v2.json", "testdata/record-v2-holders.json"} {
+		t.Run(file, func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c bytes.Buffer
+			if err := json.Compact(&c, data); err != nil {
+				t.Fatal(err)
+			}
+			data = c.Bytes()
+			if !bytes.HasPrefix(data, v2Prefix) {
+				t.Fatalf("%s does not begin as encode writes", file)
+			}
+			var m message
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			want, wantDeleted, err := decodeRecord(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The same members, "v" last: the two-pass reader.
+			reordered := append([]byte(`{"record":`), m.Record...)
+			reordered = append(reordered, `,"events":`...)
+			ev, _ := json.Marshal(m.Events)
+			reordered = append(reordered, ev...)
+			reordered = append(reordered, fmt.Sprintf(`,"prev":%d,"v":2}`, *m.Prev)...)
+			for _, in := range [][]byte{data, reordered} {
+				gm, rec, deleted, err := decodeMessage(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(rec, want) || deleted != wantDeleted {
+					t.Fatalf("record %+v (deleted %v), want %+v (%v)", rec, deleted, want, wantDeleted)
+				}
+				if !reflect.DeepEqual(gm.Events, m.Events) || *gm.Prev != *m.Prev {
+					t.Fatalf("events %+v prev %d, want %+v %d", gm.Events, *gm.Prev, m.Events, *m.Prev)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkDecodeCampaignRecord(b *testing.B) {
+	r := gateway.NewRecord("orders", gateway.DefaultSettings())
+	now := time.Now()
+	ev, err := r.Campaign(now, gateway.Candidacy{ID: "node-a", TTL: time.Minute, TokenHash: gateway.HashToken(gateway.NewToken()), Metadata: json.RawMessage(`{"addr":"10.0.0.7:8080"}`)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := encode(r, ev, 0, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The same message with "v" last: decoded in two passes, as messages
+	// of other versions are.
+	twoPass := append([]byte(`{`), data[len(v2Prefix):len(data)-1]...)
+	twoPass = append(twoPass, `,"v":2}`...)
+	for _, bc := range []struct {
+		name string
+		data []byte
+	}{{"one pass", data}, {"two passes", twoPass}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decode("orders", 1, bc.data); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

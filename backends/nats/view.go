@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -57,6 +58,10 @@ type reconciler struct {
 	// lookedBack is the Rev of a "<seq>" newest that lookBack could not
 	// name, so that it does not read back again for it.
 	lookedBack uint64
+	// feeds are the watches fed by record (feed.go); none is added once
+	// feedsEnded is set, as Run ends.
+	feeds      map[*feed]struct{}
+	feedsEnded bool
 	// filled is set once the watch has delivered the stream's last
 	// sequence as of Run's start: until then the view is still loading,
 	// and reads go to the stream leader without waiting for it.
@@ -82,10 +87,9 @@ func newReconciler(b *Backend) *reconciler {
 }
 
 // record takes a record message from the watch into the view.
-func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
-	md, err := m.Metadata()
-	if err != nil {
-		return
+func (r *reconciler) record(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
+	if !r.onDisk(ctx, md.Sequence.Stream) {
+		return // ctx ended: the next watch starts again at this record
 	}
 	s, err := decode(r.b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
 	if err != nil {
@@ -110,6 +114,9 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 			delete(r.ahead, s.rec.Name)
 		}
 		r.replan(s.rec.Name)
+		for f := range r.feeds {
+			f.push(s)
+		}
 	}
 	if md.Sequence.Stream > r.seen {
 		r.noteNewest(md.Sequence.Stream, s, err == nil)
@@ -119,6 +126,28 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 	}
 	r.mu.Unlock()
 	r.poke()
+}
+
+// onDisk waits until the record at seq is on disk (commit.go) before the
+// view takes it in, trying again while flushes fail; false once ctx ends.
+func (r *reconciler) onDisk(ctx context.Context, seq uint64) bool {
+	for warned := false; ; warned = true {
+		err := r.b.durable(ctx, seq)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if !warned {
+			r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: reconciler: record not on disk", slog.Uint64("seq", seq), slog.Any("err", err))
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // resume is where a new watch of the records stream starts once this one
@@ -358,7 +387,7 @@ func (b *Backend) view(ctx context.Context) (*reconciler, error) {
 	if r == nil || !r.isFilled() {
 		return nil, nil
 	}
-	want, err := b.readIndex.Revision(ctx)
+	want, err := b.revision(ctx)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -366,6 +395,17 @@ func (b *Backend) view(ctx context.Context) (*reconciler, error) {
 		b.lookBack(ctx, r)
 	}
 	return r, err
+}
+
+// revision is a read index fetched after the call: the group commit's
+// durable sequence, read in place (every write acknowledged so far is at
+// or below it), or a fetch shared with the reads that arrived meanwhile
+// (gateway.ReadIndex).
+func (b *Backend) revision(ctx context.Context) (uint64, error) {
+	if b.commit != nil {
+		return b.commit.Durable(), nil
+	}
+	return b.readIndex.Revision(ctx)
 }
 
 // caughtUpTo waits until r has delivered want; nil (no error) if it lags,

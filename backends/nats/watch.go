@@ -39,9 +39,8 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 		filter = election
 	}
 	cfg := jetstream.ConsumerConfig{FilterSubject: b.recordSubject(filter)}
-	var skipSeq uint64
-	var skipIdx int
-	var start uint64 = 1 // the first sequence the consumer can deliver
+	w := &watcher{b: b, election: election, start: 1, last: map[string]uint64{}}
+	var cursor gateway.Position
 	if after == "" {
 		// Not DeliverNewPolicy: a consumer made again before its first
 		// message would start at "new" again and skip what came in
@@ -51,7 +50,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 			return nil, fmt.Errorf("nats: watch %q: %w", election, err)
 		}
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
-		start = last + 1
+		w.start = last + 1
 	} else {
 		seq, idx, err := parseCursor(after)
 		if err != nil {
@@ -60,72 +59,176 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 		if err := b.checkCursor(ctx, seq); err != nil {
 			return nil, fmt.Errorf("nats: watch %q after %q: %w", election, after, err)
 		}
+		cursor = gateway.Position{Rev: seq, Index: idx}
 		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
 		if seq > 0 {
 			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq
-			skipSeq, skipIdx = seq, idx
-			start = seq
+			w.skipSeq, w.skipIdx = seq, idx
+			w.start = seq
 		}
 	}
+	w.from = w.start
 	wctx, wcancel := context.WithCancel(ctx)
 	unlink := context.AfterFunc(b.ctx, wcancel)
-	tl, err := b.openTail(wctx, b.cfg.Stream, cfg)
-	if err != nil {
-		unlink()
-		wcancel()
-		return nil, fmt.Errorf("nats: watch %q: %w", election, translate(err))
+	w.ctx = wctx
+
+	// A watch of every election from a cursor goes on with the view's own
+	// records once it has caught up with them (feed.go); the records up
+	// to there come from a tail, unless none of them has an event.
+	var fd *feed
+	var r *reconciler
+	var s0 uint64
+	tailNeeded := true
+	if election == "" && after != "" {
+		if r = b.running(); r != nil && r.isFilled() {
+			var noneBefore bool
+			fd, s0, noneBefore = r.attach(cursor)
+			if fd != nil && noneBefore {
+				tailNeeded = false
+				// Records up to s0 carry no event after the cursor: the
+				// chain of each election is checked from the feed on.
+				w.start = max(w.start, s0+1)
+			}
+		}
 	}
-	ch := make(chan gateway.Event, 64)
-	// last is the sequence of the latest record of each election this
-	// watch received: each record names the one before it (message.Prev),
-	// and one at or after start that the consumer never delivered was
-	// dropped (watchGap).
-	last := map[string]uint64{}
+	var tl *tail
+	if tailNeeded {
+		var err error
+		if tl, err = b.openTail(wctx, b.cfg.Stream, cfg); err != nil {
+			if fd != nil {
+				r.detach(fd)
+			}
+			unlink()
+			wcancel()
+			return nil, fmt.Errorf("nats: watch %q: %w", election, translate(err))
+		}
+	}
+	w.ch = make(chan gateway.Event, 64)
 	b.watchers.Add(1)
 	go func() {
 		defer b.watchers.Done()
-		defer close(ch)
+		defer close(w.ch)
 		defer wcancel()
 		defer unlink()
-		// Nothing of the watch outlives it: the server consumer goes too.
-		defer tl.Close()
-		for {
-			m, err := tl.Next()
-			if err != nil {
-				if wctx.Err() == nil {
-					b.log.LogAttrs(wctx, slog.LevelWarn, "nats: watch ended", slog.String("election", election), slog.Any("err", err))
-				}
+		if fd != nil {
+			defer r.detach(fd)
+		}
+		if tl != nil {
+			// up to s0 when a feed goes on after it; to the end otherwise
+			ok := w.fromTail(tl, s0, fd != nil)
+			// Nothing of the watch outlives it: the server consumer goes too.
+			tl.Close()
+			if !ok {
 				return
-			}
-			md, err := m.Metadata()
-			if err != nil {
-				b.log.LogAttrs(wctx, slog.LevelError, "nats: watch: bad message metadata", slog.Any("err", err))
-				continue
-			}
-			name := b.electionOf(m.Subject())
-			s, err := decode(name, md.Sequence.Stream, m.Data())
-			if err != nil {
-				b.log.LogAttrs(wctx, slog.LevelError, "nats: watch: bad record", slog.Any("err", err))
-				continue
-			}
-			if s.hasPrev && s.prev >= start && last[name] != s.prev {
-				b.watchGap(wctx, election, name, s)
-				return
-			}
-			last[name] = s.seq
-			for i, ev := range s.events {
-				if s.seq == skipSeq && i+1 <= skipIdx {
-					continue
-				}
-				select {
-				case ch <- ev:
-				case <-wctx.Done():
-					return
-				}
 			}
 		}
+		if fd != nil {
+			w.from = max(w.from, s0+1)
+			w.fromFeed(fd)
+		}
 	}()
-	return ch, nil
+	return w.ch, nil
+}
+
+// watcher is one watch as it delivers: its first sequence, the events of
+// its cursor's record to skip, and the sequence of the latest record of
+// each election it received: each record names the one before it
+// (message.Prev), and one at or after start that the watch never
+// received was dropped (watchGap).
+type watcher struct {
+	b        *Backend
+	ctx      context.Context
+	election string
+	start    uint64 // records whose previous record is at or after start are checked
+	from     uint64 // records before from are not delivered
+	skipSeq  uint64
+	skipIdx  int
+	last     map[string]uint64
+	ch       chan gateway.Event
+}
+
+// fromTail delivers the records of tl, until one after until when
+// bounded. It reports whether the watch goes on.
+func (w *watcher) fromTail(tl *tail, until uint64, bounded bool) bool {
+	b := w.b
+	for {
+		m, md, err := tl.Next()
+		if err != nil {
+			if w.ctx.Err() == nil {
+				b.log.LogAttrs(w.ctx, slog.LevelWarn, "nats: watch ended", slog.String("election", w.election), slog.Any("err", err))
+			}
+			return false
+		}
+		seq := md.Sequence.Stream
+		if bounded && seq > until {
+			return true // the feed has it
+		}
+		// No event leaves before its record is on disk (commit.go).
+		if err := b.durable(w.ctx, seq); err != nil {
+			if w.ctx.Err() == nil {
+				b.log.LogAttrs(w.ctx, slog.LevelWarn, "nats: watch ended", slog.String("election", w.election), slog.Any("err", err))
+			}
+			return false
+		}
+		name := b.electionOf(m.Subject())
+		s, err := decode(name, seq, m.Data())
+		if err != nil {
+			b.log.LogAttrs(w.ctx, slog.LevelError, "nats: watch: bad record", slog.Any("err", err))
+		} else if !w.deliver(name, s) {
+			return false
+		}
+		if bounded && seq >= until {
+			return true
+		}
+	}
+}
+
+// fromFeed delivers the records of fd until it ends or the watch does.
+func (w *watcher) fromFeed(fd *feed) {
+	var batch []stored
+	for {
+		var ended bool
+		batch, ended = fd.take(batch[:0])
+		for _, s := range batch {
+			if !w.deliver(s.rec.Name, s) {
+				return
+			}
+		}
+		clear(batch)
+		if ended {
+			return
+		}
+		select {
+		case <-fd.wake:
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// deliver sends the events of s, a record of election name; false when
+// the watch ends: a record before s was dropped unread (watchGap), or the
+// watch's context ended.
+func (w *watcher) deliver(name string, s stored) bool {
+	if s.seq < w.from {
+		return true
+	}
+	if s.hasPrev && s.prev >= w.start && w.last[name] != s.prev {
+		w.b.watchGap(w.ctx, w.election, name, s)
+		return false
+	}
+	w.last[name] = s.seq
+	for i, ev := range s.events {
+		if s.seq == w.skipSeq && i+1 <= w.skipIdx {
+			continue
+		}
+		select {
+		case w.ch <- ev:
+		case <-w.ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // watchGap handles a record s of election name whose previous record

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/electorhq/elector/internal/memtrim"
 	"github.com/electorhq/elector/server"
 )
 
@@ -75,11 +76,16 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	}
 	hup, stopHangup := catchHangup()
 	defer stopHangup()
-	hupCtx, stopReloads := context.WithCancel(context.Background())
+	// The process's own loops beside the server, ended once it has run.
+	loops, stopLoops := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer stopReloads()
-	wg.Go(func() { reloadOnHangup(hupCtx, hup, srv, cfg.TLS.Enabled(), log) })
+	defer stopLoops()
+	wg.Go(func() { reloadOnHangup(loops, hup, srv, cfg.TLS.Enabled(), log) })
+	// A replica that goes quiet after a burst gives its garbage back to
+	// the system. The process's, not the server's: a program that embeds
+	// the server runs its own heap.
+	wg.Go(func() { memtrim.Run(loops, memtrim.Config{}, nil) })
 	return srv.Run(ctx)
 }
 

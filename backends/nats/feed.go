@@ -1,0 +1,109 @@
+package nats
+
+import (
+	"sync"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// feed is a watch of every election fed by the view's own tail
+// (reconciler.record) instead of a server consumer of its own: each record
+// is delivered by the server once per replica and decoded once, for the
+// view and for the hub (events, webhooks, event streams) alike. The view
+// hands it every record it takes in, in stream order and once on disk;
+// Watch delivers their events as it delivers a tail's, with the same
+// checks.
+//
+// The view never waits for a feed: records queue, and a feed more than
+// maxFeedQueue records behind ends, as does every feed when Run ends. Its
+// receiver then resumes from the last id it got, as after any watch.
+type feed struct {
+	mu    sync.Mutex
+	queue []stored
+	ended bool
+	wake  chan struct{} // buffered: something was queued, or the feed ended
+}
+
+// maxFeedQueue bounds the records a feed holds for a slow receiver.
+const maxFeedQueue = 1 << 14
+
+func newFeed() *feed { return &feed{wake: make(chan struct{}, 1)} }
+
+// push queues s; it ends the feed when the receiver is too far behind.
+func (f *feed) push(s stored) {
+	f.mu.Lock()
+	if !f.ended {
+		if len(f.queue) >= maxFeedQueue {
+			f.ended = true
+		} else {
+			f.queue = append(f.queue, s)
+		}
+	}
+	f.mu.Unlock()
+	f.signal()
+}
+
+// end ends the feed: the receiver gets what is queued, then nothing.
+func (f *feed) end() {
+	f.mu.Lock()
+	f.ended = true
+	f.mu.Unlock()
+	f.signal()
+}
+
+func (f *feed) signal() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the records queued so far (into dst), and whether the feed
+// has ended after them.
+func (f *feed) take(dst []stored) ([]stored, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	dst = append(dst, f.queue...)
+	clear(f.queue)
+	f.queue = f.queue[:0]
+	return dst, f.ended
+}
+
+// attach starts a feed of every record the view takes in after its seen
+// sequence, S0, and returns it with S0. The caller delivers the records of
+// the watch from its cursor up to S0 some other way (a tail), unless
+// noneBefore: no event lies after cursor p up to S0 (newest is not past
+// it), so the feed alone delivers every event after p.
+//
+// It returns a nil feed once Run is ending.
+func (r *reconciler) attach(p gateway.Position) (f *feed, s0 uint64, noneBefore bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.feedsEnded {
+		return nil, 0, false
+	}
+	f = newFeed()
+	if r.feeds == nil {
+		r.feeds = map[*feed]struct{}{}
+	}
+	r.feeds[f] = struct{}{}
+	return f, r.seen, p.Compare(r.newest) >= 0
+}
+
+// detach stops feeding f.
+func (r *reconciler) detach(f *feed) {
+	r.mu.Lock()
+	delete(r.feeds, f)
+	r.mu.Unlock()
+}
+
+// endFeeds ends every feed, when Run ends.
+func (r *reconciler) endFeeds() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.feedsEnded = true
+	for f := range r.feeds {
+		f.end()
+		delete(r.feeds, f)
+	}
+}

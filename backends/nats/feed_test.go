@@ -1,0 +1,139 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// nextEvents reads n events of ch, failing t when ctx ends first.
+func nextEvents(ctx context.Context, t *testing.T, ch <-chan gateway.Event, n int) []gateway.Event {
+	t.Helper()
+	var got []gateway.Event
+	for len(got) < n {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("watch ended after %d of %d events", len(got), n)
+			}
+			got = append(got, ev)
+		case <-ctx.Done():
+			t.Fatalf("%d of %d events", len(got), n)
+		}
+	}
+	return got
+}
+
+// describe is the type and candidate of each event.
+func describe(evs []gateway.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, fmt.Sprintf("%s %s", ev.Type, ev.Candidate.ID))
+	}
+	return out
+}
+
+// A watch of every election from Head, as the hub makes it, is fed by the
+// view's own tail: the records stream has no consumer for it, and its
+// events are the view's records'.
+func TestWatchOfEveryElectionFollowsTheView(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	b := open(t, e, freshConfig())
+	run(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	campaignT(t, b, "one", "a", time.Minute)
+	waitFor(ctx, t, "the view filled", func() error {
+		if r := b.running(); r == nil || !r.isFilled() {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	before := consumers(t, b)[b.cfg.Stream] // the view's tail
+	head, err := b.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := b.Watch(ctx, "", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := consumers(t, b)[b.cfg.Stream]; n != before {
+		t.Fatalf("%d consumers of the records stream with the watch, %d without: the watch made its own", n, before)
+	}
+	campaignT(t, b, "two", "b", time.Minute)
+	got := describe(nextEvents(ctx, t, ch, 2))
+	if want := []string{"candidate.joined b", "leader.begin b"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
+
+// A watch of every election from an older cursor reads the records up to
+// the view's from a tail, then goes on with the view's: every event after
+// the cursor once and in order (the cursor's own record's later events
+// included), and the tail's consumer is gone once it has caught up.
+func TestWatchFromAnOlderCursorCatchesUpThenFollowsTheView(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	b := open(t, e, freshConfig())
+	run(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	campaignT(t, b, "first", "a", time.Minute) // joined a, begin a
+	waitFor(ctx, t, "the view filled", func() error {
+		if r := b.running(); r == nil || !r.isFilled() {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	before := consumers(t, b)[b.cfg.Stream]
+	all, err := b.Watch(ctx, "", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := nextEvents(ctx, t, all, 2)
+	cursor := first[0].ID // after "joined a": "begin a" is still to come
+	for _, id := range []string{"b", "c", "d"} {
+		campaignT(t, b, "e-"+id, id, time.Minute)
+	}
+	ch, err := b.Watch(ctx, "", cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := describe(nextEvents(ctx, t, ch, 7))
+	want := []string{"leader.begin a", "candidate.joined b", "leader.begin b", "candidate.joined c", "leader.begin c", "candidate.joined d", "leader.begin d"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events after %s: %q, want %q", cursor, got, want)
+	}
+	campaignT(t, b, "e-e", "e", time.Minute)
+	if got := describe(nextEvents(ctx, t, ch, 2)); fmt.Sprint(got) != fmt.Sprint([]string{"candidate.joined e", "leader.begin e"}) {
+		t.Fatalf("events after catching up: %q", got)
+	}
+	waitFor(ctx, t, "the catch-up consumer gone", func() error {
+		if n := consumers(t, b)[b.cfg.Stream]; n > before+1 { // +1: the watch from "0", which has its own tail
+			return fmt.Errorf("%d consumers, %d before the watches", n, before)
+		}
+		return nil
+	})
+}
+
+// A feed whose receiver falls too far behind ends, after the records it
+// holds, rather than hold the view's records without bound.
+func TestFeedOfASlowReceiverEnds(t *testing.T) {
+	f := newFeed()
+	for i := range maxFeedQueue + 1 {
+		f.push(stored{seq: uint64(i + 1)})
+	}
+	got, ended := f.take(nil)
+	if len(got) != maxFeedQueue || !ended {
+		t.Fatalf("took %d records, ended %v; want %d and ended", len(got), ended, maxFeedQueue)
+	}
+	f.push(stored{seq: maxFeedQueue + 2})
+	if got, _ := f.take(nil); len(got) != 0 {
+		t.Fatalf("an ended feed took %d more records", len(got))
+	}
+}

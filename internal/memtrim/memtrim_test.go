@@ -1,0 +1,101 @@
+package memtrim
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestDue(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	at := time.Unix(1000, 0)
+	quiet := Sample{Allocated: 500 * mib}
+	tests := []struct {
+		name        string
+		before, now Sample
+		last        time.Time
+		want        bool
+	}{
+		{"quiet with garbage", quiet, Sample{Allocated: 500*mib + 1000, Live: 100 * mib, Objects: 180 * mib, Free: 20 * mib}, time.Time{}, true},
+		{"busy with garbage", quiet, Sample{Allocated: 600 * mib, Live: 100 * mib, Objects: 180 * mib, Free: 20 * mib}, time.Time{}, false},
+		{"quiet, little more than live", quiet, Sample{Allocated: 500 * mib, Live: 100 * mib, Objects: 110 * mib, Free: 10 * mib}, time.Time{}, false},
+		{"quiet, small heap within the slack", quiet, Sample{Allocated: 500 * mib, Live: 10 * mib, Objects: 30 * mib, Free: 10 * mib}, time.Time{}, false},
+		{"quiet with garbage, trimmed a moment ago", quiet, Sample{Allocated: 500 * mib, Live: 100 * mib, Objects: 200 * mib}, at.Add(-10 * time.Second), false},
+		{"quiet with garbage, trimmed long ago", quiet, Sample{Allocated: 500 * mib, Live: 100 * mib, Objects: 200 * mib}, at.Add(-time.Minute), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := (Config{}).Due(tt.before, tt.now, at, tt.last); got != tt.want {
+				t.Fatalf("Due = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+var sink [][]byte
+
+// A process that made much garbage and then goes quiet is trimmed once:
+// its heap objects and retained free pages come down to about what it
+// holds.
+func TestRunTrimsAQuietProcess(t *testing.T) {
+	live := make([][]byte, 0, 64)
+	for range 64 {
+		live = append(live, make([]byte, 1<<20)) // 64 MiB held
+	}
+	runtime.GC()
+	// No collection while the garbage is made, so that all of it is still
+	// there when Run looks: 256 MiB, well past the slack.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	for range 256 {
+		sink = append(sink[:0], make([]byte, 1<<20))
+	}
+	sink = nil
+	if s := read(); s.Objects+s.Free <= s.Live+max(DefaultSlack, s.Live/4) {
+		t.Fatalf("no garbage to trim: %d MiB of objects and %d MiB free, %d MiB live", s.Objects>>20, s.Free>>20, s.Live>>20)
+	}
+
+	var trims atomic.Int64
+	trimmed := make(chan struct{}, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, Config{Interval: 20 * time.Millisecond, Every: time.Hour}, func() {
+			trims.Add(1)
+			trimmed <- struct{}{}
+		})
+	}()
+	select {
+	case <-trimmed:
+	case <-ctx.Done():
+		t.Fatal("no trim of a quiet process holding 256 MiB of garbage")
+	}
+	s := read()
+	cancel()
+	<-done
+	if n := trims.Load(); n != 1 {
+		t.Fatalf("%d trims, want 1 (and no more within Every)", n)
+	}
+	if s.Objects+s.Free > s.Live+max(DefaultSlack, s.Live/4) {
+		t.Fatalf("after the trim the heap holds %d MiB of objects and %d MiB free, %d MiB live", s.Objects>>20, s.Free>>20, s.Live>>20)
+	}
+	runtime.KeepAlive(live)
+}
+
+// Run returns when its context ends.
+func TestRunEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, Config{Interval: time.Millisecond}, nil)
+	}()
+	cancel()
+	<-done
+}
