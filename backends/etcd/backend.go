@@ -310,7 +310,10 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 
 // Configure implements gateway.Backend. Settings never change who leads:
 // the error cooldown applies to errors reported afterwards, the handover
-// delay to expiries that happen afterwards. Errors: gateway.ErrUnavailable.
+// delay to expiries that happen afterwards. Turning preempt on may start
+// a preemption, which is made before the answer (as gateway.Record's
+// Configure makes it, and as Campaign makes the moves it causes), not left
+// to the reconcilers' next pass. Errors: gateway.ErrUnavailable.
 func (b *Backend) Configure(ctx context.Context, election string, s gateway.Settings) (gateway.Election, error) {
 	rctx, cancel := b.reqCtx(ctx)
 	resp, err := b.cli.Put(rctx, b.keys.settings(election), mustJSON(settingsOf(s, b.now())))
@@ -323,6 +326,7 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 	if err := b.waitApplied(ctx, resp.Header.Revision); err != nil {
 		return gateway.Election{}, err
 	}
+	b.reconcileBeforeAnswer(ctx, "configure", election)
 	v, cursor, err := b.cached(ctx, election)
 	if err != nil {
 		return gateway.Election{}, err

@@ -319,8 +319,16 @@
 // Events treat a moved key as the same candidate: it neither leaves nor
 // joins. A candidate's priority orders the line the same way: the
 // reconcilers move the elector candidates that stand ahead of a candidate
-// of higher priority behind it, one per transaction, never the head of
-// the line, and never those standing ahead of a pending transfer's target.
+// of higher priority behind it, one per transaction, never the leader's
+// key and never those standing ahead of a pending transfer's target.
+// While nobody leads (a handover delay, a failed leader's hold) the head
+// of the line is a follower like the others and moves too, and nobody is
+// acknowledged until the line is in priority order: so, as in
+// gateway.Record, a candidate of higher priority that joins or rejoins
+// during a delay or hold leads after it, not the one that happened to be
+// first. Moving the head while nobody leads acknowledges nobody; the
+// acknowledgement that follows names the head of the line then, as every
+// acknowledgement does.
 //
 // Native candidates. Elector never moves or deletes a native client's key
 // and never moves an elector key from behind a native key to ahead of it,

@@ -51,7 +51,8 @@ type action struct {
 //     leader expired, the keys ahead of the target, then acknowledge it.
 //     A transfer whose target expired: drop it from the lead record.
 //   - Otherwise, a line out of priority order: move the next key that
-//     must go behind a candidate of higher priority (reorder); with the
+//     must go behind a candidate of higher priority (reorder), the head's
+//     too while nobody leads, whom nobody is acknowledged before; with the
 //     line in order and preempt set, start a preemption (preempt).
 //
 // Whether a delay or cooldown ended is whether etcd still holds its marker
@@ -89,6 +90,9 @@ func (b *Backend) plan(v view, now, mono time.Time) (acts []action, next time.Ti
 		}
 		if held {
 			return action{}, false // the expired leader's promise still runs
+		}
+		if _, unsorted := b.reorder(v); unsorted {
+			return action{}, false // the line goes in priority order first (below)
 		}
 		return action{what: "acknowledge leader",
 			cmps: []clientv3.Cmp{leadIs, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create)},
@@ -213,6 +217,19 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 	// The revision of a failed comparison is etcd's current one, which
 	// includes the write that beat us but need not touch the prefix.
 	return false, b.catchUp(ctx, resp.Header.Revision)
+}
+
+// reconcileBeforeAnswer makes the actions due in election after a write
+// of op (acknowledging the head of the line, moving keys for a transfer
+// or priorities, starting a preemption) before the write answers, rather
+// than at the reconcilers' next pass: so the answer shows them, as
+// gateway.Record's transition includes them, and a request that follows
+// at once finds them made. A failure is only logged: the answer is true
+// at the cache's revision, and the actions are Run's job too.
+func (b *Backend) reconcileBeforeAnswer(ctx context.Context, op, election string) {
+	if err := b.reconcile(ctx, election); err != nil {
+		b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: reconcile after "+op, slog.String("election", election), slog.String("error", err.Error()))
+	}
 }
 
 // reconcileRounds bounds the actions reconcile makes: enough to
@@ -388,19 +405,39 @@ func (b *Backend) refreshLeases(ctx context.Context) {
 }
 
 // preempt returns the action that starts a transfer (reason preempted) to
-// line[1] when the election preempts, an elector candidate leads, and
-// line[1] (which, once the line is in order, is the follower of highest
-// priority that the line lets through) has a higher priority than the
-// leader's. A pending preemption to another target moves to it; a
-// transfer an operator asked for is left alone. Like Transfer, it changes
-// no leadership by itself.
+// the follower of highest priority that the line lets through, when the
+// election preempts, an elector candidate leads, and that follower's
+// priority is higher than the leader's. Once the line is in order that
+// follower is line[1]; while a preemption is pending, its target stands
+// there, and the keys behind it are not reordered (reorder), so the
+// follower is the first of highest priority behind it, up to the first
+// native key. A pending preemption to another target moves to it, as
+// gateway.Record's does (moveTargetUp then brings it up); a transfer an
+// operator asked for is left alone. Like Transfer, it changes no
+// leadership by itself.
 func (b *Backend) preempt(v view, now time.Time) (action, bool) {
 	l := v.leader
-	if !v.settings.Preempt || l == nil || l.native || len(v.line) < 2 || v.line[1].priority() <= l.priority() {
+	if !v.settings.Preempt || l == nil || l.native || len(v.line) < 2 {
 		return action{}, false
 	}
 	x := v.line[1]
-	if t := v.transfer; t != nil && (t.Reason != gateway.ReasonPreempted || t.Key == x.hex) {
+	if t := v.transfer; t != nil {
+		if t.Reason != gateway.ReasonPreempted {
+			return action{}, false
+		}
+		for _, y := range v.line[2:] {
+			if y.native {
+				break // a native key keeps its place: nobody behind it can go ahead
+			}
+			if y.priority() > x.priority() {
+				x = y
+			}
+		}
+		if t.Key == x.hex {
+			return action{}, false
+		}
+	}
+	if x.priority() <= l.priority() {
 		return action{}, false
 	}
 	lead := *v.lead

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -72,9 +71,7 @@ func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) 
 		}
 		// Move the target up now rather than at the reconcilers' next
 		// pass, so that a leader that resigns right away hands over to it.
-		if err := b.reconcile(ctx, election); err != nil {
-			b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: reconcile after transfer", slog.String("election", election), slog.String("error", err.Error()))
-		}
+		b.reconcileBeforeAnswer(ctx, "transfer", election)
 		v, cursor, err = b.cached(ctx, election)
 		if err != nil {
 			return gateway.Election{}, err
@@ -215,6 +212,7 @@ func (b *Backend) Handover(ctx context.Context, election, id, tokenHash string) 
 			return gateway.Status{}, err
 		}
 		if v.target == 1 {
+			b.reconcileBeforeAnswer(ctx, "handover", election) // a preemption of the new leader
 			return b.status(ctx, "handover", election, id, tokenHash)
 		}
 	}
@@ -329,16 +327,26 @@ func (b *Backend) handoverDue(ctx context.Context, election, id string) error {
 
 // reorder returns the next action that orders the line by priority, or
 // false when it is in order. Only the elector candidates behind the last
-// native key (and never the head of the line) are moved: a native
-// client's key keeps its place and counts as priority 0, and the head's
-// key moves only for a transfer (see moveTargetUp, Handover). While a transfer is pending, its target
-// and the keys ahead of it stay too (plan moves those). Each
+// native key are moved: a native client's key keeps its place and counts
+// as priority 0. The head of the line stays while somebody leads (the
+// leader keeps its place; its key moves only for a transfer, see
+// moveTargetUp, Handover); while nobody leads (a handover delay, a
+// failed leader's hold, the moment before the reconcilers acknowledge
+// the head) the head is a follower like the others, and the line is put
+// in priority order before anybody is acknowledged (plan), as
+// gateway.Record keeps it: else the candidate at the head would lead
+// before one of higher priority that joined or rejoined behind it. While
+// a transfer is pending, its target and the keys ahead of it stay too
+// (plan moves those). Each
 // action moves one key to the back: the first of those that must go
 // behind a candidate of higher priority, in priority order, so that
 // successive actions leave the line in order. It checks that no key
 // joined the line since v, which would make a moved key overtake it.
 func (b *Backend) reorder(v view) (action, bool) {
 	from := 1
+	if v.leader == nil && v.transfer == nil {
+		from = 0
+	}
 	for i, x := range v.line {
 		if x.native {
 			from = max(from, i+1)
