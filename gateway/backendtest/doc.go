@@ -13,6 +13,14 @@
 //		})
 //	}
 //
+// AgreesWithTheRecord is a model test: random sequences of steps run
+// through gateway.Record and through the backend, every answer, event and
+// snapshot compared, a disagreement shrunk to the shortest sequence that
+// shows it (model.go). ELECTOR_MODEL_SEED replays a seed and
+// ELECTOR_MODEL_OPS sets the number of steps (default DefaultModelOps):
+//
+//	ELECTOR_MODEL_OPS=2000 go test ./backends/etcd -run 'TestConformanceSingleMember/AgreesWithTheRecord'
+//
 // The suite uses TTLs of at least one second (NATS per-message TTLs are
 // whole seconds) and real time; its subtests run in parallel on distinct
 // elections of one backend.
