@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,10 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/electorhq/elector/api"
-	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/client"
-	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // The Go client is a module of its own (client/go.mod) so that importing
@@ -104,7 +100,7 @@ func TestREADMEGoClient(t *testing.T) {
 	})
 	t.Run("the client module", func(t *testing.T) {
 		t.Parallel()
-		url := memoryGateway(t)
+		url := servertest.Start(t).URL
 		dir, log := buildConsumer(t, checkout, strings.ReplaceAll(program, "http://127.0.0.1:8080", url), true)
 		if got := goLine(t, dir); got != "1.22" {
 			t.Fatalf("the program's go.mod says go %q after tidy, build and vet; want go 1.22 kept\n%s", got, log)
@@ -171,25 +167,6 @@ func buildConsumer(t *testing.T, clientDir, program string, must bool) (string, 
 		}
 	}
 	return dir, log.String()
-}
-
-// memoryGateway serves a gateway on the memory backend over loopback
-// until the test ends and returns its URL.
-func memoryGateway(t *testing.T) string {
-	t.Helper()
-	quiet := slog.New(slog.DiscardHandler)
-	gw := gateway.New(memory.New(), gateway.Config{Logger: quiet})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = gw.Run(ctx) }()
-	srv := httptest.NewServer(api.New(gw, api.Config{Logger: quiet}))
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		cancel()
-		<-done
-	})
-	return srv.URL
 }
 
 // TestClientModuleWiring checks what ties the two modules together: the

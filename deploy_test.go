@@ -3,9 +3,7 @@ package elector_test
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"maps"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/electorhq/elector/api"
-	"github.com/electorhq/elector/backends/memory"
-	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // promtool returns the path of promtool, skipping the test where it is not
@@ -282,12 +279,10 @@ esac
 
 	// The smoke test, against a gateway with the scopes the manifest gives
 	// the two tokens.
-	gw := gateway.New(memory.New(), gateway.Config{Logger: slog.New(slog.DiscardHandler)})
-	srv := httptest.NewServer(api.New(gw, api.Config{Logger: slog.New(slog.DiscardHandler), Tokens: []api.Token{
-		{Name: "clients", SHA256: api.HashAPIToken(tokens["clients"]), Scopes: []api.Scope{api.ScopeRead, api.ScopeCampaign}, Elections: []string{"*"}},
-		{Name: "ops", SHA256: api.HashAPIToken(tokens["ops"]), Scopes: []api.Scope{api.ScopeRead, api.ScopeCampaign, api.ScopeAdmin}, Elections: []string{"*"}},
-	}}))
-	t.Cleanup(srv.Close)
+	srv := servertest.Start(t, servertest.Tokens(
+		api.Token{Name: "clients", SHA256: api.HashAPIToken(tokens["clients"]), Scopes: []api.Scope{api.ScopeRead, api.ScopeCampaign}, Elections: []string{"*"}},
+		api.Token{Name: "ops", SHA256: api.HashAPIToken(tokens["ops"]), Scopes: []api.Scope{api.ScopeRead, api.ScopeCampaign, api.ScopeAdmin}, Elections: []string{"*"}},
+	))
 	smoke := exec.Command("bash", "-euo", "pipefail", "-c", readmeBlock(t, "kubernetes-smoke"))
 	smoke.Env = append(env, "ELECTOR_GATEWAY="+srv.URL)
 	out, err := smoke.CombinedOutput()

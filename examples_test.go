@@ -2,10 +2,8 @@ package elector_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,9 +12,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/api"
-	"github.com/electorhq/elector/backends/nats"
-	"github.com/electorhq/elector/gateway"
-	"github.com/electorhq/elector/webhooks"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // envExamplesCapture names the file TestCaptureDeliveriesForExamples
@@ -43,23 +39,8 @@ type capturedDelivery struct {
 // checks the three deliveries the subscriber gets and, when
 // ELECTOR_EXAMPLES_CAPTURE names a file, writes them there with the secret.
 func TestCaptureDeliveriesForExamples(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	quiet := slog.New(slog.DiscardHandler)
-	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{DataDir: t.TempDir()}, nats.Config{}, nats.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := gateway.New(b, gateway.Config{Logger: quiet})
-	kv, ok := gw.KV()
-	if !ok {
-		t.Fatal("the embedded backend keeps no webhook outbox")
-	}
 	// The receiver is on loopback, which only local development allows.
-	hooks := webhooks.New(gw, kv, webhooks.Config{AllowPrivateNetworks: true, Logger: quiet})
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = b.Run(ctx) })
-	wg.Go(func() { _ = hooks.Run(ctx) })
-	srv := httptest.NewServer(api.New(gw, api.Config{Logger: quiet, Webhooks: hooks}))
+	srv := servertest.Start(t, servertest.Embedded(), servertest.AllowPrivateWebhooks())
 
 	var mu sync.Mutex
 	var got []capturedDelivery
@@ -77,7 +58,7 @@ func TestCaptureDeliveriesForExamples(t *testing.T) {
 		})
 		mu.Unlock()
 	}))
-	t.Cleanup(func() { receiver.Close(); srv.Close(); cancel(); wg.Wait(); _ = b.Close() })
+	t.Cleanup(receiver.Close)
 
 	post := func(path string, body any, header ...string) map[string]any {
 		t.Helper()
@@ -90,7 +71,7 @@ func TestCaptureDeliveriesForExamples(t *testing.T) {
 		if body == nil {
 			req.Method = http.MethodDelete
 		}
-		res, err := srv.Client().Do(req)
+		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

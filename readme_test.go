@@ -3,8 +3,6 @@ package elector_test
 import (
 	"bytes"
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/electorhq/elector/api"
-	"github.com/electorhq/elector/backends/nats"
-	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/servertest"
+	"github.com/electorhq/elector/server"
 )
 
 // walkthroughBlock is a shell block of README.md that follows a
@@ -60,19 +57,8 @@ func TestREADMEWalkthrough(t *testing.T) {
 	blocks := walkthroughBlocks(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	// The backend `elector serve` uses by default: embedded NATS.
-	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{DataDir: t.TempDir()}, nats.Config{}, nats.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.DiscardHandler)
-	gw := gateway.New(b, gateway.Config{Logger: quiet})
-	done := make(chan struct{})
-	go func() { defer close(done); _ = gw.Run(ctx) }()
-	srv := httptest.NewServer(api.New(gw, api.Config{Logger: quiet, KeepAlive: time.Second}))
-	// Cleanups run last-registered first: the event stream's curl (below)
-	// ends before the server closes, which waits for open requests.
-	t.Cleanup(func() { srv.Close(); cancel(); <-done; _ = b.Close() })
+	t.Cleanup(cancel)
+	srv := servertest.Start(t, servertest.Embedded(), servertest.Configure(func(c *server.Config) { c.API.KeepAlive = time.Second }))
 	local := func(script string) string { return strings.ReplaceAll(script, "http://127.0.0.1:8080", srv.URL) }
 
 	state := filepath.Join(t.TempDir(), "tokens")

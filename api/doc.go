@@ -4,6 +4,11 @@
 // transfers and their cancellation), the Server-Sent Events streams, the
 // probes, the OpenAPI document, /docs and the /ui live view.
 //
+// An election of several holders (its holders setting) adds "holders",
+// every holder with its own term, to the heartbeat, campaign and error
+// answers, the leader read, the election and the reset snapshots; with
+// one holder the member is left out, so those answers are as before.
+//
 // The contract is openapi.yaml at the root of the module; this package's
 // tests validate every response they receive against it.
 //

@@ -39,7 +39,7 @@ func (a *api) getElection(w http.ResponseWriter, r *http.Request) {
 }
 
 // patchElection: PATCH /v1/elections/{election}, a JSON merge patch of
-// {"error_cooldown", "handover_delay", "preempt"}. A member set to null goes back to
+// {"error_cooldown", "handover_delay", "preempt", "holders"}. A member set to null goes back to
 // the gateway's default. The election is created if it does not exist, so
 // that operators can configure it before the first campaign.
 func (a *api) patchElection(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +48,7 @@ func (a *api) patchElection(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	obj, err := a.readObject(w, r, []string{"error_cooldown", "handover_delay", "preempt"}, false, patchTypes...)
+	obj, err := a.readObject(w, r, []string{"error_cooldown", "handover_delay", "preempt", "holders"}, false, patchTypes...)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -77,6 +77,16 @@ func (a *api) patchElection(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Preempt = &b
 	}
+	if _, present := obj["holders"]; present {
+		n := defaults.HolderLimit()
+		if !obj.isNull("holders") {
+			if n, err = obj.integer("holders"); err != nil {
+				a.writeError(w, r, err)
+				return
+			}
+		}
+		p.Holders = &n
+	}
 	e, err := a.gw.Configure(r.Context(), election, p)
 	if err != nil {
 		a.writeError(w, r, err)
@@ -101,8 +111,10 @@ func patchDuration(obj jsonObject, name string, def time.Duration) (*time.Durati
 	return &d, nil
 }
 
-// getLeader: GET /v1/elections/{election}/leader. With nobody leading it
-// answers 404 no-leader, with handover_until while a handover delay runs.
+// getLeader: GET /v1/elections/{election}/leader: the leader (with several
+// holders, the longest-standing, and every holder in holders). With nobody
+// leading it answers 404 no-leader, with handover_until while a handover
+// delay runs.
 func (a *api) getLeader(w http.ResponseWriter, r *http.Request) {
 	election := chi.URLParam(r, "election")
 	l, e, err := a.gw.Leader(r.Context(), election)
@@ -114,7 +126,7 @@ func (a *api) getLeader(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, leaderDocOf(e.Name, l))
+	writeJSON(w, http.StatusOK, leaderDocOf(e.Name, l, e.Holders))
 }
 
 // deleteElection: DELETE /v1/elections/{election}, an election nobody

@@ -218,17 +218,33 @@ func query(r *http.Request) (url.Values, error) {
 	return nil, invalidField(clip(field), "cannot be read from the query string (%s); escape %% as %%25 and separate parameters with &", clip(err.Error()))
 }
 
-// writeJSON writes v as the JSON response with status.
+// Header values writeJSON sets, shared by every answer (net/http only
+// reads them; a full slice makes an append copy).
+var (
+	jsonContentType = []string{"application/json"}[:1:1]
+	noStore         = []string{"no-store"}[:1:1]
+)
+
+// writeJSON writes v as the JSON response with status: by hand for the
+// answers that write themselves (encode.go), else with encoding/json.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeProblem(w, Problem{Type: ProblemTypePrefix + "internal", Title: "Internal error", Status: http.StatusInternalServerError,
-			Detail: fmt.Sprintf("the response could not be encoded: %v", err)})
-		return
+	var b []byte
+	if a, ok := v.(jsonAppender); ok {
+		if out, ok := a.appendJSON(make([]byte, 0, 512)); ok {
+			b = out
+		}
+	}
+	if b == nil {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			writeProblem(w, Problem{Type: ProblemTypePrefix + "internal", Title: "Internal error", Status: http.StatusInternalServerError,
+				Detail: fmt.Sprintf("the response could not be encoded: %v", err)})
+			return
+		}
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h["Content-Type"] = jsonContentType
+	h["Cache-Control"] = noStore
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }

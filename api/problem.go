@@ -159,19 +159,22 @@ func problemFor(r *http.Request, err error) Problem {
 	case errors.As(err, &tp):
 		return transferPendingProblem(r, election, id, tp.Transfer)
 	case errors.As(err, &ue):
-		p := newProblem(r, "not-supported", fmt.Sprintf("the %s backend of this gateway does not support %s; use a backend that does (memory, nats, etcd)", ue.Backend, ue.Ability))
+		p := newProblem(r, "not-supported", fmt.Sprintf("the %s backend of this gateway does not support %s; use a backend that does (%s)", ue.Backend, ue.Ability, ue.Supported()))
 		p.Ext = map[string]any{"backend": ue.Backend}
 		return p
 	case errors.Is(err, gateway.ErrNotFollower):
 		return newProblem(r, "not-a-follower", fmt.Sprintf(
 			"candidate %q is not a follower in election %q (it leads, is in error, or is not campaigning); name a follower from GET /v1/elections/%s/candidates", id, election, election))
 	case errors.Is(err, gateway.ErrNotLeader):
+		if from := chi.URLParam(r, "from"); from != "" && strings.HasSuffix(r.URL.Path, "/transfer") {
+			return newProblem(r, "not-leader", fmt.Sprintf("candidate %q does not hold election %q (or the candidate token is not its token); name a holder from GET /v1/elections/%s/leader", clip(from), election, election))
+		}
 		if strings.HasSuffix(r.URL.Path, "/transfer") {
 			what := "ask for"
 			if r.Method == http.MethodDelete {
 				what = "cancel"
 			}
-			return newProblem(r, "not-leader", fmt.Sprintf("the candidate token is not the token of the leader of election %q; only the leader (or an API token with scope admin, without a candidate token) may %s a transfer", election, what))
+			return newProblem(r, "not-leader", fmt.Sprintf("the candidate token is not the token of the leader of election %q (with several holders, of the holder asked to hand over); only that holder (or an API token with scope admin, without a candidate token) may %s a transfer", election, what))
 		}
 		return newProblem(r, "not-leader", fmt.Sprintf("candidate %q does not lead election %q", id, election))
 	case errors.As(err, &tb):

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"golang.org/x/time/rate"
 )
 
 // limiterIdle is how long a bucket is kept after its last use; a full
@@ -25,19 +24,24 @@ const limiterIdle = 5 * time.Minute
 const maxBuckets = 100_000
 
 // bucketLimiter is a token bucket per key (a client address, a candidate).
-// It needs no goroutine: idle buckets are swept while adding new ones.
+// It needs no goroutine: idle buckets are swept while adding new ones. A
+// bucket is two numbers in the map (no limiter object, no pointer), so
+// that a replica with many candidates pays little memory for their
+// heartbeat buckets.
 type bucketLimiter[K comparable] struct {
-	rate  rate.Limit
-	burst int
+	rate  float64 // tokens per second
+	burst float64
 
 	mu        sync.Mutex
-	buckets   map[K]*bucket
+	buckets   map[K]bucket
 	lastSweep time.Time
 }
 
+// bucket is one key's tokens as of last, a time in Unix nanoseconds that
+// is also when the key was last seen.
 type bucket struct {
-	lim  *rate.Limiter
-	seen time.Time
+	tokens float64
+	last   int64
 }
 
 // newBucketLimiter returns a limiter of perSecond requests per key with
@@ -49,12 +53,13 @@ func newBucketLimiter[K comparable](perSecond float64, burst int) *bucketLimiter
 	if burst < 1 {
 		burst = int(math.Ceil(perSecond))
 	}
-	return &bucketLimiter[K]{rate: rate.Limit(perSecond), burst: burst, buckets: map[K]*bucket{}}
+	return &bucketLimiter[K]{rate: perSecond, burst: float64(burst), buckets: map[K]bucket{}}
 }
 
 // allow takes a token of key's bucket, or says how long until one is
 // available.
 func (l *bucketLimiter[K]) allow(key K, now time.Time) (bool, time.Duration) {
+	t := now.UnixNano()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.buckets[key]
@@ -63,7 +68,7 @@ func (l *bucketLimiter[K]) allow(key K, now time.Time) (bool, time.Duration) {
 		// flood of new keys cannot make every request walk the map.
 		if d := now.Sub(l.lastSweep); d > limiterIdle || (len(l.buckets) >= maxBuckets && d > time.Second) {
 			for k, v := range l.buckets {
-				if now.Sub(v.seen) > limiterIdle {
+				if t-v.last > int64(limiterIdle) {
 					delete(l.buckets, k)
 				}
 			}
@@ -72,16 +77,19 @@ func (l *bucketLimiter[K]) allow(key K, now time.Time) (bool, time.Duration) {
 		if len(l.buckets) >= maxBuckets {
 			return true, 0
 		}
-		b = &bucket{lim: rate.NewLimiter(l.rate, l.burst)}
+		b = bucket{tokens: l.burst, last: t}
+	}
+	if t > b.last {
+		b.tokens = min(l.burst, b.tokens+float64(t-b.last)/1e9*l.rate)
+		b.last = t
+	}
+	if b.tokens >= 1 {
+		b.tokens--
 		l.buckets[key] = b
+		return true, 0
 	}
-	b.seen = now
-	r := b.lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
-	}
-	return true, 0
+	l.buckets[key] = b
+	return false, time.Duration((1 - b.tokens) / l.rate * 1e9)
 }
 
 // isWrite reports whether method changes state.
@@ -117,7 +125,7 @@ func (a *api) limitByAddress(l *bucketLimiter[netip.Addr], limit, what string, n
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ok, wait := l.allow(clientAddr(r, a.cfg.TrustedProxies), time.Now()); !ok {
-			a.rateLimited(w, r, wait, limit, "this client sent more than %g %s per second (burst %d; limit %s)", float64(l.rate), what, l.burst, limit)
+			a.rateLimited(w, r, wait, limit, "this client sent more than %g %s per second (burst %d; limit %s)", l.rate, what, int(l.burst), limit)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -142,21 +150,25 @@ func (a *api) limitHeartbeats(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // refused as candidate-token-missing
 			return
 		}
-		key := heartbeatKey{election: chi.URLParam(r, "election"), id: chi.URLParam(r, "id"), token: sha256.Sum256([]byte(tok))}
-		if ok, wait := l.allow(key, time.Now()); !ok {
+		id := chi.URLParam(r, "id")
+		if ok, wait := l.allow(newHeartbeatKey(chi.URLParam(r, "election"), id, tok), time.Now()); !ok {
 			a.rateLimited(w, r, wait, "heartbeats_per_second", "candidate %q sent more than %g heartbeats per second (burst %d; limit heartbeats_per_second); heartbeat every TTL/3",
-				clip(key.id), float64(l.rate), l.burst)
+				clip(id), l.rate, int(l.burst))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// heartbeatKey is a heartbeat bucket's key: the token only as its hash,
-// so that the limiter's memory holds no candidate token.
-type heartbeatKey struct {
-	election, id string
-	token        [sha256.Size]byte
+// heartbeatKey is a heartbeat bucket's key: the SHA-256 of the election,
+// the candidate and the token, so that the limiter's memory holds no
+// candidate token and no string of the request.
+type heartbeatKey [sha256.Size]byte
+
+func newHeartbeatKey(election, id, token string) heartbeatKey {
+	var buf [256]byte // on the stack for every key of valid names and tokens
+	b := append(append(append(append(append(buf[:0], election...), 0), id...), 0), token...)
+	return sha256.Sum256(b) // no election name or candidate id holds a NUL
 }
 
 // rateLimited writes a 429 rate-limited problem naming limit, with a

@@ -8,7 +8,8 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// transfer: POST /v1/elections/{election}/transfer, {"to": "node-b"}. An
+// transfer: POST /v1/elections/{election}/transfer, {"to": "node-b"} and,
+// with several holders, "from" naming the holder to hand over. An
 // operator (admin scope) or the leader itself (its candidate token in
 // Elector-Candidate-Token, campaign scope) asks the leader to hand over to
 // follower to. The answer is 202 with the election and its pending
@@ -19,7 +20,7 @@ func (a *api) transfer(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	obj, err := a.readObject(w, r, []string{"to"}, false, jsonTypes...)
+	obj, err := a.readObject(w, r, []string{"to", "from"}, false, jsonTypes...)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -33,9 +34,18 @@ func (a *api) transfer(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	// Route the target into the problem details (not-a-follower).
+	from, err := obj.string("from")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	// Route the target and the holder into the problem details
+	// (not-a-follower, not-leader).
 	chi.RouteContext(r.Context()).URLParams.Add("id", to)
-	e, err := a.gw.Transfer(r.Context(), election, to, r.Header.Get(TokenHeader))
+	if from != "" {
+		chi.RouteContext(r.Context()).URLParams.Add("from", from)
+	}
+	e, err := a.gw.Transfer(r.Context(), election, from, to, r.Header.Get(TokenHeader))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -77,9 +87,11 @@ func (a *api) handover(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, statusOf(st, ""))
 }
 
-// transferView is a pending leadership transfer.
+// transferView is a pending leadership transfer: to the follower To, of
+// the holdership of From.
 type transferView struct {
 	To          string `json:"to"`
+	From        string `json:"from,omitempty"`
 	Reason      string `json:"reason"`
 	RequestedAt string `json:"requested_at"`
 }
@@ -88,5 +100,5 @@ func transferOf(t *gateway.Transfer) *transferView {
 	if t == nil {
 		return nil
 	}
-	return &transferView{To: t.To, Reason: t.Reason, RequestedAt: formatTime(t.At)}
+	return &transferView{To: t.To, From: t.From, Reason: t.Reason, RequestedAt: formatTime(t.At)}
 }

@@ -20,7 +20,9 @@ type leaderView struct {
 	ExpiresAt string          `json:"expires_at"`
 }
 
-// leaderDoc is the answer of GET /v1/elections/{election}/leader.
+// leaderDoc is the answer of GET /v1/elections/{election}/leader: the
+// leader (the longest-standing holder) and, when the election has more
+// than one slot, every holder.
 type leaderDoc struct {
 	Election  string          `json:"election"`
 	Term      uint64          `json:"term"`
@@ -28,6 +30,7 @@ type leaderDoc struct {
 	Metadata  json.RawMessage `json:"metadata"`
 	Since     string          `json:"since"`
 	ExpiresAt string          `json:"expires_at"`
+	Holders   []leaderView    `json:"holders,omitzero"`
 }
 
 // candidateView is one candidate in a list of candidates.
@@ -59,6 +62,8 @@ type statusDoc struct {
 	ExpiresAt     string          `json:"expires_at"`
 	CooldownUntil string          `json:"cooldown_until,omitempty"`
 	Leader        *leaderView     `json:"leader"`
+	// Holders are every holder, when the election has more than one slot.
+	Holders []leaderView `json:"holders,omitzero"`
 	// Transfer is the election's pending leadership transfer.
 	Transfer *transferView `json:"transfer,omitempty"`
 	Token    string        `json:"token,omitempty"`
@@ -79,6 +84,7 @@ type settingsView struct {
 	ErrorCooldown string `json:"error_cooldown"`
 	HandoverDelay string `json:"handover_delay"`
 	Preempt       bool   `json:"preempt"`
+	Holders       int    `json:"holders"`
 }
 
 // electionDoc is one election, as GET /v1/elections/{election} answers.
@@ -87,6 +93,7 @@ type electionDoc struct {
 	Settings      settingsView  `json:"settings"`
 	Term          uint64        `json:"term"`
 	Leader        *leaderView   `json:"leader"`
+	Holders       []leaderView  `json:"holders,omitzero"`
 	Candidates    int           `json:"candidates"`
 	HandoverUntil string        `json:"handover_until,omitempty"`
 	Transfer      *transferView `json:"transfer,omitempty"`
@@ -104,6 +111,7 @@ type snapshotDoc struct {
 	Settings      settingsView    `json:"settings"`
 	Term          uint64          `json:"term"`
 	Leader        *leaderView     `json:"leader"`
+	Holders       []leaderView    `json:"holders,omitzero"`
 	HandoverUntil string          `json:"handover_until,omitempty"`
 	Transfer      *transferView   `json:"transfer,omitempty"`
 	Candidates    []candidateView `json:"candidates"`
@@ -132,8 +140,21 @@ func leaderOf(l *gateway.Leader) *leaderView {
 	return &leaderView{ID: l.ID, Term: l.Term, Metadata: metadataOf(l.Metadata), Since: formatTime(l.Since), ExpiresAt: formatTime(l.ExpiresAt)}
 }
 
-func leaderDocOf(election string, l gateway.Leader) leaderDoc {
-	return leaderDoc{Election: election, Term: l.Term, ID: l.ID, Metadata: metadataOf(l.Metadata), Since: formatTime(l.Since), ExpiresAt: formatTime(l.ExpiresAt)}
+// holdersOf is the holders member: every holder, or nil (omitted) when the
+// election has one slot (the gateway then lists none).
+func holdersOf(hs []gateway.Leader) []leaderView {
+	if hs == nil {
+		return nil
+	}
+	out := make([]leaderView, len(hs))
+	for i := range hs {
+		out[i] = *leaderOf(&hs[i])
+	}
+	return out
+}
+
+func leaderDocOf(election string, l gateway.Leader, holders []gateway.Leader) leaderDoc {
+	return leaderDoc{Election: election, Term: l.Term, ID: l.ID, Metadata: metadataOf(l.Metadata), Since: formatTime(l.Since), ExpiresAt: formatTime(l.ExpiresAt), Holders: holdersOf(holders)}
 }
 
 func statusOf(s gateway.Status, token string) statusDoc {
@@ -142,7 +163,7 @@ func statusOf(s gateway.Status, token string) statusDoc {
 		Election: s.Election, ID: c.ID, State: c.State, Position: s.Position, Term: s.Term,
 		Metadata: metadataOf(c.Metadata), TTL: c.TTL.String(), Priority: c.Priority,
 		JoinedAt: formatTime(c.JoinedAt), ExpiresAt: formatTime(c.ExpiresAt),
-		Leader: leaderOf(s.Leader), Transfer: transferOf(s.Transfer), Token: token,
+		Leader: leaderOf(s.Leader), Holders: holdersOf(s.Holders), Transfer: transferOf(s.Transfer), Token: token,
 	}
 	if c.State == gateway.StateError {
 		d.CooldownUntil = formatTime(c.CooldownUntil)
@@ -176,19 +197,19 @@ func candidatesOf(e gateway.Election) []candidateView {
 }
 
 func settingsOf(s gateway.Settings) settingsView {
-	return settingsView{ErrorCooldown: s.ErrorCooldown.String(), HandoverDelay: s.HandoverDelay.String(), Preempt: s.Preempt}
+	return settingsView{ErrorCooldown: s.ErrorCooldown.String(), HandoverDelay: s.HandoverDelay.String(), Preempt: s.Preempt, Holders: s.HolderLimit()}
 }
 
 func electionOf(e gateway.Election) electionDoc {
 	return electionDoc{
-		Name: e.Name, Settings: settingsOf(e.Settings), Term: e.Term, Leader: leaderOf(e.Leader),
+		Name: e.Name, Settings: settingsOf(e.Settings), Term: e.Term, Leader: leaderOf(e.Leader), Holders: holdersOf(e.Holders),
 		Candidates: len(e.Candidates), HandoverUntil: formatTime(e.HandoverUntil), Transfer: transferOf(e.Transfer),
 	}
 }
 
 func snapshotOf(e gateway.Election) snapshotDoc {
 	return snapshotDoc{
-		Election: e.Name, Settings: settingsOf(e.Settings), Term: e.Term, Leader: leaderOf(e.Leader),
+		Election: e.Name, Settings: settingsOf(e.Settings), Term: e.Term, Leader: leaderOf(e.Leader), Holders: holdersOf(e.Holders),
 		HandoverUntil: formatTime(e.HandoverUntil), Transfer: transferOf(e.Transfer), Candidates: candidatesOf(e),
 	}
 }

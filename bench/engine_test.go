@@ -4,29 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/electorhq/elector/api"
-	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/client"
-	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/servertest"
 	"github.com/electorhq/elector/internal/testnet"
 )
 
-// memoryGateway serves a gateway over a memory backend on loopback until
-// the test ends.
+// memoryGateway serves a gateway over a memory backend on loopback,
+// without limits, until the test ends.
 func memoryGateway(t *testing.T) string {
 	t.Helper()
-	b := memory.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = b.Run(ctx) }()
-	srv := httptest.NewServer(api.New(gateway.New(b, gateway.Config{Logger: quiet}), api.Config{Logger: quiet}))
-	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close(); cancel(); <-done })
-	return srv.URL
+	return servertest.Start(t, servertest.NoLimits()).URL
 }
 
 func TestLoadObservesEveryOperationAndPausedCandidatesSendNothing(t *testing.T) {

@@ -21,6 +21,7 @@ const etcdBinary = "/usr/bin/etcd"
 type etcdServer struct {
 	URL     string // the client URL, http://127.0.0.1:<port>
 	Version string
+	pid     int
 }
 
 // startEtcd starts etcd and waits until it is healthy; it skips tb when
@@ -80,7 +81,7 @@ func startEtcd(tb testing.TB) *etcdServer {
 			ok := resp.StatusCode == http.StatusOK
 			resp.Body.Close()
 			if ok {
-				return &etcdServer{URL: client, Version: version}
+				return &etcdServer{URL: client, Version: version, pid: cmd.Process.Pid}
 			}
 		}
 		select {

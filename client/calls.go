@@ -71,8 +71,25 @@ func (c *Client) ReportError(ctx context.Context, election, id, token, reason st
 // leader's), ErrTransferPending (to another target), ErrTransferBlocked,
 // ErrNotSupported, ErrElectionNotFound, ErrForbidden, ErrUnavailable.
 func (c *Client) Transfer(ctx context.Context, election, to, leaderToken string) (Election, error) {
+	return c.TransferFrom(ctx, election, "", to, leaderToken)
+}
+
+// TransferFrom is Transfer naming the holder that should hand over, for an
+// election with several holders (its holders setting above 1): an operator
+// must name one while more than one holds; with a holder's own token, from
+// may be "" (the token says which) or must be that holder. With from "" it
+// is Transfer.
+//
+// Errors: as Transfer, and ErrInvalidRequest (several hold and from is
+// ""), ErrNotLeader (from does not hold), ErrNotSupported (a backend
+// without several holders, when from is named).
+func (c *Client) TransferFrom(ctx context.Context, election, from, to, holderToken string) (Election, error) {
+	body := map[string]string{"to": to}
+	if from != "" {
+		body["from"] = from
+	}
 	var e Election
-	err := c.do(ctx, http.MethodPost, map[string]string{"to": to}, leaderToken, &e, "v1", "elections", election, "transfer")
+	err := c.do(ctx, http.MethodPost, body, holderToken, &e, "v1", "elections", election, "transfer")
 	return e, err
 }
 
@@ -114,6 +131,10 @@ type SettingsPatch struct {
 	// Preempt lets a follower of higher priority than the leader take
 	// over through a transfer; it needs a backend with transfers.
 	Preempt *bool
+	// Holders is how many candidates hold the election at once, 1 to 64;
+	// above 1 it needs a backend that holds several (the embedded and
+	// NATS backends). Lowering it ends the newest holderships.
+	Holders *int
 }
 
 // MarshalJSON writes the merge patch of the API.
@@ -128,6 +149,9 @@ func (p SettingsPatch) MarshalJSON() ([]byte, error) {
 	if p.Preempt != nil {
 		m["preempt"] = *p.Preempt
 	}
+	if p.Holders != nil {
+		m["holders"] = *p.Holders
+	}
 	return json.Marshal(m)
 }
 
@@ -135,14 +159,17 @@ func (p SettingsPatch) MarshalJSON() ([]byte, error) {
 // does not exist (the API token needs the admin scope).
 //
 // Errors: ErrInvalidRequest, ErrNotSupported (preempt on a backend without
-// transfers), ErrForbidden, ErrLimitReached, ErrUnavailable.
+// transfers, holders above 1 on one without several holders),
+// ErrForbidden, ErrLimitReached, ErrUnavailable.
 func (c *Client) Configure(ctx context.Context, election string, p SettingsPatch) (Election, error) {
 	var e Election
 	err := c.do(ctx, http.MethodPatch, p, "", &e, "v1", "elections", election)
 	return e, err
 }
 
-// Leader returns the current leader of election and its term.
+// Leader returns the current leader of election and its term. With
+// several holders it is the longest-standing, and its Holders lists every
+// holder.
 //
 // Errors: ErrNoLeader (the *Problem's Ext may hold "handover_until"),
 // ErrElectionNotFound, ErrUnavailable.

@@ -134,8 +134,15 @@ type Standing struct {
 	// heard of.
 	Term uint64
 	// Leader is the id of the current leader as last heard, "" when none
-	// or unknown.
+	// or unknown. With several holders (the election's holders setting
+	// above 1) it is the longest-standing holder, and Leading says whether
+	// this candidate is one of them; Term is then its own holdership's.
 	Leader string
+	// Holders is how many candidates hold the election as last heard: 1
+	// while someone leads an election of one holder, up to its holders
+	// setting otherwise; 0 when nobody holds or it is unknown. The list is
+	// in the Status of Client.Heartbeat and in Client.Leader.
+	Holders int
 	// Since is when the current leadership began (while Leading).
 	Since time.Time
 	// Reason says why the standing changed: one of the Reason… constants.

@@ -242,7 +242,7 @@ func (c *Candidacy) campaign(ctx context.Context) (time.Duration, error) {
 			c.idInUse, level = true, slog.LevelWarn
 		}
 		c.log.LogAttrs(ctx, level, fmt.Sprintf("id %q is held by a live candidacy (another process campaigning with it, or a previous run's that has not expired); campaigning again until it is free", c.cfg.ID))
-		c.publish(Standing{Term: c.Standing().Term, Leader: c.Standing().Leader, Reason: ReasonIDInUse})
+		c.publish(Standing{Term: c.Standing().Term, Leader: c.Standing().Leader, Holders: c.Standing().Holders, Reason: ReasonIDInUse})
 		return c.interval(), nil
 	case permanent(err):
 		c.log.LogAttrs(ctx, slog.LevelError, "the gateway refuses the campaign", slog.Any("err", err))
@@ -375,7 +375,7 @@ func (c *Candidacy) observe(ctx context.Context, st Status) {
 			// and counts our TTL from after sent.
 			c.lctx.extend(c.stepDownAt())
 		} else {
-			c.startLeading(ctx, st.Term)
+			c.startLeading(ctx, st)
 		}
 	case st.State == StateError && !paused && !c.pauseUntil.IsZero():
 		// Our error timeout is over but the gateway's cooldown is not:
@@ -393,15 +393,27 @@ func (c *Candidacy) observe(ctx context.Context, st Status) {
 	if c.leading {
 		reason = ReasonElected
 	}
-	c.publish(Standing{Leading: c.leading, State: st.State, Term: st.Term, Leader: leader, Since: c.since, Reason: reason})
+	c.publish(Standing{Leading: c.leading, State: st.State, Term: st.Term, Leader: leader, Holders: holderCount(st), Since: c.since, Reason: reason})
 }
 
-// startLeading begins a leadership of term. The gateway has just said
-// this candidate leads, in answer to a request sent less than TTL minus
-// the margin ago; the leadership context ends at that deadline unless a
-// later heartbeat extends it, so it never outlives what the gateway
-// granted.
-func (c *Candidacy) startLeading(ctx context.Context, term uint64) {
+// holderCount is how many hold as st says.
+func holderCount(st Status) int {
+	switch {
+	case st.Holders != nil:
+		return len(st.Holders)
+	case st.Leader != nil:
+		return 1
+	}
+	return 0
+}
+
+// startLeading begins a leadership of st's term. The gateway has just said
+// this candidate leads (with several holders: holds), in answer to a
+// request sent less than TTL minus the margin ago; the leadership context
+// ends at that deadline unless a later heartbeat extends it, so it never
+// outlives what the gateway granted.
+func (c *Candidacy) startLeading(ctx context.Context, st Status) {
+	term := st.Term
 	c.leading, c.term, c.since = true, term, c.now()
 	c.lctx = newLeaderCtx(ctx, c.now, c.stepDownAt())
 	c.log.LogAttrs(ctx, slog.LevelInfo, "leading", slog.Uint64("term", term))
@@ -409,7 +421,7 @@ func (c *Candidacy) startLeading(ctx context.Context, term uint64) {
 		lctx := c.lctx
 		c.callbacks.push(func() { f(lctx, term) })
 	}
-	c.publish(Standing{Leading: true, State: StateLeader, Term: term, Leader: c.cfg.ID, Since: c.since, Reason: ReasonElected})
+	c.publish(Standing{Leading: true, State: StateLeader, Term: term, Leader: leaderID(st.Leader), Holders: holderCount(st), Since: c.since, Reason: ReasonElected})
 }
 
 // lose ends the leadership, if any: its context is cancelled before
@@ -515,7 +527,7 @@ func (c *Candidacy) serve(r candidateRequest) error {
 		_ = c.resign(r.ctx)
 		return err
 	}
-	c.publish(Standing{State: st.State, Term: st.Term, Leader: leaderID(st.Leader), Reason: ReasonError})
+	c.publish(Standing{State: st.State, Term: st.Term, Leader: leaderID(st.Leader), Holders: holderCount(st), Reason: ReasonError})
 	return nil
 }
 

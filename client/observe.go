@@ -11,6 +11,11 @@ import (
 // leader" (its Term is then the last leadership's). Between two leaders
 // there is always a "no leader".
 //
+// With several holders (the election's holders setting above 1) the
+// Leader is the longest-standing holder, with every holder in its
+// Holders, and a change of any holder is a new value; "no leader" then
+// means nobody holds.
+//
 // The first connection is made before Observe returns, and its error
 // returned, as for Watch; after that the stream resumes by itself. The
 // channel closes when ctx ends or the watch ends.
@@ -22,15 +27,18 @@ func (c *Client) Observe(ctx context.Context, election string) (<-chan Leader, e
 	out := make(chan Leader)
 	go func() {
 		defer close(out)
-		var last Leader
-		first := true
+		var (
+			h     holderSet
+			last  Leader
+			first = true
+		)
 		for ev := range events {
-			l, ok := leaderOf(ev)
-			if !ok {
+			if !h.apply(ev) {
 				continue
 			}
+			l := h.leader()
 			l.Election = election
-			if !first && l.ID == last.ID && l.Term == last.Term {
+			if !first && sameLeader(l, last) {
 				continue
 			}
 			first, last = false, l
@@ -44,27 +52,80 @@ func (c *Client) Observe(ctx context.Context, election string) (<-chan Leader, e
 	return out, nil
 }
 
-// leaderOf is the leader after ev, for the events that say.
-func leaderOf(ev Event) (Leader, bool) {
+// holderSet is who holds an election, as its events tell: the holders in
+// the order their holderships began, and the last term heard of.
+type holderSet struct {
+	holders []Leader
+	term    uint64
+	many    bool // the election has more than one slot
+}
+
+// apply updates h with ev and reports whether ev says who holds.
+func (h *holderSet) apply(ev Event) bool {
 	switch ev.Type {
 	case EventReset:
 		if ev.Snapshot == nil {
-			return Leader{}, false
+			return false
 		}
-		if ev.Snapshot.Leader == nil {
-			return Leader{Term: ev.Snapshot.Term}, true
+		s := ev.Snapshot
+		h.term, h.many = s.Term, s.Settings.Holders > 1 || len(s.Holders) > 1
+		switch {
+		case s.Holders != nil:
+			h.holders = append([]Leader(nil), s.Holders...)
+		case s.Leader != nil:
+			h.holders = []Leader{*s.Leader}
+		default:
+			h.holders = nil
 		}
-		return *ev.Snapshot.Leader, true
 	case EventLeaderBegin:
 		l := Leader{Term: ev.Data.Term, Since: Time{ev.Timestamp}}
 		if ev.Data.Candidate != nil {
 			l.ID, l.Metadata = ev.Data.Candidate.ID, ev.Data.Candidate.Metadata
 		}
-		return l, true
+		h.holders = append(h.holders, l)
+		h.term = ev.Data.Term
+		h.many = h.many || len(h.holders) > 1
 	case EventLeaderEnd:
-		return Leader{Term: ev.Data.Term}, true
+		for i, l := range h.holders {
+			if l.Term == ev.Data.Term {
+				h.holders = append(h.holders[:i:i], h.holders[i+1:]...)
+				break
+			}
+		}
+		if len(h.holders) == 0 {
+			h.term = ev.Data.Term
+		}
+	default:
+		return false
 	}
-	return Leader{}, false
+	return true
+}
+
+// leader is the longest-standing holder, with every holder when the
+// election has several slots, or "no leader" with the last term heard.
+func (h *holderSet) leader() Leader {
+	if len(h.holders) == 0 {
+		return Leader{Term: h.term}
+	}
+	l := h.holders[0]
+	l.Holders = nil
+	if h.many {
+		l.Holders = append([]Leader(nil), h.holders...)
+	}
+	return l
+}
+
+// sameLeader reports whether a and b name the same holderships.
+func sameLeader(a, b Leader) bool {
+	if a.ID != b.ID || a.Term != b.Term || len(a.Holders) != len(b.Holders) {
+		return false
+	}
+	for i := range a.Holders {
+		if a.Holders[i].Term != b.Holders[i].Term {
+			return false
+		}
+	}
+	return true
 }
 
 // watch follows the candidate's election through the gateway in use and
@@ -149,7 +210,15 @@ func (c *Candidacy) follow(ctx context.Context, events <-chan Event, pokes chan<
 func (c *Candidacy) concerns(ev Event) bool {
 	switch ev.Type {
 	case EventReset:
-		return ev.Snapshot != nil && ev.Snapshot.Leader != nil && ev.Snapshot.Leader.ID == c.cfg.ID
+		if ev.Snapshot == nil {
+			return false
+		}
+		for _, h := range ev.Snapshot.Holders {
+			if h.ID == c.cfg.ID {
+				return true
+			}
+		}
+		return ev.Snapshot.Leader != nil && ev.Snapshot.Leader.ID == c.cfg.ID
 	case EventLeaderBegin, EventLeaderEnd, EventLeaderError, EventCandidateLeft:
 		return ev.Data.Candidate != nil && ev.Data.Candidate.ID == c.cfg.ID
 	case EventLeaderTransfer:

@@ -12,7 +12,7 @@ type State string
 // The states of a candidate.
 const (
 	StateFollower State = "follower" // in line, waiting its turn
-	StateLeader   State = "leader"   // leads, holding a term
+	StateLeader   State = "leader"   // leads (holds, with several holders), holding a term
 	StateError    State = "error"    // out of line until its cooldown ends
 )
 
@@ -92,7 +92,8 @@ func (t Time) MarshalJSON() ([]byte, error) {
 	return t.Time.MarshalJSON()
 }
 
-// Leader is the current leader of an election and its fencing term.
+// Leader is the current leader of an election and its fencing term; with
+// several holders, one holder and the term of its holdership.
 type Leader struct {
 	Election  string          `json:"election,omitempty"` // set by Client.Leader
 	ID        string          `json:"id"`
@@ -100,6 +101,10 @@ type Leader struct {
 	Metadata  json.RawMessage `json:"metadata"`
 	Since     Time            `json:"since"`
 	ExpiresAt Time            `json:"expires_at"`
+	// Holders are every holder, the longest-standing (this leader) first,
+	// in Client.Leader's answer when the election's holders setting is
+	// above 1; nil with one holder.
+	Holders []Leader `json:"holders,omitempty"`
 }
 
 // Status is what a candidate learns from campaign, heartbeat and error
@@ -109,22 +114,27 @@ type Status struct {
 	ID       string          `json:"id"`
 	State    State           `json:"state"`
 	Position int             `json:"position"` // candidates ahead in line; -1 in error
-	Term     uint64          `json:"term"`     // the election's term (the leader's, if any)
+	Term     uint64          `json:"term"`     // its own term while it leads (holds); else the election's last term
 	Metadata json.RawMessage `json:"metadata"`
 	TTL      Duration        `json:"ttl"`
 	JoinedAt Time            `json:"joined_at"`
 	// ExpiresAt is when the candidacy ends unless it heartbeats.
 	ExpiresAt     Time    `json:"expires_at"`
 	CooldownUntil Time    `json:"cooldown_until,omitzero"`
-	Leader        *Leader `json:"leader"`
-	Priority      int     `json:"priority"`
+	Leader        *Leader `json:"leader"` // with several holders, the longest-standing
+	// Holders are every holder, the longest-standing first, when the
+	// election's holders setting is above 1; nil with one holder.
+	Holders  []Leader `json:"holders,omitempty"`
+	Priority int      `json:"priority"`
 	// Transfer is the election's pending leadership transfer, or nil.
 	Transfer *Transfer `json:"transfer,omitempty"`
 }
 
 // Transfer is a pending transfer of leadership to a named follower.
 type Transfer struct {
-	To          string `json:"to"`
+	To string `json:"to"`
+	// From is the holder asked to hand over (with one holder, the leader).
+	From        string `json:"from,omitempty"`
 	Reason      string `json:"reason"` // "transferred" or "preempted"
 	RequestedAt Time   `json:"requested_at"`
 }
@@ -155,6 +165,9 @@ type Settings struct {
 	ErrorCooldown Duration `json:"error_cooldown"`
 	HandoverDelay Duration `json:"handover_delay"`
 	Preempt       bool     `json:"preempt"`
+	// Holders is how many candidates hold the election at once (1 unless
+	// set; 0 from a gateway older than the setting).
+	Holders int `json:"holders,omitempty"`
 }
 
 // Election is one election as GET /v1/elections/{election} shows it.
@@ -163,6 +176,7 @@ type Election struct {
 	Settings      Settings  `json:"settings"`
 	Term          uint64    `json:"term"`
 	Leader        *Leader   `json:"leader"`
+	Holders       []Leader  `json:"holders,omitempty"` // as in Status
 	Candidates    int       `json:"candidates"`
 	HandoverUntil Time      `json:"handover_until,omitzero"`
 	Transfer      *Transfer `json:"transfer,omitempty"`
@@ -174,6 +188,7 @@ type Snapshot struct {
 	Settings      Settings    `json:"settings"`
 	Term          uint64      `json:"term"`
 	Leader        *Leader     `json:"leader"`
+	Holders       []Leader    `json:"holders,omitempty"` // as in Status
 	HandoverUntil Time        `json:"handover_until,omitzero"`
 	Transfer      *Transfer   `json:"transfer,omitempty"`
 	Candidates    []Candidate `json:"candidates"`

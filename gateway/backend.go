@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -12,8 +13,10 @@ import (
 // suite in gateway/backendtest states its contract as tests.
 //
 // A Backend must guarantee, for each election:
-//   - at most one leader at any time, and terms that strictly increase across
-//     successive leaderships, whatever the number of gateway replicas;
+//   - at most one leader at any time (at most Settings.Holders holders, on a
+//     MultiHolder), and terms that strictly increase across successive
+//     leaderships (holderships, each unique), whatever the number of
+//     gateway replicas;
 //   - FIFO order of the line within a priority (higher first), a candidate
 //     leaving error cooldown at the back of its priority;
 //   - expiry of a candidate that does not heartbeat within its TTL, with the
@@ -177,6 +180,39 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// MultiHolder is implemented by backends whose elections can have more
+// than one holder (Settings.Holders above 1): the first N candidates in
+// line hold, each holdership with its own term from the election's one
+// increasing sequence, and never more than N may act at once under the
+// step-down rule (see Record for the argument, which a backend storing
+// elections otherwise must make its own). Lowering N ends the newest
+// holderships first (reason holders_reduced) and holds their slots until
+// their promises lapse; raising it fills the new slots at once; Election,
+// Status and LeaderReader fill Holders; a transfer names the holder that
+// hands over (HolderTransferer). The conformance suite's holders subtests
+// state it as tests.
+//
+// Without it the Gateway refuses holders above 1, as a setting or as the
+// default of new elections, with an *UnsupportedError (the API's 501
+// not-supported naming the backend). Such a backend must also refuse
+// Configure and Campaign with Settings.Holders above 1 with an
+// *UnsupportedError rather than store them as 1.
+type MultiHolder interface {
+	// MaxHolders is the largest Settings.Holders the backend takes, at
+	// most MaxHolders.
+	MaxHolders() int
+}
+
+// HolderTransferer is implemented by Transferer backends that are
+// MultiHolders: a transfer that names the holder asked to hand over.
+type HolderTransferer interface {
+	// TransferFrom is Transfer with from naming the holder that should
+	// hand over ("": as Transfer, which with more than one holder needs
+	// tokenHash to be a holder's). Errors as Transfer, and ErrInvalid
+	// (more than one holds and nothing names which).
+	TransferFrom(ctx context.Context, election, from, to, tokenHash string) (Election, error)
+}
+
 // Transferer is implemented by backends that can transfer leadership to a
 // named follower and order the line by priority (the Record's Transfer and
 // Handover, made atomic as its other transitions are). Without it the
@@ -298,7 +334,16 @@ func (e *TransferPendingError) Is(target error) bool { return target == ErrTrans
 // it lacks.
 type UnsupportedError struct {
 	Backend string // the backend's package name: "nats", "etcd"
-	Ability string // "leadership transfer", "priorities", "preempt"
+	Ability string // "leadership transfer", "priorities", "preempt", "more than one holder"
+}
+
+// Supported names the backends of elector that have e's ability, for a
+// message that says what to use instead.
+func (e *UnsupportedError) Supported() string {
+	if strings.Contains(e.Ability, "holder") {
+		return "embedded, nats, etcd, memory"
+	}
+	return "memory, nats, etcd"
 }
 
 func (e *UnsupportedError) Error() string {

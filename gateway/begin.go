@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 )
@@ -12,8 +13,9 @@ import (
 // FailBegin is the reconciliation of a begin handler that did not
 // acknowledge a leadership in time (package webhooks calls it when a
 // candidate's own leader.begin webhook gets no 2xx within its deadline): if
-// candidate id still leads election in term, it is put in error, so that
-// it gives up its leadership, the next in line leads once the failed
+// candidate id still leads election in term (holds it, with more than one
+// holder), it is put in error, so that
+// it gives up its leadership, the next in line takes its slot once the failed
 // leader's promise has lapsed (see Record.FailLeader: the leader may not
 // know of the verdict, and may act until a TTL after its last heartbeat
 // answered "leader"), and it rejoins after the election's error cooldown.
@@ -48,7 +50,7 @@ func (g *Gateway) FailBegin(ctx context.Context, election, id, tokenHash string,
 			return false, nil
 		case err != nil:
 			return false, err
-		case e.Leader == nil || e.Leader.ID != id || e.Leader.Term != term:
+		case !slices.ContainsFunc(e.Candidates, func(c Candidate) bool { return c.ID == id && c.State == StateLeader && c.Term == term }):
 			return false, nil
 		}
 		start = time.Now()

@@ -4,7 +4,7 @@
 //
 // The model. An election is a name. Candidates campaign into it and wait in
 // line in the order they campaigned (FIFO). The head of the line is the
-// leader; every leadership carries a term, a fencing token that strictly
+// leader (the first N, with N holders: see Holders); every leadership carries a term, a fencing token that strictly
 // increases across the successive leaderships of one election. A candidate
 // stays in the election while it heartbeats within its TTL. A candidate that
 // reports an error (a failed begin handler) leaves the line for the
@@ -12,6 +12,20 @@
 // expires (as opposed to resigning) an optional handover delay passes before
 // the next leader is promoted, so that a partitioned old leader has time to
 // notice and stand down.
+//
+// Holders. An election's holders setting N (Settings.Holders, default 1,
+// at most MaxHolders) makes it a semaphore: the first N candidates in
+// line hold at once, each holdership with its own term from the
+// election's one increasing sequence, so fencing works per holder. Every
+// holder is told "leader"; reads name the longest-standing holder as the
+// leader and list all of them (Election.Holders). Never more than N may
+// act at once under the step-down rule: a slot is filled only while fewer
+// than N holders may still act, counting those ended without their word
+// until their promise lapses (see Record). Lowering N ends the newest
+// holderships (reason holders_reduced) and holds their slots until their
+// promises lapse; raising it fills the new slots at once. Backends that
+// take N above 1 are a MultiHolder; the Gateway refuses it elsewhere
+// (ErrNotSupported). With N = 1 everything here reads as for one leader.
 //
 // The promise. A heartbeat answered "leader" lets the leader act until a TTL
 // after it sent it (the step-down rule), and no other leadership begins
@@ -21,24 +35,28 @@
 // unacknowledged) does not, as the leader may not have heard: the next
 // leadership is held back until the failed leader's promise has lapsed
 // (Record.FailLeader; on etcd the leader's promise record, see
-// backends/etcd). Reads meanwhile show no leader and HandoverUntil.
+// backends/etcd). Reads meanwhile show no leader and HandoverUntil. With
+// N holders the same holds per slot: the failed holder's slot waits, the
+// others are unaffected.
 //
 // Transfers and priorities (backends that are a Transferer). A candidate may
 // campaign with a priority: the followers are ordered by priority, then by
-// arrival, and the leader keeps its place. A transfer names the follower
-// that should lead next; the leader's heartbeats are refused until it hands
-// over or expires, so the target never leads while the old leader may still
-// act (see Record.Transfer). A pending transfer can be cancelled while its
-// leadership is open, which changes no leadership (Record.CancelTransfer).
+// arrival, and the holders keep their places. A transfer names the
+// follower that should lead next (and, with several holders, the holder it
+// replaces); that holder's heartbeats are refused until it hands over or
+// expires, so the target never holds while the old holder may still act
+// (see Record.Transfer). A pending transfer can be cancelled while its
+// holdership is open, which changes no holdership (Record.CancelTransfer).
 // With the election's preempt setting, a follower of higher priority than
-// the leader starts such a transfer.
+// the leader (the lowest-priority holder) starts such a transfer.
 //
 // Who decides. A Backend owns all election state and makes every transition
 // atomically; the Gateway validates input, issues candidate tokens, and never
 // decides leadership itself. Because the promotion of a leader is a single
 // atomic write in the backend (a mutex in backends/memory, a compare-and-set
 // or transaction in the networked backends), two gateway replicas can never
-// promote two leaders: the second writer's precondition fails.
+// promote two leaders (or one holder more than the setting): the second
+// writer's precondition fails.
 //
 // Events. Each replica holds one watch of its backend for all elections
 // (the hub, run by Gateway.Run) and fans it out to every subscriber of that

@@ -41,20 +41,31 @@ const (
 	// ReasonCancelled: leader.transfer_cancelled of a transfer an operator
 	// or the leader cancelled (CancelTransfer).
 	ReasonCancelled = "cancelled"
+	// ReasonHoldersReduced: leader.end of a holdership that a lower
+	// holders setting ended (the newest first); the candidate stays in
+	// line as a follower.
+	ReasonHoldersReduced = "holders_reduced"
 )
 
 // Event is one transition of an election.
 //
-// leader.begin: Candidate is the new leader, Term its term, Previous the
-// leadership before it (if any) and Reason how that one ended.
-// leader.end: Candidate and Term are the leadership that ended, Reason is
-// resigned, expired, error, transferred or preempted. leader.error: the leader reported an error
+// An election with more than one holder (Settings.Holders) has one
+// leader.begin and one leader.end per holdership, each with that
+// holdership's term.
+//
+// leader.begin: Candidate is the new leader (holder), Term its term,
+// Previous the last holdership that ended before it began (if any) and
+// Reason how that one ended; with more than one holder that is not
+// necessarily the one whose slot it fills.
+// leader.end: Candidate and Term are the holdership that ended, Reason is
+// resigned, expired, error, transferred, preempted or holders_reduced.
+// leader.error: the holder reported an error
 // (Detail) and is about to end with reason error. candidate.joined /
 // candidate.left: Candidate joined or left the line, Term is the election's
-// term at that moment. leader.transfer: Candidate is the target, Previous
-// the leadership asked to hand over, Reason transferred or preempted; a
-// later one replaces a pending preemption (its target is now a follower
-// of higher priority).
+// term at that moment (the last handed out). leader.transfer: Candidate is
+// the target, Previous the holdership asked to hand over, Reason
+// transferred or preempted; a later one replaces a pending preemption (its
+// target is now a follower of higher priority).
 // leader.transfer_cancelled: Candidate is the target, Reason why the
 // transfer was dropped: cancelled (CancelTransfer), or how the target
 // left (resigned, expired, error).

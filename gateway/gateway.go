@@ -19,9 +19,12 @@ const (
 	DefaultMaxTTL           = time.Hour
 	DefaultMaxMetadataBytes = 1024
 	// DefaultMaxCandidates and DefaultMaxElections are the caps elector
-	// serve applies (a zero Config has none).
+	// serve applies (a zero Config has none). The election cap is sized
+	// to what one replica holds, not below it: on the embedded backend an
+	// election of one candidate takes about 3 KiB of resident memory, so a
+	// million take about 3 GiB (docs/performance.md).
 	DefaultMaxCandidates = 1000
-	DefaultMaxElections  = 10000
+	DefaultMaxElections  = 1_000_000
 	// MaxReasonBytes bounds the reason of an error report.
 	MaxReasonBytes = 1024
 	// MaxSetting bounds error_cooldown and handover_delay.
@@ -42,7 +45,8 @@ const (
 type Config struct {
 	// Defaults are the settings of an election created by its first campaign.
 	// Zero value: DefaultSettings(). ErrorCooldown and HandoverDelay within
-	// [0, MaxSetting].
+	// [0, MaxSetting], Holders within [0, MaxHolders] (0 means 1; above 1
+	// needs a MultiHolder backend, which Campaign checks).
 	Defaults *Settings
 	// DefaultTTL is the TTL of a candidate that names none, within
 	// [MinTTL, MaxTTL]. Default (0) DefaultTTL.
@@ -144,6 +148,9 @@ func (c Config) Validate() error {
 		if err != nil {
 			return err
 		}
+	}
+	if h := c.Defaults.Holders; h < 0 || h > MaxHolders {
+		return bad("Defaults.Holders", "%d is outside [1, %d]", h, MaxHolders)
 	}
 	return nil
 }
@@ -253,6 +260,9 @@ func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignReque
 		if _, err := g.transferer("priorities"); err != nil {
 			return Status{}, "", err
 		}
+	}
+	if err := g.checkHolders(g.cfg.Defaults.HolderLimit()); err != nil {
+		return Status{}, "", err
 	}
 	if err := g.checkCandidateLimit(ctx, election); err != nil {
 		return Status{}, "", err
@@ -378,10 +388,11 @@ func (g *Gateway) Elections(ctx context.Context) ([]Election, string, error) {
 	return es, cursor, err
 }
 
-// Leader returns the current leader of an election, and the snapshot it
-// read it from; with a LeaderReader backend that snapshot has no
-// Candidates. Errors: ErrInvalid, ErrElectionNotFound, ErrNoLeader,
-// ErrUnavailable.
+// Leader returns the current leader of an election (its longest-standing
+// holder; every holder is in the snapshot's Holders when it has more than
+// one slot), and the snapshot it read it from; with a LeaderReader backend
+// that snapshot has no Candidates. Errors: ErrInvalid, ErrElectionNotFound,
+// ErrNoLeader (nobody holds), ErrUnavailable.
 func (g *Gateway) Leader(ctx context.Context, election string) (Leader, Election, error) {
 	if err := ValidateElectionName(election); err != nil {
 		return Leader{}, Election{}, err
@@ -409,15 +420,22 @@ type SettingsPatch struct {
 	ErrorCooldown *time.Duration
 	HandoverDelay *time.Duration
 	Preempt       *bool
+	Holders       *int
 }
 
 // Configure applies p to the election's settings, creating the election
 // with the Gateway's defaults first if it does not exist. Errors:
 // ErrInvalid, ErrLimit (a *LimitError, for one election too many),
-// ErrUnavailable.
+// ErrNotSupported (preempt without a Transferer, holders above 1 without a
+// MultiHolder), ErrUnavailable.
 //
 // Two concurrent Configure calls on one election may lose one of the
-// changes (read, merge, write); settings never affect who leads.
+// changes (read, merge, write). The other settings never affect who
+// leads; holders does, and a lost change of it leaves the holders the
+// other call wrote, which the backend applies as any change of holders:
+// lowering ends holderships and holds their slots, raising fills slots
+// (see Record.Configure), so no loss ever puts more holders to work than
+// the setting in force.
 func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatch) (Election, error) {
 	if err := ValidateElectionName(election); err != nil {
 		return Election{}, err
@@ -443,6 +461,12 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 	if p.Preempt != nil {
 		s.Preempt = *p.Preempt
 	}
+	if p.Holders != nil {
+		if *p.Holders < 1 {
+			return Election{}, invalid("holders", "must be between 1 and %d, got %d", MaxHolders, *p.Holders)
+		}
+		s.Holders = *p.Holders
+	}
 	if err := validateSettings(s); err != nil {
 		return Election{}, err
 	}
@@ -451,6 +475,9 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 			return Election{}, err
 		}
 	}
+	if err := g.checkHolders(s.HolderLimit()); err != nil {
+		return Election{}, err
+	}
 	start := time.Now()
 	e, err = g.b.Configure(ctx, election, s)
 	g.observe("configure", start, err)
@@ -458,7 +485,8 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 		return Election{}, err
 	}
 	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "election configured", slog.String("election", election),
-		slog.Duration("error_cooldown", s.ErrorCooldown), slog.Duration("handover_delay", s.HandoverDelay), slog.Bool("preempt", s.Preempt))
+		slog.Duration("error_cooldown", s.ErrorCooldown), slog.Duration("handover_delay", s.HandoverDelay), slog.Bool("preempt", s.Preempt),
+		slog.Int("holders", s.HolderLimit()))
 	return e, nil
 }
 
@@ -490,7 +518,35 @@ func validateSettings(s Settings) error {
 	if err := validateDuration("error_cooldown", s.ErrorCooldown, 0, MaxSetting); err != nil {
 		return err
 	}
-	return validateDuration("handover_delay", s.HandoverDelay, 0, MaxSetting)
+	if err := validateDuration("handover_delay", s.HandoverDelay, 0, MaxSetting); err != nil {
+		return err
+	}
+	if s.Holders < 0 || s.Holders > MaxHolders { // 0: 1, as stored by older versions
+		return invalid("holders", "must be between 1 and %d, got %d", MaxHolders, s.Holders)
+	}
+	return nil
+}
+
+// MaxHolders returns the largest holders setting the Gateway's backend
+// takes: 1 unless it is a MultiHolder.
+func (g *Gateway) MaxHolders() int {
+	if m, ok := g.b.(MultiHolder); ok {
+		return min(m.MaxHolders(), MaxHolders)
+	}
+	return 1
+}
+
+// checkHolders returns an *UnsupportedError naming the backend when it
+// cannot take n holders.
+func (g *Gateway) checkHolders(n int) error {
+	if limit := g.MaxHolders(); n > limit {
+		ability := "more than one holder"
+		if limit > 1 {
+			ability = fmt.Sprintf("more than %d holders", limit)
+		}
+		return &UnsupportedError{Backend: backendName(g.b), Ability: ability}
+	}
+	return nil
 }
 
 // Watch streams events of one election (or all, with election "") after the

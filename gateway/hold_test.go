@@ -133,7 +133,7 @@ func TestFailLeaderHoldsTheNextUntilThePromiseLapses(t *testing.T) {
 				case "resign":
 					ev, err = r.Resign(now, st.id, tok)
 				case "transfer":
-					ev, err = r.Transfer(now, st.id, "")
+					ev, err = r.Transfer(now, "", st.id, "")
 				case "advance":
 					ev = r.Advance(now)
 				}
@@ -188,24 +188,23 @@ func TestEngineTimedHoldEndsOnlyByEndHold(t *testing.T) {
 	if _, err := r.FailLeader(t0.Add(time.Second), "a", "ha", r.Term, ""); err != nil {
 		t.Fatal(err)
 	}
-	if h := r.Held; h == nil || h.Term != 1 || h.ID != "a" || !h.Until.Equal(t0.Add(5*time.Second)) || h.TTL != 4*time.Second {
-		t.Fatalf("hold %+v: want a's term 1 until a TTL after the verdict", h)
+	if hs := r.Held; len(hs) != 1 || hs[0].Term != 1 || hs[0].ID != "a" || !hs[0].Until.Equal(t0.Add(5*time.Second)) || hs[0].TTL != 4*time.Second || hs[0].Reason != ReasonError {
+		t.Fatalf("holds %+v: want a's term 1 until a TTL after the verdict", hs)
 	}
 	late := t0.Add(24 * time.Hour)
-	if got := eventString(r.Advance(late)); got != "-" || r.Leading {
-		t.Fatalf("Advance a day later: %s, leading %v; want the hold kept", got, r.Leading)
+	if got := eventString(r.Advance(late)); got != "-" || r.Holding() != 0 {
+		t.Fatalf("Advance a day later: %s, %d holding; want the hold kept", got, r.Holding())
 	}
 	if _, ok := r.NextDeadline(); ok {
 		t.Fatal("an engine-timed hold has a deadline")
 	}
-	if got, want := eventString(r.EndHold(late)), "leader.begin(b,error)"; got != want {
+	if got := eventString(r.EndHold(late, 2)); got != "-" || len(r.Held) != 1 {
+		t.Fatalf("EndHold of another term: %s, holds %+v; want the hold kept", got, r.Held)
+	}
+	if got, want := eventString(r.EndHold(late, 1)), "leader.begin(b,error)"; got != want {
 		t.Fatalf("EndHold: %s, want %s", got, want)
 	}
-	if got := eventString(r.EndHold(late)); got != "-" || r.Term != 2 {
+	if got := eventString(r.EndHold(late, 1)); got != "-" || r.Term != 2 {
 		t.Fatalf("EndHold without a hold: %s, term %d", got, r.Term)
-	}
-	r.Held = &Hold{Term: 1}
-	if err := r.Check(); err == nil {
-		t.Fatal("Check accepts a leader during a hold")
 	}
 }

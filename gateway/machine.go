@@ -14,23 +14,43 @@ import (
 // model and return the events it causes, without ids; the caller assigns
 // ids and persists the Record.
 //
-// Why there is never more than one leader: a Record has exactly one leader
-// slot (Leading with Line[0]); promote fills it only when it is empty, and
-// every path that removes Line[0] while Leading empties it first. Term is
-// incremented in the same step that fills the slot, so successive
-// leaderships get strictly increasing terms as long as each new Record is
-// written only over the one it was computed from (the caller's mutex or
+// Holders. An election has N = Settings.HolderLimit() slots (1 by
+// default): the first candidates in line hold them, Line[:Holding()], the
+// oldest holdership first. A slot is taken by a holder, or kept empty by a
+// running handover delay (Delays) or by the hold of a promise (Held), or
+// free. With N = 1 the one holder is the leader and everything reads as
+// for a single leader.
+//
+// Why there are never more than N holders acting at once (the safety
+// argument). A holder may act until its step-down deadline, a TTL after it
+// sent the last heartbeat that kept it alive, whatever ended its
+// holdership in the Record. Count as acting, at any moment, the open
+// holderships and the ended ones whose holder may not know yet: those the
+// gateway ended by its verdict (FailLeader: the begin webhook went
+// unacknowledged) and those ended by lowering N (Configure). Every such
+// ended holdership keeps its slot held (a Hold) until the holder's expiry
+// as of the verdict, which is never before its step-down deadline. A
+// holdership that ends on the holder's own word (Resign, ReportError,
+// Handover: its client stopped acting first) or because it expired (its
+// deadline has passed: see Advance) needs no hold; an expiry starts the
+// handover delay, which keeps the slot empty for a margin more. So the
+// acting holders are at most Holding() + len(Held), and promote, the only
+// place a holdership begins, begins one only while Holding() + len(Delays)
+// + len(Held) < N, one at a time, counting the one it begins before the
+// next. Hence no holdership begins while N or more may act. Raising N
+// lets promote fill the new slots at once; lowering it begins nothing and
+// ends the newest holderships, which stay counted through their holds, so
+// raising N again soon after fills no slot whose previous holder may
+// still act. The bound that holds across a change of N: no holdership
+// begins while as many holders as the setting of that moment may act.
+//
+// Terms: Term is incremented in the same step that fills a slot, and every
+// holdership takes the new value, so successive holderships (of every
+// slot) get strictly increasing, unique terms as long as each new Record
+// is written only over the one it was computed from (the caller's mutex or
 // compare-and-set guarantees that).
 //
 // Transfers keep that argument and add one of their own; see Transfer.
-//
-// Time: a leader may act until its step-down deadline, a TTL after it sent
-// the last heartbeat that kept it alive, whatever ended its leadership in
-// the Record. A leadership that ends because the leader asked (Resign,
-// ReportError, Handover) or because it expired (its deadline has passed:
-// see Advance) lets the next begin at once; one that the gateway ends by
-// its verdict (FailLeader) holds the next back until the failed leader's
-// deadline (Held); see FailLeader.
 //
 // A method that fails may still have advanced time (expiries, cooldowns,
 // handovers): the caller persists the Record whenever err is nil or events
@@ -38,25 +58,29 @@ import (
 type Record struct {
 	Name     string   `json:"name"`
 	Settings Settings `json:"settings"`
-	// Term is the current or last leadership's term.
+	// Term is the last term handed out: the newest holdership's, open or
+	// ended (0 before the first). With one holder, the current or last
+	// leadership's.
 	Term uint64 `json:"term"`
-	// Leading says Line[0] is the leader, since LeaderSince.
-	Leading     bool      `json:"leading,omitempty"`
-	LeaderSince time.Time `json:"leader_since,omitzero"`
-	// Previous is the last leadership that ended, and PreviousEnd its reason.
+	// Previous is the last holdership that ended, and PreviousEnd its
+	// reason; the next leader.begin names them.
 	Previous    *TermRef `json:"previous,omitempty"`
 	PreviousEnd string   `json:"previous_end,omitempty"`
-	// HandoverUntil holds back promotion after a leader expired.
-	HandoverUntil time.Time `json:"handover_until,omitzero"`
-	// Held holds back promotion after the gateway failed a leader, until
-	// the failed leader's promise has lapsed; see FailLeader.
-	Held *Hold `json:"held,omitempty"`
-	// Pending is the transfer of leadership waiting for the leader to hand
-	// over or to expire; see Transfer.
+	// Delays are the running handover delays: each keeps the slot of a
+	// holdership that expired empty until its end; see remove.
+	Delays []Delay `json:"delays,omitempty"`
+	// Held are the running holds: each keeps the slot of a holdership
+	// that the gateway ended by its verdict (FailLeader) or by lowering
+	// the holders (Configure) empty until the holder's promise has lapsed.
+	Held []Hold `json:"holds,omitempty"`
+	// Pending is the transfer of a holdership waiting for its holder to
+	// hand over or to expire; see Transfer.
 	Pending *Transfer `json:"transfer,omitempty"`
-	// Line is the line: Line[0] the leader (or next leader), then the
-	// followers by priority, higher first, then in campaign order; Cooling
-	// the candidates in error.
+	// Line is the line: Line[:Holding()] the holders, the oldest
+	// holdership first (each with its Term and Since), then the followers
+	// by priority, higher first, then in campaign order (the target of a
+	// pending transfer whose holdership ended first of all); Cooling the
+	// candidates in error.
 	Line    []Entry `json:"line,omitempty"`
 	Cooling []Entry `json:"cooling,omitempty"`
 
@@ -65,7 +89,7 @@ type Record struct {
 	// backend's engine keeps, and not by the clock of whichever replica
 	// applies a transition: Advance and NextDeadline then leave them
 	// alone, and the backend calls EndHandover, EndHold and EndCooldown
-	// when its engine says the time is up. HandoverUntil, Held.Until and
+	// when its engine says the time is up. Delay.Until, Hold.Until and
 	// CooldownUntil are still set, as the times shown to users. Not
 	// stored.
 	EngineTimed bool `json:"-"`
@@ -81,18 +105,32 @@ type Entry struct {
 	JoinedAt      time.Time       `json:"joined_at"`
 	ExpiresAt     time.Time       `json:"expires_at,omitzero"` // zero: see Expire
 	CooldownUntil time.Time       `json:"cooldown_until,omitzero"`
+	// Term and Since are the holdership's term and beginning while the
+	// entry holds, else zero.
+	Term  uint64    `json:"term,omitempty"`
+	Since time.Time `json:"since,omitzero"`
 }
 
-// Hold is the promise of a leadership that the gateway ended by its
-// verdict (FailLeader) while the leader may still believe that it leads:
-// no leadership begins before Until, the failed leader's expiry when it
-// was failed. TTL is the failed leader's, the longest the hold can be (a
-// backend whose engine times the hold starts it with that length).
+// Delay is a running handover delay: the slot of holdership Term, held
+// by ID until it expired, is not filled before Until.
+type Delay struct {
+	ID    string    `json:"id"`
+	Term  uint64    `json:"term"`
+	Until time.Time `json:"until"`
+}
+
+// Hold is the promise of a holdership that the gateway ended by its
+// verdict while the holder may still believe that it holds (FailLeader:
+// Reason error; Configure lowering the holders: Reason holders_reduced):
+// its slot is not filled before Until, the holder's expiry when it was
+// ended. TTL is the holder's, the longest the hold can be (a backend
+// whose engine times the hold starts it with that length).
 type Hold struct {
-	ID    string        `json:"id"`
-	Term  uint64        `json:"term"`
-	Until time.Time     `json:"until"`
-	TTL   time.Duration `json:"ttl"`
+	ID     string        `json:"id"`
+	Term   uint64        `json:"term"`
+	Until  time.Time     `json:"until"`
+	TTL    time.Duration `json:"ttl"`
+	Reason string        `json:"reason,omitempty"`
 }
 
 // NewRecord returns an empty election.
@@ -113,7 +151,7 @@ func (r *Record) Campaign(now time.Time, c Candidacy) ([]Event, error) {
 	return r.promote(now, ev), nil
 }
 
-// Heartbeat extends a candidate's life by its TTL. A leader asked to hand
+// Heartbeat extends a candidate's life by its TTL. A holder asked to hand
 // over is refused with a *TransferPendingError and its life is not
 // extended (see Transfer). Errors: ErrCandidateNotFound, ErrTokenMismatch,
 // ErrTransferPending.
@@ -130,8 +168,8 @@ func (r *Record) Heartbeat(now time.Time, id, tokenHash string) ([]Event, error)
 	return ev, nil
 }
 
-// Resign removes a candidate; a leader's successor is promoted at once.
-// Errors as Heartbeat.
+// Resign removes a candidate; a holder's slot goes to the next in line at
+// once. Errors as Heartbeat.
 func (r *Record) Resign(now time.Time, id, tokenHash string) ([]Event, error) {
 	ev := r.Advance(now)
 	if _, err := r.owned(id, tokenHash); err != nil {
@@ -142,15 +180,15 @@ func (r *Record) Resign(now time.Time, id, tokenHash string) ([]Event, error) {
 }
 
 // ReportError moves a candidate out of line until the error cooldown has
-// passed; a leader ends its leadership with reason error and its successor
-// is promoted at once. A candidate already in error restarts its cooldown.
-// Errors as Heartbeat.
+// passed; a holder ends its holdership with reason error and its slot goes
+// to the next in line at once. A candidate already in error restarts its
+// cooldown. Errors as Heartbeat.
 func (r *Record) ReportError(now time.Time, id, tokenHash, reason string) ([]Event, error) {
 	return r.reportError(now, id, tokenHash, reason, false)
 }
 
-// reportError is ReportError; with verdict, a leader's end holds the next
-// leadership back until its promise has lapsed (see FailLeader).
+// reportError is ReportError; with verdict, a holder's slot is held until
+// its promise has lapsed (see FailLeader).
 func (r *Record) reportError(now time.Time, id, tokenHash, reason string, verdict bool) ([]Event, error) {
 	ev := r.Advance(now)
 	e, err := r.owned(id, tokenHash)
@@ -162,65 +200,70 @@ func (r *Record) reportError(now time.Time, id, tokenHash, reason string, verdic
 		e.CooldownUntil = until
 		return ev, nil
 	}
-	moved := *e
-	moved.CooldownUntil = until
-	if r.Leading && r.Line[0].ID == id {
-		lead := r.event(now, EventLeaderError, e, "")
+	i := r.inLine(id)
+	var moved Entry
+	if i < r.Holding() {
+		lead := r.holderEvent(now, EventLeaderError, &r.Line[i], "")
 		lead.Detail = reason
 		ev = append(ev, lead)
-		ev = r.endLeadership(now, ReasonError, ev)
+		var term uint64
+		moved, term, ev = r.endHolding(now, i, ReasonError, ev)
 		if verdict {
-			r.hold(now, e)
+			r.hold(now, moved, term, ReasonError)
 		}
+	} else {
+		ev = r.cancelTransfer(now, id, ReasonError, ev) // a follower may be a transfer's target
+		moved = r.Line[i]
+		r.Line = slices.Delete(r.Line, i, i+1)
 	}
-	ev = r.cancelTransfer(now, id, ReasonError, ev)
-	r.Line = slices.DeleteFunc(r.Line, func(x Entry) bool { return x.ID == id })
+	moved.CooldownUntil = until
 	r.Cooling = append(r.Cooling, moved)
 	return r.promote(now, ev), nil
 }
 
-// FailLeader is ReportError of the leader of term: it changes nothing and
-// returns ErrNotLeader unless candidate id leads in term. Checking and
+// FailLeader is ReportError of the holder of term: it changes nothing and
+// returns ErrNotLeader unless candidate id holds term. Checking and
 // reporting in one step on one Record is what keeps a verdict on an old
-// leadership from ending a newer one. Errors also as ReportError.
+// holdership from ending a newer one. Errors also as ReportError.
 //
-// Unlike ReportError, FailLeader is not the leader saying that it has
+// Unlike ReportError, FailLeader is not the holder saying that it has
 // stopped: it is the gateway's verdict (its begin webhook went
-// unacknowledged), and the leader may not know of it yet. It may have
+// unacknowledged), and the holder may not know of it yet. It may have
 // been told that it leads, by its campaign's or a heartbeat's answer, by
 // an event or by the begin webhook itself (which may have arrived, only
 // its acknowledgement not), and under the step-down rule it may act until
 // a TTL after it sent its last heartbeat that was answered. So the
-// leadership ends at once (events, state error, cooldown), but the next
-// does not begin before the failed leader's expiry as of now (Held): no
-// heartbeat answers "leader", no leader.begin is sent, reads show no
-// leader and HandoverUntil. That expiry is never before its deadline,
+// holdership ends at once (events, state error, cooldown), but its slot
+// is not filled before the failed holder's expiry as of now (a Hold in
+// Held): with one holder, no heartbeat answers "leader", no leader.begin
+// is sent, reads show no leader and HandoverUntil; with more, the other
+// slots are unaffected. That expiry is never before its deadline,
 // since the Record extends a candidate's life from when it handles the
 // heartbeat, after the candidate sent it; with liveness kept outside the
 // Record (Entry.ExpiresAt zero) it is taken as a TTL from now, and the
 // backend's engine ends the hold (EngineTimed, EndHold) no sooner. No
 // answer can be proved never to have said "leader" (the begin webhook
-// says it), so every verdict holds. The failed leader's later heartbeats
+// says it), so every verdict holds. The failed holder's later heartbeats
 // are answered "error" and extend its life, not the hold.
 //
-// While a hold runs nobody leads, so nothing hands leadership on: promote
-// waits for it as for a handover delay (which cannot start meanwhile, as
-// only a leader's expiry starts one; should both run, promotion waits for
-// the later end, they do not add); the next in line, a pending transfer's
-// target, a newcomer to an empty line and the failed leader itself back
-// from its cooldown all wait; Transfer and preemption need a leader.
+// While a hold runs its slot is taken, so nothing hands it on: promote
+// counts it as it counts a handover delay (should both run for one slot's
+// worth of time, they do not add: each is its own slot); the next in line,
+// a pending transfer's target, a newcomer to an empty line and the failed
+// holder itself back from its cooldown all wait for a free slot; with one
+// holder, Transfer and preemption need a leader.
 func (r *Record) FailLeader(now time.Time, id, tokenHash string, term uint64, reason string) ([]Event, error) {
 	ev := r.Advance(now)
-	if !r.Leading || r.Line[0].ID != id || r.Term != term {
+	if i := r.holder(id); i < 0 || r.Line[i].Term != term {
 		return ev, fmt.Errorf("%q in %q, term %d: %w", id, r.Name, term, ErrNotLeader)
 	}
 	more, err := r.reportError(now, id, tokenHash, reason, true)
 	return append(ev, more...), err
 }
 
-// hold starts the hold of leader e's promise, failed at now; the caller
-// has just ended its leadership (Term is still its term).
-func (r *Record) hold(now time.Time, e *Entry) {
+// hold keeps the slot of holdership term, held by e until the gateway
+// ended it at now for reason, until e's promise has lapsed.
+func (r *Record) hold(now time.Time, e Entry, term uint64, reason string) {
 	until := e.ExpiresAt
 	if until.IsZero() {
 		until = now.Add(e.TTL) // liveness kept outside the Record: renewed before now, if at all
@@ -228,20 +271,21 @@ func (r *Record) hold(now time.Time, e *Entry) {
 	if until.Before(now) {
 		until = now // cannot be: Advance(now) would have expired it
 	}
-	r.Held = &Hold{ID: e.ID, Term: r.Term, Until: until, TTL: e.TTL}
+	r.Held = append(r.Held, Hold{ID: e.ID, Term: term, Until: until, TTL: e.TTL, Reason: reason})
 }
 
-// EndHold ends a running hold of a failed leader's promise, as Advance
-// does when Held.Until passes, and promotes the head of the line. A
-// backend whose Record is EngineTimed calls it when its engine's TTL for
-// the hold ends. Without a hold running it changes nothing and returns no
-// events.
-func (r *Record) EndHold(now time.Time) []Event {
+// EndHold ends the running hold of holdership term, as Advance does when
+// its Until passes, and fills the slot from the line. A backend whose
+// Record is EngineTimed calls it when its engine's TTL for the hold ends.
+// Without that hold running it changes nothing and returns no events but
+// Advance's.
+func (r *Record) EndHold(now time.Time, term uint64) []Event {
 	ev := r.Advance(now)
-	if r.Held == nil {
+	i := slices.IndexFunc(r.Held, func(h Hold) bool { return h.Term == term })
+	if i < 0 {
 		return ev
 	}
-	r.Held = nil
+	r.Held = slices.Delete(r.Held, i, i+1)
 	return r.promote(now, ev)
 }
 
@@ -258,15 +302,30 @@ func (r *Record) Expire(now time.Time, id string) []Event {
 
 // Configure replaces the settings. They apply to cooldowns and handovers
 // that start afterwards; turning preempt on may start a transfer at once.
+// Raising the holders fills the new slots from the line at once. Lowering
+// them ends the newest holderships first (leader.end, reason
+// holders_reduced): the holders stay in line as followers, ahead of the
+// followers of their priority, and each one's slot is held until its
+// promise has lapsed, as after FailLeader, since it may not know yet.
+// Lowering begins no holdership.
 func (r *Record) Configure(now time.Time, s Settings) []Event {
 	ev := r.Advance(now)
 	r.Settings = s
+	for k := r.Holding(); k > s.HolderLimit(); k-- {
+		var (
+			e    Entry
+			term uint64
+		)
+		e, term, ev = r.endHolding(now, k-1, ReasonHoldersReduced, ev)
+		r.hold(now, e, term, ReasonHoldersReduced)
+		r.insertAhead(e)
+	}
 	return r.promote(now, ev)
 }
 
-// Advance applies, in time order, every expiry, end of cooldown and end of
-// handover delay due at or before now, and promotes the head of the line
-// when the leader slot is free. Events carry the time each step was due.
+// Advance applies, in time order, every expiry, end of cooldown, end of
+// handover delay and end of hold due at or before now, and fills free
+// slots from the line after each. Events carry the time each step was due.
 func (r *Record) Advance(now time.Time) []Event {
 	var ev []Event
 	for {
@@ -280,31 +339,33 @@ func (r *Record) Advance(now time.Time) []Event {
 		case stepRejoin:
 			ev = r.rejoin(st.at, st.id, ev)
 		case stepHandover:
-			r.HandoverUntil = time.Time{}
+			r.Delays = slices.DeleteFunc(r.Delays, func(d Delay) bool { return d.Term == st.term })
 		case stepHold:
-			r.Held = nil
+			r.Held = slices.DeleteFunc(r.Held, func(h Hold) bool { return h.Term == st.term })
 		}
 		ev = r.promote(st.at, ev)
 	}
 	return r.promote(now, ev)
 }
 
-// EndHandover ends a running handover delay, as Advance does when
-// HandoverUntil passes, and promotes the head of the line. A backend whose
-// Record is EngineTimed calls it when its engine's TTL for the delay ends.
-// Without a delay running it changes nothing and returns no events.
-func (r *Record) EndHandover(now time.Time) []Event {
+// EndHandover ends the running handover delay of the slot of holdership
+// term, as Advance does when its Until passes, and fills the slot from the
+// line. A backend whose Record is EngineTimed calls it when its engine's
+// TTL for the delay ends. Without that delay running it changes nothing
+// and returns no events but Advance's.
+func (r *Record) EndHandover(now time.Time, term uint64) []Event {
 	ev := r.Advance(now)
-	if r.HandoverUntil.IsZero() {
+	i := slices.IndexFunc(r.Delays, func(d Delay) bool { return d.Term == term })
+	if i < 0 {
 		return ev
 	}
-	r.HandoverUntil = time.Time{}
+	r.Delays = slices.Delete(r.Delays, i, i+1)
 	return r.promote(now, ev)
 }
 
 // EndCooldown puts candidate id, cooling in error, back in line, as
-// Advance does when its CooldownUntil passes, and promotes the head of the
-// line if the slot is free. A backend whose Record is EngineTimed calls it
+// Advance does when its CooldownUntil passes, and fills a free slot. A
+// backend whose Record is EngineTimed calls it
 // when its engine's TTL for the cooldown ends. For a candidate not cooling
 // it changes nothing.
 func (r *Record) EndCooldown(now time.Time, id string) []Event {
@@ -328,8 +389,8 @@ const (
 	stepNone     pendingKind = iota
 	stepExpire               // a candidate's ExpiresAt passed
 	stepRejoin               // a candidate's cooldown ended
-	stepHandover             // the handover delay ended
-	stepHold                 // a failed leader's promise lapsed
+	stepHandover             // a handover delay ended
+	stepHold                 // a hold's promise lapsed
 )
 
 // pendingStep is one pending time-driven transition.
@@ -337,6 +398,7 @@ type pendingStep struct {
 	at   time.Time
 	kind pendingKind
 	id   string
+	term uint64 // of the delay or hold
 }
 
 // nextStep finds the earliest pending deadline. Of two due at once, the
@@ -344,67 +406,61 @@ type pendingStep struct {
 // that an expired candidate never rejoins.
 func (r *Record) nextStep() pendingStep {
 	var next pendingStep
-	consider := func(at time.Time, kind pendingKind, id string) {
+	consider := func(at time.Time, kind pendingKind, id string, term uint64) {
 		if next.kind == stepNone || at.Before(next.at) {
-			next = pendingStep{at: at, kind: kind, id: id}
+			next = pendingStep{at: at, kind: kind, id: id, term: term}
 		}
 	}
 	for i := range r.Line {
 		if e := &r.Line[i]; !e.ExpiresAt.IsZero() { // zero: liveness tracked outside the Record; see Expire
-			consider(e.ExpiresAt, stepExpire, e.ID)
+			consider(e.ExpiresAt, stepExpire, e.ID, 0)
 		}
 	}
 	for i := range r.Cooling {
 		e := &r.Cooling[i]
 		if !e.ExpiresAt.IsZero() {
-			consider(e.ExpiresAt, stepExpire, e.ID)
+			consider(e.ExpiresAt, stepExpire, e.ID, 0)
 		}
 		if !r.EngineTimed {
-			consider(e.CooldownUntil, stepRejoin, e.ID)
+			consider(e.CooldownUntil, stepRejoin, e.ID, 0)
 		}
 	}
-	if !r.HandoverUntil.IsZero() && !r.EngineTimed {
-		consider(r.HandoverUntil, stepHandover, "")
-	}
-	if r.Held != nil && !r.EngineTimed {
-		consider(r.Held.Until, stepHold, "")
+	if !r.EngineTimed {
+		for _, d := range r.Delays {
+			consider(d.Until, stepHandover, "", d.Term)
+		}
+		for _, h := range r.Held {
+			consider(h.Until, stepHold, "", h.Term)
+		}
 	}
 	return next
 }
 
-// remove takes a candidate out of the election for good.
+// remove takes a candidate out of the election for good. A holder's
+// expiry keeps its slot empty for the handover delay.
 func (r *Record) remove(now time.Time, id, reason string, ev []Event) []Event {
 	if i := r.cooling(id); i >= 0 {
 		e := r.Cooling[i]
 		r.Cooling = slices.Delete(r.Cooling, i, i+1)
 		return append(ev, r.event(now, EventCandidateLeft, &e, reason))
 	}
-	i := slices.IndexFunc(r.Line, func(x Entry) bool { return x.ID == id })
+	i := r.inLine(id)
 	if i < 0 {
 		return ev
 	}
-	e := r.Line[i]
 	ev = r.cancelTransfer(now, id, reason, ev)
-	if i == 0 && r.Leading {
-		ev = r.endLeadership(now, reason, ev)
+	var e Entry
+	if i < r.Holding() {
+		var term uint64
+		e, term, ev = r.endHolding(now, i, reason, ev)
 		if reason == ReasonExpired && r.Settings.HandoverDelay > 0 {
-			r.HandoverUntil = now.Add(r.Settings.HandoverDelay)
+			r.Delays = append(r.Delays, Delay{ID: id, Term: term, Until: now.Add(r.Settings.HandoverDelay)})
 		}
+	} else {
+		e = r.Line[i]
+		r.Line = slices.Delete(r.Line, i, i+1)
 	}
-	r.Line = slices.Delete(r.Line, i, i+1)
 	return append(ev, r.event(now, EventCandidateLeft, &e, reason))
-}
-
-// endLeadership empties the leader slot; Line[0] stays until the caller
-// removes or moves it.
-func (r *Record) endLeadership(now time.Time, reason string, ev []Event) []Event {
-	lead := r.Line[0]
-	ev = append(ev, r.event(now, EventLeaderEnd, &lead, reason))
-	r.Leading = false
-	r.LeaderSince = time.Time{}
-	r.Previous = &TermRef{ID: lead.ID, Term: r.Term}
-	r.PreviousEnd = reason
-	return ev
 }
 
 // rejoin puts a candidate whose cooldown ended at the back of its
@@ -419,52 +475,7 @@ func (r *Record) rejoin(now time.Time, id string, ev []Event) []Event {
 	return append(ev, r.event(now, EventCandidateJoined, &e, ReasonRejoined))
 }
 
-// insert puts e in line behind every candidate of its priority or higher.
-// A leader keeps Line[0] whatever its priority, and so does the target of
-// a pending transfer while the slot is empty: insert never moves them.
-func (r *Record) insert(e Entry) {
-	from := 0
-	if r.Leading || r.Pending != nil {
-		from = 1
-	}
-	r.insertFrom(from, e)
-}
-
-// insertFrom puts e in Line[from:] behind every candidate of its priority
-// or higher.
-func (r *Record) insertFrom(from int, e Entry) {
-	i := from
-	for i < len(r.Line) && r.Line[i].Priority >= e.Priority {
-		i++
-	}
-	r.Line = slices.Insert(r.Line, i, e)
-}
-
-// promote fills an empty leader slot with the head of the line (with the
-// target of a pending transfer moved there first), unless a handover delay
-// or a failed leader's hold is running; then it starts a preemption if one
-// is due. This is the only place a leadership begins.
-func (r *Record) promote(now time.Time, ev []Event) []Event {
-	if !r.Leading && r.Pending != nil {
-		// The slot is empty: the target is next, during a handover delay
-		// too, and the line says so.
-		if i := slices.IndexFunc(r.Line, func(x Entry) bool { return x.ID == r.Pending.To }); i > 0 {
-			e := r.Line[i]
-			r.Line = slices.Insert(slices.Delete(r.Line, i, i+1), 0, e)
-		}
-	}
-	if r.Leading || len(r.Line) == 0 || !r.HandoverUntil.IsZero() || r.Held != nil {
-		return r.preempt(now, ev)
-	}
-	r.Pending = nil
-	r.Leading = true
-	r.Term++
-	r.LeaderSince = now
-	begin := r.event(now, EventLeaderBegin, &r.Line[0], r.PreviousEnd)
-	begin.Previous = r.Previous
-	return r.preempt(now, append(ev, begin))
-}
-
+// event is an event about candidate e, with the election's term.
 func (r *Record) event(now time.Time, t EventType, e *Entry, reason string) Event {
 	return Event{
 		Type: t, Time: now, Election: r.Name, Term: r.Term, Reason: reason,
@@ -472,18 +483,27 @@ func (r *Record) event(now time.Time, t EventType, e *Entry, reason string) Even
 	}
 }
 
+// holderEvent is an event about holder e, with its holdership's term.
+func (r *Record) holderEvent(now time.Time, t EventType, e *Entry, reason string) Event {
+	ev := r.event(now, t, e, reason)
+	ev.Term = e.Term
+	return ev
+}
+
 // Find returns the candidate with id, in line or cooling, or nil. The
 // Entry points into r: changing it changes the Record.
 func (r *Record) Find(id string) *Entry {
-	for i := range r.Line {
-		if r.Line[i].ID == id {
-			return &r.Line[i]
-		}
+	if i := r.inLine(id); i >= 0 {
+		return &r.Line[i]
 	}
 	if i := r.cooling(id); i >= 0 {
 		return &r.Cooling[i]
 	}
 	return nil
+}
+
+func (r *Record) inLine(id string) int {
+	return slices.IndexFunc(r.Line, func(x Entry) bool { return x.ID == id })
 }
 
 func (r *Record) cooling(id string) int {
@@ -505,13 +525,12 @@ func (r *Record) owned(id, tokenHash string) (*Entry, error) {
 // Snapshot returns the election as the API shows it. Cursor is left empty
 // for the caller to fill.
 func (r *Record) Snapshot() Election {
-	e := Election{Name: r.Name, Settings: r.Settings, Term: r.Term, HandoverUntil: r.heldUntil(), Transfer: r.pending()}
+	e := r.LeaderSnapshot()
 	e.Candidates = make([]Candidate, 0, len(r.Line)+len(r.Cooling))
-	for i, x := range r.Line {
+	for _, x := range r.Line {
 		c := x.candidate(StateFollower)
-		if i == 0 && r.Leading {
-			c.State, c.Term = StateLeader, r.Term
-			e.Leader = r.leader()
+		if x.Term != 0 {
+			c.State, c.Term = StateLeader, x.Term
 		}
 		e.Candidates = append(e.Candidates, c)
 	}
@@ -526,48 +545,27 @@ func (r *Record) Snapshot() Election {
 // LeaderSnapshot returns Snapshot without its Candidates: what a read of
 // the leader needs, in time independent of the number of candidates.
 func (r *Record) LeaderSnapshot() Election {
-	return Election{Name: r.Name, Settings: r.Settings, Term: r.Term, Leader: r.leader(), HandoverUntil: r.heldUntil(), Transfer: r.pending()}
-}
-
-// heldUntil is when the promotion held back by a handover delay or by a
-// failed leader's promise is due, the later of the two, or zero: what
-// reads show as HandoverUntil.
-func (r *Record) heldUntil() time.Time {
-	t := r.HandoverUntil
-	if r.Held != nil && r.Held.Until.After(t) {
-		t = r.Held.Until
-	}
-	return t
+	return Election{Name: r.Name, Settings: r.Settings, Term: r.Term, Leader: r.leader(), Holders: r.holders(), HandoverUntil: r.heldUntil(), Transfer: r.pending()}
 }
 
 // Status returns one candidate's Status, as StatusOf(r.Snapshot(), id)
 // would, without building the whole snapshot: a heartbeat in an election
 // of a thousand candidates costs one scan, not a thousand copies.
 func (r *Record) Status(id string) (Status, bool) {
-	st := Status{Election: r.Name, Term: r.Term, Leader: r.leader(), Transfer: r.pending()}
-	for i, x := range r.Line {
-		if x.ID == id {
-			st.Candidate, st.Position = x.candidate(StateFollower), i
-			if i == 0 && r.Leading {
-				st.Candidate.State, st.Candidate.Term = StateLeader, r.Term
-			}
-			return st, true
+	st := Status{Election: r.Name, Term: r.Term, Leader: r.leader(), Holders: r.holders(), Transfer: r.pending()}
+	if i := r.inLine(id); i >= 0 {
+		x := r.Line[i]
+		st.Candidate, st.Position = x.candidate(StateFollower), i
+		if x.Term != 0 {
+			st.Candidate.State, st.Candidate.Term, st.Term = StateLeader, x.Term, x.Term
 		}
+		return st, true
 	}
 	if i := r.cooling(id); i >= 0 {
 		st.Candidate, st.Position = r.Cooling[i].candidate(StateError), -1
 		return st, true
 	}
 	return Status{}, false
-}
-
-// leader returns the current leadership, or nil when the slot is empty.
-func (r *Record) leader() *Leader {
-	if !r.Leading {
-		return nil
-	}
-	x := &r.Line[0]
-	return &Leader{ID: x.ID, Metadata: x.Metadata, Term: r.Term, Since: r.LeaderSince, ExpiresAt: x.ExpiresAt}
 }
 
 func (x Entry) candidate(s State) Candidate {
@@ -584,17 +582,8 @@ func (r *Record) Check() error {
 		}
 		seen[e.ID] = true
 	}
-	if r.Leading && len(r.Line) == 0 {
-		return fmt.Errorf("gateway: record %q: leading with an empty line", r.Name)
-	}
-	if r.Leading && r.Term == 0 {
-		return fmt.Errorf("gateway: record %q: leading with term 0", r.Name)
-	}
-	if r.Leading && !r.HandoverUntil.IsZero() {
-		return fmt.Errorf("gateway: record %q: leading during a handover delay", r.Name)
-	}
-	if r.Leading && r.Held != nil {
-		return fmt.Errorf("gateway: record %q: leading while the promise of failed term %d holds", r.Name, r.Held.Term)
+	if err := r.checkHolders(); err != nil {
+		return err
 	}
 	return r.checkTransfer()
 }

@@ -257,19 +257,19 @@ func TestEngineTimedRecordWaitsForItsEngine(t *testing.T) {
 	if at, ok := r.NextDeadline(); ok {
 		t.Fatalf("NextDeadline %s: want none for engine-timed steps", at)
 	}
-	if got := eventString(r.Advance(late)); got != "-" || r.Leading || r.HandoverUntil.IsZero() || len(r.Cooling) != 1 {
-		t.Fatalf("Advance a day later: %s, leading %v, handover %v, cooling %d: want nothing ended", got, r.Leading, r.HandoverUntil, len(r.Cooling))
+	if got := eventString(r.Advance(late)); got != "-" || r.Holding() != 0 || len(r.Delays) != 1 || len(r.Cooling) != 1 {
+		t.Fatalf("Advance a day later: %s, %d holding, delays %+v, cooling %d: want nothing ended", got, r.Holding(), r.Delays, len(r.Cooling))
 	}
 	if got := eventString(r.EndCooldown(late, "b")); got != "-" {
 		t.Fatalf("EndCooldown of a candidate not cooling: %s, want no events", got)
 	}
-	if got, want := eventString(r.EndHandover(late)), "leader.begin(b,expired)"; got != want {
+	if got, want := eventString(r.EndHandover(late, 1)), "leader.begin(b,expired)"; got != want {
 		t.Fatalf("EndHandover: %s, want %s", got, want)
 	}
 	if got, want := eventString(r.EndCooldown(late, "c")), "candidate.joined(c,rejoined)"; got != want {
 		t.Fatalf("EndCooldown: %s, want %s", got, want)
 	}
-	if got := eventString(r.EndHandover(late)); got != "-" {
+	if got := eventString(r.EndHandover(late, 1)); got != "-" {
 		t.Fatalf("EndHandover without a delay: %s, want no events", got)
 	}
 	if err := r.Check(); err != nil {

@@ -12,7 +12,7 @@ type State string
 // and has no state.
 const (
 	StateFollower State = "follower" // in line, waiting its turn
-	StateLeader   State = "leader"   // at the head of the line, holding a term
+	StateLeader   State = "leader"   // one of the first Settings.Holders in line, holding a term
 	StateError    State = "error"    // out of line until its cooldown ends
 )
 
@@ -34,13 +34,14 @@ type Candidate struct {
 	TTL           time.Duration
 	Priority      int
 	State         State
-	Term          uint64    // the candidate's term while State is StateLeader, else 0
+	Term          uint64    // the candidate's own term while State is StateLeader, else 0
 	JoinedAt      time.Time // when it last joined the line
 	ExpiresAt     time.Time // when it expires unless it heartbeats
 	CooldownUntil time.Time // when it rejoins the line; set only in StateError
 }
 
-// Leader is the current leader of an election and its fencing term.
+// Leader is a holder of an election (with one holder: its leader) and the
+// fencing term of its holdership.
 type Leader struct {
 	ID        string
 	Metadata  json.RawMessage
@@ -50,7 +51,7 @@ type Leader struct {
 }
 
 // Settings are the per-election knobs. Zero values are valid: no cooldown,
-// no handover delay.
+// no handover delay, one holder.
 type Settings struct {
 	// ErrorCooldown is how long a candidate stays in StateError before it
 	// rejoins the back of the line. Default DefaultErrorCooldown.
@@ -63,15 +64,43 @@ type Settings struct {
 	// priority only orders the followers. Default false; only a
 	// Transferer backend takes it.
 	Preempt bool `json:"preempt,omitempty"`
+	// Holders is how many candidates hold the election at once: the
+	// first Holders in line (a semaphore), each holdership with a term
+	// of its own from the election's one increasing sequence. 0 means 1,
+	// the default; at most MaxHolders. Above 1 only a MultiHolder backend
+	// takes it.
+	Holders int `json:"holders,omitempty"`
 }
 
-// Transfer is a pending transfer of leadership to a named follower. While
-// it is pending the leader's heartbeats are refused (ErrTransferPending),
-// so its life runs out unless it hands over first; see Record.
+// MaxHolders bounds Settings.Holders. Every transition rewrites an
+// election's record whole, and every heartbeat answer and read of the
+// leader lists every holder, with its metadata: 64 keeps both within tens
+// of kilobytes at the default metadata bound, and each holdership that
+// ends on the gateway's verdict keeps a timer (a marker on NATS) until its
+// promise lapses. A semaphore wider than that is better split into
+// several elections.
+const MaxHolders = 64
+
+// HolderLimit is s.Holders, with 0 read as the default, 1.
+func (s Settings) HolderLimit() int {
+	if s.Holders < 1 {
+		return 1
+	}
+	return s.Holders
+}
+
+// Transfer is a pending transfer of a holdership to a named follower.
+// While it is pending the heartbeats of the holder asked to hand over are
+// refused (ErrTransferPending), so its life runs out unless it hands over
+// first; see Record.
 type Transfer struct {
 	To     string    `json:"to"`
 	Reason string    `json:"reason"` // ReasonTransferred or ReasonPreempted
 	At     time.Time `json:"at"`     // when it was requested
+	// From and Term are the holder asked to hand over and its
+	// holdership's term (with one holder: the leader).
+	From string `json:"from,omitempty"`
+	Term uint64 `json:"term,omitempty"`
 }
 
 // DefaultErrorCooldown is the error cooldown of an election created without
@@ -88,20 +117,29 @@ func DefaultSettings() Settings {
 type Election struct {
 	Name     string
 	Settings Settings
-	// Term is the current leader's term or, with no leader, the last term
-	// handed out (0 if there was never a leader).
-	Term   uint64
-	Leader *Leader // nil when the election has no leader
-	// HandoverUntil is set while a promotion is held back by the handover
-	// delay or by the promise of a leader that ended without saying it had
-	// stopped (a failed leader's, see Record.FailLeader; on etcd also an
-	// expired one's); Leader is nil until then.
+	// Term is the last term handed out (0 if there was never a leader):
+	// with one holder, the current leader's, or the last leader's.
+	Term uint64
+	// Leader is the longest-standing holder (with one holder: the
+	// leader), nil when nobody holds.
+	Leader *Leader
+	// Holders are every holder, the longest-standing first, when the
+	// election's Settings.Holders is above 1; nil with one holder (Leader
+	// is then the only one).
+	Holders []Leader
+	// HandoverUntil is set while a promotion is held back by a handover
+	// delay or by the promise of a holder that ended without saying it had
+	// stopped (a failed leader's or one ended by lowering the holders, see
+	// Record.FailLeader and Record.Configure; on etcd also an expired
+	// one's): when the next slot may be filled. With one holder, Leader is
+	// nil until then.
 	HandoverUntil time.Time
 	// Transfer is the pending leadership transfer, or nil.
 	Transfer *Transfer
-	// Candidates in line order: the leader, the followers by priority
-	// (higher first) and then first come first,
-	// then the candidates in error by the end of their cooldown.
+	// Candidates in line order: the holders (the longest-standing
+	// first), the followers by priority (higher first) and then first
+	// come first, then the candidates in error by the end of their
+	// cooldown.
 	Candidates []Candidate
 	// Cursor is the id of the last event reflected in this snapshot;
 	// Watch(ctx, name, Cursor) continues from it without a gap.
@@ -115,10 +153,15 @@ type Status struct {
 	Candidate Candidate
 	// Position is the number of candidates ahead of it in line: 0 for the
 	// leader (or, during a handover delay, the next leader), -1 while the
-	// candidate is in error.
+	// candidate is in error. The holders are at 0 to Holders-1, the
+	// longest-standing first; a follower at p waits for p-N+1 slots to
+	// free, with N holders.
 	Position int
-	Term     uint64  // as Election.Term
-	Leader   *Leader // nil when the election has no leader
+	// Term is the candidate's own term while it holds (its fencing
+	// token), else Election.Term.
+	Term    uint64
+	Leader  *Leader  // as Election.Leader
+	Holders []Leader // as Election.Holders
 	// Transfer is the election's pending leadership transfer, or nil.
 	Transfer *Transfer
 }
@@ -133,7 +176,11 @@ func StatusOf(e Election, id string) (s Status, ok bool) {
 			if c.State == StateError {
 				p = -1
 			}
-			return Status{Election: e.Name, Candidate: c, Position: p, Term: e.Term, Leader: e.Leader, Transfer: e.Transfer}, true
+			term := e.Term
+			if c.State == StateLeader {
+				term = c.Term
+			}
+			return Status{Election: e.Name, Candidate: c, Position: p, Term: term, Leader: e.Leader, Holders: e.Holders, Transfer: e.Transfer}, true
 		}
 		if c.State != StateError {
 			pos++

@@ -43,6 +43,18 @@ func NewReadIndex(fetch func(context.Context) (uint64, error)) *ReadIndex {
 // Revision returns a revision of the backend fetched after Revision was
 // called. Errors: fetch's, or ctx's wrapped in ErrUnavailable.
 func (ri *ReadIndex) Revision(ctx context.Context) (uint64, error) {
+	return ri.Start(ctx).Wait(ctx)
+}
+
+// ReadTicket is a read's place in a fetch that Start joined or started;
+// Wait returns its revision.
+type ReadTicket struct{ c *readCall }
+
+// Start is the first half of Revision: it joins (or starts) a fetch that
+// begins after the call, and returns at once, so that the caller can do
+// other work (a heartbeat's publish) while the fetch is in flight, with no
+// goroutine of its own. ctx is the read's, as for Revision.
+func (ri *ReadIndex) Start(ctx context.Context) ReadTicket {
 	ri.mu.Lock()
 	c := ri.next
 	if c == nil {
@@ -53,9 +65,14 @@ func (ri *ReadIndex) Revision(ctx context.Context) (uint64, error) {
 		ri.start()
 	}
 	ri.mu.Unlock()
+	return ReadTicket{c}
+}
+
+// Wait returns the revision of the ticket's fetch. Errors as Revision's.
+func (t ReadTicket) Wait(ctx context.Context) (uint64, error) {
 	select {
-	case <-c.done:
-		return c.rev, c.err
+	case <-t.c.done:
+		return t.c.rev, t.c.err
 	case <-ctx.Done():
 		return 0, fmt.Errorf("gateway: read index: %w: %w", ErrUnavailable, ctx.Err())
 	}

@@ -246,11 +246,11 @@ func TestRecordTransferScripts(t *testing.T) {
 				case "advance":
 					ev = r.Advance(now)
 				case "transfer":
-					ev, err = r.Transfer(now, s.id, "")
+					ev, err = r.Transfer(now, "", s.id, "")
 				case "leader-transfer":
-					ev, err = r.Transfer(now, s.id, tok)
+					ev, err = r.Transfer(now, "", s.id, tok)
 				case "bad-token-transfer":
-					ev, err = r.Transfer(now, s.id, HashToken("other"))
+					ev, err = r.Transfer(now, "", s.id, HashToken("other"))
 				case "handover":
 					ev, err = r.Handover(now, s.id, tok)
 				case "configure", "configure-no-preempt":
@@ -301,7 +301,7 @@ func TestRecordTransferNeverOverlaps(t *testing.T) {
 	if _, err := r.Heartbeat(lastOK, "a", tok); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Transfer(lastOK.Add(time.Second), "b", ""); err != nil {
+	if _, err := r.Transfer(lastOK.Add(time.Second), "", "b", ""); err != nil {
 		t.Fatal(err)
 	}
 	for now := lastOK.Add(time.Second); now.Before(lastOK.Add(ttl + delay + 2*time.Second)); now = now.Add(100 * time.Millisecond) {
@@ -311,7 +311,7 @@ func TestRecordTransferNeverOverlaps(t *testing.T) {
 				t.Fatalf("b begins at %v, before a's expiry plus the delay %v", e.Time, lastOK.Add(ttl+delay))
 			}
 		}
-		if r.Leading && r.Line[0].ID == "a" && !errors.Is(err, ErrTransferPending) {
+		if r.holder("a") >= 0 && !errors.Is(err, ErrTransferPending) {
 			t.Fatalf("heartbeat of a at %v: %v, want a refusal", now, err)
 		}
 	}
@@ -359,7 +359,7 @@ func TestRecordTargetIsNextDuringTheHandoverDelay(t *testing.T) {
 	r.Campaign(t0, Candidacy{ID: "a", TTL: 2 * time.Second, TokenHash: tok})
 	r.Campaign(t0, Candidacy{ID: "b", TTL: time.Hour, TokenHash: tok})
 	r.Campaign(t0, Candidacy{ID: "c", TTL: time.Hour, TokenHash: tok})
-	if _, err := r.Transfer(t0, "c", ""); err != nil {
+	if _, err := r.Transfer(t0, "", "c", ""); err != nil {
 		t.Fatal(err)
 	}
 	r.Advance(t0.Add(3 * time.Second)) // a expired; the delay runs

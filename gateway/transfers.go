@@ -8,21 +8,28 @@ import (
 	"time"
 )
 
-// Transfer asks the leader of election to hand over to follower to. With
-// token "" the caller is an operator the API authorised; otherwise token
-// must be the leader's candidate token. The leader learns of it from its
-// next heartbeat (refused with a *TransferPendingError) and from the
-// leader.transfer event; the target leads with the next term once the
-// leader hands over, resigns, errs or expires (see Record.Transfer for why
-// that never makes two leaders). Errors: ErrInvalid, ErrElectionNotFound,
-// ErrNoLeader, ErrNotLeader, ErrNotFollower, ErrTransferPending,
-// ErrNotSupported (an *UnsupportedError), ErrUnavailable.
-func (g *Gateway) Transfer(ctx context.Context, election, to, token string) (Election, error) {
+// Transfer asks a holder of election to hand over to follower to (with
+// one holder: the leader). from names the holder; "" means the holder
+// whose token token is, or the one holder; with more than one holding an
+// operator must name it, and naming one needs a HolderTransferer backend.
+// With token "" the caller is an operator the API authorised; otherwise
+// token must be the holder's candidate token. The holder learns of it from
+// its next heartbeat (refused with a *TransferPendingError) and from the
+// leader.transfer event; the target holds with the next term once the
+// holder hands over, resigns, errs or expires (see Record.Transfer for why
+// that never makes more holders act than the setting). Errors: ErrInvalid,
+// ErrElectionNotFound, ErrNoLeader, ErrNotLeader, ErrNotFollower,
+// ErrTransferPending, ErrNotSupported (an *UnsupportedError),
+// ErrUnavailable.
+func (g *Gateway) Transfer(ctx context.Context, election, from, to, token string) (Election, error) {
 	if err := ValidateElectionName(election); err != nil {
 		return Election{}, err
 	}
-	if !candidateIDRE.MatchString(to) {
+	if !validName(to, 128, true, "._:-") {
 		return Election{}, invalid("to", "%q is not a valid candidate id: name a follower of the election", clip(to))
+	}
+	if from != "" && !validName(from, 128, true, "._:-") {
+		return Election{}, invalid("from", "%q is not a valid candidate id: name a holder of the election", clip(from))
 	}
 	t, err := g.transferer("leadership transfer")
 	if err != nil {
@@ -33,7 +40,14 @@ func (g *Gateway) Transfer(ctx context.Context, election, to, token string) (Ele
 		hash = HashToken(token)
 	}
 	start := time.Now()
-	e, err := t.Transfer(ctx, election, to, hash)
+	var e Election
+	if ht, ok := t.(HolderTransferer); ok {
+		e, err = ht.TransferFrom(ctx, election, from, to, hash)
+	} else if from != "" {
+		err = &UnsupportedError{Backend: backendName(g.b), Ability: "naming the holder that hands over"}
+	} else {
+		e, err = t.Transfer(ctx, election, to, hash)
+	}
 	g.observe("transfer", start, err)
 	if err != nil {
 		return Election{}, err
@@ -45,11 +59,11 @@ func (g *Gateway) Transfer(ctx context.Context, election, to, token string) (Ele
 	return e, nil
 }
 
-// CancelTransfer drops the pending transfer of election while its leader
-// still leads: the leader's heartbeats count again, and nobody else is
-// promoted (see Record.CancelTransfer for why that cannot make two
-// leaders). With token "" the caller is an operator the API authorised;
-// otherwise token must be the leader's candidate token. Errors:
+// CancelTransfer drops the pending transfer of election while the holder
+// it asks to hand over still holds: that holder's heartbeats count again,
+// and nobody else is promoted (see Record.CancelTransfer for why that
+// cannot make more holders). With token "" the caller is an operator the
+// API authorised; otherwise token must be that holder's candidate token. Errors:
 // ErrInvalid, ErrElectionNotFound, ErrNoTransfer, ErrNotLeader,
 // ErrPreempting, ErrNotSupported (an *UnsupportedError), ErrUnavailable.
 func (g *Gateway) CancelTransfer(ctx context.Context, election, token string) (Election, error) {
@@ -75,9 +89,9 @@ func (g *Gateway) CancelTransfer(ctx context.Context, election, token string) (E
 	return e, nil
 }
 
-// Handover ends the leadership of candidate id in favour of the pending
-// transfer's target, which leads at once with the next term; id stays in
-// line as a follower. The caller must have stopped acting as leader first.
+// Handover ends the holdership of candidate id in favour of the pending
+// transfer's target, which holds at once with the next term; id stays in
+// line as a follower. The caller must have stopped acting as holder first.
 // Errors: as Heartbeat, and ErrNoTransfer, ErrNotLeader, ErrNotSupported.
 func (g *Gateway) Handover(ctx context.Context, election, id, token string) (Status, error) {
 	if err := g.checkCandidate(election, id, token); err != nil {

@@ -70,13 +70,13 @@ func TestGatewayLogsEveryChangeOfLeadership(t *testing.T) {
 	if err := gw.Resign(ctx, "tl", "a", ta); err != nil { // b leads
 		t.Fatal(err)
 	}
-	if _, err := gw.Transfer(ctx, "tl", "c", ""); err != nil {
+	if _, err := gw.Transfer(ctx, "tl", "", "c", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := gw.CancelTransfer(ctx, "tl", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gw.Transfer(ctx, "tl", "c", ""); err != nil {
+	if _, err := gw.Transfer(ctx, "tl", "", "c", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := gw.Handover(ctx, "tl", "b", tb); err != nil { // c leads

@@ -4,15 +4,33 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
 
-var (
-	electionNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-	candidateIDRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
-)
+// validName reports whether s is 1 to max bytes, the first a lower-case
+// letter or digit (or, with upper, any letter or digit), the others that
+// or one of extra. It is what the regular expressions
+// ^[a-z0-9][a-z0-9_-]{0,62}$ (election names) and
+// ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ (candidate ids) match, without a
+// regular expression on every request's path.
+func validName(s string, max int, upper bool, extra string) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case upper && c >= 'A' && c <= 'Z':
+		case i > 0 && strings.IndexByte(extra, c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // ValidationError says which input is wrong and why. It matches ErrInvalid
 // with errors.Is.
@@ -35,7 +53,7 @@ func invalid(field, format string, args ...any) error {
 // ValidateElectionName checks an election name: 1 to 63 characters of
 // lower-case letters, digits, '_' and '-', starting with a letter or digit.
 func ValidateElectionName(name string) error {
-	if !electionNameRE.MatchString(name) {
+	if !validName(name, 63, false, "_-") {
 		return invalid("election", "%q is not a valid election name: use 1 to 63 lower-case letters, digits, '_' or '-', starting with a letter or digit", clip(name))
 	}
 	return nil
@@ -45,7 +63,7 @@ func ValidateElectionName(name string) error {
 // digits, '.', '_', '-' and ':', starting with a letter or digit (a host
 // name fits).
 func ValidateCandidateID(id string) error {
-	if !candidateIDRE.MatchString(id) {
+	if !validName(id, 128, true, "._:-") {
 		return invalid("id", "%q is not a valid candidate id: use 1 to 128 letters, digits, '.', '_', '-' or ':', starting with a letter or digit", clip(id))
 	}
 	return nil

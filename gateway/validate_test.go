@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -78,4 +79,26 @@ func FuzzValidateCandidateID(f *testing.F) {
 			t.Fatalf("accepted %q", id)
 		}
 	})
+}
+
+// TestValidNameMatchesTheNameRules checks the hand-written matcher against
+// the regular expressions the API documents, on names near every edge.
+func TestValidNameMatchesTheNameRules(t *testing.T) {
+	electionRE := regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	candidateRE := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+	var names []string
+	for _, c := range "aZ09_-.:/ \x00é" {
+		for _, n := range []int{1, 2, 63, 64, 128, 129} {
+			names = append(names, strings.Repeat(string(c), n), "a"+strings.Repeat(string(c), n-1), strings.Repeat("a", n-1)+string(c))
+		}
+	}
+	names = append(names, "", "billing", "Billing", "node-1.example.com:8080", "a\n", "\na")
+	for _, name := range names {
+		if got, want := ValidateElectionName(name) == nil, electionRE.MatchString(name); got != want {
+			t.Errorf("election name %q: valid %v, the rule says %v", name, got, want)
+		}
+		if got, want := ValidateCandidateID(name) == nil, candidateRE.MatchString(name); got != want {
+			t.Errorf("candidate id %q: valid %v, the rule says %v", name, got, want)
+		}
+	}
 }

@@ -17,9 +17,11 @@
 //
 // Labels never carry a raw URL path, a candidate id or a token: routes are
 // chi patterns ("unmatched" for unknown paths), and the election label (the
-// only label whose values come from clients, bounded by the name rules) can
-// be dropped with WithElectionLabels(false) for deployments with very many
-// elections; the series are then aggregated over all elections.
+// only label whose values come from clients) names at most
+// DefaultElectionLabelLimit elections (WithElectionLabelLimit), the others
+// being summed under election="_other", so that series and their memory
+// stay bounded however many elections there are. WithElectionLabels(false)
+// drops the label: the series are then aggregated over all elections.
 //
 // Counters count what this replica saw: every replica watches every event,
 // so leader transitions are best read per instance (or with max), not

@@ -43,7 +43,12 @@ func newHTTPSeries(reg prometheus.Registerer) httpSeries {
 func (m *Metrics) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		// A writer already wrapped (by the request log) tells the status
+		// as well: no second wrapper per request.
+		ww, wrapped := w.(middleware.WrapResponseWriter)
+		if !wrapped {
+			ww = middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		}
 		defer func() {
 			// Also on a panic (re-raised by the server as ErrAbortHandler).
 			code := ww.Status()

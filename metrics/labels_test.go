@@ -68,3 +68,40 @@ func TestNoRawPathInLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestElectionLabelLimitSumsTheRestUnderOther checks that past the label
+// limit elections share the series labelled election="_other", which sum
+// them, so that the number of series stays bounded and sums stay exact.
+func TestElectionLabelLimitSumsTheRestUnderOther(t *testing.T) {
+	s := newServer(t, metrics.WithElectionLabelLimit(2))
+	for _, e := range []string{"a1", "a2", "a3", "a4"} {
+		s.campaign(e, "x")
+	}
+	s.campaign("a4", "y")
+
+	text := s.waitFor(
+		`elector_leader_transitions_total{election="_other",reason="none",type="leader.begin"} 2`,
+	)
+	for _, line := range []string{
+		`elector_elections 4`,
+		`elector_candidates{election="a1",state="leader"} 1`,
+		`elector_candidates{election="a2",state="leader"} 1`,
+		`elector_candidates{election="_other",state="leader"} 2`,
+		`elector_candidates{election="_other",state="follower"} 1`,
+		`elector_leaders{election="_other"} 2`,
+		`elector_leaders{election="a1"} 1`,
+	} {
+		if !hasLine(text, line) {
+			t.Errorf("no line %s\n%s", line, elector(text))
+		}
+	}
+	for _, bad := range []string{`election="a3"`, `election="a4"`} {
+		if strings.Contains(text, bad) {
+			t.Errorf("the scrape has series of %s past the limit:\n%s", bad, elector(text))
+		}
+	}
+	// Two elections saw transitions first and keep their own series.
+	if n := strings.Count(text, `elector_leader_transitions_total{election="a`); n != 2 {
+		t.Errorf("%d elections with transition series of their own, want 2:\n%s", n, elector(text))
+	}
+}

@@ -101,7 +101,7 @@ func (t *Transitions) count(ev gateway.Event) {
 		reason = reasonNone
 	}
 	if t.m.electionLabels {
-		t.m.transitions.WithLabelValues(ev.Election, string(ev.Type), reason).Inc()
+		t.m.transitions.WithLabelValues(t.m.labeled.label(ev.Election, t.m.labelLimit), string(ev.Type), reason).Inc()
 		return
 	}
 	t.m.transitions.WithLabelValues(string(ev.Type), reason).Inc()

@@ -3,7 +3,9 @@ package soak
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/electorhq/elector/bench"
@@ -40,17 +42,24 @@ type Rules struct {
 	TTL, Margin time.Duration
 	// End is when the history ends; a leadership still running ends there.
 	End time.Time
+	// Holders is the elections' holders setting N: how many candidates
+	// may act as holders at once (0 means 1). Its changes during a run are
+	// not followed: set the largest.
+	Holders int
 }
+
+// holders is r.Holders, 0 read as 1.
+func (r Rules) holders() int { return max(r.Holders, 1) }
 
 // Check returns every violation of h.
 func Check(h *History, r Rules) []Violation {
 	ops, events := h.Ops(), h.Events()
 	var v []Violation
 	ls := Leaderships(ops, r)
-	v = append(v, checkLeaderships(ls)...)
-	v = append(v, checkPromotions(ls, r.TTL)...)
+	v = append(v, checkLeaderships(ls, r.holders())...)
+	v = append(v, checkPromotions(ls, r.TTL, r.holders())...)
 	v = append(v, checkTerms(ops, events)...)
-	v = append(v, checkStreams(events)...)
+	v = append(v, checkStreams(events, r.holders())...)
 	v = append(v, checkAgreement(events)...)
 	v = append(v, checkDurable(ops, events)...)
 	v = append(v, checkDeliveries(h.Subscribed(), events, h.Deliveries())...)
@@ -133,8 +142,10 @@ func Leaderships(ops []bench.Op, r Rules) []Leadership {
 	return out
 }
 
-// checkLeaderships reports leaderships of one election that overlap.
-func checkLeaderships(ls []Leadership) []Violation {
+// checkLeaderships reports the instants at which more than n candidates
+// of one election acted as holders (with n = 1: leaderships that
+// overlap), once per leadership that began while n others ran.
+func checkLeaderships(ls []Leadership, n int) []Violation {
 	byElection := map[string][]Leadership{}
 	for _, l := range ls {
 		byElection[l.Election] = append(byElection[l.Election], l)
@@ -142,18 +153,63 @@ func checkLeaderships(ls []Leadership) []Violation {
 	var v []Violation
 	for election, ls := range byElection {
 		sort.Slice(ls, func(i, j int) bool { return ls[i].From.Before(ls[j].From) })
-		var last Leadership // the one that ends last so far
-		for i, l := range ls {
-			if i > 0 && l.From.Before(last.To) {
-				v = append(v, Violation{Overlap, election, fmt.Sprintf("%s (term %d) acted as leader from %s while %s (term %d) did until %s",
-					l.Candidate, l.Term, stamp(l.From), last.Candidate, last.Term, stamp(last.To))})
+		var acting []Leadership // those running at the current From
+		for _, l := range ls {
+			acting = slices.DeleteFunc(acting, func(a Leadership) bool { return !l.From.Before(a.To) })
+			if len(acting) >= n {
+				last := acting[0] // the one that ends last
+				for _, a := range acting[1:] {
+					if a.To.After(last.To) {
+						last = a
+					}
+				}
+				if n == 1 {
+					v = append(v, Violation{Overlap, election, fmt.Sprintf("%s (term %d) acted as leader from %s while %s (term %d) did until %s",
+						l.Candidate, l.Term, stamp(l.From), last.Candidate, last.Term, stamp(last.To))})
+				} else {
+					v = append(v, Violation{Overlap, election, fmt.Sprintf("%s (term %d) acted as holder from %s while %d others did (of %d holders): %s",
+						l.Candidate, l.Term, stamp(l.From), len(acting), n, describeActing(acting))})
+				}
 			}
-			if i == 0 || l.To.After(last.To) {
-				last = l
-			}
+			acting = append(acting, l)
 		}
 	}
 	return v
+}
+
+// MostActing is the largest number of ls's leaderships of one election
+// that ran at one instant: what the runs reached of their holders.
+func MostActing(ls []Leadership) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	byElection := map[string][]edge{}
+	for _, l := range ls {
+		byElection[l.Election] = append(byElection[l.Election], edge{l.From, 1}, edge{l.To, -1})
+	}
+	most := 0
+	for _, es := range byElection {
+		// Ends before begins at one instant: a span is [From, To).
+		sort.Slice(es, func(i, j int) bool {
+			return es[i].at.Before(es[j].at) || es[i].at.Equal(es[j].at) && es[i].delta < es[j].delta
+		})
+		n := 0
+		for _, e := range es {
+			n += e.delta
+			most = max(most, n)
+		}
+	}
+	return most
+}
+
+// describeActing lists leaderships as "a (term 3) until 12:00:01.000".
+func describeActing(ls []Leadership) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = fmt.Sprintf("%s (term %d) until %s", l.Candidate, l.Term, stamp(l.To))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // checkTerms reports a term that named two candidates, in answers or in
@@ -183,6 +239,9 @@ func checkTerms(ops []bench.Op, events []Event) []Violation {
 		if l := op.Status.Leader; l != nil {
 			see(op.Election, l.Term, l.ID, "an answer to "+op.Candidate)
 		}
+		for _, l := range op.Status.Holders {
+			see(op.Election, l.Term, l.ID, "an answer to "+op.Candidate)
+		}
 		if op.Status.State == client.StateLeader {
 			see(op.Election, op.Status.Term, op.Status.ID, "an answer to "+op.Candidate)
 		}
@@ -193,6 +252,9 @@ func checkTerms(ops []bench.Op, events []Event) []Violation {
 			see(e.Election, e.Term, e.Candidate, "event "+e.ID)
 		case client.EventReset:
 			see(e.Election, e.LeaderTerm, e.Leader, "a reset")
+			for _, h := range e.Holders {
+				see(e.Election, h.Term, h.ID, "a reset")
+			}
 		}
 	}
 	return v
@@ -200,16 +262,15 @@ func checkTerms(ops []bench.Op, events []Event) []Violation {
 
 // streamState is what one subscriber knows of one election.
 type streamState struct {
-	known     bool // whether leader is known
-	leader    string
-	term      uint64
+	known     bool              // whether open is known
+	open      map[uint64]string // the open holderships: term → holder
 	lastBegin uint64
 }
 
 // checkStreams reports, per subscriber, duplicate and out-of-order event
-// ids, and gaps: a begin while another leadership had not ended, or an end
-// of a leadership that was not the current one.
-func checkStreams(events []Event) []Violation {
+// ids, and gaps: a begin while n holderships had not ended (with n = 1:
+// another leadership), or an end of a holdership that was not open.
+func checkStreams(events []Event, n int) []Violation {
 	var v []Violation
 	last := map[int]eventID{}
 	seen := map[int]map[string]bool{}
@@ -217,11 +278,15 @@ func checkStreams(events []Event) []Violation {
 	for _, e := range events {
 		st := states[[2]any{e.Subscriber, e.Election}]
 		if st == nil {
-			st = &streamState{}
+			st = &streamState{open: map[uint64]string{}}
 			states[[2]any{e.Subscriber, e.Election}] = st
 		}
 		if e.Type == client.EventReset {
-			*st = streamState{known: true, leader: e.Leader, term: e.LeaderTerm, lastBegin: max(st.lastBegin, e.LeaderTerm)}
+			*st = streamState{known: true, open: map[uint64]string{}, lastBegin: max(st.lastBegin, e.LeaderTerm)}
+			for _, h := range e.Holders {
+				st.open[h.Term] = h.ID
+				st.lastBegin = max(st.lastBegin, h.Term)
+			}
 			continue
 		}
 		if seen[e.Subscriber] == nil {
@@ -239,21 +304,29 @@ func checkStreams(events []Event) []Violation {
 		last[e.Subscriber] = id
 		switch e.Type {
 		case client.EventLeaderBegin:
-			if st.known && st.leader != "" {
-				v = append(v, Violation{Gap, e.Election, fmt.Sprintf("subscriber %d got the begin of %s (term %d) at %s while %s (term %d) had not ended",
-					e.Subscriber, e.Candidate, e.Term, e.ID, st.leader, st.term)})
+			if st.known && len(st.open) >= n {
+				v = append(v, Violation{Gap, e.Election, fmt.Sprintf("subscriber %d got the begin of %s (term %d) at %s while %s had not ended",
+					e.Subscriber, e.Candidate, e.Term, e.ID, describeOpen(st.open))})
 			}
 			if st.lastBegin != 0 && e.Term <= st.lastBegin {
 				v = append(v, Violation{TermNotRising, e.Election, fmt.Sprintf("subscriber %d got the begin of term %d at %s after term %d",
 					e.Subscriber, e.Term, e.ID, st.lastBegin)})
 			}
-			*st = streamState{known: true, leader: e.Candidate, term: e.Term, lastBegin: max(st.lastBegin, e.Term)}
-		case client.EventLeaderEnd:
-			if st.known && (st.leader != e.Candidate || st.term != e.Term) {
-				v = append(v, Violation{Gap, e.Election, fmt.Sprintf("subscriber %d got the end of %s (term %d) at %s, but its stream's leader was %q (term %d)",
-					e.Subscriber, e.Candidate, e.Term, e.ID, st.leader, st.term)})
+			if n == 1 {
+				clear(st.open) // reported above: the stream goes on from this leadership
 			}
-			st.known, st.leader, st.term = true, "", e.Term
+			st.known, st.lastBegin = true, max(st.lastBegin, e.Term)
+			st.open[e.Term] = e.Candidate
+		case client.EventLeaderEnd:
+			if id, ok := st.open[e.Term]; st.known && (!ok || id != e.Candidate) {
+				v = append(v, Violation{Gap, e.Election, fmt.Sprintf("subscriber %d got the end of %s (term %d) at %s, but its stream's open holderships were %s",
+					e.Subscriber, e.Candidate, e.Term, e.ID, describeOpen(st.open))})
+			}
+			if n == 1 {
+				clear(st.open)
+			}
+			delete(st.open, e.Term)
+			st.known = true
 		case client.EventCandidateJoined, client.EventCandidateLeft:
 			if !st.known && e.Term == 0 {
 				st.known = true // a new election: nobody has led it yet
@@ -261,6 +334,24 @@ func checkStreams(events []Event) []Violation {
 		}
 	}
 	return v
+}
+
+// describeOpen lists open holderships as `"a" (term 3)`, by term, or
+// "none".
+func describeOpen(open map[uint64]string) string {
+	if len(open) == 0 {
+		return "none"
+	}
+	terms := make([]uint64, 0, len(open))
+	for t := range open {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms)
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		parts[i] = fmt.Sprintf("%q (term %d)", open[t], t)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // checkAgreement reports events of an election that one subscriber got

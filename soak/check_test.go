@@ -462,3 +462,97 @@ func TestDuringListsTheFaultsOverlappingAWindow(t *testing.T) {
 		t.Fatalf("During = %q, want %q", got, want)
 	}
 }
+
+// TestCheckCountsHolders: with N holders the checker allows N candidates
+// acting at once, and reports the N+1st: acting, promised, or begun on a
+// stream.
+func TestCheckCountsHolders(t *testing.T) {
+	t.Parallel()
+	// held is an answer telling id it holds term, under a (term 1), the
+	// longest-standing holder.
+	held := func(kind bench.Kind, id string, start, end int, term uint64) bench.Op {
+		op := answer(kind, id, start, end, client.StateLeader, term, "")
+		op.Status.Leader = &client.Leader{ID: "a", Term: 1}
+		return op
+	}
+	// a and b hold at once (terms 1 and 2); c is told it holds term 3 at
+	// 1500, while both still act and were promised.
+	three := []bench.Op{
+		held(bench.Campaign, "a", 0, 10, 1),
+		held(bench.Campaign, "b", 20, 30, 2),
+		held(bench.Heartbeat, "a", 1000, 1010, 1),
+		held(bench.Heartbeat, "b", 1000, 1010, 2),
+		held(bench.Heartbeat, "c", 1500, 1510, 3),
+	}
+	// b resigns at 1200; then c takes its slot.
+	replaced := []bench.Op{
+		held(bench.Campaign, "a", 0, 10, 1),
+		held(bench.Campaign, "b", 20, 30, 2),
+		held(bench.Heartbeat, "a", 1000, 1010, 1),
+		{Kind: bench.Resign, Election: "e", Candidate: "b", Start: at(1200), End: at(1210)},
+		held(bench.Heartbeat, "c", 1500, 1510, 3),
+	}
+	stream := []Event{
+		ev(0, "10-1", begin, "a", 1), ev(0, "11-1", begin, "b", 2), ev(0, "12-1", end, "b", 2), ev(0, "12-2", begin, "c", 3),
+	}
+	overfull := []Event{
+		ev(0, "10-1", begin, "a", 1), ev(0, "11-1", begin, "b", 2), ev(0, "12-1", begin, "c", 3),
+	}
+	reset := []Event{
+		{Subscriber: 0, ID: "9", Type: client.EventReset, Election: "e", Term: 2, Leader: "a", LeaderTerm: 1, Holders: []Holding{{"a", 1}, {"b", 2}}},
+		ev(0, "12-1", end, "b", 2), ev(0, "12-2", begin, "c", 3),
+	}
+	tests := []struct {
+		name    string
+		holders int
+		ops     []bench.Op
+		events  []Event
+		want    []string
+	}{
+		{"three act at once, of three holders", 3, three, nil, nil},
+		{"three act at once, of two holders", 2, three, nil, []string{Overlap, EarlyPromotion}},
+		{"three act at once, of one holder", 1, three, nil, []string{Overlap, Overlap, EarlyPromotion, EarlyPromotion}},
+		{"a resigned holder's slot is taken, of two holders", 2, replaced, nil, nil},
+		{"a stream of two holders", 2, nil, stream, nil},
+		{"a stream with a third begin, of two holders", 2, nil, overfull, []string{Gap}},
+		{"a stream from a reset of two holders", 2, nil, reset, nil},
+		{"a stream of two holders, checked as one", 1, nil, stream, []string{Gap}},
+	}
+	for _, tt := range tests {
+		h := &History{}
+		for _, op := range tt.ops {
+			h.ObserveOp(op)
+		}
+		h.events = tt.events
+		got := Check(h, Rules{TTL: 3 * time.Second, Margin: 500 * time.Millisecond, End: at(10_000), Holders: tt.holders})
+		var props []string
+		for _, v := range got {
+			props = append(props, v.Property)
+		}
+		if strings.Join(props, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("%s: violations %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestMostActing(t *testing.T) {
+	t.Parallel()
+	l := func(election, id string, from, to int) Leadership {
+		return Leadership{Election: election, Candidate: id, From: at(from), To: at(to)}
+	}
+	tests := []struct {
+		name string
+		ls   []Leadership
+		want int
+	}{
+		{"none", nil, 0},
+		{"one after another", []Leadership{l("e", "a", 0, 10), l("e", "b", 10, 20)}, 1},
+		{"two at once", []Leadership{l("e", "a", 0, 10), l("e", "b", 5, 20), l("e", "c", 20, 30)}, 2},
+		{"elections apart", []Leadership{l("e", "a", 0, 10), l("f", "b", 0, 10)}, 1},
+	}
+	for _, tt := range tests {
+		if got := MostActing(tt.ls); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

@@ -2,21 +2,24 @@
 // every operation candidates made, every event subscribers received and
 // every fault injected, and a checker that reads it afterwards.
 //
-// The checker asserts, per election:
+// The checker asserts, per election of N holders (Rules.Holders, 1 by
+// default):
 //
-//   - no two leaderships overlap, where a candidate leads from the answer
+//   - no instant has more than N candidates acting as holders (with N = 1:
+//     no two leaderships overlap), where a candidate leads from the answer
 //     that told it so until it learns otherwise or, by the step-down rule,
 //     until its last successful heartbeat's start plus its TTL minus a
 //     safety margin;
-//   - no leadership begins early: before an earlier leader that did not
-//     resign has passed the start of its last answer saying it leads plus
-//     the TTL, the time elector promised it;
+//   - no leadership begins early: while N earlier holderships that did not
+//     resign have not passed the start of their last answer saying they
+//     lead plus the TTL, the time elector promised them;
 //   - a term names one leadership only, and leader.begin terms strictly
 //     increase on every stream;
 //   - an event stream, resumed with Last-Event-ID across disconnections,
-//     has no duplicate, nothing out of order and no gap: its begin and end
-//     events alternate term by term, and every subscriber saw the same
-//     events over the span they share;
+//     has no duplicate, nothing out of order and no gap: a begin comes
+//     only while fewer than N holderships are open, every end names an
+//     open one (with N = 1: begin and end alternate term by term), and
+//     every subscriber saw the same events over the span they share;
 //   - every acknowledged write survives: a campaign answered with
 //     success shows as its candidate.joined on some stream, and a term
 //     an answer told a candidate it leads shows as that leadership's
@@ -46,7 +49,10 @@
 // one replica at a time is cut off from etcd, and etcd's members are
 // stopped (the raft leader past the TTL, or a follower), killed and
 // restarted (etcdfaults_test.go). They run only when ELECTOR_SOAK is set
-// to a duration:
+// to a duration; ELECTOR_SOAK_HOLDERS sets the elections' holders (1 by
+// default), on every backend:
 //
 //	ELECTOR_SOAK=2m go test -v -run TestSoak ./soak/
+//	ELECTOR_SOAK=1m ELECTOR_SOAK_HOLDERS=2 go test -v -run 'TestSoak$' ./soak/
+//	ELECTOR_SOAK=2m ELECTOR_SOAK_HOLDERS=2 go test -v -run '^TestSoakEtcd$' -timeout 20m ./soak/
 package soak

@@ -63,6 +63,9 @@ func durable(ops []bench.Op, events []Event) (checked int, v []Violation) {
 			if e.Leader != "" {
 				began[key{e.Election, e.Leader, e.LeaderTerm}] = true
 			}
+			for _, h := range e.Holders {
+				began[key{e.Election, h.ID, h.Term}] = true
+			}
 		}
 	}
 	covered := func(op bench.Op) bool {

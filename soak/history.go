@@ -17,12 +17,21 @@ type Event struct {
 	Election   string
 	Term       uint64
 	Candidate  string // the candidate the event names, if any
-	// Leader and LeaderTerm are a reset's snapshot of the leader.
+	// Leader and LeaderTerm are a reset's snapshot of the leader (the
+	// longest-standing holder), Holders of every holder (the leader alone
+	// with one holder).
 	Leader     string
 	LeaderTerm uint64
+	Holders    []Holding
 	Received   time.Time
 	// Body is the event's JSON as the stream carried it.
 	Body []byte
+}
+
+// Holding is one holder of an election and the term of its holdership.
+type Holding struct {
+	ID   string
+	Term uint64
 }
 
 // Delivery is one webhook request the soak's receiver got.
@@ -81,6 +90,13 @@ func (h *History) ObserveEvent(sub int, ev client.Event, received time.Time) {
 		e.Election, e.Term = s.Election, s.Term
 		if s.Leader != nil {
 			e.Leader, e.LeaderTerm = s.Leader.ID, s.Leader.Term
+			e.Holders = []Holding{{s.Leader.ID, s.Leader.Term}}
+		}
+		if s.Holders != nil {
+			e.Holders = e.Holders[:0]
+			for _, l := range s.Holders {
+				e.Holders = append(e.Holders, Holding{l.ID, l.Term})
+			}
 		}
 	}
 	h.mu.Lock()

@@ -13,36 +13,49 @@ import (
 // EarlyPromotion is the property checkPromotions checks.
 const EarlyPromotion = "early promotion"
 
-// checkPromotions reports leaderships that began before an earlier
-// leadership of the election had run out the time elector promised it:
-// the start of its last answer saying it leads plus the TTL. Overlap
-// checks what candidates obeying the step-down rule did; this checks
-// elector's promise itself, margin or not, and whether or not the earlier
-// leader happened to hear of its end in time. A leadership that ended by
-// its candidate's resignation promised nothing after it. One violation is
-// reported per leadership that began early.
-func checkPromotions(ls []Leadership, ttl time.Duration) []Violation {
+// checkPromotions reports leaderships that began while n earlier ones of
+// the election (with n = 1: an earlier one) had not run out the time
+// elector promised them: the start of the last answer saying it leads
+// plus the TTL. Overlap checks what candidates obeying the step-down rule
+// did; this checks elector's promise itself, margin or not, and whether or
+// not the earlier leader happened to hear of its end in time. A leadership
+// that ended by its candidate's resignation promised nothing after it. One
+// violation is reported per leadership that began early, naming the
+// earlier one whose promise runs out last.
+func checkPromotions(ls []Leadership, ttl time.Duration, n int) []Violation {
 	byElection := map[string][]Leadership{}
 	for _, l := range ls {
 		byElection[l.Election] = append(byElection[l.Election], l)
+	}
+	type holdership struct {
+		candidate string
+		term      uint64
 	}
 	var v []Violation
 	for election, ls := range byElection {
 		sort.Slice(ls, func(i, j int) bool { return ls[i].From.Before(ls[j].From) })
 		for i, l := range ls {
 			var early *Leadership // the earlier leadership whose promise runs out last
+			promised := map[holdership]bool{}
 			for j := range ls[:i] {
 				p := &ls[j]
 				switch {
 				case p.Candidate == l.Candidate && p.Term == l.Term: // the same leadership, told again
 				case p.Resigned && !p.To.After(l.From):
-				case l.From.Before(p.LastAck.Add(ttl)) && (early == nil || p.LastAck.After(early.LastAck)):
-					early = p
+				case l.From.Before(p.LastAck.Add(ttl)):
+					promised[holdership{p.Candidate, p.Term}] = true
+					if early == nil || p.LastAck.After(early.LastAck) {
+						early = p
+					}
 				}
 			}
-			if early != nil {
-				v = append(v, Violation{EarlyPromotion, election, fmt.Sprintf("%s was told at %s it leads term %d; %s (term %d) was told at %s it led, so was promised until %s",
-					l.Candidate, stamp(l.From), l.Term, early.Candidate, early.Term, stamp(early.LastAck), stamp(early.LastAck.Add(ttl)))})
+			if len(promised) >= n {
+				what := "led"
+				if n > 1 {
+					what = fmt.Sprintf("held, one of %d holderships promised at once (of %d holders)", len(promised), n)
+				}
+				v = append(v, Violation{EarlyPromotion, election, fmt.Sprintf("%s was told at %s it leads term %d; %s (term %d) was told at %s it %s, so was promised until %s",
+					l.Candidate, stamp(l.From), l.Term, early.Candidate, early.Term, stamp(early.LastAck), what, stamp(early.LastAck.Add(ttl)))})
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,6 +77,12 @@ func soak(t *testing.T, s setup) {
 	if err != nil || d < 30*time.Second {
 		t.Fatalf("ELECTOR_SOAK=%q: want a duration of at least 30s", spec)
 	}
+	holders := 1
+	if n := os.Getenv("ELECTOR_SOAK_HOLDERS"); n != "" {
+		if holders, err = strconv.Atoi(n); err != nil || holders < 1 || holders > soakCandidates/soakElections {
+			t.Fatalf("ELECTOR_SOAK_HOLDERS=%q: want 1 to %d", n, soakCandidates/soakElections)
+		}
+	}
 	bin := buildElector(t)
 	var (
 		gws     []*gatewayProcess
@@ -126,11 +133,15 @@ func soak(t *testing.T, s setup) {
 	}
 
 	// The webhook of each election is in place before the load starts,
-	// so that every event of it must be delivered.
+	// so that every event of it must be delivered; so is its holders
+	// setting.
 	rcv := startReceiver(t, h)
 	for e := range soakElections {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := rcv.subscribe(ctx, urls[e%len(urls)], load.ElectionName(e))
+		if err == nil && holders > 1 {
+			_, err = client.New(urls[e%len(urls)]).Configure(ctx, load.ElectionName(e), client.SettingsPatch{Holders: &holders})
+		}
 		cancel()
 		if err != nil {
 			t.Fatal(err)
@@ -165,8 +176,8 @@ func soak(t *testing.T, s setup) {
 	waitFor(webhookDrain, func() bool { return h.Undelivered() == 0 })
 	drain := time.Since(end)
 
-	violations := Check(h, Rules{TTL: soakTTL, Margin: soakMargin, End: end})
-	t.Log("\n" + report(d, s, cluster, urls, h, sum, drain, violations))
+	violations := Check(h, Rules{TTL: soakTTL, Margin: soakMargin, End: end, Holders: holders})
+	t.Log("\n" + report(d, s, cluster, urls, h, sum, drain, violations, holders))
 	for i, v := range violations {
 		if i == 50 {
 			t.Errorf("… and %d more", len(violations)-50)
@@ -275,7 +286,7 @@ func injectFaults(ctx context.Context, t *testing.T, gws []*gatewayProcess, load
 
 // report is the soak's table of faults, operations, webhook deliveries
 // and violations.
-func report(d time.Duration, s setup, cluster *etcdtest.Cluster, gateways []string, h *History, sum bench.Summary, drain time.Duration, violations []Violation) string {
+func report(d time.Duration, s setup, cluster *etcdtest.Cluster, gateways []string, h *History, sum bench.Summary, drain time.Duration, violations []Violation, holders int) string {
 	var b strings.Builder
 	shape := "1 `elector serve` (embedded backend)"
 	switch {
@@ -284,8 +295,8 @@ func report(d time.Duration, s setup, cluster *etcdtest.Cluster, gateways []stri
 	case s.members > 1:
 		shape = fmt.Sprintf("%d `elector serve` whose embedded servers form one cluster", s.members)
 	}
-	fmt.Fprintf(&b, "soak of %s: %s, %d candidates in %d elections, TTL %s, %d subscribers\n\n",
-		d, shape, sum.Candidates, sum.Elections, soakTTL, sum.Subscribers)
+	fmt.Fprintf(&b, "soak of %s: %s, %d candidates in %d elections of %d %s, TTL %s, %d subscribers\n\n",
+		d, shape, sum.Candidates, sum.Elections, holders, plural(holders, "holder", "holders"), soakTTL, sum.Subscribers)
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "fault\tcount\tlongest\t")
 	faults := map[string]int{}
@@ -332,8 +343,8 @@ func report(d time.Duration, s setup, cluster *etcdtest.Cluster, gateways []stri
 	if during := During(h.Faults(), from, to); len(during) > 0 {
 		outage += ", during: " + strings.Join(during, "; ")
 	}
-	fmt.Fprintf(&b, "\nleaderships observed: %d; events: %d (resets: %d); candidacies left to expire: %d\nacknowledged writes checked against the streams: %d\nlongest time without an answered heartbeat: %s\nerrors by type: %v\n",
-		len(ls), len(h.Events()), resets, sum.Unresigned, DurableChecked(h), outage, sum.Errors.ByType)
+	fmt.Fprintf(&b, "\nleaderships observed: %d (most acting at once in one election: %d); events: %d (resets: %d); candidacies left to expire: %d\nacknowledged writes checked against the streams: %d\nlongest time without an answered heartbeat: %s\nerrors by type: %v\n",
+		len(ls), MostActing(ls), len(h.Events()), resets, sum.Unresigned, DurableChecked(h), outage, sum.Errors.ByType)
 	if cluster != nil {
 		longest, in, n := LongestAnswer(h.Ops(), h.Faults(), faultEtcdFollower, gateways)
 		fmt.Fprintf(&b, "longest answer to a candidate while an etcd follower was stopped: %s (%d operations; in the stop of %s at %s)\n",
@@ -381,4 +392,12 @@ func sortedKeys(m map[string]int) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -308,22 +308,60 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 	return out, cursor, nil
 }
 
-// Configure implements gateway.Backend. Settings never change who leads:
-// the error cooldown applies to errors reported afterwards, the handover
-// delay to expiries that happen afterwards. Turning preempt on may start
-// a preemption, which is made before the answer (as gateway.Record's
-// Configure makes it, and as Campaign makes the moves it causes), not left
-// to the reconcilers' next pass. Errors: gateway.ErrUnavailable.
+// Configure implements gateway.Backend. The error cooldown applies to
+// errors reported afterwards, the handover delay to expiries that happen
+// afterwards. Raising the holders fills the new slots from the line at
+// once (the reconcile after the write); lowering them below the holders
+// ends the newest holderships in the transaction that writes the
+// settings (guarded by the lead record, see lowered), and their slots
+// stay taken until their promises lapse. Turning preempt on may start a
+// preemption, which is made before the answer too (as gateway.Record's
+// Configure makes it). Errors: gateway.ErrUnavailable.
 func (b *Backend) Configure(ctx context.Context, election string, s gateway.Settings) (gateway.Election, error) {
-	rctx, cancel := b.reqCtx(ctx)
-	resp, err := b.cli.Put(rctx, b.keys.settings(election), mustJSON(settingsOf(s, b.now())))
-	cancel()
-	if err != nil {
-		return gateway.Election{}, translate(ctx, fmt.Sprintf("configure %q", election), err)
+	op := fmt.Sprintf("configure %q", election)
+	var rev int64
+	for attempt := 0; ; attempt++ {
+		if attempt == maxAttempts {
+			return gateway.Election{}, fmt.Errorf("etcd: %s: the election kept changing: %w", op, gateway.ErrUnavailable)
+		}
+		v, _, err := b.cached(ctx, election)
+		if err != nil {
+			return gateway.Election{}, err
+		}
+		now := b.now()
+		var cmps []clientv3.Cmp
+		ops := []clientv3.Op{clientv3.OpPut(b.keys.settings(election), mustJSON(settingsOf(s, now)))}
+		if n := s.HolderLimit(); n < v.settings.HolderLimit() || len(v.holders) > n {
+			// Lowering compares the lead record it ends holderships in,
+			// and every acknowledgement compares the settings: of the two
+			// that race, one fails, so no holdership begins under a
+			// setting it was not counted with.
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", v.leadMod),
+				// The key it writes, as every transaction elector
+				// commits compares (see Connections in the package doc).
+				clientv3.Compare(clientv3.ModRevision(b.keys.settings(election)), "=", v.settingsMod))
+			if len(v.holders) > n {
+				ops = append(ops, b.putLead(v, lowered(v, n, now))...)
+			}
+		}
+		rctx, cancel := b.reqCtx(ctx)
+		resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return gateway.Election{}, translate(ctx, op, err)
+		}
+		if !resp.Succeeded {
+			if err := b.catchUp(ctx, resp.Header.Revision); err != nil {
+				return gateway.Election{}, err
+			}
+			continue
+		}
+		rev = resp.Header.Revision
+		break
 	}
 	// The cache at the write's revision reflects every write acknowledged
 	// before this one: it answers as a linearizable read would.
-	if err := b.waitApplied(ctx, resp.Header.Revision); err != nil {
+	if err := b.waitApplied(ctx, rev); err != nil {
 		return gateway.Election{}, err
 	}
 	b.reconcileBeforeAnswer(ctx, "configure", election)
@@ -332,7 +370,7 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 		return gateway.Election{}, err
 	}
 	if !v.exists {
-		return gateway.Election{}, fmt.Errorf("etcd: configure %q: settings vanished: %w", election, gateway.ErrUnavailable)
+		return gateway.Election{}, fmt.Errorf("etcd: %s: settings vanished: %w", op, gateway.ErrUnavailable)
 	}
 	return b.snapshot(v, cursor, b.now()), nil
 }
@@ -340,12 +378,22 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 // snapshot turns a view into the gateway's Election.
 func (b *Backend) snapshot(v view, cursor string, now time.Time) gateway.Election {
 	e := gateway.Election{Name: v.name, Settings: v.settings, Term: v.term, Cursor: cursor, Transfer: v.transfer.gateway()}
+	if v.settings.HolderLimit() > 1 {
+		e.Holders = make([]gateway.Leader, 0, len(v.holders))
+	}
 	e.Candidates = make([]gateway.Candidate, 0, len(v.line)+len(v.cooling))
-	for _, x := range v.line {
+	for i, x := range v.line {
 		c := b.candidate(x, gateway.StateFollower)
-		if x == v.leader {
-			c.State, c.Term = gateway.StateLeader, v.term
-			e.Leader = &gateway.Leader{ID: c.ID, Metadata: c.Metadata, Term: v.term, Since: v.lead.Since, ExpiresAt: c.ExpiresAt}
+		if i < len(v.holders) {
+			s := v.held[i]
+			c.State, c.Term = gateway.StateLeader, s.Term
+			l := gateway.Leader{ID: c.ID, Metadata: c.Metadata, Term: s.Term, Since: s.Since, ExpiresAt: c.ExpiresAt}
+			if i == 0 {
+				e.Leader = &l
+			}
+			if e.Holders != nil {
+				e.Holders = append(e.Holders, l)
+			}
 		}
 		e.Candidates = append(e.Candidates, c)
 	}
@@ -354,22 +402,9 @@ func (b *Backend) snapshot(v view, cursor string, now time.Time) gateway.Electio
 		c.CooldownUntil = x.value.CooldownUntil
 		e.Candidates = append(e.Candidates, c)
 	}
-	if v.pending && len(v.line) > 0 {
-		switch {
-		case !v.lead.Until.IsZero():
-			e.HandoverUntil = v.lead.Until
-		case v.settings.HandoverDelay > 0:
-			e.HandoverUntil = now.Add(v.settings.HandoverDelay) // not started yet: a reconciler is about to
-		}
-	}
-	if len(v.line) > 0 && e.Leader == nil {
-		// The last leader's promise holds the next back: shown as a
-		// handover, when this replica's clock says it lapses.
-		mono := b.mono.now()
-		if until, held := v.hold(mono); held && now.Add(until.Sub(mono)).After(e.HandoverUntil) {
-			e.HandoverUntil = now.Add(until.Sub(mono))
-		}
-	}
+	// The slots held back by handover delays and promises: when the next
+	// frees, on this replica's clock.
+	e.HandoverUntil = v.heldUntil(now, b.mono.now())
 	return e
 }
 
@@ -427,14 +462,25 @@ func (b *Backend) status(ctx context.Context, op, election, id, tokenHash string
 	default:
 		out.Candidate = b.candidate(st.x, gateway.StateFollower)
 	}
-	if l := st.leader; l != nil {
+	if st.own != nil {
+		out.Candidate.State, out.Candidate.Term, out.Term = gateway.StateLeader, st.own.Term, st.own.Term
+	}
+	holder := func(x *entry, s *slotValue) gateway.Leader {
 		c := out.Candidate
-		if l != st.x {
-			c = b.candidate(l, gateway.StateFollower)
-		} else {
-			out.Candidate.State, out.Candidate.Term = gateway.StateLeader, st.term
+		if x != st.x {
+			c = b.candidate(x, gateway.StateFollower)
 		}
-		out.Leader = &gateway.Leader{ID: c.ID, Metadata: c.Metadata, Term: st.term, Since: st.lead.Since, ExpiresAt: c.ExpiresAt}
+		return gateway.Leader{ID: c.ID, Metadata: c.Metadata, Term: s.Term, Since: s.Since, ExpiresAt: c.ExpiresAt}
+	}
+	if st.leader != nil {
+		l := holder(st.leader, st.lslot)
+		out.Leader = &l
+	}
+	if st.holders != nil {
+		out.Holders = make([]gateway.Leader, len(st.holders))
+		for i, n := range st.holders {
+			out.Holders[i] = holder(n.x, n.s)
+		}
 	}
 	return out, nil
 }

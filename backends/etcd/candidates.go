@@ -20,7 +20,8 @@ const maxAttempts = 20
 // its TTL (rounded up to whole seconds, and at least etcd's minimum lease
 // TTL), and in one transaction creates its candidacy key at the back of the
 // line and its id key, both on the lease, plus the election's settings if
-// it has none. If the line was empty it then acknowledges itself as leader.
+// it has none. If a slot is free (it is among the first N in line, with N
+// holders) it then acknowledges itself as a holder.
 // Errors: gateway.ErrCandidateExists, gateway.ErrUnavailable.
 func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
 	op := fmt.Sprintf("campaign %q", c.ID)
@@ -132,15 +133,15 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string,
 // Heartbeat implements gateway.Backend: a keep-alive of the candidate's
 // lease, and an answer as fresh as a linearizable read. A follower's
 // heartbeat fetches the read index when it arrives, beside the keep-alive,
-// and the answer waits until the cache has caught up with it; so a leader
+// and the answer waits until the cache has caught up with it; so a holder
 // deposed through any replica before the heartbeat arrived (an error
-// report, a resignation, an expiry) is never told that it still leads. A
-// leader's heartbeat writes its promise beside the keep-alive instead
-// (promise.go), a write whose revision is as fresh, and answers "leader"
-// only once that write succeeded: a follower promoted meanwhile is
-// promised before it is told. The answer is found without deriving the
-// whole election, so a heartbeat costs the same with 3 candidates as with
-// 1,000. Errors: gateway.ErrCandidateNotFound (unknown, or its lease
+// report, a resignation, an expiry, a lower holders setting) is never told
+// that it still holds. A holder's heartbeat writes the promise of its
+// holdership beside the keep-alive instead (promise.go), a write whose
+// revision is as fresh, and answers "leader" only once that write
+// succeeded: a follower promoted meanwhile is promised before it is
+// told. The answer is found without deriving the whole election, so a
+// heartbeat costs the same with 3 candidates as with 1,000. Errors: gateway.ErrCandidateNotFound (unknown, or its lease
 // expired; a *gateway.CandidacyRevokedError when etcd revoked it early,
 // see revoked.go), gateway.ErrTokenMismatch, gateway.ErrUnavailable.
 func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
@@ -173,10 +174,10 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 			return gateway.Status{}, fmt.Errorf("etcd: %s: %w", op, gateway.ErrTokenMismatch)
 		}
 	}
-	// A leader asked to hand over is refused before its lease is kept
+	// A holder asked to hand over is refused before its lease is kept
 	// alive, so its life runs out unless it hands over (see
 	// gateway.Record.HandoverDue). A transfer this replica has not seen yet
-	// lets one keep-alive through: the leader's life, and its step-down
+	// lets one keep-alive through: the holder's life, and its step-down
 	// deadline, then end a TTL later, and the answer below still refuses.
 	if err := b.handoverDue(ctx, election, id); err != nil {
 		return gateway.Status{}, err
@@ -222,14 +223,14 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 }
 
 // find returns elector candidate id of election from the cache as it is
-// (in line or cooling), or nil, and whether it leads, without deriving the
+// (in line or cooling), or nil, and whether it holds, without deriving the
 // election's view.
 func (b *Backend) find(ctx context.Context, election, id string) (x *entry, leads bool, err error) {
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
 	err = b.cache.read(rctx, func(s *state) {
 		if st, ok := s.standing(election, id); ok {
-			x, leads = st.x, st.leader != nil && st.leader == st.x
+			x, leads = st.x, st.own != nil
 		}
 	})
 	return x, leads, err
@@ -260,9 +261,9 @@ func (c *catching) wait() error {
 }
 
 // Resign implements gateway.Backend. One transaction deletes the
-// candidate's keys and writes a mark saying it resigned; if it led, the
-// same transaction hands the lead record to the next in line (or records
-// that the leadership ended), so there is no handover delay. The lease is
+// candidate's keys and writes a mark saying it resigned; if it held, the
+// same transaction gives its slot to the next in line when it may take it
+// (see handOver), so there is no handover delay. The lease is
 // revoked afterwards. Errors: gateway.ErrCandidateNotFound,
 // gateway.ErrTokenMismatch, gateway.ErrUnavailable.
 func (b *Backend) Resign(ctx context.Context, election, id, tokenHash string) error {
@@ -277,8 +278,8 @@ func (b *Backend) Resign(ctx context.Context, election, id, tokenHash string) er
 // ReportError implements gateway.Backend. One transaction moves the
 // candidate's key from the line to the cooling directory (still on its
 // lease, with the end of its cooldown) and writes a mark with the reason;
-// if it led, the lead record goes to the next in line in the same
-// transaction. A candidate already cooling restarts its cooldown. A
+// if it held, its slot goes to the next in line in the same transaction
+// (see handOver). A candidate already cooling restarts its cooldown. A
 // reconciler puts it back at the end of the line when the cooldown ends.
 // Errors: gateway.ErrCandidateNotFound, gateway.ErrTokenMismatch,
 // gateway.ErrUnavailable.
@@ -300,7 +301,7 @@ func (b *Backend) remove(ctx context.Context, op, election, id, tokenHash, reaso
 // removeIf returns it.
 // The transaction compares what the view was read from (the lead record
 // among it), so check holds at the revision the removal commits. With
-// hold, a leader's end holds the next back until its promise lapses (see
+// hold, a holder's slot stays taken until its promise lapses (see
 // handOver).
 func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, reason, detail string, hold bool, check func(view, *entry) error) (*entry, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
@@ -329,7 +330,7 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 			}
 			marker = &put
 		}
-		cmps, ops := b.removeTxn(v, x, cooling, id, reason, detail, hold, now, marker)
+		cmps, ops := b.removeTxn(v, x, cooling, id, reason, detail, hold, now, b.mono.now(), marker)
 		rctx, cancel := b.reqCtx(ctx)
 		resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()
 		cancel()
@@ -362,15 +363,15 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 // cooldown. Its comparisons hold only if the keys it acts on are still as v
 // saw them, and, for a candidate in line, only if the lead record is too: v
 // may come from a cache that has not yet seen the lead record name x (a
-// handover or a reconciler on another replica), and removing the leader
-// without handing over would leave a pending handover, as if it had
-// expired (the handover delay, a leader.begin saying "expired").
+// handover or a reconciler on another replica), and removing a holder
+// without handing over would leave its slot as if it had expired (the
+// handover delay, a leader.begin saying "expired").
 //
 // marker, for an error, is the write of the cooldown's marker key
 // (timers.go), which the transaction makes with the cooling key; with
 // nil the cooling key is not timed and a reconciler gives it a marker.
-// hold is handOver's, for a leader.
-func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail string, hold bool, now time.Time, marker *clientv3.Op) ([]clientv3.Cmp, []clientv3.Op) {
+// hold is handOver's, for a holder; mono the promise clock's time.
+func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail string, hold bool, now, mono time.Time, marker *clientv3.Op) ([]clientv3.Cmp, []clientv3.Op) {
 	election := v.name
 	idKey := b.keys.candidateID(election, id)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(idKey), "=", v.ids[id].create)}
@@ -398,58 +399,86 @@ func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail s
 		} else {
 			ops = append(ops, clientv3.OpDelete(idKey))
 		}
-		if x == v.leader {
-			c, o := b.handOver(v, reason, hold, now)
+		if i := v.holderOf(x); i >= 0 {
+			c, o := b.handOver(v, i, reason, hold, now, mono)
 			cmps, ops = append(cmps, c...), append(ops, o...)
 		} else {
-			// Not the leader as v sees it: only while the lead record is
+			// Not a holder as v sees it: only while the lead record is
 			// still the one v saw. The target of a pending transfer
 			// leaving cancels it, in the same transaction.
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", v.leadMod))
 			if v.transfer != nil && v.line[v.target] == x {
-				l := *v.lead
+				l := v.lead.clone()
 				l.Transfer, l.At = nil, now
-				ops = append(ops, clientv3.OpPut(b.keys.lead(election), mustJSON(l)))
+				ops = append(ops, b.putLead(v, l)...)
 			}
 		}
 	}
 	return cmps, ops
 }
 
-// handOver returns the comparisons and writes that end the leadership of
-// v.leader with reason inside the transaction that removes it: the lead
-// record names the next in line (whose key must still exist, so it is
-// still next) or, with nobody waiting, records the end. With a transfer
-// pending, the next in line is its target once the reconcilers have moved
-// the keys between behind it (see plan); until then the next in
-// line leads, and the new record drops the transfer (an event cancels it).
+// handOver returns the comparisons and writes that end the holdership of
+// v.holders[i] with reason inside the transaction that removes it: its
+// slot goes to the first follower at once (whose key must still exist,
+// so it is still first), when it may take it (see successor), else it
+// frees.
 //
-// With hold (FailLeader: the gateway's verdict, which the leader may not
-// know of yet) the record always records the end, marked "failed", and
-// names nobody: the reconcilers acknowledge the next in line only once
-// the failed leader's promise has lapsed (see promise.go), as after an
-// expiry. A pending transfer is dropped then too.
-func (b *Backend) handOver(v view, reason string, hold bool, now time.Time) ([]clientv3.Cmp, []clientv3.Op) {
-	leadKey := b.keys.lead(v.name)
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(leadKey), "=", v.leadMod)}
-	prev := &gateway.TermRef{ID: v.leader.value.ID, Term: v.term}
-	if len(v.line) > 1 && !hold {
-		next := v.line[1]
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, next)), "=", next.create))
-		return cmps, []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(acknowledge(next, prev, reason, now)))}
+// With hold (FailLeader: the gateway's verdict, which the holder may not
+// know of yet) the slot is kept, ended "error", and goes to nobody: it is
+// taken until the failed holder's promise has lapsed (see promise.go), as
+// after an expiry. A pending transfer of that holdership is dropped.
+func (b *Backend) handOver(v view, i int, reason string, hold bool, now, mono time.Time) ([]clientv3.Cmp, []clientv3.Op) {
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod)}
+	l := v.lead.clone()
+	l.At = now
+	s := v.held[i]
+	l.Previous, l.PreviousEnd = s.ref(), reason
+	if hold {
+		l.slot(s.Term).Ended = gateway.ReasonError
+	} else {
+		l.drop(s.Term)
 	}
-	ended := *v.lead
-	ended.Ended, ended.At, ended.Until, ended.Transfer, ended.Failed = reason, now, time.Time{}, nil, hold
-	return cmps, []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(ended))}
+	ownTransfer := l.Transfer != nil && l.Transfer.FromTerm == s.Term
+	if ownTransfer {
+		l.Transfer = nil
+	}
+	if next, completes, ok := v.successor(i, mono); ok && !hold {
+		if completes {
+			l.Transfer = nil
+		}
+		cmps = append(cmps, b.acknowledged(v, next)...)
+		l.acknowledge(next, now)
+	}
+	return cmps, b.putLead(v, l)
 }
 
-// acknowledge is the lead record that makes x the leader.
-// Its TTL is the candidate's (0 for a native one): the acknowledgement
-// is the first promise of the leadership (see promise.go).
-func acknowledge(x *entry, prev *gateway.TermRef, prevEnd string, now time.Time) leadValue {
-	l := leadValue{Term: uint64(x.create), Key: x.hex, ID: x.value.ID, Metadata: x.value.Metadata, Since: now, At: now, Previous: prev, PreviousEnd: prevEnd}
-	if !x.native {
-		l.TTLms = x.value.TTLms
+// successor returns the first follower when it takes the slot of
+// v.holders[i] in the transaction that ends that holdership on the
+// holder's word: a follower waits (a native key holds only as the head,
+// and with the slot freed fewer must be taken than the setting on this
+// replica's clock), and a pending transfer steers as in fill. A transfer
+// of that very holdership completes if its target is first, and is
+// cancelled otherwise (the first follower takes the slot). completes is
+// set when the transfer ends with it.
+func (v view) successor(i int, mono time.Time) (next *entry, completes bool, ok bool) {
+	k := len(v.holders)
+	if k >= len(v.line) || v.taken(mono)-1 >= v.settings.HolderLimit() {
+		return nil, false, false
 	}
-	return l
+	next = v.line[k]
+	if next.native && k > 1 {
+		return nil, false, false // after the holder leaves it stands at k-1, not the head
+	}
+	t := v.transfer
+	switch {
+	case t == nil, v.from == i:
+		return next, t != nil, true
+	case v.from >= 0 && v.target == k:
+		return nil, false, false // the target waits for the holdership it replaces
+	case v.from >= 0:
+		return next, false, true
+	case v.target == k || blocked(v, v.from, v.target) != nil:
+		return next, true, true // the holdership it replaces went: its target, or a native key ahead of it
+	}
+	return nil, false, false // the keys ahead of the target move first
 }

@@ -79,23 +79,26 @@ func (s *state) applyRevision(rev int64, changes []*clientv3.Event, derive bool)
 // lease that etcd expired or revoked, a native client's write. etcd keeps
 // no time, so it is taken from what elector wrote before, which every
 // replica holds alike: the newest "at" in the election (newest, from the
-// state before the revision), or, when the leader's key went, the end of
-// the leader's promise if that is later (the acknowledgement or its last
-// promise, plus its TTL: when its leadership ended as elector promised
-// it). An election elector never wrote in takes the newest "at" of all.
+// state before the revision), or, when a holder's key went, the end of
+// its promise if that is later (the acknowledgement or its last promise,
+// plus its TTL: when its holdership ended as elector promised it). An
+// election elector never wrote in takes the newest "at" of all.
 //
-// How far this is from the real time: while an elector candidate leads,
+// How far this is from the real time: while an elector candidate holds,
 // its heartbeats rewrite its promise, so the newest "at" is at most its
-// heartbeat interval (at most its TTL) old; the leader's own expiry is
+// heartbeat interval (at most its TTL) old; a holder's own expiry is
 // stamped with its promised end, which an early revocation (the key goes
-// before it) puts after the event's revision. Elsewhere (a native leader,
+// before it) puts after the event's revision. Elsewhere (a native holder,
 // only candidates in cooldown) it is the age of elector's last write in
 // the election. Every stamp is a writer's clock, as every "at" is.
 func (s *state) eventTime(a, b view, rev int64, newest time.Time) time.Time {
 	at := newest
-	if l := a.leader; l != nil && !slices.ContainsFunc(b.line, func(y *entry) bool { return y.hex == l.hex }) &&
-		(b.mark == nil || b.markMod != rev || b.mark.Key != l.hex) {
-		if end, ok := a.promisedEnd(); ok && end.After(at) {
+	for i, l := range a.holders {
+		if slices.ContainsFunc(b.line, func(y *entry) bool { return y.hex == l.hex }) ||
+			(b.mark != nil && b.markMod == rev && b.mark.Key == l.hex) {
+			continue
+		}
+		if end, ok := a.promisedEnd(a.held[i]); ok && end.After(at) {
 			at = end
 		}
 	}
@@ -139,10 +142,11 @@ func departures(a, b view, rev int64) []departure {
 
 // diff returns the events that lead from view a to view b, which differ by
 // the changes of revision rev, in the order the gateway's Record emits
-// them: the end of a leadership, a transfer cancelled, candidates leaving,
-// candidates joining, a transfer requested, the beginning of a leadership.
-// A key that moved (deleted and put again on the same lease, see
-// moveBack) is the same candidate: it neither leaves nor joins.
+// them: the ends of holderships (the newest first), a transfer cancelled,
+// candidates leaving, candidates joining, a transfer requested, the
+// beginnings of holderships (the oldest first). A key that moved (deleted
+// and put again on the same lease, see moveBack) is the same candidate:
+// it neither leaves nor joins.
 func diff(a, b view, rev int64, at time.Time) []gateway.Event {
 	var out []gateway.Event
 	ev := func(t gateway.EventType, x *entry, term uint64, reason string) gateway.Event {
@@ -163,32 +167,43 @@ func diff(a, b view, rev int64, at time.Time) []gateway.Event {
 		return slices.ContainsFunc(v.cooling, func(y *entry) bool { return y.hex == x.hex })
 	}
 
-	if l := a.leader; l != nil && (b.leader == nil || b.leader.create != l.create) {
+	for i := len(a.holders) - 1; i >= 0; i-- {
+		l, term := a.holders[i], a.held[i].Term
+		if b.holds(term) {
+			continue
+		}
 		reason, detail := why(l.hex)
 		if inLine(b, l) {
-			// Still in line: it handed over, and the record that names its
+			// Still in line: its holdership was ended by lowering the
+			// holders, or it handed over, and the record that names its
 			// successor says why (transferred or preempted).
 			reason, detail = gateway.ReasonTransferred, ""
-			if b.lead != nil && b.lead.Previous != nil && b.lead.Previous.Term == a.term && b.lead.PreviousEnd != "" {
+			switch s := b.lead.slot(term); {
+			case s != nil && s.Ended == gateway.ReasonHoldersReduced:
+				reason = gateway.ReasonHoldersReduced
+			case b.lead != nil && b.lead.Previous != nil && b.lead.Previous.Term == term && b.lead.PreviousEnd != "":
 				reason = b.lead.PreviousEnd
 			}
 		}
 		if reason == gateway.ReasonError {
-			e := ev(gateway.EventLeaderError, l, a.term, "")
+			e := ev(gateway.EventLeaderError, l, term, "")
 			e.Detail = detail
 			out = append(out, e)
 		}
-		out = append(out, ev(gateway.EventLeaderEnd, l, a.term, reason))
+		out = append(out, ev(gateway.EventLeaderEnd, l, term, reason))
 	}
-	if t := a.transfer; t != nil && (b.transfer == nil || b.transfer.Key != t.Key) && (b.leader == nil || b.leader.hex != t.Key) {
+	holdsKey := func(v view, hex string) bool {
+		return slices.ContainsFunc(v.holders, func(y *entry) bool { return y.hex == hex })
+	}
+	if t := a.transfer; t != nil && (b.transfer == nil || b.transfer.Key != t.Key) && !holdsKey(b, t.Key) {
 		// Neither pending any more nor completed: cancelled on request,
 		// because its target left the line (why says how) or because the
-		// leadership ended otherwise.
+		// holdership ended otherwise.
 		x := a.line[a.target]
 		reason := ""
-		if b.transfer == nil && b.lead != nil && b.lead.Transfer == nil && b.leader != nil && a.leader != nil && b.leader.create == a.leader.create && inLine(b, x) {
-			// The same leadership goes on without it: cancelled on request
-			// (CancelTransfer).
+		if b.transfer == nil && b.lead != nil && b.lead.Transfer == nil && a.from >= 0 && b.holds(a.held[a.from].Term) && inLine(b, x) {
+			// The same holdership goes on without it: cancelled on
+			// request (CancelTransfer).
 			reason = gateway.ReasonCancelled
 		}
 		if !inLine(b, x) {
@@ -214,15 +229,17 @@ func diff(a, b view, rev int64, at time.Time) []gateway.Event {
 			out = append(out, ev(gateway.EventCandidateJoined, x, a.term, reason))
 		}
 	}
-	if t := b.transfer; t != nil && b.leader != nil && (a.transfer == nil || a.transfer.Key != t.Key) {
+	if t := b.transfer; t != nil && b.from >= 0 && (a.transfer == nil || a.transfer.Key != t.Key) {
 		e := ev(gateway.EventLeaderTransfer, b.line[b.target], b.term, t.Reason)
-		e.Previous = &gateway.TermRef{ID: b.leader.value.ID, Term: b.term}
+		e.Previous = &gateway.TermRef{ID: b.holders[b.from].value.ID, Term: b.held[b.from].Term}
 		out = append(out, e)
 	}
-	if l := b.leader; l != nil && (a.leader == nil || a.leader.create != l.create) {
-		e := ev(gateway.EventLeaderBegin, l, b.term, b.lead.PreviousEnd)
-		e.Previous = b.lead.Previous
-		out = append(out, e)
+	for i, l := range b.holders {
+		if term := b.held[i].Term; !a.holds(term) {
+			e := ev(gateway.EventLeaderBegin, l, term, b.lead.PreviousEnd)
+			e.Previous = b.lead.Previous
+			out = append(out, e)
+		}
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 // Package etcd is a gateway.Backend over etcd v3 that shares its elections
 // with etcd's own election recipe (go.etcd.io/etcd/client/v3/concurrency,
 // etcdctl elect): native clients and elector candidates wait in one line.
+// It is a gateway.MultiHolder: an election of N holders is held by the
+// first N keys of its line.
 //
 //	b, err := etcd.New(etcd.Config{Endpoints: []string{"10.0.0.1:2379"}, Prefix: "elector"})
 //	…
@@ -11,19 +13,21 @@
 // # Keys
 //
 // Each candidate has one lease with its TTL; a follower's heartbeat is one
-// keep-alive of the lease, a leader's also writes its promise (see The
+// keep-alive of the lease, a holder's also writes its promise (see The
 // leader's promise). Under the prefix p (Config.Prefix):
 //
 //	p/<election>/<lease-hex>                  candidacy, on the lease: the line
 //	p/<election>/<lease-hex>.moved            the same after a move (see Transfers and priorities)
 //	p/_elector/ids/<election>/<candidate-id>  the candidate's lease hex, on the lease
 //	p/_elector/cooling/<election>/<lease-hex> candidate in error cooldown, on the lease
-//	p/_elector/settings/<election>            error cooldown and handover delay
-//	p/_elector/lead/<election>                the lead record: who elector says leads
+//	p/_elector/settings/<election>            error cooldown, handover delay, preempt, holders
+//	p/_elector/lead/<election>                the lead record: who elector says holds, its slots
 //	p/_elector/mark/<election>                why elector last removed a key
-//	p/_elector/promise/<election>             the leader's promise: its last answered heartbeat
+//	p/_elector/promise/<election>             a holder's promise: its last answered heartbeat
+//	p/_elector/promise/<election>/<term>      the same, per holdership (the lead record's list form)
 //	p/_elector/revoked/<election>/<lease-hex> a candidacy etcd revoked early, on a lease of its own
 //	p/_elector/handover/<election>            marker of a handover delay, on a lease of its own
+//	p/_elector/handover/<election>/<term>     the same, per slot (the lead record's list form)
 //	p/_elector/cooldown/<election>/<lease-hex> marker of a cooldown, on a lease of its own
 //	p/_elector/kv/<key>                       the gateway.KV (webhooks' endpoints, deliveries…)
 //	p/_elector/barrier                        written only to move the replicas' watches (see below)
@@ -60,68 +64,133 @@
 //	            "ttl_ms":10000,"token_hash":"<sha-256 hex>","priority":5,"at":"…"}
 //	cooling    the same, plus "cooldown_until":"…","timed":true
 //	ids        the lease in hex, as in the candidacy key
-//	settings   {"error_cooldown_ms":10000,"handover_delay_ms":0,"preempt":true,"at":"…"}
+//	settings   {"error_cooldown_ms":10000,"handover_delay_ms":0,"preempt":true,"holders":2,"at":"…"}
 //	lead       {"term":41,"key":"<lease-hex>","id":"node-b","metadata":…,"ttl_ms":10000,"since":"…",
 //	            "previous":{"id":"node-a","term":37},"previous_end":"resigned",
 //	            "ended":"","failed":true,"until":"…","timed":true,"at":"…",
 //	            "transfer":{"to":"node-c","key":"<lease-hex>","reason":"transferred","at":"…"}}
+//	           or {"term":45,"previous":…,"previous_end":…,"at":"…","transfer":{…,"from":"node-b","from_term":41},
+//	            "holders":[{"term":41,"key":…,"id":"node-b","metadata":…,"ttl_ms":10000,"since":"…",
+//	            "ended":"","until":"…","timed":true},{"term":0,"create":44,…},…]}
 //	handover   {"term":41,"until":"…"} (a marker; a cooldown's is {"until":"…"})
 //	mark       {"key":"<lease-hex>","reason":"resigned"|"error"|"expired","detail":"…","at":"…"}
 //	promise    {"term":41,"key":"<lease-hex>","ttl_ms":10000,"at":"…"}
 //	revoked    {"id":"node-a","token_hash":"…","rev":512,"at":"…","expires_at":"…"}
 //
-// "priority", "preempt", "transfer", "failed" and the lead record's
-// "ttl_ms" are left out when 0, false or none, and values written without
-// them read so (a lead record without "ttl_ms", written by an older version or
-// naming a native leader, makes no promise: its end holds nobody back).
+// "priority", "preempt", "holders", "transfer", "failed" and the lead
+// record's "ttl_ms" are left out when 0, false or none, and values written
+// without them read so (a lead record without "ttl_ms", written by an
+// older version or naming a native leader, makes no promise: its end holds
+// nobody back).
 //
-// # Who leads
+// The lead record has two forms (lead.go). Whenever it can be, it is
+// written as elector has always written it with one leader (at most one
+// slot, the last one acknowledged, its term its key's create revision:
+// always with one holder, unless the election had more before), the
+// slot's fields in the record itself, with the promises and the handover
+// marker at the per-election keys: an election of one holder is stored
+// exactly as by earlier versions, which read and write it alongside this
+// one. Otherwise its slots are listed in "holders", and the promises and
+// markers are per term. Only this version reads the list form: set holders
+// above 1 once every replica runs it.
+//
+// # Who holds
+//
+// An election's holders setting N (gateway.Settings.Holders, 1 unless set)
+// is how many of its candidates hold it at once. With N = 1 the one holder
+// is the leader, and everything below reads so.
 //
 // The line is the candidacy keys of an election ordered by create revision,
-// as concurrency.Election orders them. Elector reports as leader the head of
-// the line only once the lead record names it (its key and create
-// revision); the term is that create revision.
+// as concurrency.Election orders them. The lead record keeps the
+// election's slots: one per holdership elector acknowledged that is open,
+// or that ended and still holds its slot back. Elector reports as holders
+// the longest run of keys at the head of the line that open slots name
+// (each slot its key and that key's create revision), a native key only as
+// the head: the first N keys of the line at most, the N lowest create
+// revisions. The leader is the first of them, the longest-standing
+// holder. A holdership's term is its key's create revision when it was
+// acknowledged, or, when that is not later than the last term handed out
+// (a holder that lowering N ended, holding again from the place it kept
+// in line), the revision of the write that acknowledged it.
 //
-// The lead record is written only in a transaction that compares the named
-// key's create revision, and (when it replaces a record) the record's own
-// mod revision. Its writers are Campaign (first in an empty line), Resign
-// and ReportError (the leader hands over to the next in line in the same
-// transaction that deletes its key), FailLeader (which records the end of
-// the leadership it names, "failed", and names nobody new), and the
-// reconciler that any replica runs (Run): it acknowledges the head of a
-// line nobody leads (once a failed leader's promise has lapsed), and after
-// an expiry it first starts the handover delay and then acknowledges the
-// next.
-// Handover names the target of a transfer in the transaction that moves the
-// leader's key behind it, which makes the target the head. (Transfer and
-// preemptions write the record too, without changing whom it names.)
-// Every one of those transactions names the head of the line, and no key can
-// ever get ahead of it: keys created or moved later get higher revisions.
-// Therefore:
+// A replica counts a slot as taken while a holder holds it; while it is
+// open but its key went without elector ending the holdership (an
+// expiry, an early revocation, a native client's resignation), until its
+// handover delay has ended and its promise has lapsed; and while it ended
+// without its holder's word (the gateway's verdict, a lower N, an expiry
+// recorded with nobody waiting), until its promise has lapsed (see The
+// leader's promise). A holdership begins only while fewer than N slots
+// are taken on the clock of the replica that writes it, and only for the
+// first key behind the holders.
 //
-//   - At most one leader: the view of an election at a revision has one lead
-//     record naming one key; it counts only while that key exists, and it is
-//     then the head of the line.
-//   - Terms strictly increase: a leadership is acknowledged only while its
-//     key is the head of the line, so every other key then has a greater
-//     create revision; a leader after it is a key that was behind it, or
-//     was created or moved (re-created, see Transfers and priorities)
-//     later, so its term, its key's create revision then, is greater. A
-//     transaction creates or moves at most one key of a line, so no two
-//     keys of a line share a create revision.
-//   - Replicas cannot disagree: leadership is a pure function of the keys at
-//     a revision (see view). A replica's answers come from its cache at some
-//     revision, so two replicas may be at different revisions, but at a
-//     given revision they compute the same leader and term, and a term is
-//     the create revision of one key of one candidate: no two candidates can
-//     ever be told they hold the same term. Concurrent writers race only on
-//     transactions whose comparisons fail for all but one of them.
-//   - Native clients agree: elector's leader is always the head of the line,
-//     which is what concurrency.Election waits for. A native client may
-//     consider itself leader before elector reports it (until the lead
-//     record names it, a few milliseconds, or while a handover delay or an
-//     expired or failed leader's promise runs, see below), never while
-//     elector reports another leader.
+// The lead record is written only in transactions that compare its own mod
+// revision and, when one acknowledges a holder, that holder's key's create
+// revision. Its writers are the reconciler that any replica runs (Run),
+// which acknowledges the first follower while a slot is free (a newcomer
+// to a line with a free slot, after an expiry once the slot's handover
+// delay has ended and its promise lapsed, after raising N), starts
+// handover delays, and records an expired slot ended when nobody waits;
+// Campaign, Configure and Transfer, which make the reconciler's actions at
+// once; Resign and ReportError, whose transaction deletes the holder's key
+// and gives its slot to the first follower when that follower may take it
+// (see Transfers and priorities); FailLeader, which ends the holdership it
+// names, "error", and keeps its slot taken; Configure lowering N, which
+// ends the newest holderships, "holders_reduced", in the transaction that
+// writes the settings, and keeps their slots taken; and Handover, which
+// puts the target of a transfer in the slot of the holder that hands over
+// in the transaction that moves the holder's key behind the target.
+// (Transfer and preemptions write the record too, changing no
+// holdership.) Every transaction that acknowledges a holder names the
+// first key behind the holders, and no key can ever get ahead of it: keys
+// created or moved later get higher revisions. Therefore:
+//
+//   - At most N holders: at a revision the lead record has one set of
+//     slots; a holder is a key at the head of the line that an open slot
+//     names; and no acknowledgement adds a slot while N are taken. Why no
+//     more than N act at once, counting those that may act although the
+//     record no longer names them, is in The leader's promise.
+//   - Terms strictly increase, one per holdership: the lead record holds
+//     the last term handed out, and each acknowledgement's term is later
+//     than it: its key's create revision when that is later, else the
+//     revision of its own write, which is later than every revision
+//     before. A transaction acknowledges at most one holder and creates or
+//     moves at most one key of a line, so no two holderships share a term
+//     and no two keys of a line a create revision.
+//   - Replicas cannot disagree: the holders are a pure function of the keys
+//     at a revision (see view). A replica's answers come from its cache at
+//     some revision, so two replicas may be at different revisions, but
+//     at a given revision they compute the same holders and terms, and a
+//     term is one holdership's: no two candidates can ever be told they
+//     hold the same term. Concurrent writers race only on transactions
+//     whose comparisons fail for all but one of them. Whether a slot is
+//     taken also depends on the replica's clock (promises), but only as
+//     the replica writing an acknowledgement counts it, and it counts no
+//     promise short (see The leader's promise).
+//   - Native clients agree: elector's longest-standing holder is always the
+//     head of the line, which is what concurrency.Election waits for. A
+//     native client may consider itself leader before elector reports it
+//     (until the lead record names it, a few milliseconds, or while a
+//     handover delay or an expired or failed holder's promise runs, see
+//     below), never while elector reports another holder at the head.
+//
+// What native clients see with N above 1. A native concurrency.Election
+// client knows one leader, the oldest key, and considers itself a
+// follower anywhere else in line; Leader and Observe show it the head of
+// the line, elector's longest-standing holder, whose key's create revision
+// is that holder's term (unless it holds again after a lower N, above),
+// not the election's last term. Elector counts a native key as a holder
+// only at the head of the line, where it leads by its own rule, and a
+// native key further back ends the run of holders: the candidates behind
+// it wait until it reaches the head, and while it waits it is a follower
+// by its rule and by elector's. Why that keeps no more than N acting,
+// counting native clients by their own rule: a native client acts only as
+// the head of the line, which it becomes only once every key ahead of it
+// has gone, and elector's holders are always ahead of any native key
+// that is not the head; so while a native client acts uncounted (before
+// elector acknowledges it), no elector candidate holds, and the slots
+// taken are those of holderships ended without their word, which act
+// only where they would beside a native leader with one holder: when etcd
+// revoked their leases early or the gateway failed them (see below).
 //
 // These hold at each revision whatever etcd does with leases. What a lease
 // ending early can break is time: the promise a heartbeat makes. The next
@@ -129,87 +198,109 @@
 //
 // # The leader's promise
 //
-// A heartbeat answered "leader" promises the candidate that nobody else
-// leads before its TTL has passed since it sent the heartbeat: that is its
-// step-down deadline (less the margin it keeps). etcd's lease does not keep
-// that promise when etcd misbehaves: an etcd leader frozen longer than the
-// TTL (SIGSTOP, a stalled VM) that resumes still believes it is the
-// primary lessor, and revokes the leases whose keep-alives its successor
-// answered, cluster-wide, up to a TTL early (every etcd version elector
-// supports does it; 3.7 rarely). Elector therefore never takes a key's
-// disappearance as proof that the TTL passed (promise.go):
+// A heartbeat answered "leader" promises the candidate that its holdership
+// goes on, and counts among the N, until its TTL has passed since it sent
+// the heartbeat: that is its step-down deadline (less the margin it
+// keeps). With one holder: nobody else leads before then. etcd's lease
+// does not keep that promise when etcd misbehaves: an etcd leader frozen
+// longer than the TTL (SIGSTOP, a stalled VM) that resumes still believes
+// it is the primary lessor, and revokes the leases whose keep-alives its
+// successor answered, cluster-wide, up to a TTL early (every etcd version
+// elector supports does it; 3.7 rarely). Elector therefore never takes a
+// key's disappearance as proof that the TTL passed (promise.go):
 //
-//   - The leader's heartbeat, beside its keep-alive, puts the promise
-//     record in a transaction guarded by the lead record's mod revision
-//     (so the record still names this leadership) and the leader's key's
-//     create revision (its term), and answers "leader" only when that
+//   - A holder's heartbeat, beside its keep-alive, puts the promise record
+//     of its holdership in a transaction guarded by the lead record's mod
+//     revision (so the record still names this holdership open) and the
+//     holder's key's create revision, and answers "leader" only when that
 //     write succeeded and the cache answering holds it. A follower
 //     promoted meanwhile is promised in the same way before it is told.
-//     Followers' heartbeats stay a pure keep-alive.
+//     Followers' heartbeats stay a pure keep-alive. The record is
+//     p/_elector/promise/<election> while the lead record has the
+//     one-holder form, p/_elector/promise/<election>/<term> otherwise; the
+//     writes of the lead record that drop a slot delete its per-term
+//     record (no promise can be written for it after: the guard).
 //   - Each replica notes, on its own monotonic clock, when it first held
-//     the newest promise of the leadership the lead record names, or its
+//     the newest promise of each holdership the lead record keeps, or its
 //     acknowledgement, which is its first promise (a replica that loaded
 //     the state later, or again after its watch broke, notes when it
 //     loaded it). The promise lapses a TTL (the candidate's "ttl_ms")
 //     after that.
-//   - After a leadership that ended without the leader asking (its key went
-//     without a mark: a lease expired or revoked, a native or manual
-//     delete), no replica acknowledges anybody until the promise has
-//     lapsed on its clock: not the next in line, not a transfer's target,
-//     not a newcomer to an empty line, not the leader itself back from a
-//     cooldown (a record whose "ended" is "expired" holds as long).
-//     Resign, ReportError and Handover end a leadership in the transaction
-//     that acknowledges the next: the leader asked, and nothing is held.
-//     FailLeader, the gateway's verdict that a leader never acknowledged
-//     its begin webhook, is not the leader asking: the leader may have
-//     been told that it leads (by its campaign, a heartbeat, an event or
-//     the begin webhook itself) and not yet hear of the verdict. Its
-//     transaction moves the key to cooling with a mark "error" (the events
-//     of an error report) and writes the lead record "ended":"error",
-//     "failed":true, naming nobody, whoever waits; that record holds like
-//     an expired one, and a pending transfer is dropped with it. The
-//     failed leader's heartbeats write no promise any more (it no longer
-//     leads: the promise's guard on its key fails), so they answer
-//     "error" and do not extend the hold. Keys may move meanwhile, which
-//     makes nobody leader.
-//     DeleteElection refuses an election whose promise holds (its lead
-//     record is what holds it).
-//   - A leader whose promise lapsed on a replica's clock while etcd still
+//   - A holdership that ended without its holder asking keeps its slot
+//     taken until its promise has lapsed on the clock of the replica that
+//     counts it (see Who holds): after its key went without a mark (a lease
+//     expired or revoked, a native or manual delete), no replica fills
+//     that slot (not with the next in line, a transfer's target, a
+//     newcomer, nor the holder itself back from a cooldown; a slot whose
+//     "ended" is "expired" holds as long). Resign, ReportError and Handover
+//     end a holdership on the holder's word, in the transaction that may
+//     acknowledge the next: nothing is held. FailLeader, the gateway's
+//     verdict that a holder never acknowledged its begin webhook, is not
+//     the holder asking: it may have been told that it holds (by its
+//     campaign, a heartbeat, an event or the begin webhook itself) and not
+//     yet hear of the verdict. Its transaction moves the key to cooling
+//     with a mark "error" (the events of an error report) and keeps the
+//     slot, "ended":"error" ("failed":true in the one-holder form), taken
+//     whoever waits; a pending transfer of that holdership is dropped with
+//     it. Lowering N is not the holders' word either: each holdership it
+//     ends keeps its slot, "ended":"holders_reduced", taken the same way,
+//     while its holder, still in line, is told "follower". A holder so
+//     ended writes no promise any more (the promise's guard on the lead
+//     record fails: it no longer holds), so its heartbeats answer "error"
+//     or "follower" and do not extend the hold. The other slots are
+//     unaffected: they are filled, and their holders promised, as ever.
+//     Keys may move meanwhile, which makes nobody a holder.
+//     DeleteElection refuses an election while such a promise holds (its
+//     lead record is what holds it).
+//   - A holder whose promise lapsed on a replica's clock while etcd still
 //     holds its key (its lease is longer: whole seconds, etcd's minimum, or
 //     a keep-alive whose promise failed) is expired by that replica: one
-//     transaction, guarded by the promise record, the lead record and the
+//     transaction, guarded by its promise record, the lead record and the
 //     key, deletes its keys with a mark saying "expired", and its lease is
 //     revoked. A heartbeat racing it either promises first (the expiry
 //     fails) or finds the candidate gone.
 //
-// Why this never lets two leaders act: a replica holds a promise only
-// after etcd committed it, and etcd commits it only after the candidate
-// sent the heartbeat, so the replica's "held at + TTL" is never before the
-// candidate's deadline, and no agreement between clocks is needed (only
-// that they run at the same rate, as any lease assumes). A heartbeat
-// answered "leader" is answered from a cache holding its promise, so an
-// acknowledgement of a successor comes at a later revision, and the
-// replica writing it held the promise first and waited it out. A
-// heartbeat answered "follower", or a leadership the candidate learns of
-// from an event or its begin webhook, was sent before the acknowledgement
-// that made it lead, which is itself a promise and is waited out the same
-// way. So an early revocation costs the time left of the promise, never
-// an overlap; a crashed leader fails over at its TTL: its promise lapses
-// as its lease would end, and the replica that sees it first expires it
-// and acknowledges the next within milliseconds, without waiting for
-// etcd's lease check (every 500ms).
+// Why this never lets more than N act at once (two leaders, with one
+// holder), counting every holder that may act by the step-down rule: a
+// replica holds a promise only after etcd committed it, and etcd commits
+// it only after the candidate sent the heartbeat, so the replica's "held
+// at + TTL" is never before the candidate's deadline, and no agreement
+// between clocks is needed (only that they run at the same rate, as any
+// lease assumes). A holder may act until its deadline whatever ended its
+// holdership; those that ended on the holder's word stopped first, and
+// those whose lease expired passed their deadline (their promise lapsed
+// with the lease) before the key went. Every other holdership that may
+// still act keeps its slot taken until its promise lapses on the clock of
+// any replica that would fill the slot. A heartbeat answered "leader" is
+// answered from a cache holding its promise, so an acknowledgement that
+// counts the slot free comes at a later revision, from a replica that
+// held the promise first and waited it out. A heartbeat answered
+// "follower", or a holdership the candidate learns of from an event or its
+// begin webhook, was sent before the acknowledgement that made it hold,
+// which is itself a promise and is waited out the same way. So the
+// holders that may act are at most the slots taken, and a holdership
+// begins only while fewer than N are taken: no more than N act, also
+// across a change of N (lowering keeps the ended ones' slots taken;
+// raising fills only slots that are free). An early revocation costs its
+// slot the time left of the promise, never an extra holder; a crashed
+// holder fails over at its TTL: its promise lapses as its lease would end,
+// and the replica that sees it first expires it and fills the slot
+// within milliseconds, without waiting for etcd's lease check (every
+// 500ms).
 //
 // What native concurrency.Election clients see meanwhile: a native client
 // at the head of the line considers itself leader as soon as its
 // predecessor's key is gone, etcd's recipe having no promise to wait for.
-// When etcd revokes an elector leader's lease early, or the gateway fails
-// an elector leader (FailLeader moves its key out of the line), a native
-// client next in line leads at once, beside the elector leader whose
-// promise still runs; elector reports no leader until the promise lapses. A native
-// leader is promised nothing by elector (its lead record has no
-// "ttl_ms"): its lease alone says how long it leads, as for any native
-// client, and its end holds nobody back. Mix native and elector
-// candidates in one election only where that is acceptable.
+// When etcd revokes an elector holder's lease early, or the gateway fails
+// an elector holder (FailLeader moves its key out of the line), a native
+// client that thereby becomes the head leads at once, beside the elector
+// holder whose promise still runs; elector does not count it until the
+// promise lapses. With one holder that is two leaders; with N, more than
+// N only when every slot is so held. A native holder is promised nothing
+// by elector (its slot has no "ttl_ms"): its lease alone says how long it
+// holds, as for any native client, and its end holds nobody back. Mix
+// native and elector candidates in one election only where that is
+// acceptable.
 //
 // Every replica must run a version that keeps promises: an older replica
 // acknowledges the next leader when the key goes.
@@ -243,36 +334,38 @@
 //
 // ReportError moves the candidate's key from the line to
 // p/_elector/cooling/ in one transaction (still on its lease, so it expires
-// there if the candidate stops heartbeating); leadership ends at once and
-// the lead record goes to the next in line (after FailLeader: once the
-// failed leader's promise has lapsed, see The leader's promise). When the
-// cooldown ends, the
-// reconciler of one replica (a transaction guarded by the cooling key's mod
+// there if the candidate stops heartbeating); a holdership ends at once and
+// its slot goes to the next in line (after FailLeader: once the failed
+// holder's promise has lapsed, see The leader's promise). When the
+// cooldown ends, the reconciler of one replica (a transaction guarded by the cooling key's mod
 // revision) re-creates the candidacy key: a new create revision, the back of
 // the line. A native client sees the candidate leave the line and join it
 // again at the back.
 //
-// When the leader's key disappears without elector ending the leadership
+// When a holder's key disappears without elector ending the holdership
 // (its lease expired or was revoked, its promise lapsed, or a native
-// client resigned), the lead record still names the missing key: that is a
-// pending handover, and nobody leads. The reconciler starts the handover
-// delay (below), and once it has ended, and the leader's promise has
-// lapsed (see The leader's promise), acknowledges the head of the line
-// (with a transfer pending, its target: see Transfers and priorities). A
-// native client at the head of the line does not know about the delay: it
-// considers itself leader as soon as its predecessor's key is gone (etcd's
-// recipe has no such notion); elector reports no leader until the delay
-// has ended.
+// client resigned), its slot in the lead record still names the missing
+// key: the slot is taken and nobody holds it. The reconciler starts the
+// slot's handover delay (below), and once it has ended, and the holder's
+// promise has lapsed (see The leader's promise), acknowledges the first
+// follower into it (with a transfer of that holdership pending, its
+// target: see Transfers and priorities), or, with nobody waiting, records
+// the slot "ended":"expired". Each slot has its own delay; the others are
+// unaffected. A native client at the head of the line does not know about
+// the delay: it considers itself leader as soon as its predecessor's key
+// is gone (etcd's recipe has no such notion); elector reports it no
+// holder until the delay has ended.
 //
 // Both timers end on etcd's clock, never on a replica's: a replica whose
 // clock runs ahead must not end a handover delay early, as the delay
 // exists to let the expired leader stand down. The transaction that
 // starts one (ReportError's, the reconciler's "start handover delay")
 // also writes its marker key, p/_elector/cooldown/<election>/<lease-hex>
-// or p/_elector/handover/<election>, on a lease of its own granted just
-// before, whose TTL is the delay rounded up to whole seconds (etcd raises
-// a TTL below its minimum, never lowers one), and marks the cooling key or
-// lead record "timed". "until" and "cooldown_until" are only shown. The
+// or p/_elector/handover/<election> (…/<election>/<term> in the lead
+// record's list form; its value names the slot's term either way), on a
+// lease of its own granted just before, whose TTL is the delay rounded up
+// to whole seconds (etcd raises a TTL below its minimum, never lowers
+// one), and marks the cooling key or the lead record's slot "timed". "until" and "cooldown_until" are only shown. The
 // reconciler ends a timed delay or cooldown when a revision holds the
 // record without its marker: written together, the marker can only have
 // gone with its lease (or by hand), so etcd's lease expiry decides, and
@@ -284,9 +377,9 @@
 // The marker's lease is revoked only when the transaction certainly did
 // not write it (its comparisons failed, or a lease was gone); after an
 // error that leaves it unknown (a timeout), the lease is left to expire.
-// Ending a timer acknowledges a leader only through the guarded
+// Ending a timer acknowledges a holder only through the guarded
 // transaction above (with a transfer pending, after moving the keys ahead
-// of its target while nobody leads), so it cannot make two leaders. A
+// of its target), so it cannot make more than N. A
 // marker's lease can be revoked early by the same etcd fault as a
 // candidate's, which ends that delay or cooldown early: the handover delay
 // is a margin on top of the promise, which holds whatever becomes of the
@@ -294,23 +387,40 @@
 //
 // # Transfers and priorities
 //
-// A transfer (Transfer, or a preemption, which the reconciler starts) is
-// written into the lead record, guarded by its mod revision: it changes no
-// leadership. While it is pending, every replica refuses the leader's
-// heartbeats with gateway.ErrTransferPending before keeping its lease
-// alive, so the leader's life runs out unless it hands over (see
-// gateway.Record.Transfer for why that never makes two leaders act). The
-// target must be first behind the leader before anybody can hand over to
-// it: the reconcilers (and Handover itself) move the followers between
-// them to the back of the line, one key per transaction. Then Handover, in
-// one transaction guarded by the lead record and both keys, moves the
-// leader's key to the back and writes the lead record naming the target,
-// now the head of the line, with its key's create revision as its term.
-// A leader that stays silent expires; after the handover delay the
-// reconcilers move the keys ahead of the target and acknowledge it. A
-// leader that resigns or errs hands over to the next in line, which is
-// the target once it has been moved up; if it has not been yet, the
-// transfer is cancelled. A target that leaves cancels the transfer.
+// A transfer (TransferFrom, or a preemption, which the reconciler starts)
+// names the holdership asked to hand over ("from", "from_term") and the
+// target, and is written into the lead record, guarded by its mod revision
+// and both keys: it changes no holdership. While it is pending, every
+// replica refuses that holder's heartbeats with
+// gateway.ErrTransferPending before keeping its lease alive, so its life
+// runs out unless it hands over (see gateway.Record.Transfer for why that
+// never makes more holders act); the other holders go on. The target must
+// be the first behind the holders before anybody can hand over to it: the
+// reconcilers (and Handover itself) move the followers between them to
+// the back of the line, one key per transaction. Then Handover, in one
+// transaction guarded by the lead record and both keys, moves the
+// holder's key to the back and writes the lead record with the target's
+// holdership in place of the holder's, the target now first behind the
+// other holders, its term its key's create revision (see Who holds). A
+// holder that stays silent expires; after its slot's handover delay the
+// reconcilers move the keys ahead of the target and acknowledge it into
+// the first slot that frees. A holder that resigns or errs hands its slot
+// to the first follower, which is the target once it has been moved up;
+// if it has not been yet, the transfer is cancelled. A target that leaves
+// cancels the transfer, and so does the gateway's verdict on the holder
+// or a lower N that ends its holdership.
+//
+// With more than one holder, other slots may free while a transfer is
+// pending. The holders are the head of the line, so nobody behind the
+// target can hold before it: while the target is the first behind the
+// holders and the holdership it replaces is still open, a slot that frees
+// stays free until that holdership ends (its holder's heartbeats are
+// refused, so within its TTL), and then the target takes a slot and the
+// next follower the other. (The gateway's Record gives such a slot to the
+// follower behind the target at once; on etcd it waits.) Before the
+// target has been moved up, the first follower takes the slot, ahead of
+// the target, as in the Record. Once the holdership it replaces has
+// ended, the target takes the next slot that frees.
 //
 // Moving a key means deleting it and putting it again, with its value, on
 // its lease, under its other name (<lease-hex> and <lease-hex>.moved
@@ -319,16 +429,19 @@
 // Events treat a moved key as the same candidate: it neither leaves nor
 // joins. A candidate's priority orders the line the same way: the
 // reconcilers move the elector candidates that stand ahead of a candidate
-// of higher priority behind it, one per transaction, never the leader's
-// key and never those standing ahead of a pending transfer's target.
-// While nobody leads (a handover delay, a failed leader's hold) the head
-// of the line is a follower like the others and moves too, and nobody is
-// acknowledged until the line is in priority order: so, as in
-// gateway.Record, a candidate of higher priority that joins or rejoins
-// during a delay or hold leads after it, not the one that happened to be
-// first. Moving the head while nobody leads acknowledges nobody; the
-// acknowledgement that follows names the head of the line then, as every
-// acknowledgement does.
+// of higher priority behind it, one per transaction, never a holder and
+// never those standing ahead of a pending transfer's target. While nobody
+// holds (a handover delay, a failed holder's hold) the head of the line is
+// a follower like the others and moves too, and no follower is
+// acknowledged until the line behind the holders is in priority order:
+// so, as in gateway.Record, a candidate of higher priority that joins or
+// rejoins during a delay or hold holds after it, not the one that happened
+// to be first. Moving the head while nobody holds acknowledges nobody; the
+// acknowledgement that follows names the first follower then, as every
+// acknowledgement does. With preempt set and every slot held, a first
+// follower of higher priority than the holder of lowest priority (the
+// newest of equals; a native holder aside) starts a transfer from that
+// holder to itself.
 //
 // Native candidates. Elector never moves or deletes a native client's key
 // and never moves an elector key from behind a native key to ahead of it,
@@ -338,51 +451,60 @@
 // that arrives after a native one waits behind it. A transfer to a
 // candidate behind a native key is refused with a
 // *gateway.TransferBlockedError (the API's 409 transfer-blocked), as is a
-// transfer away from a native leader (elector cannot ask it to hand
-// over); a transfer to a native candidate works, and it leads, as it sees
-// for itself, once the keys ahead of it have moved. Why no two leaders can
-// result: a native client leads when its key is the oldest of the line,
-// and elector's leader is the key the lead record names while it is the
-// oldest. Moves take elector keys from ahead of the target to behind it,
-// and only while the target is in line. While a leader leads, its key (the
-// head's) moves only in the transaction that writes the lead record naming
-// the target, which makes the target the oldest; so the oldest key and
-// elector's leader change together. After the leader expired nobody leads,
-// and the keys ahead of the target (the head's among them) move one by one
-// until the target is the oldest, and only then is it acknowledged. No
-// native key stands between the head and a target, so a native client
-// never becomes the oldest key because of a move.
+// transfer away from a native holder (elector cannot ask it to hand
+// over); a transfer to a native candidate works, and it holds, as it sees
+// for itself, once the keys ahead of it have moved and it is the head (a
+// native client holds only as the head, see Who holds). Why no extra
+// holder can result: a native client leads when its key is the oldest of
+// the line, and elector's longest-standing holder is the oldest key while
+// it holds. Moves take elector keys from ahead of the target to behind
+// it, and only while the target is in line. While a holder holds, its key
+// moves only in the transaction that writes the lead record with the
+// target in its place, which keeps the holders the head of the line; so
+// the oldest key and elector's longest-standing holder change together.
+// After the holder expired its slot is taken and nobody holds it, and the
+// keys ahead of the target move one by one (the head's among them, when
+// nobody else holds) until the target is the first behind the holders,
+// and only then is it acknowledged. No native key stands between the
+// holders and a target, so a native client never becomes the oldest key
+// because of a move.
 //
 // # Events
 //
 // Events are derived from a watch on the prefix by comparing the views of
 // the touched elections before and after each revision; they depend only on
 // etcd's history, so every replica derives the same events with the same
-// ids, "<revision>-<index>". A leader.end is reported when the leader's key
+// ids, "<revision>-<index>". A leader.end is reported when a holder's key
 // goes (etcd's Observe never reports that): Resign and ReportError write a
 // mark naming the key in the same transaction that deletes it, so a key
 // deleted in a revision without a mark naming it expired. A native client's
 // resignation is therefore reported as an expiry, and so is a lease
-// revoked early; a leader that elector expires after its promise lapsed
-// is named by a mark with reason "expired".
+// revoked early; a holder that elector expires after its promise lapsed
+// is named by a mark with reason "expired". A holder whose key stays in
+// line ended by a handover (the lead record's "previous_end" says
+// transferred or preempted) or by a lower N (its slot says
+// "holders_reduced"). One revision's ends come the newest holdership
+// first, its beginnings the oldest first, as the gateway's Record emits
+// them; each names its holdership's term, the other events the last term
+// handed out.
 //
 // An event's body is a function of etcd's history, its time included, so
 // that every replica, every resumed stream and every webhook attempt
 // serialises the same bytes for one id. The time is the newest "at" that
 // elector wrote in the revision; a revision without one (etcd expired or
 // revoked a lease, a native client wrote) takes the newest "at" elector
-// wrote in the election before it, or, when the leader's key went, the end
-// of its promise (its acknowledgement or last promise, plus its TTL) if
-// that is later; an election elector never wrote in takes the newest "at"
-// of all. How far that is from the real time: every stamp is a writer's
-// wall clock. While an elector candidate leads, each of its heartbeats
-// rewrites its promise, so the newest "at" of its election is at most a
-// heartbeat interval old (at most its TTL), and a follower's expiry is
-// stamped up to that much (plus etcd's lease check, 500ms) early. A
-// crashed leader is expired by elector, with a mark stamped when it
-// happened. A leader's key revoked early is stamped with the end of its
+// wrote in the election before it, or, when holders' keys went, the
+// latest end of their promises (each its acknowledgement or last promise,
+// plus its TTL) if that is later; an election elector never wrote in takes
+// the newest "at" of all. How far that is from the real time: every stamp
+// is a writer's wall clock. While an elector candidate holds, each of its
+// heartbeats rewrites its promise, so the newest "at" of its election is
+// at most a heartbeat interval old (at most its TTL), and a follower's
+// expiry is stamped up to that much (plus etcd's lease check, 500ms)
+// early. A crashed holder is expired by elector, with a mark stamped when
+// it happened. A holder's key revoked early is stamped with the end of its
 // promise, later than the revision that removed it by as much as the
-// revocation took off. With no elector leader (a native one, or only
+// revocation took off. With no elector holder (a native one, or only
 // candidates in cooldown), an expiry is stamped with elector's last write
 // in the election, which may be much older.
 //
@@ -421,13 +543,13 @@
 // and waits for its event. The barrier is the only write a read can cause,
 // and only then.
 //
-// Why a heartbeat cannot tell a deposed leader that it leads: a follower's
+// Why a heartbeat cannot tell a deposed holder that it holds: a follower's
 // heartbeat fetches the read index when it arrives, beside its keep-alive,
-// and a leader's writes its promise, a transaction whose revision is as
+// and a holder's writes its promise, a transaction whose revision is as
 // fresh; either derives its answer from a cache that holds every revision
 // up to that one. A deposition acknowledged before the heartbeat arrived
 // (an error report from the begin-deadline webhook through another replica,
-// a resignation, a handover after expiry) has a lower revision, so the
+// a resignation, a handover after expiry, a lower N) has a lower revision, so the
 // answer shows it. A deposition after the heartbeat arrived is concurrent
 // with it; the answer is then true at a revision the heartbeat saw, as
 // every answer of a distributed lock is, and the candidate learns of it at
@@ -451,13 +573,14 @@
 // it within a second.
 //
 // Run (the reconciler) must run on at least one replica: it acknowledges
-// leaders after expiries and native campaigns, expires leaders whose
-// promise lapsed, ends handover delays and cooldowns, moves keys for
+// holders after expiries, native campaigns and raised holders settings,
+// expires holders whose promise lapsed, ends handover delays and
+// cooldowns, moves keys for
 // transfers and priorities, and starts preemptions. Running it on every
 // replica is safe and is what the gateway does. Leases are granted in
 // whole seconds, rounded up, and etcd raises a TTL below its minimum (1.5
 // election timeouts: 1.5s, so 2s, with etcd's defaults): a follower lives
-// that long after its last keep-alive, a leader its TTL after its last
+// that long after its last keep-alive, a holder its TTL after its last
 // promise. expires_at in answers is the lease's real expiry as this
 // replica last learnt it; the promise is the step-down rule's (a TTL from
 // sending the heartbeat), not expires_at.

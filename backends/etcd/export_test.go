@@ -23,7 +23,7 @@ func (b *Backend) PrepareRemove(ctx context.Context, election, id, tokenHash, re
 	if err != nil {
 		return nil, err
 	}
-	cmps, ops := b.removeTxn(v, x, cooling, id, reason, "", false, time.Now(), nil)
+	cmps, ops := b.removeTxn(v, x, cooling, id, reason, "", false, time.Now(), b.mono.now(), nil)
 	return func() (bool, error) {
 		resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {
@@ -91,13 +91,17 @@ func (b *Backend) StatusOfSnapshot(ctx context.Context, election, id string) (ga
 // b is used; now is called concurrently afterwards.
 func (b *Backend) SetClock(now func() time.Time) { b.now = now }
 
-// LeadUntil is the end of the handover delay that the lead record of
-// election holds in this replica's cache, zero if none is running.
+// LeadUntil is the end of the latest handover delay that the lead record
+// of election holds in this replica's cache, zero if none is running.
 func (b *Backend) LeadUntil(ctx context.Context, election string) (time.Time, error) {
 	var until time.Time
 	err := b.cache.read(ctx, func(st *state) {
 		if e := st.elections[election]; e != nil && e.lead != nil {
-			until = e.lead.Until
+			for _, s := range e.lead.Slots {
+				if s.Until.After(until) {
+					until = s.Until
+				}
+			}
 		}
 	})
 	return until, err
@@ -159,10 +163,10 @@ func (b *Backend) PrepareTransfer(ctx context.Context, election, to string) (com
 		return nil, err
 	}
 	i := slices.IndexFunc(v.line, func(x *entry) bool { return x.value.ID == to })
-	if v.leader == nil || i < 1 {
-		return nil, fmt.Errorf("etcd: prepare transfer to %q: no leader, or not a follower", to)
+	if len(v.holders) != 1 || i < 1 {
+		return nil, fmt.Errorf("etcd: prepare transfer to %q: not one holder, or not a follower", to)
 	}
-	cmps, ops := b.transferTxn(v, i, time.Now())
+	cmps, ops := b.transferTxn(v, 0, i, time.Now())
 	return func() (bool, error) {
 		resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {

@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,13 +20,15 @@ const internalDir = "_elector"
 //	p/<election>/<lease-hex>                  candidacy: the line, shared with concurrency.Election
 //	p/<election>/<lease-hex>.moved            the same, after a move (see movedSuffix)
 //	p/_elector/settings/<election>            settings (no lease)
-//	p/_elector/lead/<election>                lead record: the acknowledged leadership (no lease)
+//	p/_elector/lead/<election>                lead record: the acknowledged holderships, their slots (no lease, lead.go)
 //	p/_elector/mark/<election>                why the last key removed by elector went (no lease)
-//	p/_elector/promise/<election>             the leader's promise: its last acknowledged heartbeat (no lease, promise.go)
+//	p/_elector/promise/<election>             a holder's promise: its last acknowledged heartbeat (no lease, promise.go)
+//	p/_elector/promise/<election>/<term>      the same, per holdership, with the lead record's list form
 //	p/_elector/revoked/<election>/<lease-hex> a candidacy etcd ended before its TTL (on a lease of its own, revoked.go)
 //	p/_elector/cooling/<election>/<lease-hex> candidate in error cooldown (on its lease)
 //	p/_elector/ids/<election>/<candidate-id>  candidate id → lease hex (on its lease)
 //	p/_elector/handover/<election>            marker of a handover delay (on a lease of its own, timers.go)
+//	p/_elector/handover/<election>/<term>     the same, per slot, with the lead record's list form
 //	p/_elector/cooldown/<election>/<lease-hex> marker of a cooldown (on a lease of its own, timers.go)
 //	p/_elector/kv/<key>                       gateway.KV (kv.go), no election's
 //	p/_elector/barrier                        written to move the caches' watches, no election's
@@ -40,14 +43,44 @@ func (k keys) settings(e string) string        { return k.internal("settings", e
 func (k keys) lead(e string) string            { return k.internal("lead", e) }
 func (k keys) mark(e string) string            { return k.internal("mark", e) }
 func (k keys) promise(e string) string         { return k.internal("promise", e) }
+func (k keys) promiseOf(e, name string) string { return joinName(k.promise(e), name) }
 func (k keys) revoked(e, hex string) string    { return k.internal("revoked", e) + "/" + hex }
 func (k keys) candidacy(e, hex string) string  { return k.line(e) + hex }
 func (k keys) cooling(e, hex string) string    { return k.internal("cooling", e) + "/" + hex }
 func (k keys) candidateID(e, id string) string { return k.internal("ids", e) + "/" + id }
 
 // handoverMark and cooldownMark are the marker keys of timers (timers.go).
-func (k keys) handoverMark(e string) string      { return k.internal("handover", e) }
-func (k keys) cooldownMark(e, hex string) string { return k.internal("cooldown", e) + "/" + hex }
+func (k keys) handoverMark(e string) string         { return k.internal("handover", e) }
+func (k keys) handoverMarkOf(e, name string) string { return joinName(k.handoverMark(e), name) }
+func (k keys) cooldownMark(e, hex string) string    { return k.internal("cooldown", e) + "/" + hex }
+
+// joinName is key/name, or key itself for name "": the keys of promises
+// and handover markers are per election in the lead record's one-holder
+// form and per term in its list form (see termName).
+func joinName(key, name string) string {
+	if name == "" {
+		return key
+	}
+	return key + "/" + name
+}
+
+// termName is the last component of the per-term keys of holdership term
+// with the lead record in its list form, "" in its one-holder form.
+func termName(list bool, term uint64) string {
+	if !list {
+		return ""
+	}
+	return strconv.FormatUint(term, 10)
+}
+
+// parseTerm reads a per-term key's last component.
+func parseTerm(name string) (uint64, bool) {
+	if name == "" || name[0] == '0' {
+		return 0, false
+	}
+	t, err := strconv.ParseUint(name, 10, 64)
+	return t, err == nil
+}
 
 // barrier is the key a replica writes to be sure its watch delivers a
 // revision (see Backend.catchUp). It is no election's: parse ignores it.
@@ -134,10 +167,14 @@ func (k keys) parse(key string) parsedKey {
 			return parsedKey{kind: kindID, election: e, name: name}
 		case kind == "handover" && !nested:
 			return parsedKey{kind: kindHandoverMark, election: e}
+		case kind == "handover" && validTerm(name):
+			return parsedKey{kind: kindHandoverMark, election: e, name: name}
 		case kind == "cooldown" && nested && name != "":
 			return parsedKey{kind: kindCooldownMark, election: e, name: name}
 		case kind == "promise" && !nested:
 			return parsedKey{kind: kindPromise, election: e}
+		case kind == "promise" && validTerm(name):
+			return parsedKey{kind: kindPromise, election: e, name: name}
 		case kind == "revoked" && nested && name != "":
 			return parsedKey{kind: kindRevoked, election: e, name: name}
 		}
@@ -148,4 +185,10 @@ func (k keys) parse(key string) parsedKey {
 		return parsedKey{}
 	}
 	return parsedKey{kind: kindCandidacy, election: e, name: name}
+}
+
+// validTerm reports whether name is a per-term key's last component.
+func validTerm(name string) bool {
+	_, ok := parseTerm(name)
+	return ok
 }

@@ -29,9 +29,15 @@ func TestKeyLayoutParses(t *testing.T) {
 		{"elector/_elector/handover/billing", parsedKey{kindHandoverMark, "billing", ""}},
 		{"elector/_elector/cooldown/billing/694d", parsedKey{kindCooldownMark, "billing", "694d"}},
 		{"elector/_elector/cooldown/billing", parsedKey{}}, // a cooldown's marker names its candidacy
-		// The leader's promise and the candidacies etcd revoked early.
+		// With the lead record's list form, one marker per slot, by term.
+		{"elector/_elector/handover/billing/41", parsedKey{kindHandoverMark, "billing", "41"}},
+		{"elector/_elector/handover/billing/041", parsedKey{}},
+		{"elector/_elector/handover/billing/694d", parsedKey{}},
+		// The holders' promises and the candidacies etcd revoked early.
 		{"elector/_elector/promise/billing", parsedKey{kindPromise, "billing", ""}},
+		{"elector/_elector/promise/billing/41", parsedKey{kindPromise, "billing", "41"}},
 		{"elector/_elector/promise/billing/694d", parsedKey{}},
+		{"elector/_elector/promise/billing/", parsedKey{}},
 		{"elector/_elector/revoked/billing/694d", parsedKey{kindRevoked, "billing", "694d"}},
 		{"elector/_elector/revoked/billing", parsedKey{}},
 	}

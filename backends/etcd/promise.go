@@ -10,99 +10,113 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// The leader's promise: how elector keeps the promise of a heartbeat
-// answered "leader" (nobody else leads before a TTL from its sending) when
-// etcd ends the leader's lease early. The package doc ("The leader's
-// promise") has the whole argument; in short:
+// The holders' promise: how elector keeps the promise of a heartbeat
+// answered "leader" (no holdership begins while the holder, with the
+// others, may act: a TTL from its sending) when etcd ends the holder's
+// lease early. The package doc ("The leader's promise") has the whole
+// argument; in short:
 //
-//   - the leader's heartbeat writes the promise record, guarded by the lead
-//     record, its key and the promise record's own revision, and answers
-//     "leader" only once it is written
-//     (promise, answer);
+//   - a holder's heartbeat writes the promise record of its holdership,
+//     guarded by the lead record, its key and the promise record's own
+//     revision, and answers "leader" only once it is written (promise,
+//     answer);
 //   - each replica notes on its monotonic clock when it first held a
-//     leadership's newest promise or its acknowledgement (estate.promised);
-//   - after a leadership ended without the leader asking (an expiry, an
-//     early revocation, the gateway's verdict: FailLeader), nobody is
-//     acknowledged until a TTL has passed since (hold, plan);
-//   - a leader whose promise lapsed is expired by the reconcilers
-//     (expireLeader).
+//     holdership's newest promise or its acknowledgement (estate.promised);
+//   - a holdership that ended without the holder asking (an expiry, an
+//     early revocation, the gateway's verdict: FailLeader, a lower holders
+//     setting) keeps its slot taken until a TTL has passed since
+//     (release, plan);
+//   - a holder whose promise lapsed is expired by the reconcilers
+//     (expireHolder).
 //
 // A replica holds a promise only after etcd committed it, which is after
 // the heartbeat was sent: its "held at + TTL" is never before the
 // candidate's own deadline, whatever the replicas' clocks say.
 
-// promiseTTL is the TTL elector promised the leadership the lead record
-// names: the leader's, from the record or from a promise of its term.
-func (v view) promiseTTL() (time.Duration, bool) {
-	l := v.lead
-	if l == nil {
-		return 0, false
+// promiseOf returns what the promise records of holdership term say:
+// the longest TTL promised and the latest "at", ok false when there is
+// none. A holdership's promises go to one key, but a record that changed
+// form (see termName) leaves one in the other.
+func (v view) promiseOf(term uint64) (ttl time.Duration, at time.Time, ok bool) {
+	for _, p := range v.promises {
+		if p.value.Term == term {
+			ttl, ok = max(ttl, p.value.ttl()), true
+			if p.value.At.After(at) {
+				at = p.value.At
+			}
+		}
 	}
-	ttl := l.ttl()
-	if p := v.promise; p != nil && p.Term == l.Term {
-		ttl = max(ttl, p.ttl())
+	return ttl, at, ok
+}
+
+// promiseTTL is the TTL elector promised holdership s: the holder's, from
+// the slot or from a promise of its term.
+func (v view) promiseTTL(s *slotValue) (time.Duration, bool) {
+	ttl := s.ttl()
+	if t, _, ok := v.promiseOf(s.Term); ok {
+		ttl = max(ttl, t)
 	}
 	return ttl, ttl > 0
 }
 
 // promiseLapses is when, on this replica's monotonic clock, the promise of
-// the leadership the lead record names lapses: a TTL after the replica
-// first held its newest promise. Only a cache's views know it.
-func (v view) promiseLapses() (time.Time, bool) {
-	ttl, ok := v.promiseTTL()
-	if !ok || v.promised.IsZero() || v.promisedTerm != v.lead.Term {
+// holdership s lapses: a TTL after the replica first held its newest
+// promise. Only a cache's views know it.
+func (v view) promiseLapses(s *slotValue) (time.Time, bool) {
+	ttl, ok := v.promiseTTL(s)
+	held, known := v.promised[s.Term]
+	if !ok || !known {
 		return time.Time{}, false
 	}
-	return v.promised.Add(ttl), true
+	return held.Add(ttl), true
 }
 
-// promisedEnd is the end of the leader's promise on the clocks of the
+// promisedEnd is the end of holdership s's promise on the clocks of the
 // replicas that wrote it: its acknowledgement ("since") or its latest
 // promise, plus its TTL. It is the same on every replica, and is the time
-// of the events of a leader's key that etcd removed (see eventTime).
-func (v view) promisedEnd() (time.Time, bool) {
-	ttl, ok := v.promiseTTL()
+// of the events of a holder's key that etcd removed (see eventTime).
+func (v view) promisedEnd(s *slotValue) (time.Time, bool) {
+	ttl, ok := v.promiseTTL(s)
 	if !ok {
 		return time.Time{}, false
 	}
-	at := v.lead.Since
-	if p := v.promise; p != nil && p.Term == v.lead.Term && p.At.After(at) {
-		at = p.At
+	at := s.Since
+	if _, p, ok := v.promiseOf(s.Term); ok && p.After(at) {
+		at = p
 	}
 	return at.Add(ttl), true
 }
 
-// hold reports whether the leadership the lead record names ended without
-// the leader asking (its key went without a mark, it was recorded as
-// expired, or the gateway's verdict failed it) and its promise has not
-// lapsed on this replica's clock at mono: then nobody may be acknowledged
-// before until.
-func (v view) hold(mono time.Time) (until time.Time, held bool) {
-	if v.lead == nil || !(v.pending || v.lead.Ended == gateway.ReasonExpired || v.lead.Failed) {
-		return time.Time{}, false
+// promiseHolds reports whether the promise of a holdership that ended
+// without its holder asking (its key went without a mark, it was
+// recorded as expired, the gateway's verdict failed it, or the holders
+// were lowered) has not lapsed on this replica's clock at mono, and how
+// long the last of them still runs.
+func (v view) promiseHolds(mono time.Time) (left time.Duration, held bool) {
+	for _, s := range v.idle() {
+		if end, ok := v.promiseLapses(s); ok && mono.Before(end) {
+			left, held = max(left, end.Sub(mono)), true
+		}
 	}
-	end, ok := v.promiseLapses()
-	if !ok || !mono.Before(end) {
-		return time.Time{}, false
-	}
-	return end, true
+	return left, held
 }
 
-// expireLeader returns the action that ends the leadership of v.leader
-// whose promise lapsed on this replica's clock while etcd still holds its
-// key (its lease may be longer: whole seconds, etcd's minimum, or a
-// keep-alive whose promise failed). It deletes the leader's keys with a
-// mark saying "expired", guarded by the lead record, the promise record
-// and the key itself: a heartbeat that promised again meanwhile makes it
-// fail, and a heartbeat after it finds the candidate gone. The lease is
-// revoked after. What follows is an expiry like any other: the handover
-// delay, then the next leader.
-func (b *Backend) expireLeader(v view, now time.Time) action {
-	x := v.leader
+// expireHolder returns the action that ends the holdership of
+// v.holders[i], whose promise lapsed on this replica's clock while etcd
+// still holds its key (its lease may be longer: whole seconds, etcd's
+// minimum, or a keep-alive whose promise failed). It deletes the holder's
+// keys with a mark saying "expired", guarded by the lead record, the
+// promise record and the key itself: a heartbeat that promised again
+// meanwhile makes it fail, and a heartbeat after it finds the candidate
+// gone. The lease is revoked after. What follows is an expiry like any
+// other: the handover delay, then the next holder.
+func (b *Backend) expireHolder(v view, i int, now time.Time) action {
+	x, s := v.holders[i], v.held[i]
+	name := termName(v.lead.list, s.Term)
 	cmps := []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create),
 		clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod),
-		clientv3.Compare(clientv3.ModRevision(b.keys.promise(v.name)), "=", v.promiseMod),
+		clientv3.Compare(clientv3.ModRevision(b.keys.promiseOf(v.name, name)), "=", v.promises[name].mod),
 	}
 	ops := []clientv3.Op{
 		clientv3.OpDelete(b.keyOf(v.name, x)),
@@ -113,13 +127,13 @@ func (b *Backend) expireLeader(v view, now time.Time) action {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(idKey), "=", ie.create))
 		ops = append(ops, clientv3.OpDelete(idKey))
 	}
-	return action{what: "expire leader after its promise", cmps: cmps, ops: ops, revoke: clientv3.LeaseID(x.lease)}
+	return action{what: "expire holder after its promise", cmps: cmps, ops: ops, revoke: clientv3.LeaseID(x.lease)}
 }
 
-// promise writes the promise of candidate id's leadership of election as
+// promise writes the promise of candidate id's holdership of election as
 // this replica's cache holds it (see the top of this file) and waits until
 // the cache holds the write. It returns the term it promised, or 0 when
-// the cache does not show id leading or the guard failed; the cache has
+// the cache does not show id holding or the guard failed; the cache has
 // then caught up with a revision etcd reached after the call. Errors:
 // gateway.ErrUnavailable.
 func (b *Backend) promise(ctx context.Context, election, id string) (uint64, error) {
@@ -133,13 +147,14 @@ func (b *Backend) promise(ctx context.Context, election, id string) (uint64, err
 	if err != nil {
 		return 0, err
 	}
-	if !ok || st.leader == nil || st.leader != st.x {
-		// It no longer leads as the cache sees it: the caller answers from
+	if !ok || st.own == nil {
+		// It no longer holds as the cache sees it: the caller answers from
 		// the cache, which must then be as fresh as the write would be.
 		return 0, b.fresh(ctx)
 	}
-	x := st.x
-	val := promiseValue{Term: st.term, Key: x.hex, TTLms: x.value.TTLms, At: b.now()}
+	x, term := st.x, st.own.Term
+	key := b.keys.promiseOf(election, st.promise)
+	val := promiseValue{Term: term, Key: x.hex, TTLms: x.value.TTLms, At: b.now()}
 	rctx, cancel = b.reqCtx(ctx)
 	resp, err := b.cli.Txn(rctx).
 		If(clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", st.leadMod),
@@ -147,8 +162,8 @@ func (b *Backend) promise(ctx context.Context, election, id string) (uint64, err
 			// The promise key it writes, as every transaction elector
 			// commits compares (see Connections): of two attempts of one
 			// promise, or of two promises cached alike, one applies.
-			clientv3.Compare(clientv3.ModRevision(b.keys.promise(election)), "=", st.promiseMod)).
-		Then(clientv3.OpPut(b.keys.promise(election), mustJSON(val))).
+			clientv3.Compare(clientv3.ModRevision(key), "=", st.promiseMod)).
+		Then(clientv3.OpPut(key, mustJSON(val))).
 		Commit()
 	cancel()
 	if err != nil {
@@ -157,7 +172,7 @@ func (b *Backend) promise(ctx context.Context, election, id string) (uint64, err
 	if !resp.Succeeded {
 		return 0, b.catchUp(ctx, resp.Header.Revision)
 	}
-	return st.term, b.waitApplied(ctx, resp.Header.Revision)
+	return term, b.waitApplied(ctx, resp.Header.Revision)
 }
 
 // answer is a heartbeat's Status from the cache, which the caller has

@@ -27,154 +27,6 @@ type action struct {
 	revoke clientv3.LeaseID
 }
 
-// plan returns the actions due in v, and next, when the next one is due
-// on the promise clock (promise.go): now stamps what the actions write and
-// the "until" shown to users, mono is the promise clock's time.
-//
-//   - A leader whose promise lapsed at mono while etcd still holds its key:
-//     expire it (expireLeader). Otherwise next is when it lapses.
-//   - No acknowledged leader, no handover pending, a line: acknowledge the
-//     head of the line (write the lead record naming it), unless the last
-//     leadership expired and its promise holds (then next is when it
-//     lapses).
-//   - A handover pending (the named leader's key went without elector ending
-//     it): start the delay (write "until" and the delay's marker key), or
-//     once etcd has deleted the marker and the leader's promise has lapsed
-//     acknowledge the head of the line, or record the end if nobody waits.
-//   - A cooling candidate whose cooldown's marker etcd deleted: re-create
-//     its candidacy key, at the back of the line, on its lease.
-//   - A delay or cooldown written without a marker (by an older version):
-//     give it one of its full length, or of what "until" says is left if
-//     that is longer. It ends late by at most that much, never early.
-//   - A pending transfer (transfer.go): move the followers between the
-//     leader and the target behind the target, one per action; after the
-//     leader expired, the keys ahead of the target, then acknowledge it.
-//     A transfer whose target expired: drop it from the lead record.
-//   - Otherwise, a line out of priority order: move the next key that
-//     must go behind a candidate of higher priority (reorder), the head's
-//     too while nobody leads, whom nobody is acknowledged before; with the
-//     line in order and preempt set, start a preemption (preempt).
-//
-// Whether a delay or cooldown ended is whether etcd still holds its marker
-// key, so a replica whose wall clock runs ahead cannot end one early (see
-// timers.go). Whether a promise lapsed is this replica's monotonic clock
-// since it held the promise, which etcd committed after the heartbeat was
-// sent: never before the candidate's own deadline.
-func (b *Backend) plan(v view, now, mono time.Time) (acts []action, next time.Time) {
-	leadKey := b.keys.lead(v.name)
-	leadIs := clientv3.Compare(clientv3.ModRevision(leadKey), "=", v.leadMod)
-	if l := v.leader; l != nil && !l.native {
-		if end, ok := v.promiseLapses(); ok {
-			if !mono.Before(end) {
-				return []action{b.expireLeader(v, now)}, time.Time{}
-			}
-			next = end
-		}
-	}
-	hold, held := v.hold(mono)
-	if held {
-		next = hold
-	}
-	ack := func(prevEnd string) (action, bool) {
-		x := v.line[0]
-		var prev *gateway.TermRef
-		if v.lead != nil {
-			prev = &gateway.TermRef{ID: v.lead.ID, Term: v.lead.Term}
-		}
-		if v.pending && v.transfer != nil && v.target > 0 && !slices.ContainsFunc(v.line[:v.target], func(y *entry) bool { return y.native }) {
-			// The leader the transfer was for is gone (it expired): its
-			// target, not the head, leads next. Nobody leads meanwhile, so
-			// the keys ahead of it (elector's: no native key can get ahead
-			// of a target, see Transfer) move behind it one by one first.
-			return b.moveTargetUp(v, leadIs), true
-		}
-		if held {
-			return action{}, false // the expired leader's promise still runs
-		}
-		if _, unsorted := b.reorder(v); unsorted {
-			return action{}, false // the line goes in priority order first (below)
-		}
-		return action{what: "acknowledge leader",
-			cmps: []clientv3.Cmp{leadIs, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create)},
-			ops:  []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(acknowledge(x, prev, prevEnd, now)))}}, true
-	}
-	switch {
-	case v.pending && v.lead.Until.IsZero() && v.settings.HandoverDelay > 0:
-		l := *v.lead
-		l.Until, l.At, l.Timed = now.Add(v.settings.HandoverDelay), now, true
-		acts = append(acts, action{what: "start handover delay", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))},
-			timer: &timerPut{key: b.keys.handoverMark(v.name), value: markerValue{Term: l.Term, Until: l.Until}, ttl: v.settings.HandoverDelay}})
-	case v.pending && !v.lead.Until.IsZero() && !v.lead.Timed:
-		l := *v.lead
-		l.Timed = true
-		acts = append(acts, action{what: "time handover delay in etcd", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))},
-			timer: &timerPut{key: b.keys.handoverMark(v.name), value: markerValue{Term: l.Term, Until: l.Until}, ttl: max(v.settings.HandoverDelay, l.Until.Sub(now))}})
-	case v.pending && !v.lead.Until.IsZero() && v.handover != nil && v.handover.Term == v.lead.Term:
-		// The delay's marker is still in etcd: its lease has not expired.
-	case v.pending && len(v.line) > 0:
-		if a, ok := ack(gateway.ReasonExpired); ok {
-			acts = append(acts, a)
-		}
-	case v.pending:
-		l := *v.lead
-		l.Ended, l.Until, l.Timed, l.At, l.Transfer = gateway.ReasonExpired, time.Time{}, false, now, nil
-		acts = append(acts, action{what: "end expired leadership", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))}})
-	case v.leader == nil && len(v.line) > 0:
-		prevEnd := ""
-		if v.lead != nil {
-			prevEnd = v.lead.Ended
-		}
-		if a, ok := ack(prevEnd); ok {
-			acts = append(acts, a)
-		}
-	case v.lead != nil && v.lead.Transfer != nil && v.transfer == nil:
-		// A transfer whose target left the line without elector removing
-		// it (it expired): drop it from the record.
-		l := *v.lead
-		l.Transfer, l.At = nil, now
-		acts = append(acts, action{what: "drop cancelled transfer", cmps: []clientv3.Cmp{leadIs}, ops: []clientv3.Op{clientv3.OpPut(leadKey, mustJSON(l))}})
-	}
-	// At most one of these: each moves the line or the record another
-	// would compute from.
-	if v.leader != nil && v.transfer != nil && v.target > 1 && blocked(v, v.target) == nil {
-		acts = append(acts, b.moveTargetUp(v, leadIs))
-	} else if a, ok := b.reorder(v); ok {
-		acts = append(acts, a)
-	} else if a, ok := b.preempt(v, now); ok {
-		acts = append(acts, a)
-	}
-	for _, x := range v.cooling {
-		if v.cooldowns[x.hex] {
-			continue // the cooldown's marker is still in etcd
-		}
-		ie, ok := v.ids[x.value.ID]
-		if !ok || ie.hex != x.hex {
-			continue // expiring: its id key is already gone
-		}
-		coolKey := b.keys.cooling(v.name, x.hex)
-		if !x.value.Timed {
-			timed := x.value
-			timed.Timed = true
-			acts = append(acts, action{what: "time cooldown in etcd",
-				cmps:  []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod)},
-				ops:   []clientv3.Op{clientv3.OpPut(coolKey, mustJSON(timed), clientv3.WithLease(clientv3.LeaseID(x.lease)))},
-				timer: &timerPut{key: b.keys.cooldownMark(v.name, x.hex), value: markerValue{Until: x.value.CooldownUntil}, ttl: max(v.settings.ErrorCooldown, x.value.CooldownUntil.Sub(now))}})
-			continue
-		}
-		back := x.value
-		back.CooldownUntil, back.At, back.Timed = time.Time{}, now, false
-		k := b.keys.candidacy(v.name, x.hex)
-		acts = append(acts, action{what: "rejoin after cooldown",
-			cmps: []clientv3.Cmp{
-				clientv3.Compare(clientv3.ModRevision(coolKey), "=", x.mod),
-				clientv3.Compare(clientv3.CreateRevision(b.keys.candidateID(v.name, x.value.ID)), "=", ie.create),
-				clientv3.Compare(clientv3.CreateRevision(k), "=", 0),
-			},
-			ops: []clientv3.Op{clientv3.OpDelete(coolKey), clientv3.OpPut(k, mustJSON(back), clientv3.WithLease(clientv3.LeaseID(x.lease)))}})
-	}
-	return acts, next
-}
-
 // do runs one action and waits until the cache holds its outcome (ours or
 // the write that beat it). ok reports whether it applied.
 func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, err error) {
@@ -220,12 +72,12 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 }
 
 // reconcileBeforeAnswer makes the actions due in election after a write
-// of op (acknowledging the head of the line, moving keys for a transfer
-// or priorities, starting a preemption) before the write answers, rather
-// than at the reconcilers' next pass: so the answer shows them, as
-// gateway.Record's transition includes them, and a request that follows
-// at once finds them made. A failure is only logged: the answer is true
-// at the cache's revision, and the actions are Run's job too.
+// of op (acknowledging holders, moving keys for a transfer or priorities,
+// starting a preemption) before the write answers, rather than at the
+// reconcilers' next pass: so the answer shows them, as gateway.Record's
+// transition includes them, and a request that follows at once finds them
+// made. A failure is only logged: the answer is true at the cache's
+// revision, and the actions are Run's job too.
 func (b *Backend) reconcileBeforeAnswer(ctx context.Context, op, election string) {
 	if err := b.reconcile(ctx, election); err != nil {
 		b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: reconcile after "+op, slog.String("election", election), slog.String("error", err.Error()))
@@ -233,7 +85,7 @@ func (b *Backend) reconcileBeforeAnswer(ctx context.Context, op, election string
 }
 
 // reconcileRounds bounds the actions reconcile makes: enough to
-// acknowledge a leader and move a few keys into priority order; the
+// acknowledge a few holders and move a few keys into priority order; the
 // reconcilers (Run) do the rest.
 const reconcileRounds = 16
 
@@ -402,51 +254,4 @@ func (b *Backend) refreshLeases(ctx context.Context) {
 		})
 		b.leases.refresh(ctx, b.cli, live, b.cfg.RequestTimeout)
 	}
-}
-
-// preempt returns the action that starts a transfer (reason preempted) to
-// the follower of highest priority that the line lets through, when the
-// election preempts, an elector candidate leads, and that follower's
-// priority is higher than the leader's. Once the line is in order that
-// follower is line[1]; while a preemption is pending, its target stands
-// there, and the keys behind it are not reordered (reorder), so the
-// follower is the first of highest priority behind it, up to the first
-// native key. A pending preemption to another target moves to it, as
-// gateway.Record's does (moveTargetUp then brings it up); a transfer an
-// operator asked for is left alone. Like Transfer, it changes no
-// leadership by itself.
-func (b *Backend) preempt(v view, now time.Time) (action, bool) {
-	l := v.leader
-	if !v.settings.Preempt || l == nil || l.native || len(v.line) < 2 {
-		return action{}, false
-	}
-	x := v.line[1]
-	if t := v.transfer; t != nil {
-		if t.Reason != gateway.ReasonPreempted {
-			return action{}, false
-		}
-		for _, y := range v.line[2:] {
-			if y.native {
-				break // a native key keeps its place: nobody behind it can go ahead
-			}
-			if y.priority() > x.priority() {
-				x = y
-			}
-		}
-		if t.Key == x.hex {
-			return action{}, false
-		}
-	}
-	if x.priority() <= l.priority() {
-		return action{}, false
-	}
-	lead := *v.lead
-	lead.Transfer, lead.At = &leadTransfer{To: x.value.ID, Key: x.hex, Reason: gateway.ReasonPreempted, At: now}, now
-	return action{what: "preempt",
-		cmps: []clientv3.Cmp{
-			clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod),
-			clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, l)), "=", l.create), // still leading: see Transfer
-			clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create),
-		},
-		ops: []clientv3.Op{clientv3.OpPut(b.keys.lead(v.name), mustJSON(lead))}}, true
 }

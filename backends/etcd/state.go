@@ -39,30 +39,39 @@ type state struct {
 
 // estate is the keys of one election.
 type estate struct {
-	settings *settingsValue
-	lead     *leadValue
-	leadMod  int64
-	mark     *markValue
-	markMod  int64
-	line     map[string]*entry // by lease hex (a native key: by its name)
-	cooling  map[string]*entry // by lease hex
-	ids      map[string]idEntry
-	// handover is the marker of a handover delay, cooldowns the lease hexes
-	// of the cooldowns that have a marker (timers.go).
-	handover  *markerValue
+	settings    *settingsValue
+	settingsMod int64
+	lead        *leadValue
+	leadMod     int64
+	mark        *markValue
+	markMod     int64
+	line        map[string]*entry // by lease hex (a native key: by its name)
+	cooling     map[string]*entry // by lease hex
+	ids         map[string]idEntry
+	// handovers are the markers of handover delays, by the last component
+	// of their key ("" for p/_elector/handover/<election>), each with the
+	// term of the slot it times; cooldowns the lease hexes of the
+	// cooldowns that have a marker (timers.go).
+	handovers map[string]uint64
 	cooldowns map[string]bool
-	// promise is the leader's promise record (promise.go), revoked the
-	// candidacies etcd ended early (revoked.go), by lease hex.
-	promise    *promiseValue
-	promiseMod int64
-	revoked    map[string]revokedValue
-	// promised is when this replica first held the newest write that
-	// renewed the leadership of term promisedTerm (its acknowledgement or a
-	// promise of that term), on the cache's clock: the promise lapses a TTL
-	// after it (see promise.go). Zero outside a cache.
-	promised     time.Time
-	promisedTerm uint64
-	at           time.Time // the latest "at" written in the revision being applied
+	// promises are the holders' promise records (promise.go), by the last
+	// component of their key as handovers; revoked the candidacies etcd
+	// ended early (revoked.go), by lease hex.
+	promises map[string]promiseRecord
+	revoked  map[string]revokedValue
+	// promised is, for each slot of the lead record, when this replica
+	// first held the newest write that renewed that holdership (its
+	// acknowledgement or a promise of its term), on the cache's clock: the
+	// promise lapses a TTL after it (see promise.go). Empty outside a
+	// cache.
+	promised map[uint64]time.Time
+	at       time.Time // the latest "at" written in the revision being applied
+}
+
+// promiseRecord is a promise key's value and mod revision.
+type promiseRecord struct {
+	value promiseValue
+	mod   int64
 }
 
 // entry is one candidacy or cooling key.
@@ -90,7 +99,8 @@ func newState(k keys) *state {
 }
 
 func newEstate() *estate {
-	return &estate{line: map[string]*entry{}, cooling: map[string]*entry{}, ids: map[string]idEntry{}, cooldowns: map[string]bool{}, revoked: map[string]revokedValue{}}
+	return &estate{line: map[string]*entry{}, cooling: map[string]*entry{}, ids: map[string]idEntry{}, cooldowns: map[string]bool{}, revoked: map[string]revokedValue{},
+		handovers: map[string]uint64{}, promises: map[string]promiseRecord{}, promised: map[uint64]time.Time{}}
 }
 
 // clone returns a deep enough copy: entries and values are never mutated
@@ -100,7 +110,7 @@ func (s *state) clone() *state {
 	for n, e := range s.elections {
 		x := *e
 		x.line, x.cooling, x.ids, x.cooldowns = maps.Clone(e.line), maps.Clone(e.cooling), maps.Clone(e.ids), maps.Clone(e.cooldowns)
-		x.revoked = maps.Clone(e.revoked)
+		x.revoked, x.handovers, x.promises, x.promised = maps.Clone(e.revoked), maps.Clone(e.handovers), maps.Clone(e.promises), maps.Clone(e.promised)
 		c.elections[n] = &x
 	}
 	return c
@@ -155,8 +165,9 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 		e.ids[pk.name] = idEntry{hex: string(kv.Value), create: kv.CreateRevision}
 	case kindSettings:
 		var v settingsValue
+		e.settingsMod = kv.ModRevision // what an acknowledgement compares, whatever the value
 		if json.Unmarshal(kv.Value, &v) != nil {
-			e.unset(pk)
+			e.settings = nil
 			return pk.election
 		}
 		e.settings = &v
@@ -167,9 +178,19 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 			e.unset(pk)
 			return pk.election
 		}
-		if s.clock != nil && (e.lead == nil || e.lead.Term != v.Term) {
-			// An acknowledgement: the first promise of term v.Term.
-			e.promised, e.promisedTerm = s.clock(), v.Term
+		v.resolve(kv.ModRevision)
+		if s.clock != nil {
+			// A slot new to the record is an acknowledgement: the first
+			// promise of its term. The others keep their time.
+			held := make(map[uint64]time.Time, len(v.Slots))
+			for _, sl := range v.Slots {
+				t, ok := e.promised[sl.Term]
+				if !ok {
+					t = s.clock()
+				}
+				held[sl.Term] = t
+			}
+			e.promised = held
 		}
 		e.lead, e.leadMod = &v, kv.ModRevision
 		e.touch(v.At)
@@ -187,7 +208,10 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 			e.unset(pk)
 			return pk.election
 		}
-		e.handover = &v
+		if t, ok := parseTerm(pk.name); ok {
+			v.Term = t
+		}
+		e.handovers[pk.name] = v.Term
 	case kindCooldownMark:
 		e.cooldowns[pk.name] = true
 	}
@@ -204,9 +228,9 @@ func (s *state) putQuiet(e *estate, pk parsedKey, kv *mvccpb.KeyValue) {
 			e.unset(pk)
 			return
 		}
-		e.promise, e.promiseMod = &v, kv.ModRevision
-		if s.clock != nil && e.lead != nil && e.lead.Term == v.Term {
-			e.promised, e.promisedTerm = s.clock(), v.Term
+		e.promises[pk.name] = promiseRecord{value: v, mod: kv.ModRevision}
+		if s.clock != nil && e.lead.slot(v.Term) != nil {
+			e.promised[v.Term] = s.clock()
 		}
 	case kindRevoked:
 		var v revokedValue
@@ -251,17 +275,18 @@ func (e *estate) unset(pk parsedKey) {
 	case kindID:
 		delete(e.ids, pk.name)
 	case kindSettings:
-		e.settings = nil
+		e.settings, e.settingsMod = nil, 0
 	case kindLead:
 		e.lead, e.leadMod = nil, 0
+		clear(e.promised)
 	case kindMark:
 		e.mark, e.markMod = nil, 0
 	case kindHandoverMark:
-		e.handover = nil
+		delete(e.handovers, pk.name)
 	case kindCooldownMark:
 		delete(e.cooldowns, pk.name)
 	case kindPromise:
-		e.promise, e.promiseMod = nil, 0
+		delete(e.promises, pk.name)
 	case kindRevoked:
 		delete(e.revoked, pk.name)
 	}
@@ -304,7 +329,10 @@ func (s *state) load(kvs []*mvccpb.KeyValue, rev int64) {
 		if s.clock != nil && e.lead != nil {
 			// Held since now: a replica that loads the state after a
 			// promise was written counts its TTL from the load.
-			e.promised, e.promisedTerm = s.clock(), e.lead.Term
+			now := s.clock()
+			for _, sl := range e.lead.Slots {
+				e.promised[sl.Term] = now
+			}
 		}
 	}
 	s.rev, s.last = rev, revCursor(rev)
@@ -334,8 +362,8 @@ func (e *estate) newest() time.Time {
 	if e.mark != nil {
 		later(e.mark.At)
 	}
-	if e.promise != nil {
-		later(e.promise.At)
+	for _, p := range e.promises {
+		later(p.value.At)
 	}
 	return t
 }

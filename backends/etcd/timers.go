@@ -13,16 +13,17 @@ import (
 // own, whose TTL is the timer's length rounded up to whole seconds:
 //
 //	p/_elector/handover/<election>            {"term":41,"until":"…"}
+//	p/_elector/handover/<election>/<term>     the same, per slot (the lead record's list form)
 //	p/_elector/cooldown/<election>/<lease-hex> {"until":"…"}
 //
 // It is written in the transaction that starts the timer, and the record
-// that the timer belongs to (the lead record, the cooling key) says
+// that the timer belongs to (the lead record's slot, the cooling key) says
 // "timed": true in that same transaction. So at any revision, a timed
 // record whose marker key is absent has a marker that etcd deleted when
 // its lease expired: the timer has ended.
 
 // markerValue is the value of a timer's marker key: the term of the
-// leadership whose expiry started a handover delay (0 for a cooldown)
+// holdership whose expiry started a handover delay (0 for a cooldown)
 // and the recorded end, as shown to users.
 type markerValue struct {
 	Term  uint64    `json:"term,omitempty"`
@@ -77,4 +78,13 @@ func notApplied(resp *clientv3.TxnResponse, err error) bool {
 		return leaseGone(err)
 	}
 	return !resp.Succeeded
+}
+
+// handoverKey is the key of the marker of the handover delay of slot term
+// in the lead record l that the transaction starting it writes: one per
+// election in the record's one-holder form, one per term in its list form
+// (see termName).
+func (b *Backend) handoverKey(election string, l leadValue, term uint64) string {
+	_, one := l.one()
+	return b.keys.handoverMarkOf(election, termName(!one, term))
 }

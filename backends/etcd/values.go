@@ -63,53 +63,11 @@ func (x *entry) priority() int {
 	return x.value.Priority
 }
 
-// leadValue is the lead record (<prefix>/_elector/lead/<election>): the
-// last leadership elector acknowledged, written by the transaction that
-// starts it.
-//
-//	{"term":41,"key":"694d7d3a1c2b0f05","id":"node-b","ttl_ms":10000,"since":"…","at":"…",
-//	 "previous":{"id":"node-a","term":37},"previous_end":"resigned",
-//	 "ended":"", "failed":false, "until":"…", "timed":true}
-//
-// Term is the create revision of the leader's candidacy key Key, TTLms
-// the leader's TTL (absent for a native leader, which elector promises
-// nothing, and in records written before promises: see promise.go). Ended is
-// set when elector ended the leadership itself (resigned, error) and no
-// successor was waiting, or, with Failed, when the gateway's verdict ended
-// it (FailLeader: "ended":"error","failed":true), whether or not a
-// successor waits, which is then held back until the leader's promise has
-// lapsed (promise.go); Until is the end of a handover delay that
-// started because the named key disappeared without Ended (an expiry).
-// Transfer is the pending transfer of this leadership, if any (see
-// transfer.go); a record without it (as every record written before
-// transfers) has none.
-type leadValue struct {
-	Term        uint64           `json:"term"`
-	Key         string           `json:"key"`
-	ID          string           `json:"id"`
-	Metadata    json.RawMessage  `json:"metadata,omitempty"`
-	TTLms       int64            `json:"ttl_ms,omitempty"`
-	Since       time.Time        `json:"since"`
-	At          time.Time        `json:"at"`
-	Previous    *gateway.TermRef `json:"previous,omitempty"`
-	PreviousEnd string           `json:"previous_end,omitempty"`
-	Ended       string           `json:"ended,omitempty"`
-	Failed      bool             `json:"failed,omitempty"`
-	Until       time.Time        `json:"until,omitzero"`
-	// Timed is set when the handover delay has a marker key (timers.go):
-	// it ends when etcd deletes the marker, not at Until, which is only
-	// shown.
-	Timed    bool          `json:"timed,omitempty"`
-	Transfer *leadTransfer `json:"transfer,omitempty"`
-}
-
-func (v *leadValue) ttl() time.Duration { return time.Duration(v.TTLms) * time.Millisecond }
-
-// promiseValue is the leader's promise (<prefix>/_elector/promise/<election>),
-// written by each of its heartbeats that answers it leads:
+// promiseValue is a holder's promise (<prefix>/_elector/promise/<election>
+// in the lead record's one-holder form, …/<election>/<term> in its list
+// form), written by each of its heartbeats that answers it holds:
 // {"term":41,"key":"<lease-hex>","ttl_ms":10000,"at":"…"}. It names the
-// leadership (Term, Key as in the lead record) and the TTL it was
-// promised; "at" is the writer's clock, shown and used for event times
+// holdership (Term, Key as in its slot) and the TTL it was promised; "at" is the writer's clock, shown and used for event times
 // only (see promise.go).
 type promiseValue struct {
 	Term  uint64    `json:"term"`
@@ -135,24 +93,6 @@ type revokedValue struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// leadTransfer is a pending transfer in the lead record:
-// {"to":"node-c","key":"<lease-hex>","reason":"transferred","at":"…"}.
-// Key is the lease of the target's candidacy, which stays the same when
-// the key moves; the transfer holds only while that candidacy is in line.
-type leadTransfer struct {
-	To     string    `json:"to"`
-	Key    string    `json:"key"`
-	Reason string    `json:"reason"`
-	At     time.Time `json:"at"`
-}
-
-func (t *leadTransfer) gateway() *gateway.Transfer {
-	if t == nil {
-		return nil
-	}
-	return &gateway.Transfer{To: t.To, Reason: t.Reason, At: t.At}
-}
-
 // markValue (<prefix>/_elector/mark/<election>) is written by the
 // transaction that removes a candidacy or cooling key on elector's behalf,
 // naming the key's lease and why: {"key":"<lease-hex>","reason":"resigned",
@@ -166,17 +106,19 @@ type markValue struct {
 }
 
 // settingsValue (<prefix>/_elector/settings/<election>):
-// {"error_cooldown_ms":10000,"handover_delay_ms":0,"preempt":true,"at":"…"}.
-// "preempt" is absent when false, as in values written before it existed.
+// {"error_cooldown_ms":10000,"handover_delay_ms":0,"preempt":true,"holders":2,"at":"…"}.
+// "preempt" is absent when false and "holders" when not set (one holder),
+// as in values written before they existed.
 type settingsValue struct {
 	ErrorCooldownMs int64     `json:"error_cooldown_ms"`
 	HandoverDelayMs int64     `json:"handover_delay_ms"`
 	Preempt         bool      `json:"preempt,omitempty"`
+	Holders         int       `json:"holders,omitempty"`
 	At              time.Time `json:"at"`
 }
 
 func settingsOf(s gateway.Settings, at time.Time) settingsValue {
-	return settingsValue{ErrorCooldownMs: s.ErrorCooldown.Milliseconds(), HandoverDelayMs: s.HandoverDelay.Milliseconds(), Preempt: s.Preempt, At: at}
+	return settingsValue{ErrorCooldownMs: s.ErrorCooldown.Milliseconds(), HandoverDelayMs: s.HandoverDelay.Milliseconds(), Preempt: s.Preempt, Holders: max(s.Holders, 0), At: at}
 }
 
 func (v settingsValue) settings() gateway.Settings {
@@ -184,6 +126,7 @@ func (v settingsValue) settings() gateway.Settings {
 		ErrorCooldown: time.Duration(v.ErrorCooldownMs) * time.Millisecond,
 		HandoverDelay: time.Duration(v.HandoverDelayMs) * time.Millisecond,
 		Preempt:       v.Preempt,
+		Holders:       v.Holders,
 	}
 }
 

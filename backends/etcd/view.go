@@ -3,6 +3,7 @@ package etcd
 import (
 	"cmp"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -11,54 +12,60 @@ import (
 
 // view is what one election is at a revision: a pure function of its keys.
 //
-// Leadership. The line is the candidacy keys ordered by create revision,
-// exactly as concurrency.Election orders them. Elector reports a leader
-// only when the lead record names the head of the line (its key and create
-// revision): the transaction that writes the lead record checks that the
-// key it names exists with that create revision and is the oldest in the
-// line, and keys created later have higher revisions, so a key named by the
-// lead record stays the head of the line for as long as it exists. Hence
-// elector's leader is always the candidate every native client also
-// considers the leader, the view has at most one leader, and its term (that
-// create revision) is larger than any term before it.
+// Holders. The line is the candidacy keys ordered by create revision,
+// exactly as concurrency.Election orders them. The holders are the longest
+// run of keys at the head of the line that open slots of the lead record
+// name (their key and create revision), a native key only as the head:
+// line[:len(holders)]. The transactions that acknowledge a holder name
+// the first key behind the holders and compare that it exists with that
+// create revision, and keys created later have higher revisions, so the
+// holders are always the N lowest create revisions of the line (N the
+// open slots at most), each with its term from the slot (see leadValue),
+// and elector's longest-standing holder, when there is one, is the head
+// of the line: the candidate every native client considers the leader.
 type view struct {
 	name     string
 	exists   bool
 	settings gateway.Settings
-	line     []*entry // by create revision
-	cooling  []*entry // by end of cooldown
-	lead     *leadValue
-	leadMod  int64
-	leader   *entry // the acknowledged leader, line[0], or nil
-	term     uint64
-	// pending: the leadership the lead record names ended without elector
-	// ending it (an expiry), and the next leader is held back until a
-	// reconciler writes the lead record again (after the handover delay).
-	pending bool
-	// transfer is the lead record's pending transfer while it holds: a
-	// leadership is open (or pending) and its target, line[target], is in
-	// line behind the head. A transfer whose target left is void, and a
+	// settingsMod is the settings key's mod revision (0: none), which
+	// every acknowledgement compares: a holdership begins only under the
+	// holders setting it counted with.
+	settingsMod int64
+	line        []*entry // by create revision
+	cooling     []*entry // by end of cooldown
+	lead        *leadValue
+	leadMod     int64
+	// holders are line[:len(holders)], the longest-standing first, and
+	// held[i] the slot of holders[i] in lead.
+	holders []*entry
+	held    []*slotValue
+	// term is the last term handed out (lead.Term).
+	term uint64
+	// transfer is the lead record's pending transfer while it holds: the
+	// holdership it asks to hand over is open (holders[from], or from -1
+	// when that holdership's key went: an expiry), and its target,
+	// line[target], is in line behind the holders. A transfer whose target
+	// left, or whose holdership ended otherwise, is void, and a
 	// reconciler drops it from the record.
 	transfer *leadTransfer
 	target   int
+	from     int
 	ids      map[string]idEntry
 	mark     *markValue
 	markMod  int64
-	// handover and cooldowns are the timers' marker keys (timers.go).
-	handover  *markerValue
+	// handovers and cooldowns are the timers' marker keys (timers.go).
+	handovers map[string]uint64
 	cooldowns map[string]bool
-	// promise is the leader's promise record, promised and promisedTerm
-	// when this replica first held the newest promise of a term
+	// promises are the holders' promise records and promised when this
+	// replica first held the newest promise of each holdership
 	// (promise.go).
-	promise      *promiseValue
-	promiseMod   int64
-	promised     time.Time
-	promisedTerm uint64
+	promises map[string]promiseRecord
+	promised map[uint64]time.Time
 }
 
 // view derives the view of election name.
 func (s *state) view(name string) view {
-	v := view{name: name, settings: gateway.DefaultSettings()}
+	v := view{name: name, settings: gateway.DefaultSettings(), from: -1}
 	e := s.elections[name]
 	if e == nil {
 		return v
@@ -67,6 +74,7 @@ func (s *state) view(name string) view {
 	if e.settings != nil {
 		v.settings = e.settings.settings()
 	}
+	v.settingsMod = e.settingsMod
 	for _, x := range e.line {
 		v.line = append(v.line, x)
 	}
@@ -80,25 +88,53 @@ func (s *state) view(name string) view {
 	// A view outlives the cache's lock: it shares only values that are
 	// replaced, never changed in place (entries, records), and copies maps.
 	v.lead, v.leadMod, v.ids, v.mark, v.markMod = e.lead, e.leadMod, maps.Clone(e.ids), e.mark, e.markMod
-	v.handover, v.cooldowns = e.handover, maps.Clone(e.cooldowns)
-	v.promise, v.promiseMod, v.promised, v.promisedTerm = e.promise, e.promiseMod, e.promised, e.promisedTerm
-	if l := e.lead; l != nil {
-		v.term = l.Term
-		if l.Ended == "" {
-			if len(v.line) > 0 && v.line[0].hex == l.Key && uint64(v.line[0].create) == l.Term {
-				v.leader = v.line[0]
-			} else if !slices.ContainsFunc(v.line, func(x *entry) bool { return x.hex == l.Key && uint64(x.create) == l.Term }) {
-				v.pending = true
-			}
+	v.handovers, v.cooldowns = maps.Clone(e.handovers), maps.Clone(e.cooldowns)
+	v.promises, v.promised = maps.Clone(e.promises), maps.Clone(e.promised)
+	l := e.lead
+	if l == nil {
+		return v
+	}
+	v.term = l.Term
+	for k := range v.line {
+		s := l.names(v.line[k])
+		if s == nil || (k > 0 && v.line[k].native) {
+			break
 		}
-		if t := l.Transfer; t != nil && (v.leader != nil || v.pending) {
-			if i := slices.IndexFunc(v.line, func(x *entry) bool { return x.hex == t.Key }); i > 0 || (i == 0 && v.pending) {
-				v.transfer, v.target = t, i
-			}
+		v.holders, v.held = append(v.holders, v.line[k]), append(v.held, s)
+	}
+	if t := l.Transfer; t != nil {
+		from := slices.IndexFunc(v.held, func(s *slotValue) bool { return s.Term == t.FromTerm })
+		fs := l.slot(t.FromTerm)
+		open := from >= 0 || (fs != nil && fs.Ended == "" && !slices.ContainsFunc(v.line, fs.names))
+		if i := slices.IndexFunc(v.line, func(x *entry) bool { return x.hex == t.Key }); open && i >= len(v.holders) {
+			v.transfer, v.target, v.from = t, i, from
 		}
 	}
 	return v
 }
+
+// names returns the open slot of l that names x, or nil.
+func (l *leadValue) names(x *entry) *slotValue {
+	for i := range l.Slots {
+		if s := &l.Slots[i]; s.names(x) {
+			return s
+		}
+	}
+	return nil
+}
+
+// names reports whether s is open and names x.
+func (s *slotValue) names(x *entry) bool {
+	return s.Ended == "" && s.Key == x.hex && s.Create == x.create
+}
+
+// holds reports whether holdership term is open with its holder in line.
+func (v view) holds(term uint64) bool {
+	return slices.ContainsFunc(v.held, func(s *slotValue) bool { return s.Term == term })
+}
+
+// holderOf returns the index in holders of x, or -1.
+func (v view) holderOf(x *entry) int { return slices.Index(v.holders, x) }
 
 // find returns the candidate with id, in line or cooling.
 func (v view) find(id string) (x *entry, cooling bool, ok bool) {
@@ -133,25 +169,39 @@ func (s *state) names() []string {
 
 // standing is what a candidate's Status needs of its election, found
 // without deriving the whole view: the candidate's entry, the candidates
-// ahead of it in line, and the leader as view derives it.
+// ahead of it in line, and the holders as view derives them.
 type standing struct {
 	x       *entry
 	cooling bool
 	ahead   int // line entries created before x
+	// own is x's slot while x holds, else nil.
+	own *slotValue
+	// leader is the longest-standing holder and lslot its slot, or nil.
 	leader  *entry
+	lslot   *slotValue
 	lead    *leadValue
 	leadMod int64
-	term    uint64
-	// promiseMod is the mod revision of the election's promise key, 0
-	// when it has none (promise.go).
+	term    uint64 // the last term handed out
+	// promise and promiseMod are the name and mod revision (0: absent) of
+	// the key x's promise goes to while it holds (promise.go).
+	promise    string
 	promiseMod int64
 	// transfer is the pending transfer as view derives it.
 	transfer *leadTransfer
+	// holders are every holder with its slot, the longest-standing
+	// first, when the election has more than one slot; else nil.
+	holders []named
+}
+
+// named is a key an open slot names.
+type named struct {
+	x *entry
+	s *slotValue
 }
 
 // standing finds candidate id of election name. It costs one pass over
-// the election's line and allocates nothing, so a heartbeat's answer costs
-// the same with 3 candidates as with 1,000.
+// the election's line and allocates nothing with one holder, so a
+// heartbeat's answer costs the same with 3 candidates as with 1,000.
 func (s *state) standing(name, id string) (st standing, ok bool) {
 	e := s.elections[name]
 	if e == nil {
@@ -168,7 +218,27 @@ func (s *state) standing(name, id string) (st standing, ok bool) {
 	} else {
 		return standing{}, false
 	}
+	l := e.lead
+	// The keys in line that open slots name (as view: a key and its
+	// create revision).
+	var buf [4]named
+	ns := buf[:0]
+	last := int64(-1) // the newest of them
+	if l != nil {
+		st.lead, st.leadMod, st.term = l, e.leadMod, l.Term
+		for i := range l.Slots {
+			sl := &l.Slots[i]
+			if x := e.line[sl.Key]; x != nil && sl.names(x) {
+				ns = append(ns, named{x, sl})
+				last = max(last, x.create)
+			}
+		}
+	}
+	// One pass: x's place, the head, and block, the oldest key that is
+	// not named, ahead of which every key is: the holders are the named
+	// keys older than block (a native one only at the head).
 	var head *entry
+	block := int64(math.MaxInt64)
 	for _, y := range e.line {
 		if head == nil || y.create < head.create {
 			head = y
@@ -176,29 +246,54 @@ func (s *state) standing(name, id string) (st standing, ok bool) {
 		if !st.cooling && y.create < st.x.create {
 			st.ahead++
 		}
-	}
-	st.promiseMod = e.promiseMod
-	// As view: the lead record names the head of the line, or nobody leads.
-	if l := e.lead; l != nil {
-		st.lead, st.leadMod, st.term = l, e.leadMod, l.Term
-		if l.Ended == "" && head != nil && head.hex == l.Key && uint64(head.create) == l.Term {
-			st.leader = head
+		if y.create <= last && y.create < block && !slices.ContainsFunc(ns, func(n named) bool { return n.x == y }) {
+			block = y.create
 		}
-		if t := l.Transfer; t != nil && l.Ended == "" {
-			// As view: the target is in line, behind the leader or, while
-			// the leadership is pending (the named key is gone), anywhere.
-			if x := e.line[t.Key]; x != nil && x != st.leader {
-				if st.leader != nil || !e.holds(l) {
-					st.transfer = t
-				}
+	}
+	for _, n := range ns {
+		if n.x.native && n.x != head {
+			block = min(block, n.x.create)
+		}
+	}
+	holders := 0
+	for _, n := range ns {
+		if n.x.create >= block {
+			continue
+		}
+		holders++
+		if n.x == st.x {
+			st.own = n.s
+		}
+		if n.x == head {
+			st.leader, st.lslot = head, n.s
+		}
+	}
+	if e.settings != nil && e.settings.settings().HolderLimit() > 1 {
+		st.holders = make([]named, 0, holders)
+		for _, n := range ns {
+			if n.x.create < block {
+				st.holders = append(st.holders, n)
+			}
+		}
+		slices.SortFunc(st.holders, func(a, b named) int { return cmp.Compare(a.x.create, b.x.create) })
+	}
+	if st.own != nil {
+		st.promise = termName(l.list, st.own.Term)
+		st.promiseMod = e.promises[st.promise].mod
+	}
+	// As view: the target is in line behind the holders, and the
+	// holdership it replaces is open (its holder holds, or its key went).
+	if l != nil && l.Transfer != nil {
+		t := l.Transfer
+		tx := e.line[t.Key]
+		isHolder := func(x *entry) bool {
+			return x.create < block && slices.ContainsFunc(ns, func(n named) bool { return n.x == x })
+		}
+		if fs := l.slot(t.FromTerm); tx != nil && !isHolder(tx) && fs != nil && fs.Ended == "" {
+			if y := e.line[fs.Key]; y == nil || !fs.names(y) || isHolder(y) {
+				st.transfer = t
 			}
 		}
 	}
 	return st, true
-}
-
-// holds reports whether the key the lead record l names is in line.
-func (e *estate) holds(l *leadValue) bool {
-	x := e.line[l.Key]
-	return x != nil && uint64(x.create) == l.Term
 }

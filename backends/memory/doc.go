@@ -5,9 +5,10 @@
 // It keeps nothing across a restart, so it suits tests and single-process
 // experiments; the durable default is the embedded NATS backend.
 //
-// Why two leaders cannot happen: every transition of every election runs
-// under Backend.mu on the one Record of that election, and the Record has a
-// single leader slot (see gateway.Record).
+// Why two leaders (or more holders than an election's holders setting)
+// cannot happen: every transition of every election runs under Backend.mu
+// on the one Record of that election, and the Record fills a slot only
+// while fewer than the setting may act (see gateway.Record).
 //
 // Time is this process's clock alone: expiries, handover delays and error
 // cooldowns are deadlines in the Record, applied by Advance as the clock

@@ -44,7 +44,12 @@ var (
 	_ gateway.LeaderFailer    = (*Backend)(nil)
 	_ gateway.ElectionDeleter = (*Backend)(nil)
 	_ gateway.TokenChecker    = (*Backend)(nil)
+	_ gateway.MultiHolder     = (*Backend)(nil)
 )
+
+// MaxHolders implements gateway.MultiHolder: the Record's slots, under the
+// backend's mutex, hold up to gateway.MaxHolders.
+func (b *Backend) MaxHolders() int { return gateway.MaxHolders }
 
 // Option configures a Backend.
 type Option func(*Backend)
@@ -228,8 +233,8 @@ func (b *Backend) create(election string, s gateway.Settings) *gateway.Record {
 
 // DeleteElection implements gateway.ElectionDeleter; the election's last
 // term is kept for a successor of the same name. An election whose failed
-// leader's promise still holds (gateway.Record.FailLeader) is not empty:
-// deleting it would let a newcomer lead at once.
+// or demoted holder's promise still holds (gateway.Record.FailLeader,
+// Configure) is not empty: deleting it would let a newcomer lead at once.
 func (b *Backend) DeleteElection(_ context.Context, election string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -241,8 +246,9 @@ func (b *Backend) DeleteElection(_ context.Context, election string) error {
 	if len(r.Line) > 0 || len(r.Cooling) > 0 {
 		return fmt.Errorf("memory: delete %q: %d candidates: %w", election, len(r.Line)+len(r.Cooling), gateway.ErrElectionNotEmpty)
 	}
-	if h := r.Held; h != nil {
-		return fmt.Errorf("memory: delete %q: the promise of failed term %d holds until %s: %w", election, h.Term, h.Until.Format(time.RFC3339Nano), gateway.ErrElectionNotEmpty)
+	if len(r.Held) > 0 {
+		h := r.Held[0]
+		return fmt.Errorf("memory: delete %q: the promise of ended term %d holds until %s: %w", election, h.Term, h.Until.Format(time.RFC3339Nano), gateway.ErrElectionNotEmpty)
 	}
 	b.deleted[election] = r.Term
 	delete(b.elections, election)

@@ -8,12 +8,20 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-var _ gateway.Transferer = (*Backend)(nil)
+var (
+	_ gateway.Transferer       = (*Backend)(nil)
+	_ gateway.HolderTransferer = (*Backend)(nil)
+)
 
 // Transfer implements gateway.Transferer.
-func (b *Backend) Transfer(_ context.Context, election, to, tokenHash string) (gateway.Election, error) {
+func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) (gateway.Election, error) {
+	return b.TransferFrom(ctx, election, "", to, tokenHash)
+}
+
+// TransferFrom implements gateway.HolderTransferer.
+func (b *Backend) TransferFrom(_ context.Context, election, from, to, tokenHash string) (gateway.Election, error) {
 	return b.electionOp("transfer", election, func(r *gateway.Record, now time.Time) ([]gateway.Event, error) {
-		return r.Transfer(now, to, tokenHash)
+		return r.Transfer(now, from, to, tokenHash)
 	})
 }
 

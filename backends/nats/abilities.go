@@ -9,11 +9,17 @@ import (
 )
 
 var (
-	_ gateway.LeaderFailer    = (*Backend)(nil)
-	_ gateway.ElectionDeleter = (*Backend)(nil)
-	_ gateway.TokenChecker    = (*Backend)(nil)
-	_ gateway.Transferer      = (*Backend)(nil)
+	_ gateway.LeaderFailer     = (*Backend)(nil)
+	_ gateway.ElectionDeleter  = (*Backend)(nil)
+	_ gateway.TokenChecker     = (*Backend)(nil)
+	_ gateway.Transferer       = (*Backend)(nil)
+	_ gateway.HolderTransferer = (*Backend)(nil)
+	_ gateway.MultiHolder      = (*Backend)(nil)
 )
+
+// MaxHolders implements gateway.MultiHolder: the records' slots hold up to
+// gateway.MaxHolders (see "Holders" in the package doc).
+func (b *Backend) MaxHolders() int { return gateway.MaxHolders }
 
 // FailLeader implements gateway.LeaderFailer: Record.FailLeader under
 // compare-and-set, so the check that id leads term and the error report
@@ -37,7 +43,8 @@ func (b *Backend) FailLeader(ctx context.Context, election, id, tokenHash string
 // record with "deleted" set, no candidate and its last term, so that an
 // election created again continues above that term (apply) and the chain
 // of records goes on. Reads treat a tombstone as absent. An election
-// whose failed leader's promise still holds (gateway.Record.FailLeader)
+// whose failed or demoted holder's promise still holds
+// (gateway.Record.FailLeader, Configure)
 // is not empty. Errors:
 // gateway.ErrElectionNotFound, gateway.ErrElectionNotEmpty,
 // gateway.ErrUnavailable.
@@ -60,9 +67,9 @@ func (b *Backend) DeleteElection(ctx context.Context, election string) error {
 		if n := len(cur.rec.Line) + len(cur.rec.Cooling); n > 0 {
 			return fmt.Errorf("nats: delete %q: %d candidates: %w", election, n, gateway.ErrElectionNotEmpty)
 		}
-		if h := cur.rec.Held; h != nil {
+		if hs := cur.rec.Held; len(hs) > 0 {
 			// A tombstone keeps no hold: a campaign would lead at once.
-			return fmt.Errorf("nats: delete %q: the promise of failed term %d holds: %w", election, h.Term, gateway.ErrElectionNotEmpty)
+			return fmt.Errorf("nats: delete %q: the promise of ended term %d holds: %w", election, hs[0].Term, gateway.ErrElectionNotEmpty)
 		}
 		cur.deleted = true
 		next, err := b.publishRecord(ctx, cur, ev)
@@ -94,8 +101,14 @@ func (b *Backend) CheckToken(ctx context.Context, election, id, tokenHash string
 // message is not renewed and the transfer completes at its expiry at the
 // latest.
 func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) (gateway.Election, error) {
+	return b.TransferFrom(ctx, election, "", to, tokenHash)
+}
+
+// TransferFrom implements gateway.HolderTransferer: Record.Transfer under
+// compare-and-set, as every transition.
+func (b *Backend) TransferFrom(ctx context.Context, election, from, to, tokenHash string) (gateway.Election, error) {
 	s, err := b.apply(ctx, "transfer", election, nil, writeOnSuccess, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
-		return r.Transfer(now, to, tokenHash)
+		return r.Transfer(now, from, to, tokenHash)
 	})
 	if err != nil {
 		return gateway.Election{}, err

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"strings"
@@ -41,13 +42,23 @@ type Backend struct {
 
 	grantMu sync.Mutex // one grant at a time (epoch.go)
 
-	beatsMu sync.Mutex
-	beats   map[string]beatInfo // liveness subject → its last message, as last seen
+	beatsMu   sync.Mutex
+	beats     map[beatKey]beatInfo // liveness subject (hashed, see beatKey) → its last message, as last seen
+	beatSeeds [2]maphash.Seed
+	// watched are the leaders whose liveness Run watches, and watchQ
+	// them by expiry (expiry.go); both guarded by beatsMu. watchWake
+	// tells Run the queue's first changed.
+	watched   map[beatKey]*watchedLeader
+	watchQ    watchQueue
+	watchWake chan struct{}
 
 	runsMu sync.Mutex
 	runs   map[*reconciler]struct{} // the reconcilers of running Run calls
 
 	readIndex *gateway.ReadIndex // the records stream's last sequence, for reads from the view
+	// localHead, when set, reads that sequence from the server's own
+	// store: an embedded server outside a cluster (Embedded.lastSeq).
+	localHead func() (uint64, error)
 
 	lease *quorumLease // the records stream's leader had its quorum (quorum.go)
 
@@ -100,7 +111,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	if err != nil {
 		return nil, fmt.Errorf("nats: jetstream: %w: %w", gateway.ErrUnavailable, err)
 	}
-	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[string]beatInfo{}, lease: newQuorumLease()}
+	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[beatKey]beatInfo{}, lease: newQuorumLease()}
+	b.beatSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	b.watched, b.watchWake = map[beatKey]*watchedLeader{}, make(chan struct{}, 1)
 	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	parent := ctx
@@ -217,8 +230,16 @@ func (b *Backend) aliveParts(subject string) (election, nonce string, ok bool) {
 // so that a resigned candidacy's late marker cannot expire a new candidacy
 // with the same id, and so that subjects reveal nothing that checks a token.
 func nonce(tokenHash string) string {
-	sum := sha256.Sum256([]byte("elector liveness\x00" + tokenHash))
-	return hex.EncodeToString(sum[:12])
+	var buf [24]byte
+	return string(appendNonce(buf[:0], tokenHash))
+}
+
+// appendNonce appends nonce(tokenHash) to dst, allocating nothing for a
+// token hash of the usual size.
+func appendNonce(dst []byte, tokenHash string) []byte {
+	var buf [128]byte
+	sum := sha256.Sum256(append(append(buf[:0], "elector liveness\x00"...), tokenHash...))
+	return hex.AppendEncode(dst, sum[:12])
 }
 
 // opContext bounds ctx by OpTimeout unless it has an earlier deadline.

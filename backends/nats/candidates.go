@@ -130,26 +130,19 @@ func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, i
 	if !ok {
 		return gateway.Status{}, false, nil
 	}
-	type index struct {
-		rev uint64
-		err error
-	}
-	ic := make(chan index, 1)
-	go func() {
-		rev, err := b.readIndex.Revision(ctx)
-		ic <- index{rev, err}
-	}()
+	// The read index is fetched while the beat is in flight.
+	ticket := b.readIndex.Start(ctx)
 	exp, err := b.beat(ctx, subject, e.TTL, &seq)
-	ix := <-ic
+	rev, ierr := ticket.Wait(ctx)
 	switch {
 	case isConflict(err):
 		return gateway.Status{}, false, nil // a marker, or a beat through another replica
 	case err != nil:
 		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, translate(err))
-	case ix.err != nil:
-		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, translate(ix.err))
+	case ierr != nil:
+		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, translate(ierr))
 	}
-	if v, err := b.caughtUpTo(ctx, r, ix.rev); err != nil {
+	if v, err := b.caughtUpTo(ctx, r, rev); err != nil {
 		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, err)
 	} else if v == nil {
 		return gateway.Status{}, false, nil
@@ -235,15 +228,8 @@ func (b *Backend) status(ctx context.Context, op string, s stored, id string, ow
 		}
 	}
 	st.Candidate.ExpiresAt = exp
-	if st.Leader != nil {
-		if st.Leader.ID == id {
-			st.Leader.ExpiresAt = exp
-		} else {
-			var err error
-			if st.Leader.ExpiresAt, err = b.expiresAt(ctx, s.rec.Name, s.rec.Find(st.Leader.ID).TokenHash); err != nil {
-				return gateway.Status{}, fmt.Errorf("nats: %s %q: %w", op, s.rec.Name, err)
-			}
-		}
+	if err := b.holdersExpiry(ctx, s.rec, st.Leader, st.Holders, id, exp); err != nil {
+		return gateway.Status{}, fmt.Errorf("nats: %s %q: %w", op, s.rec.Name, err)
 	}
 	return st, nil
 }

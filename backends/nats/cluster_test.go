@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/gateway/backendtest"
 	"github.com/electorhq/elector/internal/testnet"
@@ -146,5 +148,51 @@ func TestClusterSurvivesLosingOneServer(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("no candidate.joined event with one server down")
 		}
+	}
+}
+
+// TestShutdownHandsStreamLeadershipToAnotherMember: a member that shuts
+// down first moves the leadership of the streams it leads, so that the
+// others name a leader for each of them as soon as it is gone, without an
+// election after its silence (4 to 9 s), which would stall writes.
+func TestShutdownHandsStreamLeadershipToAnotherMember(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-server cluster")
+	}
+	servers := startCluster(t)
+	b := openWhenReady(t, servers[0], freshConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	info, err := b.records.Info(ctx)
+	if err != nil || info.Cluster == nil || info.Cluster.Leader == "" {
+		t.Fatalf("records stream: %+v, %v", info, err)
+	}
+	gone := -1
+	for i, e := range servers {
+		if e.srv.Name() == info.Cluster.Leader {
+			gone = i
+		}
+	}
+	if gone < 0 {
+		t.Fatalf("no member is named %q", info.Cluster.Leader)
+	}
+	servers[gone].Shutdown()
+
+	up := servers[(gone+1)%3]
+	jsz, err := up.srv.Jsz(&server.JSzOptions{Account: up.srv.GlobalAccount().Name, Streams: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, a := range jsz.AccountDetails {
+		for _, st := range a.Streams {
+			n++
+			if st.Cluster == nil || st.Cluster.Leader == "" || st.Cluster.Leader == servers[gone].srv.Name() {
+				t.Errorf("stream %s right after its leader shut down: %+v", st.Name, st.Cluster)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no stream seen")
 	}
 }

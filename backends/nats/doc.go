@@ -40,9 +40,11 @@
 //
 // # Why two replicas can never promote two leaders
 //
-// gateway.Record has one leader slot, filled only by promote when it is
-// empty, which increments Term in the same step. That argument needs every
-// stored record to be computed from the record stored just before it. Every
+// gateway.Record has one leader slot (N slots, with the holders setting
+// N), filled only by promote when fewer than N may act, which increments
+// Term in the same step (see gateway.Record for the argument). That
+// argument needs every stored record to be computed from the record
+// stored just before it. Every
 // write here is: load the election's last message and its stream sequence
 // S (from the stream leader, not a cache), apply the Record method, publish
 // with Nats-Expected-Last-Subject-Sequence: S. JetStream appends the
@@ -54,7 +56,8 @@
 // the expectation is checked by the stream leader in the replicated log, so
 // it holds across NATS members too.
 //
-// Terms strictly increase: Term only grows inside the chain above, the
+// Terms strictly increase, and each holdership has its own: Term only
+// grows inside the chain above, the
 // chain's latest link is never deleted (no MaxAge, no purge, per-subject
 // limit keeps the newest), and a restarted server recovers the stream from
 // disk (R1) or from the other members (R3).
@@ -71,7 +74,12 @@
 // marker on the subject. The reconciler (Run) follows the liveness stream
 // and, on a marker, applies Record.Expire with compare-and-set; whichever
 // replica gets there first wins, the others find nothing left to do. The
-// server's clock, not a replica's, decides when a candidate is dead.
+// server's clock, not a replica's, decides when a candidate is dead. The
+// server's expiry timer can run up to 250 ms late; for a leader with a
+// follower in line, Run does not wait for it: once the leader's message
+// has expired on the server's clock it deletes the message by its
+// sequence, which a heartbeat that replaced it makes fail, and expires the
+// candidacy itself (expiry.go says why that is as safe as the marker).
 // Entry.ExpiresAt is therefore zero in stored records; snapshots fill it
 // from the liveness message.
 //
@@ -129,11 +137,15 @@
 // (timers.go):
 //
 //	elector.alive.<election>._h<term>-<until>          a handover delay
-//	elector.alive.<election>._p<term>-<until>          a failed leader's promise
+//	elector.alive.<election>._p<term>-<until>          a failed or demoted holder's promise
 //	elector.alive.<election>._c<nonce>-<until>         a candidate's cooldown
 //
 // where <until> is the recorded end in Unix nanoseconds, so a late marker
-// of an earlier timer never ends a later one. The marker is published
+// of an earlier timer never ends a later one, and <term> is that of the
+// holdership whose slot the delay or hold keeps empty: with several
+// holders (gateway.Settings.Holders) every slot held back has a marker of
+// its own, and the end of one (EndHandover or EndHold of that term) frees
+// that slot only. The marker is published
 // with Nats-TTL the timer's length rounded up to whole seconds (at least
 // one second: the server's unit), before the record that starts the timer
 // is written (a failed leader's promise is the exception, see below). The
@@ -167,8 +179,12 @@
 //
 // A failed leader's promise (gateway.Record.FailLeader: the gateway put a
 // leader in error whose begin webhook went unacknowledged, and the leader
-// may not know it yet) holds every promotion back until its marker ends,
-// as a handover delay does. Its marker is published once the record that
+// may not know it yet) holds its slot (with one holder, every promotion)
+// until its marker ends, as a handover delay does. So does the promise of
+// a holder whose holdership a lowered holders setting ended
+// (gateway.Record.Configure, reason holders_reduced): each such holder's
+// slot has its own hold and marker, started the same way, so that raising
+// the setting again fills no slot whose holder may still act. Its marker is published once the record that
 // fails the leader is stored, with the failed leader's whole TTL: a
 // heartbeat of the leader may be answered "leader" until that record is
 // stored (its answer reads the view at a read index before it), so its
@@ -210,7 +226,9 @@
 // Every write acknowledged before the read began has a sequence at or
 // below the one fetched, so the answer reflects it. The fetch is a
 // message get of the stream's last message (subject ">"), answered by
-// the stream leader like stream info but at a fraction of its cost.
+// the stream leader like stream info but at a fraction of its cost; an
+// embedded server outside a cluster, the stream's only copy, reads the
+// same sequence from its own store in process instead.
 // CountElections and CountCandidates are the exceptions: they answer from
 // the view as it is, for the gateway's limits, which refuse a campaign
 // only after a linearizable read (gateway.CandidateCounter). A view still loading
@@ -267,16 +285,32 @@
 //     then a refusal too: that beat extended the leader's life, which only
 //     makes the transfer wait longer (gateway.Record.Transfer).
 //
+// # Holders
+//
+// An election's holders setting N is in its record's settings, and each
+// holder's entry carries its holdership's term and beginning (values.go);
+// everything about N is gateway.Record's, applied under the record
+// chain's compare-and-set like every transition, so the argument above
+// holds per slot: promote fills a slot only while fewer than N may act,
+// in one link of the chain, and two replicas racing to fill the last slot
+// are ordered by it (the second recomputes from the first's record and
+// finds no slot free). A crash of a replica loses nothing: the record
+// holds every holder, delay and hold, and every delay and hold has its
+// marker (published before the record, or for a hold after it and
+// restored by the sweep if the publisher crashed in between, as above).
+// Heartbeat answers, ElectionLeader and snapshots fill every holder's
+// expiry from its liveness, as the leader's.
+//
 // # Transfers, error verdicts and deletion
 //
 // Transfer, Handover and FailLeader are Record methods applied under the
 // same compare-and-set as every transition: the check and the change are
-// one link of the record chain. FailLeader's record holds the next
-// leadership back until the failed leader's promise has lapsed (see
-// Timers). DeleteElection writes a tombstone: the election's record with
+// one link of the record chain. FailLeader's record holds the failed
+// holder's slot until its promise has lapsed (see Timers).
+// DeleteElection writes a tombstone: the election's record with
 // "deleted" set and no candidate, holding its last term; it refuses an
-// election whose failed leader's promise still holds, since a tombstone
-// keeps no hold. Reads treat it as absent; a campaign or Configure starts the
+// election with a hold still running (a failed or demoted holder's
+// promise), since a tombstone keeps no hold. Reads treat it as absent; a campaign or Configure starts the
 // election again from it, with terms above the deleted one's, since the
 // stream never loses an election's latest record. CountElections before
 // Run's view has loaded counts subjects, tombstones included.
@@ -376,6 +410,13 @@
 // readiness probe) fails until it reconnects. CaughtUp (the readiness
 // probe's watch check) says whether Run's watch has delivered the stream's
 // last sequence, and fails while Run is not running.
+//
+// A member of an embedded cluster that shuts down (elector serve on
+// SIGTERM, Backend.Close) first asks the raft group of each stream it
+// leads to step down to a current follower, and waits up to HandOverWait
+// for the others to name the new leader: a rolling restart pauses writes
+// for a leader transfer (tens of milliseconds), not for the election that
+// follows a member's silence (4 to 9 s), which only a crash costs.
 //
 // A NATS member cut off from the other members of a cluster is the harder
 // case: if it leads the records stream it goes on answering message gets

@@ -39,12 +39,40 @@ func (b *Backend) ElectionLeader(ctx context.Context, election string) (gateway.
 	}
 	e := s.rec.LeaderSnapshot()
 	e.Cursor = s.cursor()
-	if e.Leader != nil {
-		if e.Leader.ExpiresAt, err = b.expiresAt(ctx, election, s.rec.Line[0].TokenHash); err != nil {
-			return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
-		}
+	if err := b.holdersExpiry(ctx, s.rec, e.Leader, e.Holders, "", time.Time{}); err != nil {
+		return gateway.Election{}, fmt.Errorf("nats: election %q: %w", election, err)
 	}
 	return e, nil
+}
+
+// holdersExpiry fills the ExpiresAt of leader and of every holder in
+// holders (one slot's holder each) from their liveness messages; own, if
+// not zero, is candidate id's, just written by the caller.
+func (b *Backend) holdersExpiry(ctx context.Context, rec *gateway.Record, leader *gateway.Leader, holders []gateway.Leader, id string, own time.Time) error {
+	known := func(hid string) (time.Time, error) {
+		if hid == id && !own.IsZero() {
+			return own, nil
+		}
+		e := rec.Find(hid)
+		if e == nil {
+			return time.Time{}, nil
+		}
+		return b.expiresAt(ctx, rec.Name, e.TokenHash)
+	}
+	var err error
+	for i := range holders {
+		if holders[i].ExpiresAt, err = known(holders[i].ID); err != nil {
+			return err
+		}
+	}
+	if leader != nil {
+		if len(holders) > 0 {
+			leader.ExpiresAt = holders[0].ExpiresAt
+		} else if leader.ExpiresAt, err = known(leader.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CountCandidates implements gateway.CandidateCounter: from the view
@@ -120,7 +148,7 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 		r.mu.Lock()
 		recs = make([]stored, 0, len(r.recs))
 		for _, s := range r.recs {
-			recs = append(recs, s)
+			recs = append(recs, s.stored())
 		}
 		// Not "<seen>", past Head whenever the latest record has events:
 		// newest is the same point of the event stream (no event lies
@@ -224,6 +252,11 @@ func (b *Backend) show(ctx context.Context, s stored) (gateway.Election, error) 
 		}
 		if e.Leader != nil && e.Leader.ID == x.ID {
 			e.Leader.ExpiresAt = exp
+		}
+		for i := range e.Holders {
+			if e.Holders[i].ID == x.ID {
+				e.Holders[i].ExpiresAt = exp
+			}
 		}
 	}
 	return e, nil

@@ -117,6 +117,7 @@ func (cfg EmbeddedConfig) Validate() error {
 // Embedded is a running in-process NATS server with JetStream.
 type Embedded struct {
 	srv *server.Server
+	log *slog.Logger
 }
 
 // StartEmbedded starts an in-process NATS server as cfg says and waits
@@ -148,7 +149,7 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 		srv.WaitForShutdown()
 		return nil, fmt.Errorf("nats: embedded server not ready after %s: %w", timeout, gateway.ErrUnavailable)
 	}
-	return &Embedded{srv: srv}, nil
+	return &Embedded{srv: srv, log: log}, nil
 }
 
 // serverOptions returns the server's options of cfg, which is valid; its
@@ -251,10 +252,94 @@ func (e *Embedded) Connect(log *slog.Logger) (*nats.Conn, error) {
 }
 
 // Shutdown stops the server and waits until it has flushed and closed its
-// stores.
+// stores. A member of a cluster first hands the leadership of the streams
+// it leads to other members (handOver), so that a rolling restart pauses
+// writes for a leader transfer, not for an election after its silence.
 func (e *Embedded) Shutdown() {
+	if e.srv.JetStreamIsClustered() {
+		e.handOver(HandOverWait)
+	}
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
+}
+
+// HandOverWait bounds how long a member that shuts down waits for the
+// streams it leads to have a leader elsewhere (handOver).
+const HandOverWait = 3 * time.Second
+
+// handOver asks the raft group of every stream this member leads to elect
+// another leader (JetStream's stream leader step-down: the leader names a
+// current follower, which stands at once) and waits, at most wait, until
+// each has a leader on another member. Without it the others elect one
+// only after missing this member for 4 to 9 s, and writes wait so long.
+// Leadership is the stream's raft group's to move: the records and their
+// compare-and-set chain are the same whichever member leads.
+func (e *Embedded) handOver(wait time.Duration) {
+	acc := e.srv.GlobalAccount().Name
+	name := e.srv.Name()
+	leading := func() (mine, leaderless []string) {
+		jsz, err := e.srv.Jsz(&server.JSzOptions{Account: acc, Streams: true})
+		if err != nil {
+			return nil, nil
+		}
+		for _, a := range jsz.AccountDetails {
+			for _, st := range a.Streams {
+				switch {
+				case st.Cluster == nil:
+				case st.Cluster.Leader == name:
+					mine = append(mine, st.Name)
+				case st.Cluster.Leader == "":
+					leaderless = append(leaderless, st.Name)
+				}
+			}
+		}
+		return mine, leaderless
+	}
+	mine, _ := leading()
+	if len(mine) == 0 {
+		return
+	}
+	start := time.Now()
+	for _, st := range mine {
+		if err := e.srv.JetStreamStepdownStream(acc, st); err != nil {
+			e.log.LogAttrs(context.Background(), slog.LevelWarn, "nats: stream leader step-down", slog.String("stream", st), slog.Any("err", err))
+		}
+	}
+	for time.Since(start) < wait {
+		time.Sleep(20 * time.Millisecond)
+		left, leaderless := leading()
+		if len(left) == 0 && len(leaderless) == 0 {
+			e.log.LogAttrs(context.Background(), slog.LevelInfo, "nats: handed stream leadership to other members",
+				slog.Any("streams", mine), slog.Duration("took", time.Since(start)))
+			return
+		}
+	}
+	e.log.LogAttrs(context.Background(), slog.LevelWarn, "nats: streams still led here at shutdown", slog.Any("streams", mine), slog.Duration("waited", wait))
+}
+
+// lastSeq returns a read of stream's last sequence from this server's own
+// store, for a server that is not part of a cluster: there the store is
+// the stream's only copy, and a message is acknowledged only once it is
+// stored, so the sequence read after a read arrived is at or past that of
+// every write acknowledged before. It is the read index that a message get
+// of the stream's last message gives, without a request through the
+// connection (about 2 µs against 50).
+func (e *Embedded) lastSeq(stream string) func() (uint64, error) {
+	acc := e.srv.GlobalAccount().Name
+	return func() (uint64, error) {
+		jsz, err := e.srv.Jsz(&server.JSzOptions{Account: acc, Streams: true})
+		if err != nil {
+			return 0, fmt.Errorf("nats: read index: %w: %w", gateway.ErrUnavailable, err)
+		}
+		for _, a := range jsz.AccountDetails {
+			for _, st := range a.Streams {
+				if st.Name == stream {
+					return st.State.LastSeq, nil
+				}
+			}
+		}
+		return 0, fmt.Errorf("nats: read index: stream %q: %w: %w", stream, gateway.ErrUnavailable, jetstream.ErrStreamNotFound)
+	}
 }
 
 // OpenEmbedded starts an embedded server as ecfg says and returns a Backend
@@ -297,6 +382,9 @@ func OpenEmbedded(ctx context.Context, ecfg EmbeddedConfig, cfg Config, opts ...
 		if err == nil {
 			b.ownConn = true
 			b.onClose = e.Shutdown
+			if !clustered {
+				b.localHead = e.lastSeq(b.cfg.Stream)
+			}
 			if last != "" {
 				o.log.Info("nats: the embedded JetStream cluster has formed")
 			}

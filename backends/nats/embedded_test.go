@@ -154,3 +154,36 @@ func TestOpenEmbeddedStopsWaitingWhenContextEnds(t *testing.T) {
 		t.Fatalf("OpenEmbedded after cancel: %v; want the context's error", err)
 	}
 }
+
+// TestStandaloneEmbeddedReadsItsReadIndexInProcess: a standalone embedded
+// server's read index comes from its own store, and is the sequence the
+// stream leader's answer gives, after every write.
+func TestStandaloneEmbeddedReadsItsReadIndexInProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := OpenEmbedded(ctx, EmbeddedConfig{DataDir: t.TempDir()}, Config{}, WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.localHead == nil {
+		t.Fatal("no in-process read index on a standalone server")
+	}
+	for i := range 3 {
+		local, err := b.fetchHead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local2 := b.localHead
+		b.localHead = nil
+		remote, err := b.fetchHead(ctx)
+		b.localHead = local2
+		if err != nil {
+			t.Fatal(err)
+		}
+		if local != remote {
+			t.Fatalf("after %d writes: in process %d, from the stream leader %d", i, local, remote)
+		}
+		campaignT(t, b, "head", fmt.Sprintf("c%d", i), time.Minute)
+	}
+}

@@ -40,7 +40,7 @@ func TestNewestEventIsWhatAWatchFromItContinuesAfter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newReconciler(&Backend{cfg: Config{History: 3}})
 			for _, x := range tc.recs {
-				s := stored{rec: &gateway.Record{Name: x.election}, seq: x.seq, events: make([]gateway.Event, x.events)}
+				s := stored{rec: &gateway.Record{Name: x.election}, seq: x.seq, events: make([]gateway.Event, x.events), nev: x.events}
 				r.noteNewest(x.seq, s, !x.bad)
 				r.seen = x.seq
 			}

@@ -50,7 +50,7 @@ func TestHeartbeatNeverTellsADeposedLeaderItLeads(t *testing.T) {
 				}
 			}
 			view.mu.Lock()
-			view.recs[election], view.seen = before, before.seq
+			view.recs[election], view.seen = before.viewed(), before.seq
 			delete(view.ahead, election)
 			view.mu.Unlock()
 		}

@@ -39,14 +39,14 @@ func TestFailedLeaderHoldIsTimedByTheServerAfterItsRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, err := b.read(ctx, election)
-		if err != nil || s.rec.Held == nil || s.rec.Held.Term != a.Term || s.rec.Leading {
+		if err != nil || len(s.rec.Held) != 1 || s.rec.Held[0].Term != a.Term || s.rec.Holding() != 0 {
 			t.Fatalf("after FailLeader: %+v, %v; want nobody leading and a's term %d held", s.rec, err, a.Term)
 		}
 		rec, err := b.records.GetLastMsgForSubject(ctx, b.recordSubject(election))
 		if err != nil {
 			t.Fatal(err)
 		}
-		subject := b.aliveSubject(election, holdToken(s.rec))
+		subject := b.aliveSubject(election, holdToken(s.rec.Held[0]))
 		waitUntil(t, 10*time.Second, "the hold's marker", func() bool {
 			marker, err = b.alive.GetLastMsgForSubject(ctx, subject)
 			return err == nil

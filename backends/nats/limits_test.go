@@ -72,7 +72,7 @@ func TestLimitsNeverRefuseOnAStaleView(t *testing.T) {
 		}
 	}
 	view.mu.Lock()
-	view.recs["lim"], view.seen = before, before.seq
+	view.recs["lim"], view.seen = before.viewed(), before.seq
 	delete(view.ahead, "lim")
 	view.mu.Unlock()
 	if n, err := b.CountCandidates(ctx, "lim"); err != nil || n != 2 {

@@ -1,13 +1,18 @@
 package nats
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
@@ -31,18 +36,94 @@ func (b *Backend) beat(ctx context.Context, subject string, ttl time.Duration, e
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(b.cfg.Stream + "_ALIVE"), jetstream.WithMsgTTL(liveTTL(ttl))}
-	if expect != nil {
-		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expect))
-	}
 	start := time.Now()
-	ack, err := b.js.Publish(ctx, subject, nil, opts...)
+	seq, err := b.publishBeat(ctx, subject, liveTTL(ttl), expect)
 	if err != nil {
 		return time.Time{}, err
 	}
 	exp := start.Add(liveTTL(ttl))
-	b.remember(subject, ack.Sequence, exp)
+	b.remember(subject, seq, exp)
 	return exp, nil
+}
+
+// publishBeat publishes a liveness message of ttl on subject, conditional
+// on the subject's last sequence being *expect when expect is set, and
+// returns its sequence. It is jetstream's Publish without its per-call
+// costs (options, a decoded acknowledgement): a heartbeat is little else.
+// It sends no Nats-Expected-Stream header, which the server would keep
+// with every message; instead the acknowledgement must name the liveness
+// stream. Errors are those of jetstream's Publish: a *jetstream.APIError
+// for a refusal (a wrong last sequence is a conflict, isConflict), and
+// jetstream.ErrNoStreamResponse when no stream answers after the same
+// retries.
+func (b *Backend) publishBeat(ctx context.Context, subject string, ttl time.Duration, expect *uint64) (uint64, error) {
+	hdr := nats.Header{jetstream.MsgTTLHeader: {ttl.String()}}
+	if expect != nil {
+		hdr[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(*expect, 10)}
+	}
+	m := &nats.Msg{Subject: subject, Header: hdr}
+	resp, err := b.nc.RequestMsgWithContext(ctx, m)
+	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < jetstream.DefaultPubRetryAttempts; r++ {
+		// A stream changing leader answers no one for a moment.
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(jetstream.DefaultPubRetryWait):
+		}
+		resp, err = b.nc.RequestMsgWithContext(ctx, m)
+	}
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return 0, jetstream.ErrNoStreamResponse
+	case err != nil:
+		return 0, err
+	}
+	return ackSeq(resp.Data, b.cfg.Stream+"_ALIVE")
+}
+
+// ackSeq reads the sequence of a publish's acknowledgement by stream, or
+// the API error it carries.
+func ackSeq(data []byte, stream string) (uint64, error) {
+	if !bytes.Contains(data, []byte(`"error"`)) {
+		if seq, ok := jsonUint(data, `"seq":`); ok && bytes.Contains(data, []byte(`"stream":"`+stream+`"`)) {
+			return seq, nil
+		}
+	}
+	var ack struct {
+		Error *jetstream.APIError `json:"error"`
+		jetstream.PubAck
+	}
+	if err := json.Unmarshal(data, &ack); err != nil {
+		return 0, jetstream.ErrInvalidJSAck
+	}
+	if ack.Error != nil {
+		return 0, fmt.Errorf("nats: %w", ack.Error)
+	}
+	if ack.Stream != stream {
+		return 0, fmt.Errorf("nats: the liveness message went to stream %q: %w", ack.Stream, jetstream.ErrInvalidJSAck)
+	}
+	return ack.Sequence, nil
+}
+
+// jsonUint reads the unsigned integer after the first occurrence of
+// member (such as `"seq":`) in a JSON object that has no other text like
+// it before (acknowledgements and message gets of this backend, whose
+// subjects and stream names hold no quote).
+func jsonUint(data []byte, member string) (uint64, bool) {
+	i := bytes.Index(data, []byte(member))
+	if i < 0 {
+		return 0, false
+	}
+	rest := data[i+len(member):]
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 || n > 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(rest[:n]), 10, 64)
+	return v, err == nil
 }
 
 // lastBeat reads the last liveness message of a candidacy from the stream
@@ -93,22 +174,55 @@ func (b *Backend) purgeBeats(ctx context.Context, subject string) {
 }
 
 // beatInfo is what this replica knows of a candidacy's liveness subject:
-// its last message's sequence and when that message expires, or, once the
-// expiry marker at seq is seen, that it is dead. Sequences only grow on a
-// subject, so older news never overwrites newer.
+// its last message's sequence and when that message expires (Unix
+// nanoseconds), or, once the expiry marker at seq is seen, that it is
+// dead. Sequences only grow on a subject, so older news never overwrites
+// newer.
 type beatInfo struct {
 	seq     uint64
-	expires time.Time // for dead: when the entry may be pruned
+	expires int64 // for dead: when the entry may be pruned
 	dead    bool
+}
+
+// beatKey names a liveness subject in the beats map: two independent
+// 64-bit hashes of it, which keep the map's memory per candidacy small (no
+// subject string kept) and, at 128 bits, never name two subjects of one
+// process alike in practice. Should they, the cost would be a conditional
+// publish refused for a wrong sequence (the slow path) or a candidacy read
+// from the stream leader: the map only ever makes a faster route to the
+// same checks, never a decision.
+type beatKey [2]uint64
+
+func (b *Backend) beatKey(subject string) beatKey {
+	return beatKey{maphash.String(b.beatSeeds[0], subject), maphash.String(b.beatSeeds[1], subject)}
+}
+
+// aliveKey is beatKey(b.aliveSubject(election, nonce)), made without
+// building the subject.
+func (b *Backend) aliveKey(election string, nonce []byte) beatKey {
+	var k beatKey
+	for i, seed := range b.beatSeeds {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		_, _ = h.WriteString(b.cfg.SubjectPrefix)
+		_, _ = h.WriteString(".alive.")
+		_, _ = h.WriteString(election)
+		_ = h.WriteByte('.')
+		_, _ = h.Write(nonce)
+		k[i] = h.Sum64()
+	}
+	return k
 }
 
 // remember notes the live message at seq of subject, expiring at expires,
 // from a publish's ack, a read or the followed liveness stream.
 func (b *Backend) remember(subject string, seq uint64, expires time.Time) {
+	k := b.beatKey(subject)
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	if old, ok := b.beats[subject]; !ok || seq > old.seq || (seq == old.seq && !old.dead) {
-		b.beats[subject] = beatInfo{seq: seq, expires: expires}
+	if old, ok := b.beats[k]; !ok || seq > old.seq || (seq == old.seq && !old.dead) {
+		b.beats[k] = beatInfo{seq: seq, expires: expires.UnixNano()}
+		b.rewatchLocked(k)
 	}
 }
 
@@ -116,54 +230,70 @@ func (b *Backend) remember(subject string, seq uint64, expires time.Time) {
 // just returned it, over whatever was known: after the liveness stream was
 // lost and made again, its sequences start over lower.
 func (b *Backend) learned(subject string, seq uint64, expires time.Time) {
+	k := b.beatKey(subject)
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	b.beats[subject] = beatInfo{seq: seq, expires: expires}
+	b.beats[k] = beatInfo{seq: seq, expires: expires.UnixNano()}
+	b.rewatchLocked(k)
 }
 
 // buried notes the expiry marker at seq of subject: no heartbeat may take
 // the fast path on it, and a late ack of an older beat cannot revive it.
 func (b *Backend) buried(subject string, seq uint64) {
+	k := b.beatKey(subject)
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	if old, ok := b.beats[subject]; !ok || seq >= old.seq {
-		b.beats[subject] = beatInfo{seq: seq, expires: time.Now(), dead: true}
+	if old, ok := b.beats[k]; !ok || seq >= old.seq {
+		b.beats[k] = beatInfo{seq: seq, expires: time.Now().UnixNano(), dead: true}
+		b.rewatchLocked(k)
 	}
 }
 
 // forget drops what is known of subject, after a purge (which leaves no
 // message to follow) or when it has no message at all.
 func (b *Backend) forget(subject string) {
+	k := b.beatKey(subject)
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	delete(b.beats, subject)
+	delete(b.beats, k)
+	b.rewatchLocked(k)
 }
 
 // pruneBeats forgets liveness messages that expired before t, including
 // those of candidacies another replica purged.
 func (b *Backend) pruneBeats(t time.Time) {
+	before := t.UnixNano()
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	for subject, bi := range b.beats {
-		if bi.expires.Before(t) {
-			delete(b.beats, subject)
+	for k, bi := range b.beats {
+		if bi.expires < before {
+			delete(b.beats, k)
 		}
 	}
 }
 
 // expiry returns when subject's live message expires, if one is known.
 func (b *Backend) expiry(subject string) (time.Time, bool) {
+	return b.expiryOf(b.beatKey(subject))
+}
+
+// expiryOf is expiry of the subject whose key is k.
+func (b *Backend) expiryOf(k beatKey) (time.Time, bool) {
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	bi, ok := b.beats[subject]
-	return bi.expires, ok && !bi.dead
+	bi, ok := b.beats[k]
+	if !ok || bi.dead {
+		return time.Time{}, false
+	}
+	return time.Unix(0, bi.expires), true
 }
 
 // liveSeq returns the sequence of subject's live message, if one is known.
 func (b *Backend) liveSeq(subject string) (uint64, bool) {
+	k := b.beatKey(subject)
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	bi, ok := b.beats[subject]
+	bi, ok := b.beats[k]
 	return bi.seq, ok && !bi.dead
 }
 

@@ -26,8 +26,8 @@ const maxLookBack = 64
 // makes the stream drop the one newest is in (History later records of its
 // election), since a watch cannot start from a record no longer held.
 func (r *reconciler) noteNewest(seq uint64, s stored, ok bool) {
-	if ok && len(s.events) > 0 {
-		r.newest = gateway.Position{Rev: seq, Index: len(s.events)}
+	if ok && s.nev > 0 {
+		r.newest = gateway.Position{Rev: seq, Index: s.nev}
 		r.newestOf, r.newestAfter = s.rec.Name, 0
 		return
 	}
@@ -101,7 +101,7 @@ func (b *Backend) lookBack(ctx context.Context, r *reconciler) {
 		if err != nil {
 			continue // no watch shows its events either
 		}
-		if len(s.events) > 0 {
+		if s.nev > 0 {
 			found, of = s.position(), name
 			break
 		}

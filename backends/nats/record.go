@@ -23,7 +23,8 @@ type stored struct {
 	// deleted marks a tombstone: the election was deleted; rec holds its
 	// last term and no candidate. Reads treat it as absent.
 	deleted bool
-	events  []gateway.Event // with ids
+	events  []gateway.Event // with ids; nil in the view, which keeps only nev
+	nev     int             // how many events the record carries
 	prev    uint64          // sequence of the record before this one, if hasPrev
 	// hasPrev is false for records written without Prev (older writers)
 	// and for records not read from the stream.
@@ -33,9 +34,30 @@ type stored struct {
 	capped *gateway.Position
 }
 
+// viewed is s as the view keeps it: its record, sequence and number of
+// events, and nothing that no read of the view needs (its events: watches
+// decode their own; the chain: watches check it), so that an election
+// costs the view little more than its record.
+func (s stored) viewed() viewed {
+	return viewed{rec: s.rec, seq: s.seq, nev: int32(s.nev), deleted: s.deleted}
+}
+
+// viewed is a record as the view keeps it (stored.viewed).
+type viewed struct {
+	rec     *gateway.Record
+	seq     uint64
+	nev     int32
+	deleted bool
+}
+
+// stored returns v as a stored record.
+func (v viewed) stored() stored {
+	return stored{rec: v.rec, seq: v.seq, nev: int(v.nev), deleted: v.deleted}
+}
+
 // position is the position just after s's events, "<seq>-<events>".
 func (s stored) position() gateway.Position {
-	return gateway.Position{Rev: s.seq, Index: len(s.events)}
+	return gateway.Position{Rev: s.seq, Index: s.nev}
 }
 
 // cursor returns the id of the last event reflected in s, or the view's
@@ -44,7 +66,7 @@ func (s stored) cursor() string {
 	if s.capped != nil {
 		return s.capped.String()
 	}
-	return eventID(s.seq, len(s.events))
+	return eventID(s.seq, s.nev)
 }
 
 // snapshot returns the election as the API shows it, with its cursor.
@@ -86,7 +108,7 @@ func decode(election string, seq uint64, data []byte) (stored, error) {
 		return stored{}, fmt.Errorf("nats: record %q at %d: %w", election, seq, err)
 	}
 	rec.EngineTimed = true // see "Timers" in the package doc
-	s := stored{rec: rec, seq: seq, deleted: deleted, events: make([]gateway.Event, len(m.Events))}
+	s := stored{rec: rec, seq: seq, deleted: deleted, events: make([]gateway.Event, len(m.Events)), nev: len(m.Events)}
 	if m.Prev != nil {
 		s.prev, s.hasPrev = *m.Prev, true
 	}
@@ -268,7 +290,7 @@ func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Ev
 		}
 		return stored{}, err
 	}
-	out := stored{rec: cur.rec, seq: ack.Sequence, events: ev}
+	out := stored{rec: cur.rec, seq: ack.Sequence, events: ev, nev: len(ev)}
 	for i := range out.events {
 		out.events[i].ID = eventID(ack.Sequence, i+1)
 	}

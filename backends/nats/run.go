@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +20,9 @@ import (
 //   - ends a handover delay or an error cooldown when the server's delete
 //     marker for its timer's marker arrives (timers.go; and, every
 //     SweepInterval, checks the markers of timers it has not seen alive);
+//   - expires a leader with a follower in line as soon as its liveness
+//     message has expired on the server's clock, when the server's marker
+//     is late (expiry.go);
 //   - applies Record.Advance at each election's NextDeadline, if a record
 //     has one (records this backend reads and writes are EngineTimed, so
 //     neither cooldowns nor handover delays give one).
@@ -42,6 +44,7 @@ func (b *Backend) Run(ctx context.Context) error {
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.resume, r.record) })
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, nil, r.liveness) })
 	wg.Go(func() { r.fill(ctx) })
+	wg.Go(func() { r.expireLeaders(ctx) })
 	r.loop(ctx)
 	wg.Wait()
 	return nil
@@ -98,7 +101,7 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 // the candidacy when the server's marker says it has.
 func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg) {
 	election, n, ok := r.b.aliveParts(m.Subject())
-	if !ok || m.Subject() == r.b.epochSubject() {
+	if !ok || m.Subject() == r.b.epochSubject() || m.Subject() == r.b.clockSubject() {
 		return
 	}
 	if isTimerToken(n) {
@@ -198,21 +201,54 @@ func (r *reconciler) sweep(ctx context.Context) {
 			return
 		}
 	}
-	for _, s := range r.all() {
-		r.sweepTimers(ctx, s, now, grace)
-		for _, e := range slices.Concat(s.rec.Line, s.rec.Cooling) {
-			n := nonce(e.TokenHash)
-			subject := r.b.aliveSubject(s.rec.Name, n)
-			if exp, ok := r.b.expiry(subject); ok && now.Before(exp.Add(grace)) {
-				continue
-			}
-			_, alive, err := r.b.checkAlive(ctx, subject)
-			if err != nil || alive {
-				continue
-			}
-			if s, err := r.b.expireCandidacy(ctx, s.rec.Name, n); err == nil {
-				r.put(s)
+	// Elections are visited a chunk at a time into one reused slice, and
+	// nothing is allocated for a candidacy known alive: a sweep visits
+	// every candidacy of every election, and an idle replica with 100,000
+	// elections would otherwise make megabytes of garbage per sweep, which
+	// its resident memory grows by until the next collection.
+	var nb [24]byte
+	batch := make([]stored, 0, sweepChunk)
+	for from := 0; ; from += sweepChunk {
+		batch = r.recordsFrom(batch[:0], from, sweepChunk)
+		if len(batch) == 0 {
+			return
+		}
+		for _, s := range batch {
+			r.sweepTimers(ctx, s, now, grace)
+			for _, line := range [...][]gateway.Entry{s.rec.Line, s.rec.Cooling} {
+				for i := range line {
+					n := appendNonce(nb[:0], line[i].TokenHash)
+					if exp, ok := r.b.expiryOf(r.b.aliveKey(s.rec.Name, n)); ok && now.Before(exp.Add(grace)) {
+						continue
+					}
+					subject := r.b.aliveSubject(s.rec.Name, string(n))
+					_, alive, err := r.b.checkAlive(ctx, subject)
+					if err != nil || alive {
+						continue
+					}
+					if s, err := r.b.expireCandidacy(ctx, s.rec.Name, string(n)); err == nil {
+						r.put(s)
+					}
+				}
 			}
 		}
 	}
+}
+
+// sweepChunk is how many elections a sweep takes from the view at a time.
+const sweepChunk = 1024
+
+// recordsFrom appends to dst the latest records of at most n elections of the
+// view, from the from-th in the order the view first saw them, and
+// returns it. Records are never changed in place (a transition works on a
+// copy), so they may be read after the lock is released.
+func (r *reconciler) recordsFrom(dst []stored, from, n int) []stored {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, name := range r.order[min(from, len(r.order)):min(from+n, len(r.order))] {
+		if s := r.latestLocked(name); s.rec != nil {
+			dst = append(dst, s)
+		}
+	}
+	return dst
 }

@@ -26,25 +26,19 @@ import (
 // on): nothing to do.
 var errNoTimer = errors.New("nats: no such timer")
 
-// handoverToken names the marker of rec's running handover delay, or ""
-// if none runs. The term (of the leadership that expired) and the
-// delay's end as recorded make it unique: a late marker of an earlier
-// delay never ends a later one.
-func handoverToken(rec *gateway.Record) string {
-	if rec.HandoverUntil.IsZero() {
-		return ""
-	}
-	return "_h" + strconv.FormatUint(rec.Term, 10) + "-" + strconv.FormatInt(rec.HandoverUntil.UnixNano(), 10)
+// handoverToken names the marker of a running handover delay: the term
+// of the holdership that expired and the delay's end as recorded, so a
+// late marker of an earlier delay never ends a later one, and the delays
+// of several slots have markers of their own.
+func handoverToken(d gateway.Delay) string {
+	return "_h" + strconv.FormatUint(d.Term, 10) + "-" + strconv.FormatInt(d.Until.UnixNano(), 10)
 }
 
-// holdToken names the marker of rec's hold of a failed leader's promise
-// (gateway.Record.FailLeader), or "" if none runs: the failed term and the
-// hold's recorded end.
-func holdToken(rec *gateway.Record) string {
-	if rec.Held == nil {
-		return ""
-	}
-	return "_p" + strconv.FormatUint(rec.Held.Term, 10) + "-" + strconv.FormatInt(rec.Held.Until.UnixNano(), 10)
+// holdToken names the marker of a hold of a holder's promise
+// (gateway.Record.FailLeader, or the holders lowered): the ended term and
+// the hold's recorded end.
+func holdToken(h gateway.Hold) string {
+	return "_p" + strconv.FormatUint(h.Term, 10) + "-" + strconv.FormatInt(h.Until.UnixNano(), 10)
 }
 
 // cooldownToken names the marker of a cooling candidate's cooldown: its
@@ -70,14 +64,15 @@ type timer struct {
 	afterRecord bool
 }
 
-// timers lists rec's running timers.
+// timers lists rec's running timers: one per handover delay and per hold
+// (one per slot held back), one per cooldown.
 func timers(rec *gateway.Record) []timer {
 	var out []timer
-	if tok := handoverToken(rec); tok != "" {
-		out = append(out, timer{token: tok, full: rec.Settings.HandoverDelay, until: rec.HandoverUntil})
+	for _, d := range rec.Delays {
+		out = append(out, timer{token: handoverToken(d), full: rec.Settings.HandoverDelay, until: d.Until})
 	}
-	if tok := holdToken(rec); tok != "" {
-		out = append(out, timer{token: tok, full: rec.Held.TTL, until: rec.Held.Until, afterRecord: true})
+	for _, h := range rec.Held {
+		out = append(out, timer{token: holdToken(h), full: h.TTL, until: h.Until, afterRecord: true})
 	}
 	for i := range rec.Cooling {
 		e := &rec.Cooling[i]
@@ -137,20 +132,24 @@ func (b *Backend) startTimers(ctx context.Context, rec *gateway.Record, before [
 // no longer runs that timer, gateway.ErrElectionNotFound,
 // gateway.ErrUnavailable.
 //
-// Why this cannot make two leaders: EndHandover, EndHold and EndCooldown
-// promote only through Record.promote, into an empty slot, in one link of
-// the record chain. Why not too early: the marker was published before
+// Why this cannot make two leaders (or more holders than the setting):
+// EndHandover, EndHold and EndCooldown promote only through
+// Record.promote, into a free slot, in one link of the record chain. Why not too early: the marker was published before
 // the record that started the timer was written (a hold's: after, with a
 // whole TTL; see startTimers), with a TTL no shorter than the delay, and
 // the server writes the delete marker only when the marker's TTL has
 // passed on the server's clock.
 func (b *Backend) endTimer(ctx context.Context, election, token string) (stored, error) {
 	return b.apply(ctx, "end timer", election, nil, writeOnSuccess, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
-		if handoverToken(r) == token {
-			return r.EndHandover(now), nil
+		for _, d := range r.Delays {
+			if handoverToken(d) == token {
+				return r.EndHandover(now, d.Term), nil
+			}
 		}
-		if holdToken(r) == token {
-			return r.EndHold(now), nil
+		for _, h := range r.Held {
+			if holdToken(h) == token {
+				return r.EndHold(now, h.Term), nil
+			}
 		}
 		for i := range r.Cooling {
 			if cooldownToken(&r.Cooling[i]) == token {

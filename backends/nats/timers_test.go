@@ -165,7 +165,7 @@ func TestLostTimerMarkerRunsTheTimerAgainWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	until := s.rec.HandoverUntil // by this process's clock, which is the real one
+	until := s.rec.Delays[0].Until // by this process's clock, which is the real one
 	if err := b.alive.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
 		t.Fatal(err)
 	}
@@ -247,10 +247,10 @@ func handoverSubject(t *testing.T, b *Backend, election string) string {
 	var subject string
 	waitUntil(t, 10*time.Second, "a handover delay with its marker", func() bool {
 		s, err := b.read(context.Background(), election)
-		if err != nil || handoverToken(s.rec) == "" {
+		if err != nil || len(s.rec.Delays) == 0 {
 			return false
 		}
-		subject = b.aliveSubject(election, handoverToken(s.rec))
+		subject = b.aliveSubject(election, handoverToken(s.rec.Delays[0]))
 		_, _, alive, err := b.lastBeat(context.Background(), subject)
 		return err == nil && alive
 	})

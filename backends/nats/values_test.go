@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/record-v2.json from the code")
+var update = flag.Bool("update", false, "rewrite testdata/record-v2.json and record-v2-holders.json from the code")
 
 // TestRecordGoldenV2 pins the form records are written in: a change to it
 // must be a new version, read beside the old ones.
@@ -37,10 +37,49 @@ func TestRecordGoldenV2(t *testing.T) {
 	}
 }
 
+// TestRecordGoldenHolders pins the form of an election with several
+// holders, delays and holds, and reads it back into the same record.
+func TestRecordGoldenHolders(t *testing.T) {
+	data, err := encode(goldenHoldersRecord(), nil, 3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, data, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	pretty.WriteByte('\n')
+	const file = "testdata/record-v2-holders.json"
+	if *update {
+		if err := os.WriteFile(file, pretty.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pretty.Bytes(), want) {
+		t.Fatalf("record written as\n%s\nwant (%s)\n%s", pretty.Bytes(), file, want)
+	}
+	s, err := decode("schedulers", 4, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normal(t, s.rec), normal(t, goldenHoldersRecord())) {
+		t.Fatalf("record = %s\nwant %s", normal(t, s.rec), normal(t, goldenHoldersRecord()))
+	}
+	for _, legacy := range []string{`"leading"`, `"handover_until"`} {
+		if bytes.Contains(want, []byte(legacy)) {
+			t.Errorf("a record with several holders and delays writes %s, which a replica before holders would misread", legacy)
+		}
+	}
+}
+
 // TestRecordGoldenReads reads every version's golden file back into the
 // same record, events and chain link.
 func TestRecordGoldenReads(t *testing.T) {
-	for _, file := range []string{"testdata/record-v1.json", "testdata/record-v2.json"} {
+	for _, file := range []string{"testdata/record-v1.json", "testdata/record-v2-single-leader.json", "testdata/record-v2.json"} {
 		t.Run(file, func(t *testing.T) {
 			data, err := os.ReadFile(file)
 			if err != nil {
@@ -93,4 +132,39 @@ func normal(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return c.String()
+}
+
+// TestAckSeqReadsWhatJetStreamAnswers: acknowledgements and refusals as
+// the server writes them, read as jetstream's Publish reads them.
+func TestAckSeqReadsWhatJetStreamAnswers(t *testing.T) {
+	tests := []struct {
+		name, data string
+		seq        uint64
+		conflict   bool
+		bad        bool
+	}{
+		{"ack", `{"stream":"ELECTOR_ALIVE","seq":12345}`, 12345, false, false},
+		{"ack with domain", `{"stream":"ELECTOR_ALIVE","domain":"hub","seq":7}`, 7, false, false},
+		{"duplicate", `{"stream":"ELECTOR_ALIVE","seq":9,"duplicate":true}`, 9, false, false},
+		{"wrong last sequence", `{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 5"},"stream":"ELECTOR_ALIVE","seq":0}`, 0, true, false},
+		{"another stream", `{"stream":"OTHER","seq":3}`, 0, false, true},
+		{"not JSON", `+OK`, 0, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seq, err := ackSeq([]byte(tt.data), "ELECTOR_ALIVE")
+			switch {
+			case tt.conflict:
+				if !isConflict(err) {
+					t.Fatalf("%v, want a conflict", err)
+				}
+			case tt.bad:
+				if err == nil {
+					t.Fatalf("seq %d, want an error", seq)
+				}
+			case err != nil || seq != tt.seq:
+				t.Fatalf("seq %d, %v; want %d", seq, err, tt.seq)
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -31,10 +32,13 @@ type reconciler struct {
 	b *Backend
 
 	mu   sync.Mutex
-	recs map[string]stored // as delivered: the stream's state at seen
+	recs map[string]viewed // as delivered: the stream's state at seen
+	// order lists the elections of recs in the order the watch first
+	// delivered them, for the sweep to visit them a chunk at a time.
+	order []string
 	// tombstones counts the deleted elections among recs.
 	tombstones int
-	ahead      map[string]stored // written here, not delivered yet
+	ahead      map[string]viewed // written here, not delivered yet
 	seen       uint64            // the highest records stream sequence the watch delivered
 	// pending is how many records followed seen in the stream when the
 	// server sent it (the consumer's NumPending): see caughtUpTo.
@@ -71,7 +75,7 @@ type reconciler struct {
 
 func newReconciler(b *Backend) *reconciler {
 	return &reconciler{
-		b: b, recs: map[string]stored{}, ahead: map[string]stored{}, seenCh: make(chan struct{}), due: map[string]time.Time{},
+		b: b, recs: map[string]viewed{}, ahead: map[string]viewed{}, seenCh: make(chan struct{}), due: map[string]time.Time{},
 		newest: gateway.Position{Index: math.MaxInt}, // "0": before every event
 		wake:   make(chan struct{}, 1), done: make(chan struct{}),
 	}
@@ -90,13 +94,17 @@ func (r *reconciler) record(_ context.Context, m jetstream.Msg) {
 	r.mu.Lock()
 	if err == nil {
 		if old, ok := r.recs[s.rec.Name]; !ok || s.seq > old.seq {
+			if !ok {
+				r.order = append(r.order, s.rec.Name)
+			}
 			if ok && old.deleted {
 				r.tombstones--
 			}
 			if s.deleted {
 				r.tombstones++
 			}
-			r.recs[s.rec.Name] = s
+			r.recs[s.rec.Name] = s.viewed()
+			r.b.watchLeader(s.rec)
 		}
 		if a, ok := r.ahead[s.rec.Name]; ok && a.seq <= s.seq {
 			delete(r.ahead, s.rec.Name)
@@ -133,7 +141,8 @@ func (r *reconciler) resume() uint64 {
 func (r *reconciler) put(s stored) {
 	r.mu.Lock()
 	if s.seq > r.latestLocked(s.rec.Name).seq {
-		r.ahead[s.rec.Name] = s
+		r.ahead[s.rec.Name] = s.viewed()
+		r.b.watchLeader(s.rec)
 		r.replan(s.rec.Name)
 	}
 	r.mu.Unlock()
@@ -237,25 +246,9 @@ func (r *reconciler) latest(election string) (stored, bool) {
 func (r *reconciler) latestLocked(election string) stored {
 	s := r.recs[election]
 	if a, ok := r.ahead[election]; ok && a.seq > s.seq {
-		return a
+		return a.stored()
 	}
-	return s
-}
-
-// all returns the latest record of every election in the view.
-func (r *reconciler) all() []stored {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]stored, 0, len(r.recs)+len(r.ahead))
-	for name := range r.recs {
-		out = append(out, r.latestLocked(name))
-	}
-	for name, a := range r.ahead {
-		if _, ok := r.recs[name]; !ok {
-			out = append(out, a)
-		}
-	}
-	return out
+	return s.stored()
 }
 
 // count returns the number of elections in the view, tombstones left out:
@@ -433,16 +426,30 @@ func (b *Backend) running() *reconciler {
 // the sequence is decoded. The message at the last sequence is always
 // held (the stream denies deletes and purges, and the per-election limit
 // drops only older records); if it is not, as in an empty stream, the
-// stream info answers instead.
+// stream info answers instead. An embedded server outside a cluster is
+// asked in process instead, for the same sequence (localHead).
 func (b *Backend) fetchHead(ctx context.Context) (uint64, error) {
 	if err := b.connected(); err != nil {
 		return 0, err
+	}
+	if b.localHead != nil {
+		return b.localHead()
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
 	m, err := b.nc.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"STREAM.MSG.GET."+b.cfg.Stream, headRequest)
 	if err != nil {
 		return 0, translate(err)
+	}
+	// The answer carries the whole last record; only its sequence is
+	// wanted, which comes right after the subject.
+	if !bytes.Contains(m.Data, []byte(`"error"`)) {
+		if seq, ok := jsonUint(m.Data, `"seq":`); ok {
+			if err := b.confirmQuorum(ctx); err != nil {
+				return 0, err
+			}
+			return seq, nil
+		}
 	}
 	var resp struct {
 		Message *struct {
@@ -504,6 +511,8 @@ func clone(rec *gateway.Record) *gateway.Record {
 	c := *rec
 	c.Line = slices.Clone(rec.Line)
 	c.Cooling = slices.Clone(rec.Cooling)
+	c.Delays = slices.Clone(rec.Delays)
+	c.Held = slices.Clone(rec.Held)
 	if rec.Pending != nil {
 		p := *rec.Pending
 		c.Pending = &p

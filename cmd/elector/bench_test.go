@@ -5,46 +5,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/electorhq/elector/api"
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/bench"
 	"github.com/electorhq/elector/client"
-	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // benchReplicas starts n gateway replicas over one memory backend, each
-// served on loopback, until the test ends.
+// served on loopback without limits, until the test ends.
 func benchReplicas(t *testing.T, n int) []string {
 	t.Helper()
 	b := memory.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = b.Run(ctx)
-	}()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var urls []string
-	var srvs []*httptest.Server
 	for range n {
-		srv := httptest.NewServer(api.New(gateway.New(b, gateway.Config{Logger: log}), api.Config{Logger: log}))
-		srvs = append(srvs, srv)
-		urls = append(urls, srv.URL)
+		urls = append(urls, servertest.Start(t, servertest.Backend(b), servertest.NoLimits()).URL)
 	}
-	t.Cleanup(func() {
-		for _, srv := range srvs {
-			srv.CloseClientConnections()
-			srv.Close()
-		}
-		cancel()
-		<-done
-	})
 	return urls
 }
 

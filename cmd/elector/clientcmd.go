@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/server"
 )
 
 // envToken is where heartbeat and resign find the candidate token when
@@ -26,11 +27,15 @@ type clientFlags struct {
 	gateway, election, output string
 	apiToken                  string
 	id, token, metadata       string
-	to                        string
+	to, from                  string
 	cancel                    bool
-	priority                  int
-	ttl                       time.Duration
-	lastEventID               string
+	// settings are the settings election changes, and fs the flag set,
+	// which says which of them were given.
+	settings    electionSettings
+	fs          *pflag.FlagSet
+	priority    int
+	ttl         time.Duration
+	lastEventID string
 }
 
 // clientCommand is one command that talks to a gateway.
@@ -73,15 +78,17 @@ var clientCommands = []clientCommand{
 			}
 			return err
 		}},
-	{"leader", "leader --election E", "print the leader and its term (exit 1 when there is none)",
+	{"leader", "leader --election E", "print the leader and its term, or every holder with theirs (exit 1 when there is none)",
 		nil,
 		func(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
 			l, err := c.Leader(ctx, f.election)
 			if err == nil {
-				out.line(l, fmt.Sprintf("%s (term %d, since %s)", l.ID, l.Term, l.Since.Format(time.RFC3339)))
+				out.line(l, leaderText(l))
 			}
 			return err
 		}},
+	{"election", "election --election E [--holders N] [--error-cooldown D] [--handover-delay D] [--preempt=BOOL]", "print an election and its settings; with a setting's flag, change it (scope admin)",
+		electionFlags, electionCmd},
 	{"candidates", "candidates --election E", "print the line of candidates",
 		nil,
 		func(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
@@ -95,9 +102,10 @@ var clientCommands = []clientCommand{
 		func(fs *pflag.FlagSet, f *clientFlags) {
 			fs.StringVar(&f.lastEventID, "last-event-id", "", "resume after this event id")
 		}, watchCmd},
-	{"transfer", "transfer --election E --to ID | --cancel [--token T]", "ask the leader to hand over to follower ID, or cancel the pending transfer (scope admin, or the leader's own --token)",
+	{"transfer", "transfer --election E --to ID [--from HOLDER] | --cancel [--token T]", "ask the leader to hand over to follower ID, or cancel the pending transfer (scope admin, or the leader's own --token)",
 		func(fs *pflag.FlagSet, f *clientFlags) {
 			fs.StringVar(&f.to, "to", "", "the follower that should lead")
+			fs.StringVar(&f.from, "from", "", "with several holders, the holder that should hand over")
 			fs.BoolVar(&f.cancel, "cancel", false, "cancel the pending transfer instead: the leader goes on leading")
 			fs.StringVar(&f.token, "token", "", "the leader's own candidate token, when the leader asks (default: ask as an operator)")
 		}, transferCmd},
@@ -117,9 +125,13 @@ func transferCmd(ctx context.Context, c *client.Client, f *clientFlags, out *pri
 		}
 		return err
 	}
-	e, err := c.Transfer(ctx, f.election, f.to, f.token)
+	e, err := c.TransferFrom(ctx, f.election, f.from, f.to, f.token)
 	if err == nil {
-		out.line(e, fmt.Sprintf("transfer of %s to %s pending: the leader hands over, or the target leads when the leader's TTL runs out (elector transfer --election %s --cancel cancels it)", f.election, f.to, f.election))
+		what := "the leader"
+		if e.Transfer != nil && len(e.Holders) > 1 {
+			what = "holder " + e.Transfer.From
+		}
+		out.line(e, fmt.Sprintf("transfer of %s to %s pending: %s hands over, or the target leads when its TTL runs out (elector transfer --election %s --cancel cancels it)", f.election, f.to, what, f.election))
 	}
 	return err
 }
@@ -145,6 +157,7 @@ func newClientFlags(cc clientCommand, stderr io.Writer, f *clientFlags) *pflag.F
 	if cc.flags != nil {
 		cc.flags(fs, f)
 	}
+	f.fs = fs
 	return fs
 }
 
@@ -387,7 +400,7 @@ func (p *printer) event(ev client.Event) {
 // defaultGateway is where the commands that talk to a gateway find one
 // when neither --gateway nor $ELECTOR_GATEWAY names it: elector serve's
 // own default address.
-const defaultGateway = "http://" + DefaultListen
+const defaultGateway = "http://" + server.DefaultListen
 
 // gatewayFlag defines --gateway on fs, defaulting to $ELECTOR_GATEWAY,
 // else defaultGateway.

@@ -42,6 +42,9 @@ func commands() []command {
 			run: func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return runSidecar(ctx, args, os.Stdin, stdout, stderr)
 			}},
+		{name: "proxy", synopsis: "--election E --listen ADDR [flags]", summary: "forward HTTP requests to the current leader, for clients that do not campaign",
+			flags: func() *pflag.FlagSet { return newProxyFlags(io.Discard, &proxyFlags{}) },
+			run:   runProxy},
 	}
 	for _, cc := range clientCommands {
 		cs = append(cs, command{name: cc.name, synopsis: "[flags]", summary: cc.summary,

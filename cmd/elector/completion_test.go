@@ -52,6 +52,10 @@ func TestBashCompletionCompletesCommandsAndFlags(t *testing.T) {
 		{"elector campaign --ttl 1m --out", "--output"}, // after the value, flags again
 		{"elector healthcheck --insecure --u", "--url"}, // a bool flag takes no value
 		{"elector help lea", "leader"},
+		{"elector help pro", "proxy"},
+		{"elector proxy --me", "--metadata-key"},
+		{"elector run --health-", "--health-command --health-failures --health-timeout --health-url"},
+		{"elector run --proxy-", "--proxy-listen --proxy-metadata-key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {

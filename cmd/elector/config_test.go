@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/server"
 )
 
 // isolate clears every ELECTOR_* variable serve reads and moves the test to
@@ -20,6 +22,12 @@ func isolate(t *testing.T) {
 	t.Setenv(envConfigFile, "")
 	for _, s := range settings() {
 		t.Setenv(s.env(), "")
+	}
+	// Variables of the tests' own (ELECTOR_CONFORMANCE_REQUIRE, ELECTOR_SOAK
+	// …) are no settings: gone for the test, back after it.
+	for _, name := range unknownEnv(os.Environ()) {
+		t.Setenv(name, "")
+		os.Unsetenv(name)
 	}
 	t.Chdir(t.TempDir())
 }
@@ -70,7 +78,7 @@ func TestConfigPrecedenceFlagOverEnvOverFileOverDefault(t *testing.T) {
 		ttl      time.Duration
 		metadata int
 	}{
-		{name: "defaults", listen: DefaultListen, ttl: 10 * time.Second, metadata: 1024},
+		{name: "defaults", listen: server.DefaultListen, ttl: 10 * time.Second, metadata: 1024},
 		{name: "file over defaults", file: file, listen: "127.0.0.1:1111", ttl: 20 * time.Second, metadata: 2048},
 		{
 			name: "env over file", file: file,
@@ -255,7 +263,7 @@ func TestDefaultConfigIsValid(t *testing.T) {
 }
 
 func TestUnknownEnvListsOnlyStrayElectorVariables(t *testing.T) {
-	got := unknownEnv([]string{"ELECTOR_LISTEN=x", "ELECTOR_LISTN=x", "ELECTOR_CONFIG=y", "HOME=/", "ELECTOR_SSE_RETRY=1s", "ELECTOR_A=1"})
+	got := unknownEnv([]string{"ELECTOR_LISTEN=x", "ELECTOR_LISTN=x", "ELECTOR_CONFIG=y", "HOME=/", "ELECTOR_SSE_RETRY=1s", "ELECTOR_A=1", "ELECTOR_GATEWAY=http://g", "ELECTOR_API_TOKEN=t", "ELECTOR_CANDIDATE_TOKEN=c", "ELECTOR_PPROF=:6060"})
 	want := []string{"ELECTOR_A", "ELECTOR_LISTN"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("got %v, want %v", got, want)

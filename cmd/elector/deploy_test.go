@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -56,6 +57,10 @@ type k8sContainer struct {
 	Ports []struct {
 		Name          string
 		ContainerPort int `json:"containerPort"`
+	}
+	Env []struct {
+		Name  string
+		Value string
 	}
 	LivenessProbe  *k8sProbe `json:"livenessProbe"`
 	ReadinessProbe *k8sProbe `json:"readinessProbe"`
@@ -191,6 +196,7 @@ func TestKubernetesManifestsHangTogether(t *testing.T) {
 			}
 			for _, w := range workloads {
 				checkGatewayConfigs(t, w, byKind["ConfigMap"])
+				checkSidecarArgs(t, w)
 			}
 		})
 	}
@@ -298,6 +304,51 @@ func checkGatewayConfigs(t *testing.T, w k8sObject, configMaps []k8sObject) {
 			if got := slices.Sorted(slices.Values(e.Routes)); !slices.Equal(got, want) {
 				t.Errorf("%s: routes %v; want the other members %v", pod, got, want)
 			}
+		}
+	}
+}
+
+// checkSidecarArgs parses the arguments of each `elector run` and `elector
+// proxy` container of w with the command's own flags and checks them as
+// the command would, with the container's environment (and a pod's name
+// and address for the variables Kubernetes fills in).
+func checkSidecarArgs(t *testing.T, w k8sObject) {
+	t.Helper()
+	for _, c := range w.Spec.Template.Spec.Containers {
+		if len(c.Args) == 0 || (c.Args[0] != "run" && c.Args[0] != "proxy") {
+			continue
+		}
+		vars := map[string]string{"POD_NAME": w.Metadata.Name + "-0", "POD_IP": "10.0.0.7"}
+		gateway := ""
+		for _, e := range c.Env {
+			if e.Name == envGateway {
+				gateway = e.Value
+			}
+		}
+		args := slices.Clone(c.Args[1:])
+		for i := range args {
+			for k, v := range vars {
+				args[i] = strings.ReplaceAll(args[i], "$("+k+")", v)
+			}
+		}
+		var err error
+		if c.Args[0] == "run" {
+			cfg := &sidecarConfig{}
+			fs := newRunFlags(io.Discard, cfg)
+			if err = fs.Parse(args); err == nil {
+				cfg.gateway = gatewayURL(gateway)
+				err = cfg.check()
+			}
+		} else {
+			f := &proxyFlags{}
+			fs := newProxyFlags(io.Discard, f)
+			if err = fs.Parse(args); err == nil {
+				f.gateway = gatewayURL(gateway)
+				err = f.check()
+			}
+		}
+		if err != nil {
+			t.Errorf("%s: elector %s %q: %v", w.Metadata.Name, c.Args[0], args, err)
 		}
 	}
 }

@@ -3,7 +3,13 @@
 //	elector serve [flags]   serve the HTTP API until SIGINT or SIGTERM
 //	elector run [flags] [-- CMD ARGS]
 //	                        the sidecar: campaign, heartbeat, run begin / end
-//	                        commands (and supervise CMD) while leading
+//	                        commands (and supervise CMD) while leading; with
+//	                        --proxy-listen, forward requests to the leader; with
+//	                        --health-command or --health-url, stop leading and
+//	                        leave the line while the application is unhealthy
+//	elector proxy --election E --listen ADDR
+//	                        forward requests to the leader, for clients that do
+//	                        not campaign
 //	elector campaign | heartbeat | resign | leader | candidates | watch | transfer
 //	                        one request to a gateway (http://127.0.0.1:8080
 //	                        unless --gateway or $ELECTOR_GATEWAY says which),
@@ -38,15 +44,19 @@
 // naming the key, and serve exits with status 2. Durations need a unit
 // ("10s", "1m"); only 0 may go without.
 //
+// # Serve
+//
+// serve is package server behind the command line: config.go and load.go
+// map the settings onto server.Config, serve.go runs a server.Server and
+// turns SIGHUP into a reload of its TLS certificate. backend.kind chooses
+// the coordination backend; server/backend.go is the one place that knows
+// the concrete backends.
+//
 // # Shutdown
 //
-// On SIGINT or SIGTERM serve stops accepting connections, ends open event
-// streams (clients reconnect, to another replica if there is one), waits at
-// most http.shutdown_timeout for other requests, then stops the backend.
-// A second signal kills the process at once.
-//
-// # Backends
-//
-// backend.kind chooses the coordination backend; backend.go is the one
-// place that knows the concrete backends.
+// On SIGINT or SIGTERM serve ends open event streams (clients reconnect,
+// to another replica if there is one), stops accepting connections, waits
+// at most http.shutdown_timeout for other requests, then stops webhook
+// delivery, the backend loop and the backend, in the order server.Run
+// documents. A second signal kills the process at once.
 package main

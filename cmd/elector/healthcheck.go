@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/electorhq/elector/server"
 )
 
 // runHealthcheck is `elector healthcheck`: it asks a gateway's /readyz and
@@ -115,7 +117,7 @@ func probeURL(u string) (string, error) {
 // replaced by loopback.
 func defaultProbeURL(listen string, tlsOn bool) string {
 	if listen == "" {
-		listen = DefaultListen
+		listen = server.DefaultListen
 	}
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/electorhq/elector/api"
-	"github.com/electorhq/elector/backends/memory"
-	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // TestHelpAndUsageErrors runs the command table as a newcomer would: help
@@ -42,6 +40,9 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{args: []string{"campaign", "--help"}, code: 0, stderr: "the candidate's id (default the host name)\n"},
 		{args: []string{"leader", "--help"}, code: 0, stderr: `(default "http://127.0.0.1:8080")`},
 		{args: []string{"bench", "--help"}, code: 0, stderr: "--keep-elections"},
+		{args: []string{"proxy", "--help"}, code: 0, stderr: "Usage: elector proxy --election E --listen ADDR [flags]"},
+		{args: []string{"help", "proxy"}, code: 0, stdout: "--metadata-key"},
+		{args: []string{"run", "--help"}, code: 0, stderr: "--health-failures int"},
 		{args: []string{"leader", "billing"}, code: 2, stderr: `elector leader: unexpected argument "billing"; did you mean --election billing?`},
 		{args: []string{"transfer", "--election", "e", "node-b"}, code: 2, stderr: "did you mean --to node-b?"},
 		{args: []string{"heartbeat", "--election", "e", "node-a"}, code: 2, stderr: "did you mean --id node-a?"},
@@ -128,9 +129,7 @@ func TestClientCommandsTakeHostPortAndTranslateAdvice(t *testing.T) {
 	}
 
 	// A gateway with API tokens: the 401 advice names the flag.
-	gw := gateway.New(memory.New(), gateway.Config{})
-	srv := httptest.NewServer(api.New(gw, api.Config{Tokens: []api.Token{{Name: "ops", SHA256: api.HashAPIToken("eat_x"), Scopes: []api.Scope{api.ScopeRead}, Elections: []string{"*"}}}}))
-	t.Cleanup(srv.Close)
+	srv := servertest.Start(t, servertest.Tokens(api.Token{Name: "ops", SHA256: api.HashAPIToken("eat_x"), Scopes: []api.Scope{api.ScopeRead}, Elections: []string{"*"}}))
 	code, _, errOut = cli(t, "leader", "--gateway", srv.URL, "--election", "e")
 	if code != 1 || !strings.Contains(errOut, "pass it with --api-token (or $ELECTOR_API_TOKEN)") || strings.Contains(errOut, "Authorization: Bearer") ||
 		!strings.HasPrefix(errOut, "elector leader: Unauthenticated (401)") {

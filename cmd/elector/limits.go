@@ -4,19 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"time"
 )
-
-// heartbeatRate is the per-candidate heartbeat rate to apply: perSecond
-// (limits.heartbeats_per_second), raised to twice what a candidate of the
-// shortest TTL sends at TTL/3, so that no well-behaved candidate is ever
-// refused; 0 stays off.
-func heartbeatRate(perSecond float64, minTTL time.Duration) float64 {
-	if perSecond <= 0 {
-		return 0
-	}
-	return max(perSecond, 6/minTTL.Seconds())
-}
 
 // parseTrustedProxies parses http.trusted_proxies: addresses or CIDR
 // prefixes.

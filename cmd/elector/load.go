@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/electorhq/elector/server"
 )
 
 // Where serve finds its configuration file when no --config flag is given.
@@ -22,6 +24,9 @@ const (
 	configFileName = "elector.yaml"   // read from the working directory if present
 	envPrefix      = "ELECTOR"
 )
+
+// envPprof names the address a build with -tags pprof serves profiles on.
+const envPprof = "ELECTOR_PPROF"
 
 // setting is one configuration key: its name in a config file, in the
 // environment and on the command line, and the field of Config it sets.
@@ -39,7 +44,7 @@ func settings() []setting {
 		{"log.level", "log level: debug, info, warn or error", func(c *Config) any { return &c.Log.Level }},
 		{"log.format", "log format: text or json", func(c *Config) any { return &c.Log.Format }},
 		{"log.requests", "log one line per HTTP request (an access log; 5xx answers are logged anyway)", func(c *Config) any { return &c.API.LogRequests }},
-		{"backend.kind", "coordination backend: " + strings.Join(backendKinds(), ", "), func(c *Config) any { return &c.Backend.Kind }},
+		{"backend.kind", "coordination backend: " + strings.Join(server.BackendKinds(), ", "), func(c *Config) any { return &c.Backend.Kind }},
 		{"embedded.data_dir", "directory where the embedded backend stores elections", func(c *Config) any { return &c.Backend.Embedded.DataDir }},
 		{"embedded.server_name", "name of the embedded NATS server (unique and stable in a cluster)", func(c *Config) any { return &c.Backend.Embedded.ServerName }},
 		{"embedded.listen", "address for outside NATS clients of the embedded server (empty: none)", func(c *Config) any { return &c.Backend.Embedded.Listen }},
@@ -76,6 +81,7 @@ func settings() []setting {
 		{"elections.max_metadata_bytes", "largest candidate metadata, in bytes of compact JSON", func(c *Config) any { return &c.Gateway.MaxMetadataBytes }},
 		{"elections.error_cooldown", "time a candidate in error stays out of line (new elections)", func(c *Config) any { return &c.Gateway.Defaults.ErrorCooldown }},
 		{"elections.handover_delay", "delay before the next leader after a leader expires (new elections)", func(c *Config) any { return &c.Gateway.Defaults.HandoverDelay }},
+		{"elections.holders", "how many candidates hold an election at once, 1 to 64 (new elections; above 1 needs the embedded or nats backend)", func(c *Config) any { return &c.Gateway.Defaults.Holders }},
 		{"elections.idle_expiry", "delete an election with no candidate and no event for this long (0s: never)", func(c *Config) any { return &c.Gateway.IdleElectionExpiry }},
 		{"http.max_body_bytes", "largest request body, in bytes", func(c *Config) any { return &c.API.MaxBodyBytes }},
 		{"http.read_header_timeout", "time allowed to read request headers", func(c *Config) any { return &c.HTTP.ReadHeaderTimeout }},
@@ -91,7 +97,8 @@ func settings() []setting {
 		{"webhooks.begin_timeout", "time a new leader's own begin webhook has to answer 2xx", func(c *Config) any { return &c.Webhooks.BeginTimeout }},
 		{"webhooks.claim_ttl", "how long a replica's claim on a webhook endpoint lasts unless renewed (0s: 20s, or twice webhooks.request_timeout if longer)", func(c *Config) any { return &c.Webhooks.ClaimTTL }},
 		{"metrics.election_labels", "label per-election metrics with the election (false: sum over all elections)", func(c *Config) any { return &c.Metrics.ElectionLabels }},
-		{"http.trusted_proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For names the client", func(c *Config) any { return &c.HTTP.TrustedProxies }},
+		{"metrics.election_label_limit", "elections with per-election series of their own; the rest are summed as election=\"_other\" (0: no limit)", func(c *Config) any { return &c.Metrics.ElectionLabelLimit }},
+		{"http.trusted_proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For names the client", func(c *Config) any { return &c.TrustedProxies }},
 		{"auth.tokens", "API tokens: {name, sha256|file|env, scopes, elections} (JSON array in flags and the environment)", func(c *Config) any { return &c.Auth.Tokens }},
 		{"auth.protect_operational", "require the read scope for /metrics, /docs and /openapi.*", func(c *Config) any { return &c.API.ProtectOperational }},
 		{"tls.cert_file", "PEM certificate of the HTTP API (reloaded on SIGHUP and change)", func(c *Config) any { return &c.TLS.CertFile }},
@@ -332,7 +339,10 @@ func sourceOf(key string, fs *pflag.FlagSet, fileV *viper.Viper, file string) st
 // unknownEnv returns the names of ELECTOR_* variables in environ that name
 // no setting, sorted.
 func unknownEnv(environ []string) []string {
-	known := map[string]bool{envConfigFile: true}
+	// The config file's variable, and those of the client commands and of
+	// the profiler, which serve shares a shell with: none of them is a
+	// mistake to warn of.
+	known := map[string]bool{envConfigFile: true, envGateway: true, envAPIToken: true, envToken: true, envPprof: true}
 	for _, s := range settings() {
 		known[s.env()] = true
 	}

@@ -1,20 +1,17 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
+	"os"
+	"os/signal"
 	"sync"
-	"time"
+	"syscall"
 
-	"github.com/electorhq/elector/api"
-	"github.com/electorhq/elector/gateway"
-	"github.com/electorhq/elector/webhooks"
+	"github.com/electorhq/elector/server"
 )
 
 // runServe is `elector serve`: it loads the configuration and serves until
@@ -59,190 +56,57 @@ func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// baseURL is where a browser on this host reaches the gateway listening
-// on addr: loopback for a wildcard address.
-func baseURL(addr net.Addr, tlsOn bool) string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return "http://" + addr.String()
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-		if ip != nil && ip.To4() == nil {
-			host = "::1"
-		}
-	}
-	scheme := "http"
-	if tlsOn {
-		scheme = "https"
-	}
-	return scheme + "://" + net.JoinHostPort(host, port)
-}
-
-// server is the HTTP server of the API, serving handler.
-func (h HTTPConfig) server(handler http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: cmp.Or(h.ReadHeaderTimeout, DefaultReadHeaderTimeout),
-		WriteTimeout:      h.WriteTimeout,
-		IdleTimeout:       h.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-}
-
-// serve runs the gateway and its HTTP server until ctx ends, then shuts
-// down: it stops accepting, ends event streams, drains requests for at most
-// http.shutdown_timeout, and only then stops the gateway's backend loop and
-// releases the backend. It returns nil after a shutdown asked for by ctx,
-// or the error that stopped the server or the backend loop.
+// serve maps l onto the server's configuration and runs the server until
+// ctx ends (server.Run says in which order it shuts down), reloading its
+// TLS certificate on SIGHUP. It returns what Run returns, or the error
+// that kept the server from being made.
 func serve(ctx context.Context, l loaded, log *slog.Logger) error {
-	cfg := l.Config
-	ln, err := net.Listen("tcp", cfg.Listen)
+	cfg, err := l.Config.serverConfig(log)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
-	tcp := ln
-	ln, certs, err := listenTLS(tcp, cfg.TLS, log)
-	if err != nil {
-		_ = tcp.Close()
 		return err
 	}
-	warnIfOpen(ctx, log, cfg, ln.Addr())
-	// HTTP is served from here on, so that probes answer while the backend
-	// opens (a member of an embedded cluster waits for its peers): the
-	// API takes over once the backend is open.
-	phased := newPhasedHandler("opening the " + cfg.Backend.Kind + " backend")
-	srv := cfg.HTTP.server(phased, log)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	log.LogAttrs(ctx, slog.LevelInfo, "listening; opening the backend", slog.String("listen", ln.Addr().String()),
-		slog.String("backend", cfg.Backend.Kind))
-	backend, release, err := openBackend(ctx, cfg, log, phased.Waiting)
+	cfg.StartedAttrs = []slog.Attr{slog.String("version", currentVersion().String())}
+	if l.File != "" {
+		cfg.StartedAttrs = append(cfg.StartedAttrs, slog.String("config", l.File))
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
-		_ = srv.Close()
-		<-serveErr
-		if ctx.Err() != nil {
-			// Stopped while waiting for the backend: a clean shutdown.
-			log.LogAttrs(context.Background(), slog.LevelInfo, "elector stopped before its backend opened", slog.Any("err", err))
-			return nil
-		}
 		return err
 	}
-	defer func() {
-		if err := release(); err != nil {
-			log.LogAttrs(context.Background(), slog.LevelError, "backend release failed", slog.Any("err", err))
-		}
-	}()
-	// Metrics time every backend operation, watch the gateway's
-	// transitions and count requests.
-	mtr := newMetrics(cfg, log)
-	gwCfg := cfg.gatewayConfig(log)
-	gwCfg.Observer = mtr.BackendObserver()
-	gw := gateway.New(backend, gwCfg)
-	transitions := mtr.ObserveGateway(gw)
-	apiCfg, err := cfg.apiConfig(log)
-	if err != nil {
-		_ = srv.Close()
-		<-serveErr
-		return err
-	}
-	apiCfg.Metrics = mtr
-	var hooks *webhooks.Service
-	if kv, ok := gw.KV(); ok {
-		hooksCfg := cfg.webhooksConfig(log)
-		hooksCfg.Metrics = mtr.Webhooks()
-		hooks = webhooks.New(gw, kv, hooksCfg)
-		apiCfg.Webhooks = hooks
-	} else {
-		log.LogAttrs(ctx, slog.LevelWarn, "this backend cannot keep the webhook outbox: webhooks are off", slog.String("backend", cfg.Backend.Kind))
-	}
-
-	// streams ends when shutdown begins; it ends event streams (endStreamsOn).
-	streams, endStreams := context.WithCancel(context.Background())
-	defer endStreams()
-	// Streams also see the shutdown themselves, to send a retry hint.
-	apiCfg.Shutdown = streams.Done()
-	apiCfg.CheckOutbox = hooks != nil
-	phased.Ready(endStreamsOn(streams, api.New(gw, apiCfg)))
-
-	// The backend loop runs on its own context, which outlives ctx: requests
-	// still draining after a signal need the backend.
-	runCtx, stopRun := context.WithCancel(context.Background())
-	defer stopRun()
-	var wg sync.WaitGroup
-	runErr := make(chan error, 1)
-	wg.Go(func() { runErr <- gw.Run(runCtx) })
-	wg.Go(func() { runTransitions(runCtx, transitions, log) })
 	hup, stopHangup := catchHangup()
 	defer stopHangup()
-	wg.Go(func() { reloadOnHangup(runCtx, hup, certs, log) })
-	// Webhook delivery stops before the backend loop, so that it can still
-	// release its claims for another replica to continue at once.
-	hooksCtx, stopHooks := context.WithCancel(context.Background())
-	defer stopHooks()
-	hooksDone := make(chan struct{})
-	if hooks != nil {
-		wg.Go(func() {
-			defer close(hooksDone)
-			if err := hooks.Run(hooksCtx); err != nil {
-				log.LogAttrs(hooksCtx, slog.LevelError, "webhook delivery stopped", slog.Any("err", err))
-			}
-		})
-	} else {
-		close(hooksDone)
-	}
+	hupCtx, stopReloads := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer stopReloads()
+	wg.Go(func() { reloadOnHangup(hupCtx, hup, srv, cfg.TLS.Enabled(), log) })
+	return srv.Run(ctx)
+}
 
-	base := baseURL(ln.Addr(), cfg.TLS.CertFile != "")
-	attrs := []slog.Attr{
-		slog.String("listen", ln.Addr().String()),
-		slog.String("backend", cfg.Backend.Kind),
-		slog.String("version", currentVersion().String()),
-	}
-	if l.File != "" {
-		attrs = append(attrs, slog.String("config", l.File))
-	}
-	attrs = append(attrs, slog.String("docs", base+"/docs"), slog.String("ui", base+"/ui"))
-	log.LogAttrs(ctx, slog.LevelInfo, "elector started", attrs...)
+// catchHangup starts taking SIGHUP for the process; the caller passes the
+// channel to reloadOnHangup and calls the returned stop when done. Without
+// TLS the signal is taken all the same: it would otherwise kill the gateway,
+// and operators send it by habit to ask for a reload.
+func catchHangup() (<-chan os.Signal, func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	return hup, func() { signal.Stop(hup) }
+}
 
-	var serveResult, runResult error
-	serveDone, runDone := false, false
-	select {
-	case <-ctx.Done():
-	case serveResult = <-serveErr:
-		serveDone = true
-	case runResult = <-runErr:
-		runDone = true
+// reloadOnHangup reloads srv's TLS certificate (if tlsOn) on every signal
+// from hup until ctx ends; without TLS it logs that there is nothing to
+// reload.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, srv *server.Server, tlsOn bool, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if tlsOn {
+				_ = srv.ReloadTLS()
+			} else {
+				log.LogAttrs(ctx, slog.LevelInfo, "SIGHUP: no TLS certificate to reload")
+			}
+		}
 	}
-
-	start := time.Now()
-	log.LogAttrs(ctx, slog.LevelInfo, "shutting down", slog.Duration("timeout", cfg.HTTP.ShutdownTimeout))
-	endStreams()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		log.LogAttrs(ctx, slog.LevelWarn, "requests still running at the shutdown timeout were cut off", slog.Any("err", err))
-		_ = srv.Close()
-	}
-	if !serveDone {
-		serveResult = <-serveErr
-	}
-	stopHooks()
-	<-hooksDone
-	stopRun()
-	if !runDone {
-		runResult = <-runErr
-	}
-
-	switch {
-	case !errors.Is(serveResult, http.ErrServerClosed):
-		return fmt.Errorf("http server: %w", serveResult)
-	case runDone:
-		return fmt.Errorf("backend loop ended before shutdown: %v", runResult)
-	case runResult != nil && !errors.Is(runResult, context.Canceled):
-		return fmt.Errorf("backend loop: %w", runResult)
-	}
-	log.LogAttrs(ctx, slog.LevelInfo, "elector stopped", slog.Duration("shutdown", time.Since(start)))
-	return nil
 }

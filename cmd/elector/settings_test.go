@@ -3,62 +3,39 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/electorhq/elector/api"
-	"github.com/electorhq/elector/backends/etcd"
-	"github.com/electorhq/elector/backends/nats"
-	"github.com/electorhq/elector/gateway"
-	"github.com/electorhq/elector/webhooks"
+	"github.com/electorhq/elector/server"
 )
 
-// wiring is what serve hands its components from a Config: each
-// component's own configuration, and the sections serve reads itself (the
-// listener, the logger, TLS, metrics, the HTTP server, the backend's kind).
+// wiring is what serve hands on from a Config: the server's
+// configuration (each component's own, and the sections the server reads
+// itself: the listener, TLS, metrics, the HTTP server, the backend's
+// kind), and the logs serve writes itself.
 type wiring struct {
-	Listen   string
-	Log      LogConfig
-	Kind     string
-	TLS      TLSConfig
-	Metrics  MetricsConfig
-	Server   [4]time.Duration // read header, write, idle, shutdown
-	Gateway  gateway.Config
-	Embedded nats.EmbeddedConfig
-	NATS     nats.Config
-	Etcd     etcd.Config
-	Webhooks webhooks.Config
-	API      api.Config
+	Log    LogConfig
+	Server server.Config
 }
 
 // wire builds the wiring of c as serve does.
 func wire(t *testing.T, c Config) wiring {
 	t.Helper()
-	apiCfg, err := c.apiConfig(nil)
+	s, err := c.serverConfig(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := c.HTTP.server(nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	return wiring{
-		Listen: c.Listen, Log: c.Log, Kind: c.Backend.Kind, TLS: c.TLS, Metrics: c.Metrics,
-		Server:   [4]time.Duration{srv.ReadHeaderTimeout, srv.WriteTimeout, srv.IdleTimeout, c.HTTP.ShutdownTimeout},
-		Gateway:  c.gatewayConfig(nil),
-		Embedded: c.embeddedConfig(),
-		NATS:     c.natsConfig(),
-		Etcd:     c.etcdConfig(nil),
-		Webhooks: c.webhooksConfig(nil),
-		API:      apiCfg,
-	}
+	return wiring{Log: c.Log, Server: s}
 }
 
 // TestEverySettingReachesAComponent sets each key of the settings table,
 // one at a time, to a value other than its default, and checks that what
-// serve hands its components changes: a key whose field no component
-// reads (a copy forgotten in natsConfig, say) fails here.
+// serve hands the server changes: a key whose field nothing reads (a
+// field of Config that serverConfig forgets, say) fails here. The server
+// hands each part of its configuration to its component whole.
 func TestEverySettingReachesAComponent(t *testing.T) {
 	base := wire(t, DefaultConfig())
 	for _, s := range settings() {
@@ -87,7 +64,7 @@ func TestEverySettingReachesAComponent(t *testing.T) {
 				t.Fatalf("no non-default value for a %T", p)
 			}
 			if reflect.DeepEqual(wire(t, c), base) {
-				t.Fatalf("%s reaches no component: serve hands them the same with it changed", s.key)
+				t.Fatalf("%s reaches no component: serve hands the server the same with it changed", s.key)
 			}
 		})
 	}
@@ -108,6 +85,7 @@ func TestServeNamesTheKeyOfEachBadValue(t *testing.T) {
 		{"elections:\n  max_metadata_bytes: 1", "elections.max_metadata_bytes: 1 is outside [2, 1048576]"},
 		{"elections:\n  error_cooldown: -1s", "elections.error_cooldown: -1s is outside [0s, 1h0m0s]"},
 		{"elections:\n  handover_delay: 2h", "elections.handover_delay: 2h0m0s is outside [0s, 1h0m0s]"},
+		{"elections:\n  holders: 65", "elections.holders: 65 is outside [1, 64]"},
 		{"elections:\n  idle_expiry: -1s", "elections.idle_expiry: -1s is outside [0s, 8760h0m0s]"},
 		{"limits:\n  candidates_per_election: -1", "limits.candidates_per_election: -1 is negative"},
 		{"limits:\n  elections: -1", "limits.elections: -1 is negative"},

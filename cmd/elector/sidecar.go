@@ -29,8 +29,10 @@ type sidecar struct {
 	endRetryInterval time.Duration
 	log              *slog.Logger
 	status           *sidecarStatus // nil without --status-listen
+	health           *healthCheck   // nil without --health-command or --health-url
 
 	// Owned by Run.
+	healthy bool // the health check passes (always, without one)
 	leading bool
 	term    uint64
 	leader  string
@@ -53,6 +55,17 @@ func (s *sidecar) Run(ctx context.Context) error {
 		defer wg.Done()
 		srcDone <- s.src.Run(srcCtx, obs)
 	}()
+	s.healthy = s.health == nil
+	verdicts := make(chan healthVerdict, 1)
+	if s.health != nil {
+		// The check runs beside the source: a slow or hung check never
+		// holds up a heartbeat, and only ever ends a leadership.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.health.run(srcCtx, verdicts)
+		}()
+	}
 	defer func() {
 		stopSrc()
 		wg.Wait()
@@ -80,6 +93,10 @@ loop:
 			break loop
 		case o := <-obs:
 			if err := s.reconcileAck(ctx, o); err != nil {
+				return err
+			}
+		case v := <-verdicts:
+			if err := s.healthChanged(ctx, v); err != nil {
 				return err
 			}
 		case <-childExited:
@@ -121,8 +138,15 @@ func (s *sidecar) reconcileAck(ctx context.Context, o observation) error {
 // reconcile acts on one observation.
 func (s *sidecar) reconcile(ctx context.Context, o observation) error {
 	if o.leader != "" {
-		s.leader = o.leader
-		s.status.heard(o.leader)
+		leader := o.leader
+		if o.leading {
+			// With several holders the gateway names the longest-standing
+			// holder; to the commands and the status, a sidecar that holds
+			// is its own leader (with one holder, they are the same).
+			leader = s.id
+		}
+		s.leader = leader
+		s.status.heard(leader)
 	}
 	if o.reason == client.ReasonIDInUse && !s.idInUse {
 		s.log.LogAttrs(ctx, slog.LevelWarn, fmt.Sprintf("id %q is held by a live candidate; pass --id to campaign as another one (the default id is the host name), or wait: a previous run's candidacy expires within its TTL", s.id))
@@ -137,6 +161,10 @@ func (s *sidecar) reconcile(ctx context.Context, o observation) error {
 			return err
 		}
 		return s.begin(ctx, o)
+	case o.leading && !s.leading && !s.healthy:
+		// A standing from before the source paused (or a console LEADER
+		// line): an unhealthy candidate does not lead.
+		s.log.LogAttrs(ctx, slog.LevelInfo, "not leading while the health check fails", slog.Uint64("term", o.term))
 	case o.leading && !s.leading:
 		return s.begin(ctx, o)
 	case !o.leading && s.leading:
@@ -171,6 +199,49 @@ func (s *sidecar) handover(ctx context.Context) error {
 		return nil
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "handed leadership over", slog.Uint64("term", s.term))
+	return nil
+}
+
+// healthChanged acts on a change of the application's health. Unhealthy,
+// a leader ends its leadership as after a failed begin command (end
+// command, the check's failure reported to the gateway as the reason, the
+// error command), and then, leader or follower, it leaves the line: a
+// candidate that cannot serve must not be next in line, where the gateway
+// would promote it. Healthy again, it campaigns again at the back of the
+// line.
+//
+// The end command runs before the report, so the next leader never
+// overlaps this one, as after a failed begin command. The check only ever
+// ends a leadership: it never extends one, and the candidacy's step-down
+// rule holds whatever the check says.
+func (s *sidecar) healthChanged(ctx context.Context, v healthVerdict) error {
+	if v.healthy == s.healthy {
+		return nil
+	}
+	s.healthy = v.healthy
+	s.status.setHealthy(v.healthy)
+	p, canPause := s.src.(pauser)
+	if v.healthy {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "health check passes: campaigning")
+		if canPause {
+			p.Resume()
+		}
+		return nil
+	}
+	s.log.LogAttrs(ctx, slog.LevelWarn, "health check failing: leaving the line until it passes", slog.String("reason", v.reason))
+	if s.leading {
+		s.status.failed("health")
+		if err := s.fail(ctx, v.reason); err != nil {
+			return err
+		}
+	}
+	if canPause {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := p.Pause(pctx); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "resigning failed; the candidacy expires by its TTL", slog.Any("err", err))
+		}
+	}
 	return nil
 }
 

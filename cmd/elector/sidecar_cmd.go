@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -23,7 +24,14 @@ const (
 	DefaultEndRetries       = 12
 	DefaultEndRetryInterval = 5 * time.Second
 	DefaultChildGrace       = 10 * time.Second
+	// DefaultProxyMetadataKey is the key of a candidate's metadata that
+	// holds its address, for --proxy-listen and elector proxy.
+	DefaultProxyMetadataKey = "addr"
 )
+
+// proxyGrace is how long requests in flight through the proxy may finish
+// when it stops; longer ones (streams, websockets) are cut.
+const proxyGrace = 5 * time.Second
 
 // Environment variables of the sidecar and client commands.
 const (
@@ -45,6 +53,11 @@ type sidecarConfig struct {
 	childGrace            time.Duration
 	commandTimeout        time.Duration
 	statusListen          string
+	proxyListen, proxyKey string
+	healthCommand         string
+	healthURL             string
+	healthFailures        int
+	healthTimeout         time.Duration
 	console               bool
 	logLevel, logFormat   string
 	childArgv             []string
@@ -67,6 +80,13 @@ ELECTOR_REASON in their environment: elected for the begin command; for the
 end command resigned (the sidecar stops), lost, expired, heartbeat-timeout,
 error or transferred, the reasons of the Go client's OnStoppedLeading.
 
+With --proxy-listen, also forward HTTP requests (streams and websockets
+too) to the current leader, at the address it registered in its
+--metadata. With --health-command or --health-url, check the application
+every TTL/3: after --health-failures failures in a row a leader ends its
+leadership (end command, the check's output reported as the error), and
+the candidate leaves the line until a check passes again.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -87,6 +107,12 @@ Flags:
 	fs.DurationVar(&c.childGrace, "child-grace", DefaultChildGrace, "how long the supervised command gets to exit after SIGTERM before SIGKILL")
 	fs.DurationVar(&c.commandTimeout, "command-timeout", 0, "kill a begin, end or error command after this long (0: no limit)")
 	fs.StringVar(&c.statusListen, "status-listen", "", "serve /healthz, /leader and /metrics on this address, e.g. 127.0.0.1:4040 (default: off)")
+	fs.StringVar(&c.proxyListen, "proxy-listen", "", "forward HTTP requests received on this address, e.g. 127.0.0.1:8000, to the current leader (default: off)")
+	fs.StringVar(&c.proxyKey, "proxy-metadata-key", DefaultProxyMetadataKey, "the key of the candidates' metadata holding the address to forward to: host:port or an http(s) URL")
+	fs.StringVar(&c.healthCommand, "health-command", "", "shell command that checks the application every TTL/3; healthy when it exits 0")
+	fs.StringVar(&c.healthURL, "health-url", "", "URL of the application checked with GET every TTL/3; healthy on 200 to 399")
+	fs.IntVar(&c.healthFailures, "health-failures", DefaultHealthFailures, "failed health checks in a row that end a leadership and leave the line")
+	fs.DurationVar(&c.healthTimeout, "health-timeout", 0, "a health check taking longer fails; below TTL/3 (default TTL/6)")
 	fs.BoolVar(&c.console, "console", false, "read LEADER, NOTLEADER and ERROR lines from stdin instead of using a gateway")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
@@ -122,7 +148,7 @@ func (c *sidecarConfig) check() error {
 		return errors.New("--id is required (the host name is unknown)")
 	case c.ttl < time.Second:
 		return fmt.Errorf("--ttl %s is below 1s", c.ttl)
-	case c.errorTimeout < 0, c.endRetryInterval < 0, c.childGrace < 0, c.commandTimeout < 0:
+	case c.errorTimeout < 0, c.endRetryInterval < 0, c.childGrace < 0, c.commandTimeout < 0, c.healthTimeout < 0:
 		return errors.New("durations must not be negative")
 	case c.endRetries < 0:
 		return errors.New("--end-retries must not be negative")
@@ -137,7 +163,54 @@ func (c *sidecarConfig) check() error {
 			return fmt.Errorf("--metadata must be a JSON object: %v", err)
 		}
 	}
+	if err := c.checkProxy(); err != nil {
+		return err
+	}
+	return c.checkHealth()
+}
+
+// checkProxy reports what keeps --proxy-listen from working.
+func (c *sidecarConfig) checkProxy() error {
+	switch {
+	case c.proxyListen == "":
+		return nil
+	case c.console:
+		return errors.New("--proxy-listen needs a gateway to follow; it does not go with --console")
+	case c.proxyKey == "":
+		return errors.New("--proxy-metadata-key must not be empty")
+	}
+	// This candidate may lead: it must register where it is reached.
+	if _, err := leaderTarget(json.RawMessage(c.metadata), c.proxyKey); err != nil {
+		return fmt.Errorf("--proxy-listen forwards to the address each leader registers under %q, and this candidate may lead, but %v; register it, e.g. --metadata '{\"%s\": \"10.0.0.7:8080\"}'",
+			c.proxyKey, err, c.proxyKey)
+	}
 	return nil
+}
+
+// checkHealth reports what keeps the health check from working.
+func (c *sidecarConfig) checkHealth() error {
+	switch {
+	case c.healthCommand != "" && c.healthURL != "":
+		return errors.New("--health-command and --health-url exclude each other; pick one")
+	case c.healthCommand == "" && c.healthURL == "":
+		return nil
+	case c.healthFailures < 1:
+		return fmt.Errorf("--health-failures %d: want 1 or more", c.healthFailures)
+	case c.healthTimeout >= c.ttl/3:
+		return fmt.Errorf("--health-timeout %s must be below the check interval, TTL/3 = %s", c.healthTimeout, c.ttl/3)
+	}
+	if c.healthURL != "" {
+		u, err := url.Parse(c.healthURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--health-url %q is not an http(s) URL such as http://127.0.0.1:8080/healthz", c.healthURL)
+		}
+	}
+	return nil
+}
+
+// clientOptions are the options of every client of the gateway.
+func (c *sidecarConfig) clientOptions() []client.Option {
+	return []client.Option{client.WithUserAgent("elector-run/" + version), client.WithAPIToken(c.apiToken)}
 }
 
 // runSidecar is `elector run`. Exit codes: 0 after a clean shutdown (a
@@ -182,12 +255,55 @@ func runSidecar(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		defer stop()
 	}
-	if err := s.Run(ctx); err != nil {
+	runCtx := ctx
+	if c.proxyListen != "" {
+		var stop func()
+		var err error
+		if runCtx, stop, err = startSidecarProxy(ctx, c, log); err != nil {
+			fmt.Fprintf(stderr, "elector run: --proxy-listen: %v\n", err)
+			return 1
+		}
+		// The proxy stops after the sidecar: while a leader runs its end
+		// command and resigns, requests go on reaching whoever leads.
+		defer stop()
+	}
+	if err := s.Run(runCtx); err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "elector run stopped", slog.Any("err", err))
+		return 1
+	}
+	if err := context.Cause(runCtx); ctx.Err() == nil && err != nil {
+		log.LogAttrs(ctx, slog.LevelError, "elector run stopped: the proxy cannot follow the election", slog.Any("err", err))
 		return 1
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "elector run stopped")
 	return 0
+}
+
+// startSidecarProxy serves the proxy of --proxy-listen. It returns the
+// context the sidecar runs under, which also ends, with the error as its
+// cause, when a gateway refuses the proxy's event stream for good, and a
+// function that stops the proxy.
+func startSidecarProxy(ctx context.Context, c *sidecarConfig, log *slog.Logger) (context.Context, func(), error) {
+	p := newLeaderProxy(proxyConfig{election: c.election, key: c.proxyKey, staleAfter: c.ttl, log: log})
+	ps, err := serveProxy(ctx, c.proxyListen, p, c.gateways(), c.clientOptions(), proxyGrace)
+	if err != nil {
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case err := <-ps.errc:
+			cancel(err) // nil: the feed stopped with ctx
+		case <-runCtx.Done():
+		}
+	}()
+	return runCtx, func() {
+		cancel(nil)
+		<-done
+		ps.stop()
+	}, nil
 }
 
 // newSidecar wires the sidecar c describes.
@@ -195,12 +311,13 @@ func newSidecar(c *sidecarConfig, log *slog.Logger) (*sidecar, error) {
 	var src source
 	var lastOK func() time.Time
 	var alive func() bool
+	healthOn := c.healthCommand != "" || c.healthURL != ""
 	if c.console {
 		src = newConsoleSource(c.stdin, c.id, c.errorTimeout, log)
 	} else {
-		cand, err := client.NewCandidacy(client.CandidacyConfig{
+		gs, err := newGatewaySource(client.CandidacyConfig{
 			Gateways:      c.gateways(),
-			ClientOptions: []client.Option{client.WithUserAgent("elector-run/" + version), client.WithAPIToken(c.apiToken)},
+			ClientOptions: c.clientOptions(),
 			Election:      c.election,
 			ID:            c.id,
 			TTL:           c.ttl,
@@ -218,11 +335,11 @@ func newSidecar(c *sidecarConfig, log *slog.Logger) (*sidecar, error) {
 			// two: the candidacy expires by its TTL instead.
 			KeepOnExit: true,
 			Logger:     log,
-		})
+		}, healthOn) // with a health check, campaign once it passes
 		if err != nil {
 			return nil, err
 		}
-		src, lastOK, alive = &gatewaySource{cand: cand}, cand.LastHeartbeat, cand.Running
+		src, lastOK, alive = gs, gs.lastHeartbeat, gs.alive
 	}
 	s := &sidecar{
 		src:              src,
@@ -236,9 +353,20 @@ func newSidecar(c *sidecarConfig, log *slog.Logger) (*sidecar, error) {
 	if len(c.childArgv) > 0 {
 		s.child = &child{argv: c.childArgv, grace: c.childGrace, stdout: c.stdout, stderr: c.stderr}
 	}
+	if healthOn {
+		timeout := c.healthTimeout
+		if timeout == 0 {
+			timeout = c.ttl / 6
+		}
+		s.health = &healthCheck{command: c.healthCommand, url: c.healthURL, interval: c.ttl / 3, timeout: timeout,
+			failures: c.healthFailures, env: hookEnv{election: c.election, candidate: c.id}, log: s.log}
+	}
 	if c.statusListen != "" {
 		s.status = newSidecarStatus(c.election, c.id, lastOK)
 		s.status.sourceAlive = alive
+		if healthOn {
+			s.status.withHealth()
+		}
 	}
 	return s, nil
 }

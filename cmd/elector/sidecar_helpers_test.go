@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -21,33 +19,27 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/api"
-	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/client"
-	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/servertest"
+	"github.com/electorhq/elector/server"
 )
 
 // testGateway is a real gateway over a memory backend, served in-process,
 // with a proxy in front of it whose requests a test can make fail.
 type testGateway struct {
-	srv     *httptest.Server // the gateway itself
-	proxy   *httptest.Server // the proxy in front of it
-	blocked atomic.Bool      // the proxy drops every request while set
-	c       *client.Client   // a client of the gateway (not through the proxy)
+	srv     *servertest.Gateway // the gateway itself
+	proxy   *httptest.Server    // the proxy in front of it
+	blocked atomic.Bool         // the proxy drops every request while set
+	c       *client.Client      // a client of the gateway (not through the proxy)
 }
 
 func newTestGateway(t testing.TB) *testGateway {
 	t.Helper()
-	b := memory.New()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	gw := gateway.New(b, gateway.Config{Logger: log, Defaults: &gateway.Settings{ErrorCooldown: 30 * time.Second}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = gw.Run(ctx)
-	}()
 	g := &testGateway{}
-	g.srv = httptest.NewServer(api.New(gw, api.Config{Logger: log, RetryHint: 50 * time.Millisecond}))
+	g.srv = servertest.Start(t, servertest.Configure(func(c *server.Config) {
+		c.Gateway.Defaults.ErrorCooldown = 30 * time.Second
+		c.API.RetryHint = api.MinRetryHint // streams the sidecar follows reconnect at once
+	}))
 	target, _ := url.Parse(g.srv.URL)
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ErrorLog = nil
@@ -62,10 +54,6 @@ func newTestGateway(t testing.TB) *testGateway {
 	t.Cleanup(func() {
 		g.proxy.CloseClientConnections()
 		g.proxy.Close()
-		g.srv.CloseClientConnections()
-		g.srv.Close()
-		cancel()
-		<-done
 	})
 	return g
 }

@@ -25,11 +25,14 @@ type sidecarStatus struct {
 	sourceAlive  func() bool // the leadership loop runs; nil: as long as the reconciler
 	lastOK       func() time.Time
 
-	mu      sync.Mutex
-	leading bool
-	term    uint64
-	since   time.Time
-	leader  string
+	mu         sync.Mutex
+	leading    bool
+	term       uint64
+	since      time.Time
+	leader     string
+	appHealthy *bool // the health check's result; nil without one
+
+	healthGauge prometheus.Gauge // nil without a health check
 
 	reg         *prometheus.Registry
 	isLeader    prometheus.Gauge
@@ -48,7 +51,7 @@ func newSidecarStatus(election, id string, lastOK func() time.Time) *sidecarStat
 	s.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "elector_sidecar_transitions_total", ConstLabels: labels,
 		Help: "Leadership transitions of this sidecar: begin, end or error."}, []string{"transition"})
 	s.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "elector_sidecar_command_failures_total", ConstLabels: labels,
-		Help: "Failed runs of the begin, end and error commands and of the supervised command."}, []string{"command"})
+		Help: "Failed runs of the begin, end and error commands, of the supervised command, and health checks that ended a leadership."}, []string{"command"})
 	s.reg.MustRegister(s.isLeader, s.termGauge, s.transitions, s.failures)
 	for _, t := range []string{"begin", "end", "error"} {
 		s.transitions.WithLabelValues(t)
@@ -65,6 +68,31 @@ func newSidecarStatus(election, id string, lastOK func() time.Time) *sidecarStat
 			}))
 	}
 	return s
+}
+
+// withHealth adds the health check's result to the status: false until
+// the first check passes.
+func (s *sidecarStatus) withHealth() {
+	s.appHealthy = new(bool)
+	s.healthGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "elector_sidecar_healthy",
+		ConstLabels: prometheus.Labels{"election": s.election, "candidate": s.id},
+		Help:        "1 while the sidecar's health check passes (it campaigns), else 0."})
+	s.reg.MustRegister(s.healthGauge)
+}
+
+// setHealthy records the health check's result.
+func (s *sidecarStatus) setHealthy(v bool) {
+	if s == nil || s.appHealthy == nil {
+		return
+	}
+	s.mu.Lock()
+	*s.appHealthy = v
+	s.mu.Unlock()
+	g := 0.0
+	if v {
+		g = 1
+	}
+	s.healthGauge.Set(g)
 }
 
 // began records a leadership the begin command has started.
@@ -130,6 +158,8 @@ type leaderView struct {
 	Term      uint64    `json:"term"`
 	Since     time.Time `json:"since,omitzero"`
 	Leader    string    `json:"leader,omitempty"`
+	// Healthy is the health check's result, with one.
+	Healthy *bool `json:"healthy,omitempty"`
 }
 
 // handler serves /healthz, /leader and /metrics.
@@ -147,6 +177,10 @@ func (s *sidecarStatus) handler() http.Handler {
 	mux.HandleFunc("GET /leader", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		v := leaderView{Election: s.election, Candidate: s.id, Leading: s.leading, Term: s.term, Since: s.since, Leader: s.leader}
+		if s.appHealthy != nil {
+			h := *s.appHealthy
+			v.Healthy = &h
+		}
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(v)

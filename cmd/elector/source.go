@@ -33,18 +33,28 @@ type handoverer interface {
 	Handover(ctx context.Context) error
 }
 
+// pauser is a source that can stop campaigning while the application is
+// unhealthy (the gateway: it resigns its candidacy) and campaign again
+// once it is healthy.
+type pauser interface {
+	// Pause leaves the line; it returns the resignation's error.
+	Pause(ctx context.Context) error
+	// Resume campaigns again, at the back of the line.
+	Resume()
+}
+
 // acker is a source that wants to know when the reconciler has acted on
 // each observation (the console, whose every line counts).
 type acker interface{ processed() }
 
-// offer puts o in out, a channel of capacity 1 that only the caller
-// writes, replacing an observation the reconciler has not taken yet: the
-// reconciler acts on the latest standing, and a source must never block
-// on a reconciler busy running a command.
-func offer(out chan observation, o observation) {
+// offer puts v in out, a channel of capacity 1 that only the caller
+// writes, replacing a value the reconciler has not taken yet: the
+// reconciler acts on the latest standing (or health), and a source must
+// never block on a reconciler busy running a command.
+func offer[T any](out chan T, v T) {
 	for {
 		select {
-		case out <- o:
+		case out <- v:
 			return
 		default:
 		}

@@ -14,51 +14,74 @@ import (
 // ends by handover (reason transferred or preempted) only while a transfer
 // is pending, and while one is pending the next leader is its target.
 // It returns the first violation found.
-func CheckEvents(events []gateway.Event) error {
-	type open struct {
-		id   string
-		term uint64
-		ok   bool
+func CheckEvents(events []gateway.Event) error { return CheckHolderEvents(events, 1) }
+
+// CheckHolderEvents is CheckEvents for elections of up to n holders: per
+// election, a holdership begins only while fewer than n are open, every
+// leader.end and leader.error names an open holdership, and terms strictly
+// increase (so each holdership's is unique). Of transfers: a
+// leader.transfer names an open holdership, a holdership ends by handover
+// only while a transfer of that holdership is pending, its target does not
+// begin while that holdership is open, and once it has ended the next
+// holdership to begin is the target's.
+func CheckHolderEvents(events []gateway.Event, n int) error {
+	type transfer struct {
+		to    string
+		from  uint64 // the holdership asked to hand over
+		ended bool   // it has ended: the target is next
 	}
-	cur := map[string]open{}
+	open := map[string]map[uint64]string{} // election → term → holder
 	last := map[string]uint64{}
-	target := map[string]string{} // the pending transfer's target
+	pending := map[string]*transfer{}
 	for i, e := range events {
-		o := cur[e.Election]
+		el := e.Election
+		if open[el] == nil {
+			open[el] = map[uint64]string{}
+		}
+		p := pending[el]
 		switch e.Type {
 		case gateway.EventLeaderTransfer:
-			if p := e.Previous; !o.ok || p == nil || p.ID != o.id || p.Term != o.term {
-				return fmt.Errorf("event %d (%s): transfer to %q from %+v, but the open leadership is %+v", i, e.ID, e.Candidate.ID, e.Previous, o)
+			if pr := e.Previous; pr == nil || open[el][pr.Term] != pr.ID || pr.ID == "" {
+				return fmt.Errorf("event %d (%s): transfer to %q from %+v, but the open holderships are %v", i, e.ID, e.Candidate.ID, e.Previous, open[el])
 			}
-			target[e.Election] = e.Candidate.ID
+			pending[el] = &transfer{to: e.Candidate.ID, from: e.Previous.Term}
 		case gateway.EventTransferCancelled:
-			if target[e.Election] != e.Candidate.ID {
-				return fmt.Errorf("event %d (%s): cancels a transfer to %q, but the pending one is to %q", i, e.ID, e.Candidate.ID, target[e.Election])
+			if p == nil || p.to != e.Candidate.ID {
+				return fmt.Errorf("event %d (%s): cancels a transfer to %q, but the pending one is %+v", i, e.ID, e.Candidate.ID, p)
 			}
-			delete(target, e.Election)
+			delete(pending, el)
 		case gateway.EventLeaderBegin:
-			if o.ok {
-				return fmt.Errorf("event %d (%s): %q begins term %d while %q still leads term %d", i, e.ID, e.Candidate.ID, e.Term, o.id, o.term)
+			if len(open[el]) >= n {
+				return fmt.Errorf("event %d (%s): %q begins term %d while %d already hold (%v)", i, e.ID, e.Candidate.ID, e.Term, len(open[el]), open[el])
 			}
-			if to, ok := target[e.Election]; ok && to != e.Candidate.ID {
-				return fmt.Errorf("event %d (%s): %q begins term %d while the transfer to %q is pending", i, e.ID, e.Candidate.ID, e.Term, to)
+			if p != nil {
+				switch {
+				case p.ended && p.to != e.Candidate.ID:
+					return fmt.Errorf("event %d (%s): %q begins term %d while the transfer to %q is pending", i, e.ID, e.Candidate.ID, e.Term, p.to)
+				case !p.ended && p.to == e.Candidate.ID:
+					return fmt.Errorf("event %d (%s): the transfer's target %q begins term %d while term %d it replaces is open", i, e.ID, e.Candidate.ID, e.Term, p.from)
+				case p.ended:
+					delete(pending, el)
+				}
 			}
-			delete(target, e.Election)
-			if e.Term <= last[e.Election] {
-				return fmt.Errorf("event %d (%s): term %d does not increase on %d", i, e.ID, e.Term, last[e.Election])
+			if e.Term <= last[el] {
+				return fmt.Errorf("event %d (%s): term %d does not increase on %d", i, e.ID, e.Term, last[el])
 			}
-			last[e.Election] = e.Term
-			cur[e.Election] = open{id: e.Candidate.ID, term: e.Term, ok: true}
+			last[el] = e.Term
+			open[el][e.Term] = e.Candidate.ID
 		case gateway.EventLeaderEnd, gateway.EventLeaderError:
-			if !o.ok || o.id != e.Candidate.ID || o.term != e.Term {
-				return fmt.Errorf("event %d (%s): %s of %q term %d, but the open leadership is %+v", i, e.ID, e.Type, e.Candidate.ID, e.Term, o)
+			if id, ok := open[el][e.Term]; !ok || id != e.Candidate.ID {
+				return fmt.Errorf("event %d (%s): %s of %q term %d, but the open holderships are %v", i, e.ID, e.Type, e.Candidate.ID, e.Term, open[el])
 			}
 			handedOver := e.Reason == gateway.ReasonTransferred || e.Reason == gateway.ReasonPreempted
-			if _, pending := target[e.Election]; e.Type == gateway.EventLeaderEnd && handedOver && !pending {
-				return fmt.Errorf("event %d (%s): %q handed over term %d with no transfer pending", i, e.ID, e.Candidate.ID, e.Term)
+			if e.Type == gateway.EventLeaderEnd && handedOver && (p == nil || p.from != e.Term) {
+				return fmt.Errorf("event %d (%s): %q handed over term %d with no transfer of it pending", i, e.ID, e.Candidate.ID, e.Term)
 			}
 			if e.Type == gateway.EventLeaderEnd {
-				delete(cur, e.Election)
+				delete(open[el], e.Term)
+				if p != nil && p.from == e.Term {
+					p.ended = true
+				}
 			}
 		}
 	}

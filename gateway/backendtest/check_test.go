@@ -52,3 +52,31 @@ func TestCheckEvents(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckHolderEvents(t *testing.T) {
+	begin, end := gateway.EventLeaderBegin, gateway.EventLeaderEnd
+	tests := []struct {
+		name   string
+		n      int
+		events []gateway.Event
+		ok     bool
+	}{
+		{"two of two", 2, []gateway.Event{ev(begin, "a", 1), ev(begin, "b", 2), ev(end, "a", 1), ev(begin, "c", 3)}, true},
+		{"three of two", 2, []gateway.Event{ev(begin, "a", 1), ev(begin, "b", 2), ev(begin, "c", 3)}, false},
+		{"a term twice", 3, []gateway.Event{ev(begin, "a", 1), ev(begin, "b", 1)}, false},
+		{"ends in any order", 3, []gateway.Event{ev(begin, "a", 1), ev(begin, "b", 2), ev(begin, "c", 3), ev(end, "b", 2), reason(ev(end, "c", 3), "holders_reduced"), ev(end, "a", 1)}, true},
+		{"end of a closed term", 2, []gateway.Event{ev(begin, "a", 1), ev(begin, "b", 2), ev(end, "a", 1), ev(end, "a", 1)}, false},
+		{"end names another holder", 2, []gateway.Event{ev(begin, "a", 1), ev(begin, "b", 2), ev(end, "a", 2)}, false},
+		{"other slots fill while a transfer waits", 2, []gateway.Event{ev(begin, "a", 1), ev(begin, "b", 2), transfer("c", "b", 2), ev(end, "a", 1), ev(begin, "d", 3), reason(ev(end, "b", 2), "transferred"), ev(begin, "c", 4)}, true},
+		{"target begins beside the holder it replaces", 2, []gateway.Event{ev(begin, "a", 1), ev(begin, "b", 2), transfer("c", "b", 2), ev(end, "a", 1), ev(begin, "c", 3)}, false},
+		{"another than the target takes the handed-over slot", 2, []gateway.Event{ev(begin, "a", 1), ev(begin, "b", 2), transfer("c", "b", 2), reason(ev(end, "b", 2), "transferred"), ev(begin, "d", 3)}, false},
+		{"handover by a holder not asked", 2, []gateway.Event{ev(begin, "a", 1), ev(begin, "b", 2), transfer("c", "b", 2), reason(ev(end, "a", 1), "transferred")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := CheckHolderEvents(tt.events, tt.n); (err == nil) != tt.ok {
+				t.Fatalf("CheckHolderEvents(%d) = %v, want ok=%v", tt.n, err, tt.ok)
+			}
+		})
+	}
+}

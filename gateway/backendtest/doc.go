@@ -1,7 +1,11 @@
 // Package backendtest is the conformance suite every gateway.Backend passes:
 // FIFO order, TTL expiry, handover on resign, handover delay, error
 // cooldown, the hold of a failed leader's promise, token checks, term
-// monotonicity, watch and resume, and many
+// monotonicity, watch and resume, elections of 1, 2 and 5 holders (never
+// more holders than the setting, a term per holdership, lowering and
+// raising the setting, expiries and transfers; refused with
+// gateway.ErrNotSupported by a backend whose Harness says SingleHolder),
+// and many
 // goroutines campaigning and resigning at once never producing two leaders
 // for one term.
 //

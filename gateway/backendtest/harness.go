@@ -57,11 +57,25 @@ type Harness struct {
 	// Record keeps it for when the hold ends. Both are safe: either way
 	// nobody leads before the failed leader's promise lapsed.
 	FailDropsTransfer bool
+	// BeginSkipsHeldPrevious says that a leader.begin that fills a slot
+	// while another slot is still kept by the handover delay or the
+	// promise of a holder that expired need not name that holdership as
+	// its previous one (nor "expired" as the reason), as the Record does,
+	// and may name an earlier one or none (etcd: an expiry is written to
+	// the lead record only once its slot frees; see backends/etcd, fill).
+	// Only with several holders can a slot fill while another is kept.
+	BeginSkipsHeldPrevious bool
+	// SingleHolder declares a backend that takes one holder per election
+	// only (it is no gateway.MultiHolder): the holders subtests above one
+	// holder then check that it refuses them with gateway.ErrNotSupported.
+	// The suite fails if the backend says otherwise, so a backend that
+	// becomes a MultiHolder drops it and runs them all.
+	SingleHolder bool
 }
 
 // allowances are the differences from gateway.Record a Harness declares.
 func (h Harness) allowances() allowances {
-	return allowances{reorders: h.TransferMovesFollowers, expiryHolds: h.ExpiryHolds, failDrops: h.FailDropsTransfer}
+	return allowances{reorders: h.TransferMovesFollowers, expiryHolds: h.ExpiryHolds, failDrops: h.FailDropsTransfer, heldPrev: h.BeginSkipsHeldPrevious}
 }
 
 // start runs b's loop until t ends.

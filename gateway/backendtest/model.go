@@ -64,9 +64,10 @@ import (
 // modelRun.step), and a promotion held back with nobody in line is not
 // compared (see differ.election).
 //
-// The model is written for elections with one leader (holders = 1);
-// differ.election is where several holders would be compared, and the
-// generator where a holders setting would be drawn.
+// Holders: a configure step sets one, two or three holders (on a
+// gateway.MultiHolder), so transfers name the holder asked to hand over,
+// failures and handovers pick one of the holders, and the snapshots
+// compare every holder and its term.
 
 // opKind is one kind of step.
 type opKind int
@@ -120,6 +121,7 @@ const (
 type op struct {
 	kind     opKind
 	id       string    // the candidate, or the transfer's target
+	from     string    // transfer: the holder named ("": none named)
 	token    tokenKind // campaign: unused
 	priority int       // campaign
 	metadata bool      // campaign: with metadata
@@ -128,6 +130,7 @@ type op struct {
 	cooldown durationKind
 	delay    durationKind
 	preempt  bool
+	holders  int // configure: 0 (one) or more
 }
 
 func (o op) String() string {
@@ -161,18 +164,22 @@ func (o op) String() string {
 		return "fail leader " + o.id + " in the current term" + tok
 	case opTransfer:
 		if o.token == tokenOwn {
-			tok = " by the leader"
+			tok = " by the holder"
 		}
-		return "transfer to " + o.id + tok
+		s := "transfer to " + o.id
+		if o.from != "" {
+			s = "transfer from " + o.from + " to " + o.id
+		}
+		return s + tok
 	case opHandover:
 		return "handover by " + o.id + tok
 	case opCancelTransfer:
 		if o.token == tokenOwn {
-			tok = " by the leader"
+			tok = " by the holder"
 		}
 		return "cancel transfer" + tok
 	case opConfigure:
-		return fmt.Sprintf("configure cooldown %s, handover delay %s, preempt %v", durName(o.cooldown), durName(o.delay), o.preempt)
+		return fmt.Sprintf("configure cooldown %s, handover delay %s, preempt %v, holders %d", durName(o.cooldown), durName(o.delay), o.preempt, max(o.holders, 1))
 	case opSilence:
 		return o.id + " stops heartbeating"
 	}
@@ -185,7 +192,7 @@ func durName(d durationKind) string {
 
 // settings are the election settings a configure step asks for.
 func (o op) settings() gateway.Settings {
-	s := gateway.Settings{Preempt: o.preempt}
+	s := gateway.Settings{Preempt: o.preempt, Holders: o.holders}
 	switch o.cooldown {
 	case durShort:
 		s.ErrorCooldown = shortCooldown
@@ -214,6 +221,7 @@ var candidateIDs = []string{"a", "b", "c", "d", "e"}
 type abilities struct {
 	transfer bool // a gateway.Transferer: transfers, priorities, preempt
 	fail     bool // a gateway.LeaderFailer
+	holders  bool // a gateway.MultiHolder: holders above one
 }
 
 // generator draws steps, guided by the reference's state so that most
@@ -250,11 +258,12 @@ func (g *generator) next(r *gateway.Record) op {
 		{opCampaign, pick(len(r.Line)+len(r.Cooling) < 4, 16)}, {opHeartbeat, 6}, {opResign, 7}, {opReportError, 6},
 		{opConfigure, 3}, {opSilence, pick(len(shorts) > 0, 6)},
 	}
+	k := r.Holding()
 	if g.can.fail {
-		kinds = append(kinds, weighted{opFailLeader, pick(r.Leading, 5)})
+		kinds = append(kinds, weighted{opFailLeader, pick(k > 0, 5)})
 	}
 	if g.can.transfer {
-		kinds = append(kinds, []weighted{{opTransfer, pick(r.Leading && len(r.Line) > 1 && r.Pending == nil, 7)}, {opHandover, pick(r.Pending != nil, 8)}, {opCancelTransfer, pick(r.Pending != nil, 4)}}...)
+		kinds = append(kinds, []weighted{{opTransfer, pick(k > 0 && len(r.Line) > k && r.Pending == nil, 7)}, {opHandover, pick(r.Pending != nil, 8)}, {opCancelTransfer, pick(r.Pending != nil, 4)}}...)
 	}
 	total := 0
 	for _, k := range kinds {
@@ -281,16 +290,27 @@ func (g *generator) next(r *gateway.Record) op {
 		if g.can.transfer && g.rng.IntN(3) == 0 {
 			o.priority = 1 + g.rng.IntN(2)
 		}
-	case opFailLeader, opHandover:
-		if r.Leading && g.rng.IntN(5) > 0 {
-			o.id = r.Line[0].ID
+	case opFailLeader:
+		if k > 0 && g.rng.IntN(5) > 0 {
+			o.id = r.Line[g.rng.IntN(k)].ID
 		}
-		o.stale = kind == opFailLeader && g.rng.IntN(5) == 0
+		o.stale = g.rng.IntN(5) == 0
+	case opHandover:
+		if p := r.Pending; p != nil && g.rng.IntN(5) > 0 {
+			o.id = p.From
+		} else if k > 0 && g.rng.IntN(2) == 0 {
+			o.id = r.Line[g.rng.IntN(k)].ID
+		}
 	case opTransfer:
-		if len(r.Line) > 1 && g.rng.IntN(5) > 0 {
-			o.id = r.Line[1+g.rng.IntN(len(r.Line)-1)].ID
+		if len(r.Line) > k && g.rng.IntN(5) > 0 {
+			o.id = r.Line[k+g.rng.IntN(len(r.Line)-k)].ID
 		}
 		o.token = g.transferToken()
+		// The holder asked: named now and then (needed from an operator
+		// when several hold), else the one the token says or the only one.
+		if k > 0 && (k > 1 && o.token == tokenOperator || g.rng.IntN(3) == 0) {
+			o.from = r.Line[g.rng.IntN(k)].ID
+		}
 	case opCancelTransfer:
 		o.id = ""
 		o.token = g.transferToken()
@@ -299,6 +319,9 @@ func (g *generator) next(r *gateway.Record) op {
 		o.cooldown = durShort + durationKind(g.rng.IntN(4)/3)                        // short, 1 in 4 long
 		o.delay = []durationKind{durNone, durNone, durShort, durLong}[g.rng.IntN(4)] // mostly none or short
 		o.preempt = g.can.transfer && g.rng.IntN(2) == 0
+		if g.can.holders && g.rng.IntN(3) == 0 {
+			o.holders = 2 + g.rng.IntN(2)
+		}
 	case opSilence:
 		o.token = tokenOwn
 		if len(shorts) > 0 {

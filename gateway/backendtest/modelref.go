@@ -2,8 +2,10 @@ package backendtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +34,9 @@ type refCandidate struct {
 }
 
 // timer is a running timer of the reference: a candidate's expiry
-// ("expire:<id>"), a cooldown ("cooldown:<id>"), the handover delay
-// ("handover") or the hold of a failed leader's promise ("hold"). mark is
+// ("expire:<id>"), a cooldown ("cooldown:<id>"), the handover delay of a
+// slot ("handover:<term>") or the hold of a failed holder's promise
+// ("hold:<term>"), by the term of the holdership that ended. mark is
 // what it was started from, so that a timer started again is told apart.
 type timer struct {
 	key  string
@@ -64,6 +67,31 @@ type allowances struct {
 	reorders    bool // Harness.TransferMovesFollowers
 	expiryHolds bool // Harness.ExpiryHolds
 	failDrops   bool // Harness.FailDropsTransfer
+	heldPrev    bool // Harness.BeginSkipsHeldPrevious
+}
+
+// loosePrevious marks, as its id (the Record's events have none), a
+// leader.begin whose previous holdership and reason a backend may name
+// otherwise (allowances.heldPrev).
+const loosePrevious = "previous-not-compared"
+
+// loosen marks the leader.begin events of ev that name as previous a
+// holdership whose slot a handover delay or a hold still keeps, when the
+// backend may name another there (allowances.heldPrev).
+func (m *reference) loosen(ev []gateway.Event) {
+	if !m.allow.heldPrev {
+		return
+	}
+	for i, e := range ev {
+		if e.Type != gateway.EventLeaderBegin || e.Previous == nil {
+			continue
+		}
+		t := e.Previous.Term
+		if slices.ContainsFunc(m.r.Delays, func(d gateway.Delay) bool { return d.Term == t }) ||
+			slices.ContainsFunc(m.r.Held, func(h gateway.Hold) bool { return h.Term == t && h.Reason == gateway.ReasonExpired }) {
+			ev[i].ID = loosePrevious
+		}
+	}
 }
 
 func newReference(election string, allow allowances) *reference {
@@ -82,6 +110,7 @@ type answer struct {
 // args are a step's arguments resolved to tokens and terms.
 type args struct {
 	tokenHash   string
+	from        string // transfer: the holder named
 	term        uint64 // fail leader: the model's term
 	backendTerm uint64 // and the backend's
 	metadata    json.RawMessage
@@ -153,7 +182,7 @@ func (m *reference) apply(o op, x args, at span, beat func(string) time.Time) (a
 		}
 		pending := r.Pending
 		ev, err = r.FailLeader(now, o.id, x.tokenHash, x.term, failDetail)
-		if err == nil && m.allow.failDrops && pending != nil {
+		if err == nil && m.allow.failDrops && pending != nil && pending.Term == x.term && r.Pending != nil {
 			// Allowed: the transfer goes with the failed leadership,
 			// cancelled for no reason of its target's.
 			r.Pending = nil
@@ -165,7 +194,7 @@ func (m *reference) apply(o op, x args, at span, beat func(string) time.Time) (a
 		if missing(gateway.ErrElectionNotFound) {
 			break
 		}
-		ev, err = r.Transfer(now, o.id, x.tokenHash)
+		ev, err = r.Transfer(now, x.from, o.id, x.tokenHash)
 		snapshot()
 	case opHandover:
 		if missing(gateway.ErrCandidateNotFound) {
@@ -193,6 +222,7 @@ func (m *reference) apply(o op, x args, at span, beat func(string) time.Time) (a
 		a.err = err
 	}
 	m.settled(at, beat)
+	m.loosen(ev)
 	return a, ev
 }
 
@@ -250,14 +280,14 @@ func (m *reference) retime(at span, beat func(string) time.Time) {
 			return span{e.CooldownUntil, e.CooldownUntil.Add(uncertain)}
 		})
 	}
-	if u := m.r.HandoverUntil; !u.IsZero() {
-		add("handover", u, func() span { return span{u, u.Add(uncertain)} })
+	for _, d := range m.r.Delays {
+		add(fmt.Sprintf("handover:%d", d.Term), d.Until, func() span { return span{d.Until, d.Until.Add(uncertain)} })
 	}
-	if h := m.r.Held; h != nil {
-		// The failed leader may act until a TTL after its last heartbeat
+	for _, h := range m.r.Held {
+		// The failed holder may act until a TTL after its last heartbeat
 		// that was answered; no backend holds less, none more than a TTL
 		// after the verdict.
-		add("hold", h.Until, func() span { return span{beat(h.ID).Add(h.TTL), at.hi.Add(h.TTL)} })
+		add(fmt.Sprintf("hold:%d", h.Term), h.Until, func() span { return span{beat(h.ID).Add(h.TTL), at.hi.Add(h.TTL)} })
 	}
 	m.timers = next
 }
@@ -282,26 +312,36 @@ func (m *reference) fire(t timer, tm timing, beat func(string) time.Time) []gate
 	m.now = maxTime(m.now, w.lo)
 	var ev []gateway.Event
 	kind, id, _ := strings.Cut(t.key, ":")
+	term, _ := strconv.ParseUint(id, 10, 64)
 	switch kind {
 	case "expire":
-		if r := m.r; m.allow.expiryHolds && r.Leading && r.Line[0].ID == id {
-			// Allowed: the expired leader's promise holds the next back
-			// until it lapses, a TTL after its last heartbeat, which its
-			// expiry is too; so by the end of the expiry's window.
-			ttl := m.cands[id].ttl
-			r.Held = &gateway.Hold{ID: id, Term: r.Term, Until: m.now, TTL: ttl}
-			m.timers["hold"] = timer{key: "hold", mark: m.now, w: span{beat(id).Add(ttl), t.w.hi}}
+		r := m.r
+		i := slices.IndexFunc(r.Line[:r.Holding()], func(e gateway.Entry) bool { return e.ID == id })
+		var held uint64
+		if i >= 0 {
+			held = r.Line[i].Term
 		}
-		ev = m.r.Expire(m.now, id)
+		if m.allow.expiryHolds && i >= 0 && r.Settings.HandoverDelay == 0 {
+			// Allowed: the expired holder's promise keeps its slot until
+			// it lapses, a TTL after its last heartbeat, which its expiry
+			// is too; so by the end of the expiry's window. (A handover
+			// delay, longer, keeps the slot anyway.)
+			ttl := m.cands[id].ttl
+			r.Held = append(r.Held, gateway.Hold{ID: id, Term: held, Until: m.now, TTL: ttl, Reason: gateway.ReasonExpired})
+			key := fmt.Sprintf("hold:%d", held)
+			m.timers[key] = timer{key: key, mark: m.now, w: span{beat(id).Add(ttl), t.w.hi}}
+		}
+		ev = r.Expire(m.now, id)
 	case "cooldown":
 		ev = m.r.EndCooldown(m.now, id)
 	case "handover":
-		ev = m.r.EndHandover(m.now)
+		ev = m.r.EndHandover(m.now, term)
 	case "hold":
-		ev = m.r.EndHold(m.now)
+		ev = m.r.EndHold(m.now, term)
 	}
 	delete(m.timers, t.key)
 	m.settled(span{m.now, w.hi}, beat)
+	m.loosen(ev)
 	return ev
 }
 

@@ -233,13 +233,27 @@ func (m *modelRun) resolve(o op) args {
 		if o.metadata {
 			x.metadata = json.RawMessage(`{"zone":"z` + o.id + `"}`)
 		}
-	case opTransfer, opCancelTransfer:
-		x.tokenHash = wrongToken
-		if o.token == tokenOwn && r.Leading {
+	case opTransfer:
+		// The holder's own token: the named holder's, else the first's.
+		x.tokenHash, x.from = wrongToken, o.from
+		if k := r.Holding(); o.token == tokenOwn && k > 0 {
 			x.tokenHash = m.tokens[r.Line[0].ID]
+			if e := r.Find(o.from); e != nil && e.Term != 0 {
+				x.tokenHash = m.tokens[o.from]
+			}
+		}
+	case opCancelTransfer:
+		// The holder's own token: the one asked to hand over.
+		x.tokenHash = wrongToken
+		if p := r.Pending; o.token == tokenOwn && p != nil {
+			x.tokenHash = m.tokens[p.From]
 		}
 	case opFailLeader:
+		// The candidate's term if it holds, else the last one.
 		x.term = r.Term
+		if e := r.Find(o.id); e != nil && e.Term != 0 {
+			x.term = e.Term
+		}
 		if o.stale && x.term > 0 {
 			x.term--
 		}
@@ -276,7 +290,11 @@ func (m *modelRun) call(o op, x args) answer {
 	case opFailLeader:
 		st, err = b.(gateway.LeaderFailer).FailLeader(ctx, e, o.id, x.tokenHash, x.backendTerm, failDetail)
 	case opTransfer:
-		el, err = tr.Transfer(ctx, e, o.id, x.tokenHash)
+		if ht, ok := b.(gateway.HolderTransferer); ok {
+			el, err = ht.TransferFrom(ctx, e, x.from, o.id, x.tokenHash)
+		} else {
+			el, err = tr.Transfer(ctx, e, o.id, x.tokenHash)
+		}
 		return answer{err: err, election: &el}
 	case opHandover:
 		st, err = tr.Handover(ctx, e, o.id, x.tokenHash)

@@ -31,11 +31,11 @@ const (
 // DefaultModelOps is the number of steps the model test takes per backend
 // on real clocks unless EnvModelOps says otherwise; in a synctest bubble,
 // where no time passes waiting for timers, ten times as many.
-const DefaultModelOps = 240
+const DefaultModelOps = 128
 
 // modelSequence is the length of one sequence: long enough to reach
 // states many steps deep, short enough that sequences run side by side.
-const modelSequence = 30
+const modelSequence = 16
 
 // modelParallel is how many sequences run side by side on a backend on
 // real clocks.
@@ -124,7 +124,8 @@ func modelConfig(t *testing.T, h Harness) (seed uint64, ops int) {
 func abilitiesOf(b gateway.Backend) abilities {
 	_, tr := b.(gateway.Transferer)
 	_, lf := b.(gateway.LeaderFailer)
-	return abilities{transfer: tr, fail: lf}
+	_, mh := b.(gateway.MultiHolder)
+	return abilities{transfer: tr, fail: lf, holders: mh}
 }
 
 // checkAgainstRecord runs one sequence of n steps drawn from seed; on a
@@ -232,6 +233,8 @@ func simpler(o op) []op {
 	with(func(s *op) { s.stale = false })
 	with(func(s *op) { s.preempt = false })
 	with(func(s *op) { s.delay = durNone })
+	with(func(s *op) { s.holders = 0 })
+	with(func(s *op) { s.from = "" })
 	if o.kind == opTransfer || o.kind == opCancelTransfer {
 		with(func(s *op) { s.token = tokenOperator })
 	} else {

@@ -51,6 +51,7 @@ func Run(t *testing.T, h Harness) {
 		})
 	}
 	runTransfers(t, b)
+	runHolders(t, h, b)
 	t.Run("ConcurrentCandidatesNeverShareATerm", func(t *testing.T) {
 		t.Parallel()
 		testConcurrency(t, h, b)

@@ -55,3 +55,13 @@ func (e *Error) Error() string {
 
 // Unwrap returns the sentinel e wraps.
 func (e *Error) Unwrap() error { return e.Err }
+
+// In returns e as an error of the configuration that holds e's at path
+// (a dotted Go path, "Gateway"): its field and every field its detail
+// mentions are prefixed with path. e itself is unchanged.
+func (e *Error) In(path string) *Error {
+	detail := mention.ReplaceAllStringFunc(e.Detail, func(m string) string {
+		return "{" + path + "." + m[1:len(m)-1] + "}"
+	})
+	return &Error{Field: path + "." + e.Field, Detail: detail, Err: e.Err}
+}

@@ -37,3 +37,19 @@ func TestErrorWrapsItsSentinelThroughContext(t *testing.T) {
 		t.Errorf("message %q", err)
 	}
 }
+
+func TestInPrefixesTheFieldAndTheFieldsItMentions(t *testing.T) {
+	sentinel := errors.New("invalid")
+	inner := Errorf("ClaimTTL", "%s is less than twice {RequestTimeout}", "15s").Wrap(sentinel)
+	err := inner.In("Webhooks")
+	if err.Field != "Webhooks.ClaimTTL" || !errors.Is(err, sentinel) {
+		t.Fatalf("In: field %q, wraps the sentinel: %v", err.Field, errors.Is(err, sentinel))
+	}
+	keys := map[string]string{"Webhooks.ClaimTTL": "webhooks.claim_ttl", "Webhooks.RequestTimeout": "webhooks.request_timeout"}
+	if got, want := err.Name(func(f string) string { return keys[f] }), "webhooks.claim_ttl: 15s is less than twice webhooks.request_timeout"; got != want {
+		t.Errorf("named %q, want %q", got, want)
+	}
+	if inner.Field != "ClaimTTL" || inner.Error() != "ClaimTTL: 15s is less than twice RequestTimeout" {
+		t.Errorf("In changed the error it was called on: %v", inner)
+	}
+}

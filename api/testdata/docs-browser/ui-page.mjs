@@ -19,8 +19,9 @@
 // reload; resumes a broken stream with Last-Event-ID and shows the event
 // it missed; shows the viewer a pending transfer but offers it neither a
 // transfer nor a cancellation; shows the token field's whole placeholder;
-// asks nothing of any host but the gateway; and logs no error but the
-// refusals it provokes. api's TestUIPageInBrowser runs it against a gateway
+// shows the two holders of an election of two holders and sends a
+// transfer naming the holder chosen; asks nothing of any host but the
+// gateway; and logs no error but the refusals it provokes. api's TestUIPageInBrowser runs it against a gateway
 // it starts.
 import { chromium } from "playwright-core";
 
@@ -293,6 +294,34 @@ try {
   await open.locator('tr[data-id="node-y"][data-state="follower"]').waitFor();
   if (!(await text(open.locator("#settings"))).includes("handover delay 1m0s")) fail("the handover delay setting is not shown");
   step(`shows a handover delay holding node-y back for ${delay}`);
+
+  // An election of two holders: both shown, each with its term; a
+  // transfer names the holder chosen to hand over (the newest by default).
+  for (const [method, path, body, type] of [
+    ["PATCH", "/v1/elections/sched", { holders: 2 }, "application/merge-patch+json"],
+    ["POST", "/v1/elections/sched/candidates", { id: "node-p", ttl: "2m" }, "application/json"],
+    ["POST", "/v1/elections/sched/candidates", { id: "node-q", ttl: "2m" }, "application/json"],
+    ["POST", "/v1/elections/sched/candidates", { id: "node-r", ttl: "2m" }, "application/json"],
+  ]) {
+    const res = await fetch(at(path), { method, headers: { "Content-Type": type }, body: JSON.stringify(body) });
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  }
+  await open.goto(`${openURL}/ui#sched`, { waitUntil: "load" });
+  await waitForText(open, "#leader-title", "Holders (2 of 2)");
+  await open.locator('#leader [data-holder="node-p"]', { hasText: "1" }).waitFor();
+  await open.locator('#leader [data-holder="node-q"]', { hasText: "2" }).waitFor();
+  await open.locator('tr[data-id="node-p"][data-state="leader"]', { hasText: "holds" }).waitFor();
+  await open.locator('tr[data-id="node-q"][data-state="leader"]', { hasText: "holds" }).waitFor();
+  if (!(await text(open.locator("#settings"))).includes("2 holders")) fail("the holders setting is not shown");
+  await open.locator("#transfer-from-row").waitFor();
+  if (await open.locator("#transfer-from").inputValue() !== "node-q") fail("the holder to hand over is not the newest by default");
+  const [treq] = await Promise.all([
+    open.waitForRequest((r) => r.url().endsWith("/v1/elections/sched/transfer")),
+    open.getByRole("button", { name: "Transfer leadership to node-r" }).click(),
+  ]);
+  if (JSON.stringify(treq.postDataJSON()) !== JSON.stringify({ to: "node-r", from: "node-q" })) fail(`the transfer sent ${treq.postData()}`);
+  await open.locator("#transfer", { hasText: "Transfer pending: node-q is asked to hand over to node-r" }).waitFor();
+  step("shows both holders of sched with their terms, and transfers from the holder chosen");
 } catch (err) {
   fail(`${err.name}: ${err.message}`);
 } finally {

@@ -3,29 +3,52 @@
 // not carry the candidates' expiry times, positions or settings: the page
 // reads those again from the API after each event.
 
+// holdersOf is every holder of state s, the longest-standing first: its
+// holders, or its leader alone (an election of one holder lists none).
+export function holdersOf(s) {
+  if (!s) return [];
+  if (s.holders) return s.holders;
+  return s.leader ? [s.leader] : [];
+}
+
+// slots is the election's holders setting: how many may hold at once.
+export function slots(s) {
+  return (s && s.settings && s.settings.holders) || 1;
+}
+
 // apply returns the state of election name after one event (type, and
 // its payload p), changing state in place; state may be null before the
-// election's first event.
+// election's first event. With several holders each holdership begins and
+// ends on its own; leader is the longest-standing holder.
 export function apply(state, name, type, p) {
   const d = p.data || {};
   const s = state || { election: name, term: d.term, leader: null, candidates: [] };
   const c = d.candidate || {};
   const cand = s.candidates.find((x) => x.id === c.id);
+  const many = slots(s) > 1;
   switch (type) {
-    case "leader.begin":
+    case "leader.begin": {
       s.term = d.term;
       s.handover_until = undefined;
-      s.transfer = null; // a new leadership: any transfer completed or was dropped
-      s.leader = { id: c.id, term: d.term, metadata: c.metadata || {}, since: p.timestamp, expires_at: cand && cand.expires_at };
+      if (!many || (s.transfer && s.transfer.to === c.id)) s.transfer = null; // completed, or dropped with the one leadership
+      const holder = { id: c.id, term: d.term, metadata: c.metadata || {}, since: p.timestamp, expires_at: cand && cand.expires_at };
+      const holders = many ? holdersOf(s).filter((h) => h.id !== c.id) : [];
+      holders.push(holder);
+      s.holders = many ? holders : undefined;
+      s.leader = holders[0];
       for (const x of s.candidates) {
         if (x.id === c.id) Object.assign(x, { state: "leader", term: d.term });
-        else if (x.state === "leader") x.state = "follower";
+        else if (!many && x.state === "leader") x.state = "follower";
       }
       break;
-    case "leader.end":
-      if (s.leader && s.leader.id === c.id) s.leader = null;
+    }
+    case "leader.end": {
+      const holders = holdersOf(s).filter((h) => !(h.id === c.id && h.term === d.term));
+      s.holders = many ? holders : undefined;
+      s.leader = holders[0] || null;
       if (cand) cand.state = d.reason === "error" ? "error" : "follower";
       break;
+    }
     case "candidate.joined":
       if (!cand) s.candidates.push({ id: c.id, state: "follower", metadata: c.metadata || {}, ttl: "", expires_at: "" });
       else if (cand.state === "error") cand.state = "follower";
@@ -34,7 +57,7 @@ export function apply(state, name, type, p) {
       s.candidates = s.candidates.filter((x) => x.id !== c.id);
       break;
     case "leader.transfer":
-      s.transfer = { to: c.id, reason: d.reason, requested_at: p.timestamp };
+      s.transfer = { to: c.id, from: d.previous && d.previous.id, reason: d.reason, requested_at: p.timestamp };
       break;
     case "leader.transfer_cancelled":
       s.transfer = null;
@@ -53,7 +76,10 @@ export function describe(type, d) {
       const prev = d.previous ? ` after ${d.previous.id} (term ${d.previous.term}, ${d.reason || "ended"})` : "";
       return `${id} leads, term ${d.term}${prev}`;
     }
-    case "leader.end": return `${id} stopped leading, term ${d.term}: ${d.reason}`;
+    case "leader.end":
+      return d.reason === "holders_reduced"
+        ? `${id} stopped holding, term ${d.term}: fewer holders now (it stays in line)`
+        : `${id} stopped leading, term ${d.term}: ${d.reason}`;
     case "leader.error": return `${id} reported an error: ${d.detail || "no detail"}`;
     case "candidate.joined": return d.reason === "rejoined" ? `${id} is back in line after its cooldown` : `${id} joined`;
     case "candidate.left": return `${id} left${d.reason ? `: ${d.reason}` : ""}`;

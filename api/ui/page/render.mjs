@@ -2,7 +2,7 @@
 // never from markup, so that nothing a candidate sends can become markup.
 
 import { now } from "./api.mjs";
-import { describe, parseDuration, span } from "./model.mjs";
+import { describe, holdersOf, parseDuration, slots, span } from "./model.mjs";
 
 export const $ = (id) => document.getElementById(id);
 
@@ -24,7 +24,10 @@ const clock = (iso) => new Date(iso).toLocaleTimeString([], { hour12: false });
 // renderList shows the elections, marking selected.
 export function renderList(elections, selected) {
   $("elections").replaceChildren(...elections.map((e) => {
-    const who = e.leader ? `${e.leader.id} leads, term ${e.leader.term}` : "no leader";
+    const hs = e.holders || [];
+    const who = hs.length > 1
+      ? `${hs.map((h) => h.id).join(", ")} hold`
+      : e.leader ? `${e.leader.id} leads, term ${e.leader.term}` : "no leader";
     const n = `${e.candidates} candidate${e.candidates === 1 ? "" : "s"}`;
     return el("li", {},
       el("a", { href: `#${e.name}`, "aria-current": selected === e.name ? "page" : null, "data-election": e.name },
@@ -51,9 +54,10 @@ export function renderElection(v, actions) {
   section.dataset.admin = v.canAdmin === null ? "unknown" : v.canAdmin ? "yes" : "no";
   section.classList.toggle("can-admin", v.canAdmin === true);
   $("settings").textContent = s && s.settings
-    ? `term ${s.term} · handover delay ${s.settings.handover_delay} · error cooldown ${s.settings.error_cooldown}`
+    ? `term ${s.term} · ${slots(s) > 1 ? `${slots(s)} holders · ` : ""}handover delay ${s.settings.handover_delay} · error cooldown ${s.settings.error_cooldown}`
     : s ? `term ${s.term}` : "";
   renderLeader(s);
+  renderTransferFrom(v);
   renderTransfer(v, actions.cancel);
   renderCandidates(v, actions.transfer);
   $("events").replaceChildren(...(v.events.length
@@ -64,16 +68,28 @@ export function renderElection(v, actions) {
 
 function renderLeader(s) {
   const box = $("leader");
+  $("leader-title").textContent = slots(s) > 1 ? `Holders (${holdersOf(s).length} of ${slots(s)})` : "Leader";
   if (!s) {
     box.replaceChildren(el("p", { class: "muted" }, "Waiting for the election's first events…"));
     return;
   }
   const l = s.leader;
+  const held = s.handover_until
+    ? [` A handover delay holds the next ${slots(s) > 1 ? "holder" : "leader"} back for `, el("span", { "data-until": s.handover_until }), "."]
+    : [];
   if (!l) {
-    const held = s.handover_until
-      ? [" A handover delay holds the next leader back for ", el("span", { "data-until": s.handover_until }), "."]
-      : [];
-    box.replaceChildren(el("p", { class: "none" }, "Nobody leads.", ...held));
+    box.replaceChildren(el("p", { class: "none" }, slots(s) > 1 ? "Nobody holds." : "Nobody leads.", ...held));
+    return;
+  }
+  if (slots(s) > 1) {
+    box.replaceChildren(el("ol", { class: "holders" }, holdersOf(s).map((h) => el("li", { "data-holder": h.id },
+      el("dl", { class: "facts" },
+        el("dt", {}, "Candidate"), el("dd", { class: "leader-id" }, h.id),
+        el("dt", {}, "Term"), el("dd", { class: "leader-term" }, String(h.term)),
+        el("dt", {}, "Since"), el("dd", {}, h.since ? [clock(h.since), " (", el("span", { "data-since": h.since }), " ago)"] : "—"),
+        el("dt", {}, "Expires in"), el("dd", {}, h.expires_at ? el("span", { "data-until": h.expires_at }) : "—"),
+        el("dt", {}, "Metadata"), el("dd", {}, metadata(h.metadata)))))),
+    held.length ? el("p", { class: "muted" }, ...held) : null);
     return;
   }
   box.replaceChildren(el("dl", { class: "facts" },
@@ -99,7 +115,7 @@ function renderTransfer(v, onCancel) {
   box.replaceChildren(
     el("p", {},
       el("strong", {}, "Transfer pending: "),
-      `${v.state.leader.id} is asked to hand over to `, el("span", { class: "transfer-to" }, t.to), why,
+      `${t.from || v.state.leader.id} is asked to hand over to `, el("span", { class: "transfer-to" }, t.to), why,
       t.requested_at ? ` since ${clock(t.requested_at)}` : "",
       `. It hands over at its next heartbeat; if it does not, ${t.to} leads when its TTL runs out.`),
     v.canAdmin
@@ -110,19 +126,36 @@ function renderTransfer(v, onCancel) {
       : null);
 }
 
+// renderTransferFrom offers, with several holders, the choice of the
+// holder that a transfer replaces.
+function renderTransferFrom(v) {
+  const row = $("transfer-from-row");
+  const hs = holdersOf(v.state);
+  if (slots(v.state) <= 1 || hs.length < 2) {
+    row.hidden = true;
+    return;
+  }
+  const select = $("transfer-from");
+  const keep = select.value;
+  select.replaceChildren(...hs.map((h) => el("option", { value: h.id }, `${h.id} (term ${h.term})`)));
+  select.value = hs.some((h) => h.id === keep) ? keep : hs[hs.length - 1].id;
+  row.hidden = false;
+}
+
 function renderCandidates(v, onTransfer) {
   const s = v.state;
+  const many = slots(s) > 1;
   const pending = s && s.leader && s.transfer ? s.transfer.to : null;
   // A keyboard user on a transfer button keeps the focus across renders.
   const focused = document.activeElement && document.activeElement.dataset.to;
   let pos = 0; // as the gateway counts: 0 leads, 1 is next; -1 cools down
   const rows = (s ? s.candidates : []).map((c) => {
     // No second transfer while one is pending: the gateway would refuse it.
-    const offer = v.canAdmin && s.leader && s.leader.id !== c.id && c.state === "follower" && !pending;
+    const offer = v.canAdmin && s.leader && c.state === "follower" && !pending;
     const ttl = parseDuration(c.ttl);
     const at = c.state === "error" ? -1 : pos++;
     return el("tr", { "data-id": c.id, "data-state": c.state },
-      el("td", {}, at === 0 && c.state === "leader" ? "leads" : at < 0 ? "cooling down" : String(at)),
+      el("td", {}, c.state === "leader" ? (many ? "holds" : "leads") : at < 0 ? "cooling down" : String(at)),
       el("th", { scope: "row" }, c.id),
       el("td", {}, el("span", { class: `state state-${c.state}` }, c.state),
         c.id === pending ? el("span", { class: "state state-target" }, "transfer target") : null,
@@ -138,7 +171,7 @@ function renderCandidates(v, onTransfer) {
         ? el("button", {
           type: "button", class: "transfer", "aria-label": `Transfer leadership to ${c.id}`, "data-to": c.id,
           onclick: (e) => onTransfer(c.id, e.currentTarget),
-        }, "Make leader")
+        }, many ? "Make holder" : "Make leader")
         : null));
   });
   $("candidates").replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No candidates."))]));

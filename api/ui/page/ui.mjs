@@ -203,7 +203,7 @@ async function refresh(v) {
   }
   if (v !== view || gen !== v.gen || !v.state) return;
   Object.assign(v.state, {
-    settings: e.settings, term: e.term, leader: e.leader, handover_until: e.handover_until,
+    settings: e.settings, term: e.term, leader: e.leader, holders: e.holders, handover_until: e.handover_until,
     transfer: e.transfer || null, candidates: list.candidates,
   });
   render();
@@ -235,11 +235,13 @@ async function transfer(v, to, button) {
   button.disabled = true;
   const status = $("action-status");
   status.textContent = `Asking for leadership to move to ${to}…`;
+  // With several holders, the one chosen in the select hands over.
+  const from = $("transfer-from-row").hidden ? undefined : $("transfer-from").value;
   try {
-    await api("POST", `${electionPath(v.name)}/transfer`, { to });
-    status.textContent = `Transfer to ${to} requested: the leader hands over at its next heartbeat, or when its TTL runs out.`;
+    await api("POST", `${electionPath(v.name)}/transfer`, from ? { to, from } : { to });
+    status.textContent = `Transfer to ${to} requested: ${from || "the leader"} hands over at its next heartbeat, or when its TTL runs out.`;
     if (v === view && v.state && !v.state.transfer) {
-      v.state.transfer = { to, reason: "transferred", requested_at: new Date().toISOString() };
+      v.state.transfer = { to, from, reason: "transferred", requested_at: new Date().toISOString() };
       render();
     }
   } catch (err) {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { eventStreamParser } from "../page/events.mjs";
-import { apply, describe, parseDuration, span } from "../page/model.mjs";
+import { apply, describe, holdersOf, parseDuration, slots, span } from "../page/model.mjs";
 
 // parse feeds chunks to a parser and returns what it dispatched.
 function parse(chunks, lastId = "") {
@@ -120,7 +120,7 @@ test("model: a transfer is pending until it completes or is cancelled", () => {
     candidates: [{ id: "a", state: "leader" }, { id: "b", state: "follower" }, { id: "c", state: "follower" }],
   };
   s = apply(s, "e", "leader.transfer", ev("leader.transfer", { term: 1, candidate: { id: "c" }, previous: { id: "a", term: 1 }, reason: "transferred" }));
-  assert.deepEqual(s.transfer, { to: "c", reason: "transferred", requested_at: "2026-11-23T10:00:00Z" });
+  assert.deepEqual(s.transfer, { to: "c", from: "a", reason: "transferred", requested_at: "2026-11-23T10:00:00Z" });
   s = apply(s, "e", "leader.transfer_cancelled", ev("leader.transfer_cancelled", { term: 1, candidate: { id: "c" }, reason: "cancelled" }));
   assert.equal(s.transfer, null);
   assert.equal(s.leader.id, "a");
@@ -144,4 +144,29 @@ test("describe: transfers, in words", () => {
     "the transfer to c was dropped: c reported an error");
   // A type this page does not know is still said in words, not as JSON.
   assert.equal(describe("leader.someday", { term: 4, candidate: { id: "c" }, reason: "x" }), "leader.someday of c, term 4: x");
+});
+
+test("model: with several holders each holdership begins and ends on its own", () => {
+  let s = {
+    election: "e", term: 1, settings: { holders: 2 }, leader: { id: "a", term: 1 }, holders: [{ id: "a", term: 1 }],
+    candidates: [{ id: "a", state: "leader", term: 1 }, { id: "b", state: "follower" }, { id: "c", state: "follower" }],
+  };
+  assert.equal(slots(s), 2);
+  s = apply(s, "e", "leader.begin", ev("leader.begin", { term: 2, candidate: { id: "b" } }));
+  assert.deepEqual(holdersOf(s).map((h) => [h.id, h.term]), [["a", 1], ["b", 2]]);
+  assert.equal(s.leader.id, "a");
+  assert.deepEqual(s.candidates.map((c) => [c.id, c.state]), [["a", "leader"], ["b", "leader"], ["c", "follower"]]);
+  s = apply(s, "e", "leader.transfer", ev("leader.transfer", { term: 2, candidate: { id: "c" }, previous: { id: "a", term: 1 }, reason: "transferred" }));
+  s = apply(s, "e", "leader.end", ev("leader.end", { term: 1, candidate: { id: "a" }, reason: "transferred" }));
+  assert.equal(s.leader.id, "b");
+  s = apply(s, "e", "leader.begin", ev("leader.begin", { term: 3, candidate: { id: "c" } }));
+  assert.deepEqual(holdersOf(s).map((h) => h.id), ["b", "c"]);
+  assert.equal(s.transfer, null);
+  s = apply(s, "e", "leader.end", ev("leader.end", { term: 3, candidate: { id: "c" }, reason: "holders_reduced" }));
+  assert.deepEqual(holdersOf(s).map((h) => h.id), ["b"]);
+  assert.equal(s.candidates.find((c) => c.id === "c").state, "follower");
+  assert.equal(describe("leader.end", { term: 3, candidate: { id: "c" }, reason: "holders_reduced" }),
+    "c stopped holding, term 3: fewer holders now (it stays in line)");
+  assert.deepEqual(holdersOf({ leader: { id: "x" } }).map((h) => h.id), ["x"]);
+  assert.deepEqual(holdersOf(null), []);
 });

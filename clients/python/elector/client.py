@@ -286,19 +286,24 @@ class Client:
         error_cooldown: Optional[float] = _UNSET,
         handover_delay: Optional[float] = _UNSET,
         preempt: Optional[bool] = _UNSET,
+        holders: Optional[int] = _UNSET,
         timeout: Optional[float] = None,
     ) -> Election:
         """Changes ``election``'s settings (a JSON merge patch), creating the
         election if it does not exist; needs the admin scope. A setting left
         out stays as it is; None resets it to the gateway's default.
-        Durations in seconds. Raises InvalidRequestError, NotSupportedError
-        (preempt on a backend without transfers), ForbiddenError."""
+        Durations in seconds. ``holders`` (1 to 64) is how many candidates
+        hold the election at once. Raises InvalidRequestError,
+        NotSupportedError (preempt on a backend without transfers, holders
+        above 1 on one without several holders), ForbiddenError."""
         patch: Dict[str, Any] = {}
         for key, value in (("error_cooldown", error_cooldown), ("handover_delay", handover_delay)):
             if value is not _UNSET:
                 patch[key] = None if value is None else format_duration(value)
         if preempt is not _UNSET:
             patch["preempt"] = preempt
+        if holders is not _UNSET:
+            patch["holders"] = holders
         return Election.from_json(
             self.call(
                 "PATCH", ("v1", "elections", election), body=patch, timeout=timeout,
@@ -312,15 +317,26 @@ class Client:
         self.call("DELETE", ("v1", "elections", election), timeout=timeout)
 
     def transfer(
-        self, election: str, to: str, token: Optional[str] = None, *, timeout: Optional[float] = None
+        self,
+        election: str,
+        to: str,
+        token: Optional[str] = None,
+        *,
+        from_: Optional[str] = None,
+        timeout: Optional[float] = None,
     ) -> Election:
         """Asks the leader of ``election`` to hand over to follower ``to``.
         With ``token`` None the caller acts as an operator (admin scope);
-        otherwise ``token`` is the leader's own candidate token. Raises
-        NoLeaderError, NotFollowerError, NotLeaderError,
-        TransferPendingError, TransferBlockedError, NotSupportedError."""
+        otherwise ``token`` is the leader's own candidate token. With several
+        holders ``from_`` names the holder that hands over (an operator must
+        name one while more than one holds). Raises NoLeaderError,
+        NotFollowerError, NotLeaderError, TransferPendingError,
+        TransferBlockedError, NotSupportedError, InvalidRequestError."""
+        body = {"to": to}
+        if from_:
+            body["from"] = from_
         return Election.from_json(
-            self.call("POST", ("v1", "elections", election, "transfer"), body={"to": to}, token=token, timeout=timeout)
+            self.call("POST", ("v1", "elections", election, "transfer"), body=body, token=token, timeout=timeout)
         )
 
     # Webhook subscriptions and delivery logs: the API's JSON as dicts.

@@ -235,6 +235,11 @@ class NoTransferPendingError(ProblemError):
     """no-transfer-pending: a handover with no transfer pending."""
 
 
+class PreemptOnError(ProblemError):
+    """preempt-on: the pending transfer was started by the election's
+    preempt setting, which would start it again; turn preempt off first."""
+
+
 class TransferBlockedError(ProblemError):
     """transfer-blocked: the backend cannot reorder the line for that transfer."""
 
@@ -289,6 +294,7 @@ PROBLEM_CLASSES: Mapping[str, Type[ProblemError]] = {
     "not-a-follower": NotFollowerError,
     "not-leader": NotLeaderError,
     "no-transfer-pending": NoTransferPendingError,
+    "preempt-on": PreemptOnError,
     "transfer-blocked": TransferBlockedError,
     "webhooks-unavailable": WebhooksUnavailableError,
     "not-supported": NotSupportedError,

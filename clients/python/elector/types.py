@@ -103,9 +103,13 @@ def _obj(v: Any) -> Dict[str, Any]:
 
 @dataclass
 class Leader:
-    """The leader of an election and its fencing term. In what
-    :meth:`Client.observe` yields, ``id`` is ``""`` when nobody leads (the
-    term is then the last leadership's)."""
+    """The leader of an election and its fencing term; with several holders
+    (the election's ``holders`` setting above 1), one holder and the term of
+    its holdership. In what :meth:`Client.observe` yields, ``id`` is ``""``
+    when nobody leads (the term is then the last leadership's).
+    ``holders`` lists every holder, the longest-standing first, in the
+    answer of :meth:`Client.leader` when the election has more than one
+    slot; it is empty with one."""
 
     id: str
     term: int
@@ -113,6 +117,7 @@ class Leader:
     since: Optional[_dt.datetime] = None
     expires_at: Optional[_dt.datetime] = None
     election: str = ""
+    holders: List["Leader"] = field(default_factory=list)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -124,6 +129,7 @@ class Leader:
             since=_opt_time(d, "since"),
             expires_at=_opt_time(d, "expires_at"),
             election=d.get("election", ""),
+            holders=_holders(d.get("holders")),
             raw=d,
         )
 
@@ -132,18 +138,28 @@ def _leader(v: Any) -> Optional[Leader]:
     return Leader.from_json(v) if isinstance(v, dict) else None
 
 
+def _holders(v: Any) -> List[Leader]:
+    """The ``holders`` member: every holder, or [] when left out (one slot)."""
+    return [Leader.from_json(h) for h in v or [] if isinstance(h, dict)]
+
+
 @dataclass
 class Transfer:
-    """A pending transfer of leadership to a named follower."""
+    """A pending transfer of leadership to a named follower; ``from_`` is
+    the holder asked to hand over (with one holder, the leader)."""
 
     to: str
     reason: str
     requested_at: Optional[_dt.datetime] = None
+    from_: str = ""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Transfer":
-        return cls(to=d.get("to", ""), reason=d.get("reason", ""), requested_at=_opt_time(d, "requested_at"), raw=d)
+        return cls(
+            to=d.get("to", ""), reason=d.get("reason", ""), requested_at=_opt_time(d, "requested_at"),
+            from_=d.get("from", ""), raw=d,
+        )
 
 
 def _transfer(v: Any) -> Optional[Transfer]:
@@ -153,9 +169,11 @@ def _transfer(v: Any) -> Optional[Transfer]:
 @dataclass
 class Status:
     """What a candidate learns from campaign, heartbeat, error report and
-    handover: its own record, its place in line and the leader. ``token``
-    (and ``webhook_secret``, when the campaign gave a webhook) are set only
-    in a campaign's answer."""
+    handover: its own record, its place in line and the leader. ``term`` is
+    its own term while it leads (holds); ``leader`` is, with several
+    holders, the longest-standing, and ``holders`` lists them all (empty
+    with one slot). ``token`` (and ``webhook_secret``, when the campaign
+    gave a webhook) are set only in a campaign's answer."""
 
     election: str
     id: str
@@ -170,6 +188,7 @@ class Status:
     leader: Optional[Leader] = None
     priority: int = 0
     transfer: Optional[Transfer] = None
+    holders: List[Leader] = field(default_factory=list)
     token: Optional[str] = field(default=None, repr=False)
     webhook_secret: Optional[str] = field(default=None, repr=False)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -190,6 +209,7 @@ class Status:
             leader=_leader(d.get("leader")),
             priority=int(d.get("priority", 0)),
             transfer=_transfer(d.get("transfer")),
+            holders=_holders(d.get("holders")),
             token=d.get("token"),
             webhook_secret=d.get("webhook_secret"),
             raw=d,
@@ -255,6 +275,7 @@ class Settings:
     error_cooldown: float = 0.0
     handover_delay: float = 0.0
     preempt: bool = False
+    holders: int = 1
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -263,6 +284,7 @@ class Settings:
             error_cooldown=_duration(d, "error_cooldown"),
             handover_delay=_duration(d, "handover_delay"),
             preempt=bool(d.get("preempt", False)),
+            holders=int(d.get("holders") or 1),
             raw=d,
         )
 
@@ -278,6 +300,7 @@ class Election:
     candidates: int = 0
     handover_until: Optional[_dt.datetime] = None
     transfer: Optional[Transfer] = None
+    holders: List[Leader] = field(default_factory=list)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -290,6 +313,7 @@ class Election:
             candidates=int(d.get("candidates", 0)),
             handover_until=_opt_time(d, "handover_until"),
             transfer=_transfer(d.get("transfer")),
+            holders=_holders(d.get("holders")),
             raw=d,
         )
 
@@ -305,6 +329,7 @@ class Snapshot:
     handover_until: Optional[_dt.datetime] = None
     transfer: Optional[Transfer] = None
     candidates: List[Candidate] = field(default_factory=list)
+    holders: List[Leader] = field(default_factory=list)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -314,6 +339,7 @@ class Snapshot:
             settings=Settings.from_json(_obj(d.get("settings"))),
             term=int(d.get("term", 0)),
             leader=_leader(d.get("leader")),
+            holders=_holders(d.get("holders")),
             handover_until=_opt_time(d, "handover_until"),
             transfer=_transfer(d.get("transfer")),
             candidates=[Candidate.from_json(c) for c in d.get("candidates") or [] if isinstance(c, dict)],

@@ -89,6 +89,26 @@ def test_transfer_and_handover(gateway, election):
     c.resign(election, "b", b.token)
 
 
+def test_holders(gateway, election):
+    c = elector.Client(gateway.url)
+    assert c.configure(election, holders=2).settings.holders == 2
+    a = c.campaign(election, "a", ttl=60)
+    b = c.campaign(election, "b", ttl=60)
+    x = c.campaign(election, "c", ttl=60)
+    assert (a.state, b.state, x.state) == ("leader", "leader", "follower")
+    assert b.term > a.term and [h.id for h in b.holders] == ["a", "b"] and b.leader.id == "a"
+    l = c.leader(election)
+    assert l.id == "a" and [(h.id, h.term) for h in l.holders] == [("a", a.term), ("b", b.term)]
+    with pytest.raises(elector.InvalidRequestError):
+        c.transfer(election, "c")  # two hold: name the one that hands over
+    e = c.transfer(election, "c", from_="b")
+    assert e.transfer is not None and e.transfer.from_ == "b" and len(e.holders) == 2
+    assert c.configure(election, holders=1).settings.holders == 1
+    assert c.leader(election).holders == []
+    for st in (a, b, x):
+        c.resign(election, st.id, st.token)
+
+
 class Receiver(http.server.BaseHTTPRequestHandler):
     got: "list" = []
 

@@ -67,6 +67,12 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
+/** The options of Client.transfer. */
+export interface TransferOptions extends CallOptions {
+  /** With several holders, the holder that should hand over. */
+  from?: string;
+}
+
 /** How a request is made. */
 interface RequestSpec extends CallOptions {
   body?: unknown;
@@ -197,12 +203,18 @@ export class Client {
    * admin scope); otherwise leaderToken is the leader's own candidate
    * token. The answer is the election with its pending transfer.
    *
+   * With several holders, options.from names the holder that hands over
+   * (an operator must name one while more than one holds).
+   *
    * Errors: NoLeaderError, NotFollowerError, NotLeaderError,
    * TransferPendingError (to another target), TransferBlockedError,
-   * NotSupportedError, ElectionNotFoundError, ForbiddenError.
+   * NotSupportedError, ElectionNotFoundError, ForbiddenError,
+   * InvalidRequestError (several hold and from is left out).
    */
-  transfer(election: string, to: string, leaderToken = "", options?: CallOptions): Promise<Election> {
-    return this.#json("POST", ["v1", "elections", election, "transfer"], { ...options, token: leaderToken, body: { to } });
+  transfer(election: string, to: string, leaderToken = "", options?: TransferOptions): Promise<Election> {
+    const { from, ...call } = options ?? {};
+    const body = from ? { to, from } : { to };
+    return this.#json("POST", ["v1", "elections", election, "transfer"], { ...call, token: leaderToken, body });
   }
 
   /**

@@ -23,6 +23,7 @@ export {
   type ClientOptions,
   type Fetch,
   type Logger,
+  type TransferOptions,
 } from "./client.js";
 export { EventStream, type WatchOptions } from "./watch.js";
 export { SSEParser, type SSEFrame } from "./sse.js";

@@ -9,7 +9,7 @@ export type Metadata = Record<string, unknown>;
 /** Where a candidate stands in its election. */
 export type State = "follower" | "leader" | "error";
 
-/** The current leader of an election and its fencing term. */
+/** The current leader of an election and its fencing term; with several holders, one holder and its holdership's term. */
 export interface Leader {
   id: string;
   term: number;
@@ -18,14 +18,18 @@ export interface Leader {
   expires_at: string;
 }
 
-/** GET /v1/elections/{election}/leader. */
+/** GET /v1/elections/{election}/leader: with several holders, the longest-standing. */
 export interface LeaderDocument extends Leader {
   election: string;
+  /** Every holder, the longest-standing first, when the election's holders setting is above 1; left out with one. */
+  holders?: Leader[];
 }
 
 /** A pending transfer of leadership to a named follower. */
 export interface Transfer {
   to: string;
+  /** The holder asked to hand over (with one holder, the leader). */
+  from?: string;
   reason: "transferred" | "preempted";
   requested_at: string;
 }
@@ -37,7 +41,7 @@ export interface CandidateStatus {
   state: State;
   /** Candidates ahead in line; 0 for the leader, -1 in error. */
   position: number;
-  /** The election's term: the fencing token when this candidate leads. */
+  /** Its own term, the fencing token, while this candidate leads (holds); otherwise the election's last term. */
   term: number;
   metadata: Metadata;
   ttl: string;
@@ -45,8 +49,10 @@ export interface CandidateStatus {
   /** When the candidacy ends unless it heartbeats. */
   expires_at: string;
   cooldown_until?: string;
-  /** The current leader, null when nobody leads. */
+  /** The current leader (with several holders, the longest-standing), null when nobody leads. */
   leader: Leader | null;
+  /** Every holder, when the election's holders setting is above 1; left out with one. */
+  holders?: Leader[];
   priority?: number;
   /** The election's pending transfer, if any. */
   transfer?: Transfer;
@@ -105,6 +111,8 @@ export interface Settings {
   error_cooldown: string;
   handover_delay: string;
   preempt?: boolean;
+  /** How many candidates hold the election at once (1 to 64). */
+  holders?: number;
 }
 
 /** A merge patch of an election's settings; null resets a setting to the gateway's default. */
@@ -112,6 +120,8 @@ export interface SettingsPatch {
   error_cooldown?: string | null;
   handover_delay?: string | null;
   preempt?: boolean | null;
+  /** How many candidates hold at once, 1 to 64; above 1 needs a backend that holds several. */
+  holders?: number | null;
 }
 
 /** One election, its settings, term and leader. */
@@ -120,6 +130,8 @@ export interface Election {
   settings: Settings;
   term: number;
   leader: Leader | null;
+  /** Every holder, when the election's holders setting is above 1. */
+  holders?: Leader[];
   candidates: number;
   handover_until?: string;
   transfer?: Transfer;
@@ -163,6 +175,8 @@ export interface Snapshot {
   settings: Settings;
   term: number;
   leader: Leader | null;
+  /** Every holder, when the election's holders setting is above 1. */
+  holders?: Leader[];
   handover_until?: string;
   transfer?: Transfer;
   candidates: Candidate[];

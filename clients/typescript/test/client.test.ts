@@ -75,6 +75,24 @@ test("campaign, heartbeat and resign hand over with typed errors", async () => {
   await assert.rejects(c.election("calls"), ElectionNotFoundError);
 });
 
+test("holders: several lead at once, each with its own term", async () => {
+  assert.equal((await c.configure("holders", { holders: 2 })).settings.holders, 2);
+  const a = await c.campaign("holders", { id: "a", ttl: "1m" });
+  const b = await c.campaign("holders", { id: "b", ttl: "1m" });
+  const x = await c.campaign("holders", { id: "c", ttl: "1m" });
+  assert.deepEqual([a.state, b.state, x.state], ["leader", "leader", "follower"]);
+  assert.ok(b.term > a.term);
+  assert.deepEqual(b.holders?.map((h) => h.id), ["a", "b"]);
+  const l = await c.leader("holders");
+  assert.equal(l.id, "a");
+  assert.deepEqual(l.holders?.map((h) => [h.id, h.term]), [["a", a.term], ["b", b.term]]);
+  await assert.rejects(c.transfer("holders", "c"), InvalidRequestError);
+  const e = await c.transfer("holders", "c", "", { from: "b" });
+  assert.equal(e.transfer?.from, "b");
+  assert.equal((await c.configure("holders", { holders: null })).settings.holders, 1);
+  assert.equal((await c.leader("holders")).holders, undefined);
+});
+
 test("transfer and handover", async () => {
   const a = await c.campaign("transfer", { id: "a", ttl: "1m" });
   const b = await c.campaign("transfer", { id: "b", ttl: "1m" });

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"cmp"
@@ -13,24 +13,19 @@ import (
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/backends/nats"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/fielderr"
 )
 
-// backendKinds lists the values backend.kind accepts. A new backend adds
-// its kind here and a case to openBackend; nothing else in cmd changes.
-func backendKinds() []string {
-	return []string{"embedded", "nats", "etcd", "memory"}
-}
-
 // openBackend returns the backend cfg.Backend.Kind names and a function
-// that releases it, which serve calls after the gateway's Run has returned.
+// that releases it, which Run calls after the gateway's Run has returned.
 // While it waits (a member of an embedded cluster for its peers), it tells
 // waiting why.
 func openBackend(ctx context.Context, cfg Config, log *slog.Logger, waiting func(reason string)) (gateway.Backend, func() error, error) {
 	switch cfg.Backend.Kind {
 	case "embedded":
-		ecfg := cfg.embeddedConfig()
+		ecfg := cfg.Backend.Embedded
 		ecfg.OnWait = waiting
-		b, err := nats.OpenEmbedded(ctx, ecfg, cfg.natsConfig(), nats.WithLogger(log))
+		b, err := nats.OpenEmbedded(ctx, ecfg, cfg.Backend.NATS, nats.WithLogger(log))
 		if err != nil {
 			return nil, nil, natsError(err)
 		}
@@ -38,16 +33,18 @@ func openBackend(ctx context.Context, cfg Config, log *slog.Logger, waiting func
 			slog.Int("routes", len(cfg.Backend.Embedded.Routes)))
 		return b, b.Close, nil
 	case "nats":
-		b, err := nats.Connect(ctx, cfg.natsConfig(), nats.WithLogger(log))
+		b, err := nats.Connect(ctx, cfg.Backend.NATS, nats.WithLogger(log))
 		if err != nil {
 			return nil, nil, natsError(err)
 		}
 		return b, b.Close, nil
 	case "etcd":
-		b, err := etcd.New(cfg.etcdConfig(log))
+		ecfg := cfg.Backend.Etcd
+		ecfg.Logger = log
+		b, err := etcd.New(ecfg)
 		if err != nil {
 			if errors.Is(err, gateway.ErrInvalid) {
-				err = fmt.Errorf("%w: %w", errConfig, err)
+				err = fmt.Errorf("%w: %w", ErrConfig, err)
 			}
 			return nil, nil, err
 		}
@@ -58,7 +55,7 @@ func openBackend(ctx context.Context, cfg Config, log *slog.Logger, waiting func
 			"they are lost on restart and not shared with other replicas")
 		return memory.New(), func() error { return nil }, nil
 	default:
-		return nil, nil, configError("backend.kind", "", "unknown backend %q", cfg.Backend.Kind)
+		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, fielderr.Errorf("Backend.Kind", "unknown backend %q", cfg.Backend.Kind))
 	}
 }
 
@@ -75,11 +72,11 @@ func warnIfUnreachable(ctx context.Context, b gateway.Pinger, kind string, endpo
 	}
 }
 
-// natsError marks the NATS backend's configuration errors as such, so that
-// serve exits 2 for them.
+// natsError marks the NATS backend's configuration errors as such
+// (ErrConfig).
 func natsError(err error) error {
 	if errors.Is(err, nats.ErrInvalidConfig) {
-		return fmt.Errorf("%w: %w", errConfig, err)
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -6,25 +6,24 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/electorhq/elector/internal/fielderr"
 )
 
 // TLSConfig turns on TLS for the HTTP API.
 type TLSConfig struct {
 	// CertFile and KeyFile are the PEM certificate (chain) and key. Both or
-	// neither. Keys tls.cert_file and tls.key_file, default none (plain
-	// HTTP). They are reloaded on SIGHUP and when their files change.
+	// neither. Default none (plain HTTP). They are reloaded when their
+	// files change and on Server.ReloadTLS.
 	CertFile, KeyFile string
 	// ClientCAFile is a PEM bundle trusted to sign client certificates.
-	// Key tls.client_ca_file, default none.
+	// Default none.
 	ClientCAFile string
 	// ClientAuth is none, request (verify a certificate if one is given)
-	// or require. Key tls.client_auth, default none.
+	// or require. DefaultConfig: none.
 	ClientAuth string
 }
 
@@ -38,7 +37,7 @@ const certPollInterval = 2 * time.Second
 // certReloader serves the certificate of a cert and key file pair to TLS
 // handshakes and reloads it when the files change (seen by modification
 // time, checked at most every certPollInterval during a handshake) or
-// when Reload is called (SIGHUP). A reload that fails keeps the old
+// when Reload is called (Server.ReloadTLS). A reload that fails keeps the old
 // certificate and logs why. It needs no goroutine of its own.
 type certReloader struct {
 	certFile, keyFile string
@@ -137,64 +136,35 @@ func (c TLSConfig) serverTLS(log *slog.Logger) (*tls.Config, *certReloader, erro
 	return cfg, rl, nil
 }
 
-// validate checks the TLS settings without loading anything, naming the
-// key at fault; source tells where a key's value came from.
-func (c TLSConfig) validate(source func(string) string) error {
-	bad := func(key, format string, args ...any) error {
-		return configError(key, source(key), format, args...)
-	}
+// Validate checks c without loading anything and reports the first
+// value that cannot work, as a *fielderr.Error.
+func (c TLSConfig) Validate() error {
 	switch {
 	case (c.CertFile == "") != (c.KeyFile == ""):
-		if c.CertFile == "" { // name the key that was given
-			return bad("tls.key_file", "needs tls.cert_file")
+		if c.CertFile == "" { // name the field that was given
+			return fielderr.Errorf("KeyFile", "needs {CertFile}")
 		}
-		return bad("tls.cert_file", "needs tls.key_file")
+		return fielderr.Errorf("CertFile", "needs {KeyFile}")
 	case c.ClientAuth != "none" && c.ClientAuth != "request" && c.ClientAuth != "require":
-		return bad("tls.client_auth", "%q is not one of none, request, require", c.ClientAuth)
+		return fielderr.Errorf("ClientAuth", "%q is not one of none, request, require", c.ClientAuth)
 	case c.ClientAuth != "none" && c.ClientCAFile == "":
-		return bad("tls.client_auth", "%s needs tls.client_ca_file", c.ClientAuth)
+		return fielderr.Errorf("ClientAuth", "%s needs {ClientCAFile}", c.ClientAuth)
 	case c.ClientAuth != "none" && !c.Enabled():
-		return bad("tls.client_auth", "%s needs tls.cert_file and tls.key_file", c.ClientAuth)
+		return fielderr.Errorf("ClientAuth", "%s needs {CertFile} and {KeyFile}", c.ClientAuth)
 	}
 	return nil
 }
 
-// listenTLS wraps ln in TLS when c is enabled and returns the reloader of
-// the certificate (nil without TLS).
-func listenTLS(ln net.Listener, c TLSConfig, log *slog.Logger) (net.Listener, *certReloader, error) {
+// loadTLS loads what c configures: the tls.Config of the HTTP server and
+// the reloader of its certificate, both nil without TLS. Errors wrap
+// ErrConfig.
+func loadTLS(c TLSConfig, log *slog.Logger) (*tls.Config, *certReloader, error) {
 	if !c.Enabled() {
-		return ln, nil, nil
+		return nil, nil, nil
 	}
 	cfg, rl, err := c.serverTLS(log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errConfig, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return tls.NewListener(ln, cfg), rl, nil
-}
-
-// catchHangup starts taking SIGHUP for the process; the caller passes the
-// channel to reloadOnHangup and calls the returned stop when done. Without
-// TLS the signal is taken all the same: it would otherwise kill the gateway,
-// and operators send it by habit to ask for a reload.
-func catchHangup() (<-chan os.Signal, func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	return hup, func() { signal.Stop(hup) }
-}
-
-// reloadOnHangup reloads rl's certificate (if any) on every signal from
-// hup until ctx ends; without one it logs that there is nothing to reload.
-func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, rl *certReloader, log *slog.Logger) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			if rl != nil {
-				_ = rl.Reload()
-			} else {
-				log.LogAttrs(ctx, slog.LevelInfo, "SIGHUP: no TLS certificate to reload")
-			}
-		}
-	}
+	return cfg, rl, nil
 }
