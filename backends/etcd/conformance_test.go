@@ -31,16 +31,18 @@ const modelOpsBeside = 60
 // lapses on the replicas' clocks, not with its lease, and FailLeader's
 // lead record names nobody, no transfer either (The leader's promise); a
 // holder's expiry reaches the lead record only once its slot frees, so a
-// begin in another slot before then does not name it (fill).
+// begin in another slot before then does not name it, and no slot is
+// filled past a transfer's target while it waits (fill).
 func conformance(ms []*member, candidates, modelOps int) backendtest.Harness {
 	return backendtest.Harness{
-		New:                    func(t *testing.T) gateway.Backend { return newBackend(t, ms, "elector") },
-		Replica:                func(t *testing.T, _ gateway.Backend) gateway.Backend { return newBackend(t, ms, "elector") },
-		Candidates:             candidates,
-		ModelOps:               modelOps,
-		TransferMovesFollowers: true,
-		ExpiryHolds:            true,
-		FailDropsTransfer:      true,
-		BeginSkipsHeldPrevious: true,
+		New:                       func(t *testing.T) gateway.Backend { return newBackend(t, ms, "elector") },
+		Replica:                   func(t *testing.T, _ gateway.Backend) gateway.Backend { return newBackend(t, ms, "elector") },
+		Candidates:                candidates,
+		ModelOps:                  modelOps,
+		TransferMovesFollowers:    true,
+		ExpiryHolds:               true,
+		FailDropsTransfer:         true,
+		BeginSkipsHeldPrevious:    true,
+		TransferTargetBlocksSlots: true,
 	}
 }

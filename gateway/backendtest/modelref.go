@@ -59,6 +59,10 @@ type reference struct {
 	now    time.Time
 	cands  map[string]refCandidate
 	timers map[string]timer
+	// known says the Record went where the backend declares it goes
+	// otherwise, so that the two can no longer be compared
+	// (allowances.targetBlocks); the sequence ends there, passed.
+	known string
 }
 
 // allowances are the differences from the Record a backend may show,
@@ -68,6 +72,42 @@ type allowances struct {
 	expiryHolds bool // Harness.ExpiryHolds
 	failDrops   bool // Harness.FailDropsTransfer
 	heldPrev    bool // Harness.BeginSkipsHeldPrevious
+	// Harness.TransferTargetBlocksSlots
+	targetBlocks bool
+}
+
+// blocked notes in m.known a slot the Record filled, in a transition that
+// made events ev, from behind the target of a transfer that was pending,
+// with its holdership open, before (p, a copy) and still is after, when
+// the backend declares it leaves such a slot free
+// (allowances.targetBlocks).
+func (m *reference) blocked(p *gateway.Transfer, ev []gateway.Event) {
+	r := m.r
+	if !m.allow.targetBlocks || p == nil || !holds(r, p.From, p.Term) || r.Pending == nil || r.Pending.Term != p.Term {
+		return
+	}
+	for _, e := range ev {
+		if e.Type == gateway.EventLeaderBegin && e.Candidate != nil && e.Candidate.ID != p.To {
+			m.known = fmt.Sprintf("a known difference (Harness.TransferTargetBlocksSlots): %s took a slot while the transfer to %s waits for %s", e.Candidate.ID, p.To, p.From)
+			return
+		}
+	}
+}
+
+// holds reports whether id holds r with term.
+func holds(r *gateway.Record, id string, term uint64) bool {
+	e := r.Find(id)
+	return e != nil && e.Term == term && term != 0
+}
+
+// pendingOpen is a copy of r's pending transfer if the holdership it asks
+// to hand over is open, else nil.
+func pendingOpen(r *gateway.Record) *gateway.Transfer {
+	if p := r.Pending; p != nil && holds(r, p.From, p.Term) {
+		c := *p
+		return &c
+	}
+	return nil
 }
 
 // loosePrevious marks, as its id (the Record's events have none), a
@@ -128,6 +168,7 @@ const (
 func (m *reference) apply(o op, x args, at span, beat func(string) time.Time) (answer, []gateway.Event) {
 	m.now = maxTime(m.now, at.lo)
 	now, r := m.now, m.r
+	open := pendingOpen(r)
 	var (
 		ev  []gateway.Event
 		err error
@@ -223,6 +264,7 @@ func (m *reference) apply(o op, x args, at span, beat func(string) time.Time) (a
 	}
 	m.settled(at, beat)
 	m.loosen(ev)
+	m.blocked(open, ev)
 	return a, ev
 }
 
@@ -310,6 +352,7 @@ func (m *reference) due() []timer {
 func (m *reference) fire(t timer, tm timing, beat func(string) time.Time) []gateway.Event {
 	w := tm.widen(t.w)
 	m.now = maxTime(m.now, w.lo)
+	open := pendingOpen(m.r)
 	var ev []gateway.Event
 	kind, id, _ := strings.Cut(t.key, ":")
 	term, _ := strconv.ParseUint(id, 10, 64)
@@ -342,6 +385,7 @@ func (m *reference) fire(t timer, tm timing, beat func(string) time.Time) []gate
 	delete(m.timers, t.key)
 	m.settled(span{m.now, w.hi}, beat)
 	m.loosen(ev)
+	m.blocked(open, ev)
 	return ev
 }
 

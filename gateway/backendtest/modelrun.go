@@ -108,6 +108,11 @@ func runSequence(b gateway.Backend, tm timing, allow allowances, seq sequence) (
 		if what == "" && len(m.ref.due()) > 0 {
 			what = m.settle()
 		}
+		if what == known {
+			// The rest is not compared: see reference.known.
+			m.logf("     %s: the sequence ends here", m.ref.known)
+			return ops, nil, m.log, nil
+		}
 		if what != "" {
 			m.mu.Lock()
 			if len(m.refused) > 0 {
@@ -128,6 +133,10 @@ func runSequence(b gateway.Backend, tm timing, allow allowances, seq sequence) (
 
 // unavailable begins what a step returns when the backend failed.
 const unavailable = "the backend was unavailable: "
+
+// known is what a step returns when the Record went where the backend
+// declares it goes otherwise (reference.known).
+const known = "a known difference"
 
 func (m *modelRun) logf(format string, args ...any) {
 	m.log = append(m.log, fmt.Sprintf(format, args...))
@@ -160,6 +169,9 @@ func (m *modelRun) step(o op) string {
 		return unavailable + got.err.Error()
 	}
 	want, ev := m.ref.apply(o, x, at, m.beat)
+	if m.ref.known != "" {
+		return known
+	}
 	m.noteTransfer(m.ref.r.Pending != nil)
 	if o.kind == opFailLeader && errors.Is(want.err, gateway.ErrNotLeader) && owner != nil && errClass(got.err) == errClass(owner) {
 		// Allowed: a backend may check the candidate and its token before
@@ -411,6 +423,10 @@ func (m *modelRun) settle() string {
 	outs := m.ref.outcomes(m.tm, m.beat)
 	for _, o := range outs {
 		m.noteTransfer(o.transferred)
+		if o.ref.known != "" {
+			m.ref.known = o.ref.known
+			return known
+		}
 	}
 	var got []gateway.Event
 	deadline := time.Now().Add(modelWait)

@@ -31,11 +31,11 @@ const (
 // DefaultModelOps is the number of steps the model test takes per backend
 // on real clocks unless EnvModelOps says otherwise; in a synctest bubble,
 // where no time passes waiting for timers, ten times as many.
-const DefaultModelOps = 128
+const DefaultModelOps = 96
 
 // modelSequence is the length of one sequence: long enough to reach
 // states many steps deep, short enough that sequences run side by side.
-const modelSequence = 16
+const modelSequence = 12
 
 // modelParallel is how many sequences run side by side on a backend on
 // real clocks.
