@@ -314,7 +314,9 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 // once (the reconcile after the write); lowering them below the holders
 // ends the newest holderships in the transaction that writes the
 // settings (guarded by the lead record, see lowered), and their slots
-// stay taken until their promises lapse. Errors: gateway.ErrUnavailable.
+// stay taken until their promises lapse. Turning preempt on may start a
+// preemption, which is made before the answer too (as gateway.Record's
+// Configure makes it). Errors: gateway.ErrUnavailable.
 func (b *Backend) Configure(ctx context.Context, election string, s gateway.Settings) (gateway.Election, error) {
 	op := fmt.Sprintf("configure %q", election)
 	var rev int64
@@ -362,9 +364,7 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 	if err := b.waitApplied(ctx, rev); err != nil {
 		return gateway.Election{}, err
 	}
-	if err := b.reconcile(ctx, election); err != nil {
-		b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: reconcile after configure", slog.String("election", election), slog.String("error", err.Error()))
-	}
+	b.reconcileBeforeAnswer(ctx, "configure", election)
 	v, cursor, err := b.cached(ctx, election)
 	if err != nil {
 		return gateway.Election{}, err

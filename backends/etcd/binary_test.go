@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/gateway/backendtest"
 )
 
@@ -75,9 +74,5 @@ func TestConformanceInstalledEtcd(t *testing.T) {
 	if patch, err := strconv.Atoi(strings.TrimPrefix(version, "3.4.")); err == nil && patch < 31 && b.TrustsProgress() {
 		t.Fatalf("etcd %s sends progress notifications out of band, but the backend trusts them", version)
 	}
-	backendtest.Run(t, backendtest.Harness{
-		New:        func(t *testing.T) gateway.Backend { return newBackend(t, ms, "elector") },
-		Replica:    func(t *testing.T, _ gateway.Backend) gateway.Backend { return newBackend(t, ms, "elector") },
-		Candidates: 50,
-	})
+	backendtest.Run(t, conformance(ms, 50, modelOpsBeside))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -65,12 +64,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	if err := b.waitApplied(ctx, rev); err != nil {
 		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: written at revision %d, not yet seen by this replica: %w", op, election, rev, err)
 	}
-	if err := b.reconcile(ctx, election); err != nil {
-		// Acknowledging the head of the line is the reconcilers' job too
-		// (Run); the answer below tells what the cache holds, which is
-		// true at its revision, so it is no reason to fail the campaign.
-		b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: reconcile after campaign", slog.String("election", election), slog.String("error", err.Error()))
-	}
+	b.reconcileBeforeAnswer(ctx, "campaign", election)
 	st, err := b.status(ctx, "campaign", election, c.ID, c.TokenHash)
 	if errors.Is(err, gateway.ErrCandidateNotFound) || errors.Is(err, gateway.ErrTokenMismatch) {
 		// Gone since its write (its lease expired, a native client
@@ -353,7 +347,11 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 			return nil, translate(ctx, fmt.Sprintf("%s %q", op, id), err)
 		}
 		if resp.Succeeded {
-			return x, b.waitApplied(ctx, resp.Header.Revision)
+			if err := b.waitApplied(ctx, resp.Header.Revision); err != nil {
+				return x, err
+			}
+			b.reconcileBeforeAnswer(ctx, op, election)
+			return x, nil
 		}
 		// The election moved: the next attempt reads it freshly.
 	}

@@ -435,9 +435,16 @@
 // Events treat a moved key as the same candidate: it neither leaves nor
 // joins. A candidate's priority orders the line the same way: the
 // reconcilers move the elector candidates that stand ahead of a candidate
-// of higher priority behind it, one per transaction, never a holder, never
-// the head of the line, and never those standing ahead of a pending
-// transfer's target. With preempt set and every slot held, a first
+// of higher priority behind it, one per transaction, never a holder and
+// never those standing ahead of a pending transfer's target. While nobody
+// holds (a handover delay, a failed holder's hold) the head of the line is
+// a follower like the others and moves too, and no follower is
+// acknowledged until the line behind the holders is in priority order:
+// so, as in gateway.Record, a candidate of higher priority that joins or
+// rejoins during a delay or hold holds after it, not the one that happened
+// to be first. Moving the head while nobody holds acknowledges nobody; the
+// acknowledgement that follows names the first follower then, as every
+// acknowledgement does. With preempt set and every slot held, a first
 // follower of higher priority than the holder of lowest priority (the
 // newest of equals; a native holder aside) starts a transfer from that
 // holder to itself.

@@ -22,12 +22,8 @@ func TestConformanceThreeMembers(t *testing.T) {
 		t.Skip("three etcd members: not in -short")
 	}
 	ms := startCluster(t, 3)
-	backendtest.Run(t, backendtest.Harness{
-		New:     func(t *testing.T) gateway.Backend { return newBackend(t, ms, "elector") },
-		Replica: func(t *testing.T, _ gateway.Backend) gateway.Backend { return newBackend(t, ms, "elector") },
-		// Three members share this machine's cores with everything else.
-		Candidates: 40,
-	})
+	// Three members share this machine's cores with everything else.
+	backendtest.Run(t, conformance(ms, 40, modelOpsBeside))
 	t.Run("KV", func(t *testing.T) {
 		backendtest.RunKV(t, func(t *testing.T) gateway.KV { return newBackend(t, ms, "elector") })
 	})

@@ -159,8 +159,9 @@ func (b *Backend) planLead(v view, now, mono time.Time) (action, bool) {
 // fill returns the action that acknowledges the first follower,
 // line[len(holders)], as a holder: fewer slots are taken than the setting
 // on this replica's clock at mono (so the slot it takes was free: see the
-// package doc, "Who holds"), and it may hold (a native key only as the head
-// of the line). A pending transfer steers it: while the holdership it
+// package doc, "Who holds"), it may hold (a native key only as the head
+// of the line), and no follower of higher priority stands behind it that
+// reorder will move ahead of it. A pending transfer steers it: while the holdership it
 // replaces is open its target waits for it, and no other slot goes to the
 // target or past it (the holders are the head of the line); once that
 // holdership's key went, the target is next, and the keys ahead of it
@@ -178,6 +179,9 @@ func (b *Backend) fill(v view, now, mono time.Time) (action, bool) {
 	x := v.line[k]
 	if x.native && k > 0 {
 		return action{}, false // a native client holds only as the head
+	}
+	if _, unsorted := b.reorder(v); unsorted && reorderFrom(v) == k {
+		return action{}, false // the line goes in priority order first (reorder)
 	}
 	l := v.lead.clone()
 	if t := v.transfer; t != nil {

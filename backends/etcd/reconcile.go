@@ -71,6 +71,19 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 	return false, b.catchUp(ctx, resp.Header.Revision)
 }
 
+// reconcileBeforeAnswer makes the actions due in election after a write
+// of op (acknowledging holders, moving keys for a transfer or priorities,
+// starting a preemption) before the write answers, rather than at the
+// reconcilers' next pass: so the answer shows them, as gateway.Record's
+// transition includes them, and a request that follows at once finds them
+// made. A failure is only logged: the answer is true at the cache's
+// revision, and the actions are Run's job too.
+func (b *Backend) reconcileBeforeAnswer(ctx context.Context, op, election string) {
+	if err := b.reconcile(ctx, election); err != nil {
+		b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: reconcile after "+op, slog.String("election", election), slog.String("error", err.Error()))
+	}
+}
+
 // reconcileRounds bounds the actions reconcile makes: enough to
 // acknowledge a few holders and move a few keys into priority order; the
 // reconcilers (Run) do the rest.

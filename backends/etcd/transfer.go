@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -84,9 +83,7 @@ func (b *Backend) TransferFrom(ctx context.Context, election, from, to, tokenHas
 		}
 		// Move the target up now rather than at the reconcilers' next
 		// pass, so that a holder that resigns right away hands over to it.
-		if err := b.reconcile(ctx, election); err != nil {
-			b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: reconcile after transfer", slog.String("election", election), slog.String("error", err.Error()))
-		}
+		b.reconcileBeforeAnswer(ctx, "transfer", election)
 		v, cursor, err = b.cached(ctx, election)
 		if err != nil {
 			return gateway.Election{}, err
@@ -302,6 +299,7 @@ func (b *Backend) Handover(ctx context.Context, election, id, tokenHash string) 
 			return gateway.Status{}, err
 		}
 		if v.target == len(v.holders) {
+			b.reconcileBeforeAnswer(ctx, "handover", election) // a preemption of the new holder
 			return b.status(ctx, "handover", election, id, tokenHash)
 		}
 	}
@@ -417,25 +415,13 @@ func (b *Backend) handoverDue(ctx context.Context, election, id string) error {
 
 // reorder returns the next action that orders the line by priority, or
 // false when it is in order. Only the elector candidates behind the
-// holders and behind the last native key (and never the head of the line)
-// are moved: holders keep their places whatever their priority, a native
-// client's key keeps its place and counts as priority 0, and the head's
-// key moves only for a transfer (see moveTargetUp, Handover). While a
-// transfer is pending, its target and the keys ahead of it stay too (plan
-// moves those). Each action moves one key to the back: the first of those
-// that must go behind a candidate of higher priority, in priority order,
-// so that successive actions leave the line in order. It checks that no
-// key joined the line since v, which would make a moved key overtake it.
+// holders and behind the last native key are moved (see reorderFrom).
+// Each action moves one key to the back: the first of those that must go
+// behind a candidate of higher priority, in priority order, so that
+// successive actions leave the line in order. It checks that no key
+// joined the line since v, which would make a moved key overtake it.
 func (b *Backend) reorder(v view) (action, bool) {
-	from := max(1, len(v.holders))
-	for i, x := range v.line {
-		if x.native {
-			from = max(from, i+1)
-		}
-	}
-	if v.transfer != nil {
-		from = max(from, v.target+1)
-	}
+	from := reorderFrom(v)
 	if from >= len(v.line) {
 		return action{}, false
 	}
@@ -464,13 +450,37 @@ func (b *Backend) reorder(v view) (action, bool) {
 		clientv3.Compare(clientv3.CreateRevision(b.keys.line(v.name)), "<", newest+1).WithPrefix()), true
 }
 
+// reorderFrom is the index in v's line of the first key reorder may move.
+// Holders keep their places whatever their priority, and a native client's
+// key keeps its place and counts as priority 0. While nobody holds (a
+// handover delay, a failed holder's hold, the moment before the
+// reconcilers acknowledge the head) the head of the line is a follower
+// like the others, and the line is put in priority order before anybody
+// is acknowledged (fill), as gateway.Record keeps it: else the candidate at
+// the head would hold before one of higher priority that joined or
+// rejoined behind it. While a transfer is pending, its target and the
+// keys ahead of it stay too (plan moves those).
+func reorderFrom(v view) int {
+	from := len(v.holders)
+	for i, x := range v.line {
+		if x.native {
+			from = max(from, i+1)
+		}
+	}
+	if v.transfer != nil {
+		from = max(from, v.target+1)
+	}
+	return from
+}
+
 // preempt returns the action that starts a transfer (reason preempted)
 // when the election preempts, every slot is held, and the first follower
 // (which, once the line is in order, is the follower of highest priority
 // that the line lets through) has a higher priority than the holder of
 // lowest priority (the newest of equals; native holders, which elector
-// cannot ask, aside). A pending preemption to another target moves to it,
-// from the same holder while its holdership is open; a transfer an
+// cannot ask, aside). A pending preemption moves to a follower of higher
+// priority than its target, as gateway.Record's does (moveUp then brings
+// it up), from the same holder while its holdership is open; a transfer an
 // operator asked for is left alone. Like Transfer, it changes no
 // holdership by itself.
 func (b *Backend) preempt(v view, now time.Time) (action, bool) {
@@ -488,10 +498,27 @@ func (b *Backend) preempt(v view, now time.Time) (action, bool) {
 		}
 	}
 	x := v.line[k]
-	if h < 0 || x.priority() <= v.holders[h].priority() {
-		return action{}, false
+	if t := v.transfer; t != nil {
+		if t.Reason != gateway.ReasonPreempted {
+			return action{}, false
+		}
+		// The target stands first behind the holders once moved up, and
+		// the keys behind it are ordered behind it (reorder): the
+		// follower to preempt for is the first of highest priority from
+		// it on, up to a native key.
+		for _, y := range v.line[k+1:] {
+			if y.native {
+				break // a native key keeps its place: nobody behind it can go ahead
+			}
+			if y.priority() > x.priority() {
+				x = y
+			}
+		}
+		if t.Key == x.hex {
+			return action{}, false
+		}
 	}
-	if t := v.transfer; t != nil && (t.Reason != gateway.ReasonPreempted || t.Key == x.hex) {
+	if h < 0 || x.priority() <= v.holders[h].priority() {
 		return action{}, false
 	}
 	l, from := v.lead.clone(), v.holders[h]

@@ -14,7 +14,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
 	backendtest.Run(t, backendtest.Harness{
-		New: func(*testing.T) gateway.Backend { return memory.New() },
+		New:      func(*testing.T) gateway.Backend { return memory.New() },
+		Synctest: true,
 	})
 }
 

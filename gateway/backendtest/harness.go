@@ -26,12 +26,66 @@ type Harness struct {
 	Candidates int
 	// Duration of the concurrency test. Default 3s.
 	Duration time.Duration
+	// ModelOps is the number of steps of the model test
+	// (AgreesWithTheRecord) unless EnvModelOps says otherwise. Default
+	// DefaultModelOps (ten times as many with Synctest).
+	ModelOps int
+	// Synctest says that backends made by New keep time with the time
+	// package alone (no engine, no network, no other process): the model
+	// test (AgreesWithTheRecord) then makes one per sequence inside a
+	// testing/synctest bubble, where every timer ends exactly on time and
+	// the Record's order of timers is checked exactly.
+	Synctest bool
+	// TransferMovesFollowers says that a transfer moves the followers
+	// standing ahead of its target behind everybody, for good, where the
+	// Record keeps the line as it is (etcd: a candidate's place in line
+	// is its key's create revision, which only a new key can change). The
+	// model test then lets the followers' order differ from the Record's
+	// from a transfer's request until the line is back in priority order
+	// after it ended, and goes on from the backend's order.
+	TransferMovesFollowers bool
+	// ExpiryHolds says that the promise of a leader that expired holds
+	// the next leadership back as a failed leader's does (etcd: the
+	// promise lapses on a replica's clock, a little after etcd ends the
+	// lease; see gateway.Election.HandoverUntil). The model test then
+	// lets promotion wait after a leader's expiry until its last
+	// heartbeat's promise has lapsed.
+	ExpiryHolds bool
+	// FailDropsTransfer says that a leader failed by FailLeader takes a
+	// pending transfer with it (etcd: the record of the failed leadership
+	// names nobody; see its package doc, The leader's promise), where the
+	// Record keeps it for when the hold ends. Both are safe: either way
+	// nobody leads before the failed leader's promise lapsed.
+	FailDropsTransfer bool
+	// BeginSkipsHeldPrevious says that a leader.begin that fills a slot
+	// while another slot is still kept by the handover delay or the
+	// promise of a holder that expired need not name that holdership as
+	// its previous one (nor "expired" as the reason), as the Record does,
+	// and may name an earlier one or none (etcd: an expiry is written to
+	// the lead record only once its slot frees; see backends/etcd, fill).
+	// Only with several holders can a slot fill while another is kept.
+	BeginSkipsHeldPrevious bool
+	// TransferTargetBlocksSlots says that while a transfer is pending and
+	// the holdership it asks to hand over is open, a free slot is not
+	// filled from the followers behind its target (etcd: the holders are
+	// the head of the line, and the target waits first behind them; see
+	// backends/etcd, fill), where the Record fills it. Both are safe; the
+	// backend leaves a slot empty longer. The model test ends a sequence,
+	// passed and logged, where the Record fills such a slot: from there the
+	// two hold different candidates.
+	TransferTargetBlocksSlots bool
 	// SingleHolder declares a backend that takes one holder per election
 	// only (it is no gateway.MultiHolder): the holders subtests above one
 	// holder then check that it refuses them with gateway.ErrNotSupported.
 	// The suite fails if the backend says otherwise, so a backend that
 	// becomes a MultiHolder drops it and runs them all.
 	SingleHolder bool
+}
+
+// allowances are the differences from gateway.Record a Harness declares.
+func (h Harness) allowances() allowances {
+	return allowances{reorders: h.TransferMovesFollowers, expiryHolds: h.ExpiryHolds, failDrops: h.FailDropsTransfer, heldPrev: h.BeginSkipsHeldPrevious,
+		targetBlocks: h.TransferTargetBlocksSlots}
 }
 
 // start runs b's loop until t ends.

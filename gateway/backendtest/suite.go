@@ -56,6 +56,10 @@ func Run(t *testing.T, h Harness) {
 		t.Parallel()
 		testConcurrency(t, h, b)
 	})
+	t.Run("AgreesWithTheRecord", func(t *testing.T) {
+		t.Parallel()
+		testAgreesWithTheRecord(t, h, b)
+	})
 	t.Run("TransferStormNeverOverlaps", func(t *testing.T) {
 		t.Parallel()
 		if _, ok := b.(gateway.Transferer); !ok {

@@ -24,6 +24,10 @@ var transferTests = []struct {
 	{"PrioritiesOrderTheLine", testPrioritiesOrderTheLine},
 	{"PreemptHandsOverThroughTransfer", testPreempt},
 	{"FailedLeaderHoldsATransferTarget", testFailedLeaderHoldsATransferTarget},
+	{"PriorityOrdersALineNobodyLeads", testPriorityOrdersALineNobodyLeads},
+	{"HigherPriorityRejoinsAheadDuringAHold", testHigherPriorityRejoinsAheadDuringAHold},
+	{"PreemptionMovesToAHigherPriority", testPreemptionMovesToAHigherPriority},
+	{"PreemptionIsInTheAnswer", testPreemptionIsInTheAnswer},
 }
 
 // runTransfers runs transferTests against b.
