@@ -236,6 +236,24 @@ func (e *env) campaign(election, id, ttl string) string {
 	return r.json(e.t)["token"].(string)
 }
 
+// following waits until the gateway's Run follows the backend for good:
+// its hub watches the backend and the transition log reads the hub, so a
+// leadership begun now is logged. Run starts these long-lived goroutines
+// on its own schedule; a test that compares goroutines waits for them
+// first. A leadership in a warm-up election is made again until one is
+// logged.
+func (e *env) following() {
+	e.t.Helper()
+	tok := ""
+	eventually(e.t, "the gateway following the backend", func() bool {
+		if tok != "" {
+			e.do("DELETE", "/v1/elections/following/candidates/w", nil, token(tok)).expect(e.t, http.StatusNoContent)
+		}
+		tok = e.campaign("following", "w", "1h")
+		return strings.Contains(e.log.String(), `"msg":"leadership begins","election":"following"`)
+	})
+}
+
 // leader returns the id and term of an election's leader.
 func (e *env) leader(election string) (string, float64) {
 	e.t.Helper()

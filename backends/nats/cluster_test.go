@@ -45,7 +45,9 @@ func startCluster(t *testing.T) []*Embedded {
 }
 
 // openWhenReady opens a backend on e with R3 streams, retrying while the
-// cluster has no JetStream leader yet.
+// cluster has no JetStream leader yet, or has one that does not know all
+// three members yet ("no suitable peers for placement"), as
+// OpenEmbedded does.
 func openWhenReady(t *testing.T, e *Embedded, cfg Config) *Backend {
 	t.Helper()
 	cfg.Replicas = 3
@@ -61,7 +63,7 @@ func openWhenReady(t *testing.T, e *Embedded, cfg Config) *Backend {
 		defer ocancel()
 		if b, err = New(octx, nc, cfg, WithLogger(testLogger(t))); err != nil {
 			nc.Close()
-			if !errors.Is(err, gateway.ErrUnavailable) {
+			if !errors.Is(err, gateway.ErrUnavailable) && !isNoPeers(err) {
 				t.Fatalf("open on cluster: %v", err)
 			}
 			return err
