@@ -50,8 +50,10 @@ var (
 	_ gateway.Runner  = (*Backend)(nil)
 	_ gateway.Pinger  = (*Backend)(nil)
 
-	_ gateway.Header          = (*Backend)(nil)
-	_ gateway.ElectionCounter = (*Backend)(nil)
+	_ gateway.Header           = (*Backend)(nil)
+	_ gateway.ElectionCounter  = (*Backend)(nil)
+	_ gateway.LeaderReader     = (*Backend)(nil)
+	_ gateway.CandidateCounter = (*Backend)(nil)
 )
 
 // New connects to etcd and starts following the keys under cfg.Prefix.
@@ -377,12 +379,28 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 
 // snapshot turns a view into the gateway's Election.
 func (b *Backend) snapshot(v view, cursor string, now time.Time) gateway.Election {
+	return b.snapshotOf(v, cursor, now, true)
+}
+
+// leaderSnapshot is snapshot without the candidates: what
+// gateway.LeaderReader returns (see Record.LeaderSnapshot), by the same
+// code, from a view or a leaderView.
+func (b *Backend) leaderSnapshot(v view, cursor string, now time.Time) gateway.Election {
+	return b.snapshotOf(v, cursor, now, false)
+}
+
+// snapshotOf is snapshot, or leaderSnapshot without all.
+func (b *Backend) snapshotOf(v view, cursor string, now time.Time, all bool) gateway.Election {
 	e := gateway.Election{Name: v.name, Settings: v.settings, Term: v.term, Cursor: cursor, Transfer: v.transfer.gateway()}
 	if v.settings.HolderLimit() > 1 {
 		e.Holders = make([]gateway.Leader, 0, len(v.holders))
 	}
-	e.Candidates = make([]gateway.Candidate, 0, len(v.line)+len(v.cooling))
-	for i, x := range v.line {
+	line := v.line[:len(v.holders)] // the holders are the head of the line
+	if all {
+		line = v.line
+		e.Candidates = make([]gateway.Candidate, 0, len(v.line)+len(v.cooling))
+	}
+	for i, x := range line {
 		c := b.candidate(x, gateway.StateFollower)
 		if i < len(v.holders) {
 			s := v.held[i]
@@ -395,9 +413,11 @@ func (b *Backend) snapshot(v view, cursor string, now time.Time) gateway.Electio
 				e.Holders = append(e.Holders, l)
 			}
 		}
-		e.Candidates = append(e.Candidates, c)
+		if all {
+			e.Candidates = append(e.Candidates, c)
+		}
 	}
-	for _, x := range v.cooling {
+	for _, x := range v.cooling { // none in a leaderView
 		c := b.candidate(x, gateway.StateError)
 		c.CooldownUntil = x.value.CooldownUntil
 		e.Candidates = append(e.Candidates, c)

@@ -16,64 +16,6 @@ import (
 // because the election moved between reading it and writing.
 const maxAttempts = 20
 
-// Campaign implements gateway.Backend: it grants the candidate a lease of
-// its TTL (rounded up to whole seconds, and at least etcd's minimum lease
-// TTL), and in one transaction creates its candidacy key at the back of the
-// line and its id key, both on the lease, plus the election's settings if
-// it has none. If a slot is free (it is among the first N in line, with N
-// holders) it then acknowledges itself as a holder.
-// Errors: gateway.ErrCandidateExists, gateway.ErrUnavailable.
-func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
-	op := fmt.Sprintf("campaign %q", c.ID)
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
-	secs := int64((c.TTL + time.Second - 1) / time.Second)
-	sent := time.Now()
-	grant, err := b.cli.Grant(rctx, secs)
-	if err != nil {
-		return gateway.Status{}, translate(ctx, op, err)
-	}
-	now := b.now()
-	b.leases.note(int64(grant.ID), grant.TTL, grant.TTL, sent)
-	hex := leaseHex(int64(grant.ID))
-	val := candidateValue{Elector: 1, ID: c.ID, Metadata: c.Metadata, TTLms: c.TTL.Milliseconds(), TokenHash: c.TokenHash, Priority: c.Priority, At: now}
-	idKey, setKey := b.keys.candidateID(election, c.ID), b.keys.settings(election)
-	lease := clientv3.WithLease(grant.ID)
-	resp, err := b.cli.Txn(rctx).
-		If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).
-		Then(
-			clientv3.OpPut(idKey, hex, lease),
-			clientv3.OpPut(b.keys.candidacy(election, hex), mustJSON(val), lease),
-			clientv3.OpTxn(
-				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(setKey), "=", 0)},
-				[]clientv3.Op{clientv3.OpPut(setKey, mustJSON(settingsOf(defaults, now)))}, nil),
-		).Commit()
-	if err != nil || !resp.Succeeded {
-		b.revoke(grant.ID)
-		if err != nil {
-			return gateway.Status{}, translate(ctx, op, err)
-		}
-		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrCandidateExists)
-	}
-	// The candidacy is written: from here on the answer is 201 or, when
-	// this replica cannot tell what became of it, 503; never "not found".
-	// The wait is for the write's own events, which the watch delivers in
-	// order: a progress notification, which older etcd members may send
-	// ahead of queued events, cannot end it early (see cache).
-	rev := resp.Header.Revision
-	if err := b.waitApplied(ctx, rev); err != nil {
-		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: written at revision %d, not yet seen by this replica: %w", op, election, rev, err)
-	}
-	b.reconcileBeforeAnswer(ctx, "campaign", election)
-	st, err := b.status(ctx, "campaign", election, c.ID, c.TokenHash)
-	if errors.Is(err, gateway.ErrCandidateNotFound) || errors.Is(err, gateway.ErrTokenMismatch) {
-		// Gone since its write (its lease expired, a native client
-		// deleted its key): the campaign did happen, so not "not found".
-		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: written at revision %d, gone since: %w", op, election, rev, gateway.ErrUnavailable)
-	}
-	return st, err
-}
-
 // revoke ends a lease that nothing needs any more. A worker does it after
 // the caller's answer; when it is behind, the lease is left to expire.
 func (b *Backend) revoke(id clientv3.LeaseID) {

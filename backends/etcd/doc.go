@@ -131,7 +131,14 @@
 // delay has ended and its promise lapsed, after raising N), starts
 // handover delays, and records an expired slot ended when nobody waits;
 // Campaign, Configure and Transfer, which make the reconciler's actions at
-// once; Resign and ReportError, whose transaction deletes the holder's key
+// once (a campaign into an election whose line was empty and that had no
+// lead record, as its own transaction proved by a comparison evaluated
+// before its writes, acknowledges itself right after that transaction,
+// without waiting for the watch: the reconciler's acknowledgement of the
+// view etcd held at its revision, under the same guards, so it applies
+// only while that view still holds; it is a second transaction because
+// the record names the term, the first one's revision, which is unknown
+// before it commits); Resign and ReportError, whose transaction deletes the holder's key
 // and gives its slot to the first follower when that follower may take it
 // (see Transfers and priorities); FailLeader, which ends the holdership it
 // names, "error", and keeps its slot taken; Configure lowering N, which
@@ -529,15 +536,18 @@
 // holds everything etcd held under the prefix at r.
 //
 // Reads are linearizable: a read reflects every write etcd acknowledged
-// before the read arrived, whichever replica made it. Election, Elections
-// and Heartbeat fetch etcd's current revision (a count-only linearizable
+// before the read arrived, whichever replica made it. Election, Elections,
+// ElectionLeader (a read of the holders alone, derived by the same code
+// from the same cache without copying the rest of the election) and
+// Heartbeat fetch etcd's current revision (a count-only linearizable
 // read, which etcd serves through raft's read index) after they arrive,
 // and answer once the cache has caught up with it. Concurrent reads share
 // one fetch (gateway.ReadIndex): a burst of reads costs etcd two calls.
 // A write answers from the cache once it has applied the write's own
 // revision, which is as fresh: every write acknowledged before it has a
-// lower revision. CountElections, which only feeds the best-effort limits,
-// answers from the cache as it is.
+// lower revision. CountElections and CountCandidates, which only feed the
+// best-effort limits (a campaign's check costs no round trip), answer from
+// the cache as it is.
 //
 // A revision that touched nothing under the prefix (a write elsewhere in
 // etcd) sends the watch no event. The cache then relies on a progress

@@ -32,14 +32,14 @@ type member struct {
 // freeURL returns an http URL on a free local port, one outside the
 // range the kernel hands to outgoing connections (testnet.FreeAddr): a
 // port picked with ":0" and closed may be taken by one before etcd binds.
-func freeURL(t *testing.T) url.URL {
+func freeURL(t testing.TB) url.URL {
 	t.Helper()
 	return url.URL{Scheme: "http", Host: testnet.FreeAddr(t)}
 }
 
 // startCluster starts n etcd members in temp dirs and stops them when the
 // test ends.
-func startCluster(t *testing.T, n int) []*member {
+func startCluster(t testing.TB, n int) []*member {
 	t.Helper()
 	ms := make([]*member, n)
 	var initial []string
@@ -120,13 +120,13 @@ func endpoints(ms []*member) []string {
 
 // newBackend returns a backend over ms, closed when the test ends. opts
 // change its Config.
-func newBackend(t *testing.T, ms []*member, prefix string, opts ...func(*etcd.Config)) *etcd.Backend {
+func newBackend(t testing.TB, ms []*member, prefix string, opts ...func(*etcd.Config)) *etcd.Backend {
 	t.Helper()
 	return newBackendOn(t, endpoints(ms), prefix, opts...)
 }
 
 // newBackendOn is newBackend over the members at endpoints.
-func newBackendOn(t *testing.T, endpoints []string, prefix string, opts ...func(*etcd.Config)) *etcd.Backend {
+func newBackendOn(t testing.TB, endpoints []string, prefix string, opts ...func(*etcd.Config)) *etcd.Backend {
 	t.Helper()
 	cfg := etcd.Config{
 		Endpoints:      endpoints,

@@ -184,3 +184,82 @@ func (b *Backend) WatchEndpoint() string {
 	}
 	return ""
 }
+
+// Requests counts the requests a Backend sends etcd through its KV and
+// Lease, by kind ("txn", "get", "put", "grant", "keepalive", "revoke",
+// "ttl"); the cache's watch is not counted.
+type Requests struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *Requests) add(kind string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n[kind]++
+}
+
+// Take returns the counts since the last Take and starts again from 0.
+func (r *Requests) Take() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.n
+	r.n = map[string]int{}
+	return n
+}
+
+// CountRequests makes b count its requests to etcd, once its cache has
+// loaded (as WrapKV).
+func (b *Backend) CountRequests(ctx context.Context) (*Requests, error) {
+	r := &Requests{n: map[string]int{}}
+	if err := b.WrapKV(ctx, func(kv clientv3.KV) clientv3.KV { return countedKV{kv, r} }); err != nil {
+		return nil, err
+	}
+	b.cli.Lease = countedLease{b.cli.Lease, r}
+	return r, nil
+}
+
+type countedKV struct {
+	clientv3.KV
+	r *Requests
+}
+
+func (k countedKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	k.r.add("get")
+	return k.KV.Get(ctx, key, opts...)
+}
+
+func (k countedKV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
+	k.r.add("put")
+	return k.KV.Put(ctx, key, val, opts...)
+}
+
+func (k countedKV) Txn(ctx context.Context) clientv3.Txn {
+	k.r.add("txn") // every transaction the backend builds, it commits
+	return k.KV.Txn(ctx)
+}
+
+type countedLease struct {
+	clientv3.Lease
+	r *Requests
+}
+
+func (l countedLease) Grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
+	l.r.add("grant")
+	return l.Lease.Grant(ctx, ttl)
+}
+
+func (l countedLease) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
+	l.r.add("keepalive")
+	return l.Lease.KeepAliveOnce(ctx, id)
+}
+
+func (l countedLease) Revoke(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseRevokeResponse, error) {
+	l.r.add("revoke")
+	return l.Lease.Revoke(ctx, id)
+}
+
+func (l countedLease) TimeToLive(ctx context.Context, id clientv3.LeaseID, opts ...clientv3.LeaseOption) (*clientv3.LeaseTimeToLiveResponse, error) {
+	l.r.add("ttl")
+	return l.Lease.TimeToLive(ctx, id, opts...)
+}

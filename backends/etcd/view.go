@@ -65,7 +65,19 @@ type view struct {
 }
 
 // view derives the view of election name.
-func (s *state) view(name string) view {
+func (s *state) view(name string) view { return s.derive(name, true) }
+
+// leaderView derives what view does of election name but for the
+// candidates that only a whole snapshot shows (those cooling, the ids, the
+// mark, the cooldowns' markers): its line, holders, transfer, settings,
+// lead record, handover markers and promises are view's, by the same
+// code, so a snapshot of it names the same holders (Backend.ElectionLeader).
+// It shares the state's maps instead of copying them: it must not be used
+// once the cache's lock is released.
+func (s *state) leaderView(name string) view { return s.derive(name, false) }
+
+// derive is view, or leaderView without all.
+func (s *state) derive(name string, all bool) view {
 	v := view{name: name, settings: gateway.DefaultSettings(), from: -1}
 	e := s.elections[name]
 	if e == nil {
@@ -80,17 +92,22 @@ func (s *state) view(name string) view {
 		v.line = append(v.line, x)
 	}
 	slices.SortFunc(v.line, func(a, b *entry) int { return cmp.Compare(a.create, b.create) })
-	for _, x := range e.cooling {
-		v.cooling = append(v.cooling, x)
+	v.lead, v.leadMod = e.lead, e.leadMod
+	if all {
+		for _, x := range e.cooling {
+			v.cooling = append(v.cooling, x)
+		}
+		slices.SortFunc(v.cooling, func(a, b *entry) int {
+			return cmp.Or(a.value.CooldownUntil.Compare(b.value.CooldownUntil), cmp.Compare(a.create, b.create))
+		})
+		// A view outlives the cache's lock: it shares only values that are
+		// replaced, never changed in place (entries, records), and copies maps.
+		v.ids, v.mark, v.markMod = maps.Clone(e.ids), e.mark, e.markMod
+		v.handovers, v.cooldowns = maps.Clone(e.handovers), maps.Clone(e.cooldowns)
+		v.promises, v.promised = maps.Clone(e.promises), maps.Clone(e.promised)
+	} else {
+		v.handovers, v.promises, v.promised = e.handovers, e.promises, e.promised
 	}
-	slices.SortFunc(v.cooling, func(a, b *entry) int {
-		return cmp.Or(a.value.CooldownUntil.Compare(b.value.CooldownUntil), cmp.Compare(a.create, b.create))
-	})
-	// A view outlives the cache's lock: it shares only values that are
-	// replaced, never changed in place (entries, records), and copies maps.
-	v.lead, v.leadMod, v.ids, v.mark, v.markMod = e.lead, e.leadMod, maps.Clone(e.ids), e.mark, e.markMod
-	v.handovers, v.cooldowns = maps.Clone(e.handovers), maps.Clone(e.cooldowns)
-	v.promises, v.promised = maps.Clone(e.promises), maps.Clone(e.promised)
 	l := e.lead
 	if l == nil {
 		return v

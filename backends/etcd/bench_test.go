@@ -1,0 +1,78 @@
+package etcd_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/backends/etcd"
+	"github.com/electorhq/elector/gateway"
+)
+
+// BenchmarkLeaderRead: leader reads of 100 elections of 3 candidates by
+// 32 goroutines, straight on the backend (no HTTP), with Run running as
+// in a gateway: the snapshot (Election) beside the leader alone
+// (ElectionLeader), each linearizable.
+func BenchmarkLeaderRead(b *testing.B) {
+	ms := startCluster(b, 1)
+	be := newBackend(b, ms, "bench")
+	runB(b, be)
+	const elections = 100
+	for i := range 3 * elections {
+		if _, err := be.Campaign(context.Background(), fmt.Sprintf("e-%d", i%elections), gateway.Candidacy{ID: fmt.Sprintf("n-%d", i), TTL: time.Hour, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, r := range []struct {
+		name string
+		read func(context.Context, string) (gateway.Election, error)
+	}{{"snapshot", be.Election}, {"leader", be.ElectionLeader}} {
+		b.Run(r.name, func(b *testing.B) {
+			var next atomic.Int64
+			b.SetParallelism(16) // 32 goroutines on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					e, err := r.read(context.Background(), fmt.Sprintf("e-%d", next.Add(1)%elections))
+					if err != nil || e.Leader == nil {
+						b.Errorf("%+v, %v", e.Leader, err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
+		})
+	}
+}
+
+// BenchmarkCampaignFresh: campaigns into new elections, 8 at a time,
+// straight on the backend, with Run running as in a gateway.
+func BenchmarkCampaignFresh(b *testing.B) {
+	ms := startCluster(b, 1)
+	be := newBackend(b, ms, "bench")
+	runB(b, be)
+	var next atomic.Int64
+	b.SetParallelism(4) // 8 goroutines on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			st, err := be.Campaign(context.Background(), fmt.Sprintf("new-%d", next.Add(1)), gateway.Candidacy{ID: "a", TTL: time.Hour, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
+			if err != nil || st.Candidate.State != gateway.StateLeader {
+				b.Errorf("%s, %v", st.Candidate.State, err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "campaigns/s")
+}
+
+// runB runs be's reconciler until the benchmark ends.
+func runB(b *testing.B, be *etcd.Backend) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = be.Run(ctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+}

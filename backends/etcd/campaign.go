@@ -1,0 +1,151 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// Campaign implements gateway.Backend: it grants the candidate a lease of
+// its TTL (rounded up to whole seconds, and at least etcd's minimum lease
+// TTL), and in one transaction creates its candidacy key at the back of the
+// line and its id key, both on the lease, plus the election's settings if
+// it has none. If a slot is free (it is among the first N in line, with N
+// holders) it then acknowledges itself as a holder: into an election whose
+// line was empty and that had no lead record, at once, from what the
+// transaction proved (see firstHolder); otherwise as the reconcilers do,
+// from the cache once it holds the candidacy.
+// Errors: gateway.ErrCandidateExists, gateway.ErrUnavailable.
+func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
+	op := fmt.Sprintf("campaign %q", c.ID)
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	secs := int64((c.TTL + time.Second - 1) / time.Second)
+	sent := time.Now()
+	grant, err := b.cli.Grant(rctx, secs)
+	if err != nil {
+		return gateway.Status{}, translate(ctx, op, err)
+	}
+	now := b.now()
+	b.leases.note(int64(grant.ID), grant.TTL, grant.TTL, sent)
+	hex := leaseHex(int64(grant.ID))
+	val := candidateValue{Elector: 1, ID: c.ID, Metadata: c.Metadata, TTLms: c.TTL.Milliseconds(), TokenHash: c.TokenHash, Priority: c.Priority, At: now}
+	idKey, setKey := b.keys.candidateID(election, c.ID), b.keys.settings(election)
+	settings := settingsOf(defaults, now)
+	lease := clientv3.WithLease(grant.ID)
+	ops := []clientv3.Op{
+		clientv3.OpPut(idKey, hex, lease),
+		clientv3.OpPut(b.keys.candidacy(election, hex), mustJSON(val), lease),
+		// The settings, created if absent, else read: a first holder's
+		// acknowledgement compares their mod revision.
+		clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(setKey), "=", 0)},
+			[]clientv3.Op{clientv3.OpPut(setKey, mustJSON(settings))},
+			[]clientv3.Op{clientv3.OpGet(setKey)}),
+	}
+	if b.looksEmpty(ctx, election) {
+		// Whether, before this transaction, the line was empty and there
+		// was no lead record (etcd evaluates every comparison of a
+		// transaction, nested ones too, before any of its writes). Asked
+		// only when the cache suggests so: the comparison reads the line.
+		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(b.keys.line(election)), "=", 0).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(b.keys.lead(election)), "=", 0),
+		}, nil, nil))
+	}
+	resp, err := b.cli.Txn(rctx).
+		If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).
+		Then(ops...).Commit()
+	if err != nil || !resp.Succeeded {
+		b.revoke(grant.ID)
+		if err != nil {
+			return gateway.Status{}, translate(ctx, op, err)
+		}
+		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrCandidateExists)
+	}
+	// The candidacy is written: from here on the answer is 201 or, when
+	// this replica cannot tell what became of it, 503; never "not found".
+	rev := resp.Header.Revision
+	if a, ok := b.firstHolder(election, resp, &entry{hex: hex, name: hex, create: rev, mod: rev, lease: int64(grant.ID), value: val}, settings); ok {
+		// A failure leaves the acknowledgement to the reconcile below (or
+		// to Run), as if it had not been tried.
+		if _, err := b.do(ctx, election, a); err != nil {
+			b.log.LogAttrs(ctx, slog.LevelDebug, "etcd: acknowledge first holder", slog.String("election", election), slog.String("error", err.Error()))
+		}
+	}
+	// The wait is for the write's own events, which the watch delivers in
+	// order: a progress notification, which older etcd members may send
+	// ahead of queued events, cannot end it early (see cache).
+	if err := b.waitApplied(ctx, rev); err != nil {
+		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: written at revision %d, not yet seen by this replica: %w", op, election, rev, err)
+	}
+	b.reconcileBeforeAnswer(ctx, "campaign", election)
+	st, err := b.status(ctx, "campaign", election, c.ID, c.TokenHash)
+	if errors.Is(err, gateway.ErrCandidateNotFound) || errors.Is(err, gateway.ErrTokenMismatch) {
+		// Gone since its write (its lease expired, a native client
+		// deleted its key): the campaign did happen, so not "not found".
+		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: written at revision %d, gone since: %w", op, election, rev, gateway.ErrUnavailable)
+	}
+	return st, err
+}
+
+// looksEmpty reports whether the cache, as it is, holds no candidacy and
+// no lead record of election: a campaign then asks etcd whether that is so
+// (see firstHolder). A cache that lags only costs the question.
+func (b *Backend) looksEmpty(ctx context.Context, election string) bool {
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	empty := false
+	_ = b.cache.read(rctx, func(st *state) {
+		e := st.elections[election]
+		empty = e == nil || (len(e.line) == 0 && e.lead == nil)
+	})
+	return empty
+}
+
+// firstHolder returns the acknowledgement of candidacy x, just created by
+// the campaign transaction that answered resp, when that transaction
+// proved that the line was empty and the election had no lead record
+// before it (its last operation: see Campaign): x is then the head of the
+// line with nobody holding, no slot taken and no promise running (promises
+// belong to the lead record's slots), which is the view of the election
+// at x's revision as far as fill reads it, whatever this replica's cache
+// holds yet. The action is fill's on that view: guarded by the lead record
+// still absent, the settings as the transaction left them and x's key, so
+// it applies only if etcd still holds that view when it commits, as every
+// acknowledgement (see the package doc, "Who holds": x is the oldest key
+// of the line while it exists, every key created later being younger).
+// Its term is x's create revision, as for any first holder. A second
+// round trip all the same: the lead record, which every version reads,
+// names the term, which is the transaction's revision and unknown before
+// it commits.
+func (b *Backend) firstHolder(election string, resp *clientv3.TxnResponse, x *entry, created settingsValue) (action, bool) {
+	if len(resp.Responses) != 4 {
+		return action{}, false
+	}
+	probe, set := resp.Responses[3].GetResponseTxn(), resp.Responses[2].GetResponseTxn()
+	if probe == nil || !probe.Succeeded || set == nil {
+		return action{}, false
+	}
+	v := view{name: election, exists: true, settings: created.settings(), settingsMod: resp.Header.Revision, line: []*entry{x}, from: -1}
+	if !set.Succeeded {
+		// The settings existed: as the cache would read them.
+		if len(set.Responses) != 1 || set.Responses[0].GetResponseRange() == nil || len(set.Responses[0].GetResponseRange().Kvs) != 1 {
+			return action{}, false
+		}
+		kv := set.Responses[0].GetResponseRange().Kvs[0]
+		var s settingsValue
+		v.settings, v.settingsMod = gateway.DefaultSettings(), kv.ModRevision
+		if json.Unmarshal(kv.Value, &s) == nil {
+			v.settings = s.settings()
+		}
+	}
+	return b.fill(v, b.now(), b.mono.now())
+}
