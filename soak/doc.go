@@ -49,8 +49,9 @@
 // one replica at a time is cut off from etcd, and etcd's members are
 // stopped (the raft leader past the TTL, or a follower), killed and
 // restarted (etcdfaults_test.go). They run only when ELECTOR_SOAK is set
-// to a duration; ELECTOR_SOAK_HOLDERS sets the elections' holders (1 by
-// default), on every backend:
+// to a duration; ELECTOR_SOAK_HOLDERS sets the elections' holders N (1 by
+// default), on every backend, and each election gets max(6, 2N)
+// candidates, so that more than N can act and the holders check can fail:
 //
 //	ELECTOR_SOAK=2m go test -v -run TestSoak ./soak/
 //	ELECTOR_SOAK=1m ELECTOR_SOAK_HOLDERS=2 go test -v -run 'TestSoak$' ./soak/

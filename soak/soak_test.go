@@ -16,17 +16,26 @@ import (
 
 	"github.com/electorhq/elector/bench"
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/etcdtest"
 	"github.com/electorhq/elector/webhooks"
 )
 
 // Shape of the soak.
 const (
-	soakTTL        = 3 * time.Second
-	soakMargin     = soakTTL / 10 // the step-down rule's safety margin
-	soakCandidates = 24
-	soakElections  = 4
+	soakTTL       = 3 * time.Second
+	soakMargin    = soakTTL / 10 // the step-down rule's safety margin
+	soakElections = 4
+	// soakLine is the fewest candidates in an election.
+	soakLine = 6
 )
+
+// soakCandidates is how many candidates campaign, over all elections,
+// when each has the given holders: max(soakLine, 2×holders) per election,
+// so that at least as many wait in line as hold. "No instant with more
+// than N acting" can only fail with more than N candidates, and each
+// holder that stops heartbeating has a successor waiting for its slot.
+func soakCandidates(holders int) int { return soakElections * max(soakLine, 2*holders) }
 
 // webhookDrain bounds the wait, after the load, for every event to reach
 // the webhook: a killed replica's claim on an endpoint runs out after
@@ -79,10 +88,11 @@ func soak(t *testing.T, s setup) {
 	}
 	holders := 1
 	if n := os.Getenv("ELECTOR_SOAK_HOLDERS"); n != "" {
-		if holders, err = strconv.Atoi(n); err != nil || holders < 1 || holders > soakCandidates/soakElections {
-			t.Fatalf("ELECTOR_SOAK_HOLDERS=%q: want 1 to %d", n, soakCandidates/soakElections)
+		if holders, err = strconv.Atoi(n); err != nil || holders < 1 || holders > gateway.MaxHolders {
+			t.Fatalf("ELECTOR_SOAK_HOLDERS=%q: want 1 to %d", n, gateway.MaxHolders)
 		}
 	}
+	candidates := soakCandidates(holders)
 	bin := buildElector(t)
 	var (
 		gws     []*gatewayProcess
@@ -106,13 +116,13 @@ func soak(t *testing.T, s setup) {
 	load, err := bench.New(bench.Config{
 		Gateways:   urls,
 		Failover:   true, // as client.Candidacy and the sidecar move
-		Candidates: soakCandidates,
+		Candidates: candidates,
 		Elections:  soakElections,
 		TTL:        soakTTL,
 		// A loop per candidate, as each would be a process of its own:
 		// a request that hangs on a stopped replica holds up only the
 		// candidate that sent it.
-		Connections: soakCandidates,
+		Connections: candidates,
 		Subscribers: max(2, s.members),
 		Duration:    d,
 		Timeout:     2 * time.Second,
