@@ -78,6 +78,18 @@ func watchResumes(t *testing.T, s *setup) {
 	churn(t, s, proxy, events, token, func(joined client.Event) {
 		p.await("w observed "+joined.ID, observed(joined.ID))
 	})
+	// A last candidate joins: once the gateway's own stream has its
+	// event, it has every event before it, those of the last resignation
+	// included, and so the list below is whole.
+	ctx := context.Background()
+	_, markToken, err := s.direct().Campaign(ctx, s.election, client.CampaignRequest{ID: "mark", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.direct().Resign(context.Background(), s.election, "mark", markToken) })
+	events.await(t, "candidate.joined of mark", func(ev client.Event) bool {
+		return ev.Type == client.EventCandidateJoined && ev.Data.Candidate != nil && ev.Data.Candidate.ID == "mark"
+	})
 	var want []string
 	for _, ev := range events.Events() {
 		if ev.Type != client.EventReset {
