@@ -3,6 +3,7 @@ package servertest
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,13 @@ func TestCheckLeaksFindsAGoroutineOfTheGatewaysCode(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = memory.New().Run(ctx) }()
+	// Once the loop runs (its goroutine may not have reached it yet), it
+	// is what checkLeaks must find.
+	for start := time.Now(); len(leaked(before)) == 0; runtime.Gosched() {
+		if time.Since(start) > time.Minute {
+			t.Fatal("memory.(*Backend).Run never started")
+		}
+	}
 
 	leaking := &recorder{TB: t}
 	checkLeaks(leaking, before, 50*time.Millisecond)
