@@ -179,7 +179,7 @@ func (d *differ) election(want, got gateway.Election) {
 
 // sameFollowers reports whether two lines differ only in an order of the
 // followers that a backend moving them for transfers may show: the same
-// candidates in the same states, the leader and the candidates in error
+// candidates in the same states, the holders and the candidates in error
 // where they were, a pending transfer's target first among the followers
 // and, with none pending, the followers by priority.
 func (d *differ) sameFollowers(want, got gateway.Election) bool {
@@ -187,12 +187,12 @@ func (d *differ) sameFollowers(want, got gateway.Election) bool {
 	if len(w) != len(g) {
 		return false
 	}
-	from := 0 // the first follower
-	if want.Leader != nil {
-		if len(w) == 0 || w[0].ID != g[0].ID || g[0].State != gateway.StateLeader {
+	from := 0 // the first follower: behind the holders, which lead the line
+	for from < len(w) && w[from].State == gateway.StateLeader {
+		if w[from].ID != g[from].ID || g[from].State != gateway.StateLeader {
 			return false
 		}
-		from = 1
+		from++
 	}
 	to := from + slices.IndexFunc(w[from:], func(c gateway.Candidate) bool { return c.State != gateway.StateFollower })
 	if to < from {
