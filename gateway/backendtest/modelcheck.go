@@ -180,8 +180,10 @@ func (d *differ) election(want, got gateway.Election) {
 // sameFollowers reports whether two lines differ only in an order of the
 // followers that a backend moving them for transfers may show: the same
 // candidates in the same states, the holders and the candidates in error
-// where they were, a pending transfer's target first among the followers
-// and, with none pending, the followers by priority.
+// where they were, and a pending transfer's target first among the
+// followers. With no transfer pending any more the followers may stay as
+// the transfer left them (etcd: a cancelled transfer moves no key back);
+// adopt then takes the backend's order into the Record.
 func (d *differ) sameFollowers(want, got gateway.Election) bool {
 	w, g := slices.Clone(want.Candidates), slices.Clone(got.Candidates)
 	if len(w) != len(g) {
@@ -203,9 +205,6 @@ func (d *differ) sameFollowers(want, got gateway.Election) bool {
 		return false
 	}
 	if t := want.Transfer; t != nil && len(f) > 0 && f[0].ID != t.To {
-		return false
-	}
-	if want.Transfer == nil && !slices.IsSortedFunc(f, func(a, b gateway.Candidate) int { return b.Priority - a.Priority }) {
 		return false
 	}
 	less := func(a, b gateway.Candidate) int { return strings.Compare(a.ID, b.ID) }
