@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/electorhq/elector/internal/ctxwait"
 )
 
 // logTransitions logs every change of leadership of every election, as
@@ -26,7 +28,7 @@ func (g *Gateway) logTransitions(ctx context.Context) {
 			cursor = ""
 			continue
 		case err != nil:
-			if !sleepCtx(ctx, retry) {
+			if !ctxwait.Sleep(ctx, retry) {
 				return
 			}
 			retry = min(2*retry, 2*time.Second)
@@ -39,7 +41,7 @@ func (g *Gateway) logTransitions(ctx context.Context) {
 		}
 		if got {
 			retry = 50 * time.Millisecond
-		} else if !sleepCtx(ctx, retry) { // a watch that ends at once must not spin
+		} else if !ctxwait.Sleep(ctx, retry) { // a watch that ends at once must not spin
 			return
 		}
 	}
@@ -93,16 +95,4 @@ func logTransition(ctx context.Context, log *slog.Logger, ev Event) {
 		return
 	}
 	log.LogAttrs(ctx, level, msg, attrs...)
-}
-
-// sleepCtx waits d and reports true, or reports false as soon as ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/ctxwait"
 )
 
 // retryWatch is how long Transitions waits before it watches again after
@@ -52,7 +53,7 @@ func (t *Transitions) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if err != nil {
 			t.m.log.LogAttrs(ctx, slog.LevelWarn, "metrics: watching leader transitions failed; retrying", slog.Any("err", err))
-			if !sleep(ctx, retryWatch) {
+			if !ctxwait.Sleep(ctx, retryWatch) {
 				break
 			}
 			if cursor == "" {
@@ -76,7 +77,7 @@ func (t *Transitions) Run(ctx context.Context) error {
 			cursor = ev.ID
 			n++
 		}
-		if n == 0 && !sleep(ctx, retryWatch/10) {
+		if n == 0 && !ctxwait.Sleep(ctx, retryWatch/10) {
 			break // a watch that ends at once must not spin
 		}
 	}
@@ -105,16 +106,4 @@ func (t *Transitions) count(ev gateway.Event) {
 		return
 	}
 	t.m.transitions.WithLabelValues(string(ev.Type), reason).Inc()
-}
-
-// sleep waits d and reports true, or reports false as soon as ctx ends.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/ctxwait"
 )
 
 // streamIdleTimeout closes an event stream on which nothing, not even the
@@ -60,7 +61,7 @@ func (p *leaderProxy) follow(ctx context.Context, gateways []string, opts []clie
 				p.log.LogAttrs(ctx, slog.LevelWarn, "proxy: cannot follow the election's events; retrying",
 					slog.String("gateway", cl.BaseURL()), slog.Any("err", err))
 			}
-			if failures%len(gateways) == 0 && !sleepCtx(ctx, retryWait(failures/len(gateways))) {
+			if failures%len(gateways) == 0 && !ctxwait.Sleep(ctx, retryWait(failures/len(gateways))) {
 				return nil
 			}
 			continue
@@ -96,18 +97,6 @@ func retryWait(round int) time.Duration {
 		d *= 2
 	}
 	return min(d, 30*time.Second)
-}
-
-// sleepCtx waits d; it reports false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // streamTracker is the transport of the proxy's event stream: it tells the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/ctxwait"
 )
 
 // Holders: an election's holders setting N makes its first N candidates in
@@ -407,11 +408,11 @@ func testNeverMoreThanNHold(t *testing.T, b gateway.Backend, n int) {
 			for ctx.Err() == nil {
 				_, err := b.Campaign(ctx, e, gateway.Candidacy{ID: id, TTL: ttl, TokenHash: th}, defaults)
 				if err != nil && !errors.Is(err, gateway.ErrCandidateExists) {
-					sleepCtx(ctx, 50*time.Millisecond)
+					ctxwait.Sleep(ctx, 50*time.Millisecond)
 					continue
 				}
 				for range 1 + rnd.IntN(6) {
-					sleepCtx(ctx, time.Duration(50+rnd.IntN(200))*time.Millisecond)
+					ctxwait.Sleep(ctx, time.Duration(50+rnd.IntN(200))*time.Millisecond)
 					_, _ = b.Heartbeat(ctx, e, id, th)
 				}
 				switch rnd.IntN(3) {
@@ -470,12 +471,4 @@ func countBegins(events []gateway.Event) int {
 		}
 	}
 	return begins
-}
-
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
 }
