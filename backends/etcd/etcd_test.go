@@ -1,11 +1,13 @@
 package etcd_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,9 +40,30 @@ func freeURL(t testing.TB) url.URL {
 }
 
 // startCluster starts n etcd members in temp dirs and stops them when the
-// test ends.
+// test ends. Ports are picked free and then bound by etcd, so a parallel
+// test can take one in between: the members then start again on others.
 func startCluster(t testing.TB, n int) []*member {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		ms, err := tryCluster(t, n)
+		if err == nil {
+			t.Cleanup(func() {
+				for _, m := range ms {
+					m.stop()
+				}
+			})
+			return ms
+		}
+		if attempt == 5 || !errors.Is(err, syscall.EADDRINUSE) && !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("etcd members on ports taken meanwhile, starting again: %v", err)
+	}
+}
+
+// tryCluster starts n members on ports free when it picks them; on an
+// error it stops those that started.
+func tryCluster(t testing.TB, n int) ([]*member, error) {
 	ms := make([]*member, n)
 	var initial []string
 	for i := range ms {
@@ -55,17 +78,17 @@ func startCluster(t testing.TB, n int) []*member {
 	for _, m := range ms {
 		go func() { done <- m.start() }()
 	}
+	var errs []error
 	for range ms {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		errs = append(errs, <-done)
 	}
-	t.Cleanup(func() {
+	if err := errors.Join(errs...); err != nil {
 		for _, m := range ms {
 			m.stop()
 		}
-	})
-	return ms
+		return nil, err
+	}
+	return ms, nil
 }
 
 func (m *member) start() error {
