@@ -154,8 +154,11 @@ def test_it_campaigns_again_after_its_candidacy_expired(gateway, proxy, election
     p.stall.clear()
     p.drop()
     again = campaigns.get(timeout=10)
-    assert again.state == "leader" and again.term == 2
-    wait_until("a leads again", lambda: a.standing.leading and a.standing.term == 2)
+    # Term 2 as a rule; a later one when a campaign the stalled proxy held
+    # reached the gateway after all (a candidacy whose answer the client
+    # never got, which it outlives with 409s until it expires).
+    assert again.state == "leader" and again.term >= 2
+    wait_until("a leads again", lambda: a.standing.leading and a.standing.term == again.term)
 
 
 def test_keep_on_exit_leaves_the_candidacy_to_expire(gateway, election, journal, closing):
