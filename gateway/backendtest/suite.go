@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -369,6 +370,13 @@ func testLeaderRead(t *testing.T, b gateway.Backend) {
 		want := snapshot(t, b, e)
 		want.Candidates = nil
 		got, err := lr.ElectionLeader(ctx, e)
+		// The cursor is the backend's position, which parallel tests'
+		// writes to other elections move on between the two reads; it
+		// may only move forward.
+		if g, w, ok := numericCursors(got.Cursor, want.Cursor); err == nil && ok && g < w {
+			t.Fatalf("%s: leader read at cursor %s, before the election read at %s", step, got.Cursor, want.Cursor)
+		}
+		got.Cursor = want.Cursor
 		switch {
 		case err != nil:
 			t.Fatalf("%s: %v", step, err)
@@ -541,4 +549,12 @@ func testDeleteElection(t *testing.T, b gateway.Backend) {
 	if again.Term <= a.Term {
 		t.Fatalf("term %d of an election created again after deletion; the deleted one reached %d", again.Term, a.Term)
 	}
+}
+
+// numericCursors parses two cursors of a backend whose positions are
+// numbers; ok is false for any other kind.
+func numericCursors(a, b string) (x, y uint64, ok bool) {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return x, y, errA == nil && errB == nil
 }
