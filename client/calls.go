@@ -179,6 +179,17 @@ func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
 	return l, err
 }
 
+// Candidate returns candidate id's status, as a heartbeat would, without
+// extending its TTL.
+//
+// Errors: ErrCandidateNotFound (with ErrCandidacyRevoked when etcd revoked
+// it early), ErrElectionNotFound, ErrUnavailable.
+func (c *Client) Candidate(ctx context.Context, election, id string) (Status, error) {
+	var st Status
+	err := c.do(ctx, http.MethodGet, nil, "", &st, "v1", "elections", election, "candidates", id)
+	return st, err
+}
+
 // Candidates returns the line of election, leader first.
 //
 // Errors: ErrElectionNotFound, ErrUnavailable.
@@ -195,6 +206,17 @@ func (c *Client) Election(ctx context.Context, election string) (Election, error
 	var e Election
 	err := c.do(ctx, http.MethodGet, nil, "", &e, "v1", "elections", election)
 	return e, err
+}
+
+// Elections returns every election, sorted by name.
+//
+// Errors: ErrUnavailable.
+func (c *Client) Elections(ctx context.Context) ([]Election, error) {
+	var page struct {
+		Elections []Election `json:"elections"`
+	}
+	err := c.do(ctx, http.MethodGet, nil, "", &page, "v1", "elections")
+	return page.Elections, err
 }
 
 // DeleteElection deletes election once nobody campaigns in it (the API

@@ -46,6 +46,15 @@ func TestCampaignHeartbeatResignHandsOver(t *testing.T) {
 	if err != nil || e.Leader == nil || e.Leader.ID != "node-b" || e.Candidates != 1 || e.Settings.ErrorCooldown == 0 {
 		t.Fatalf("election: %+v, %v", e, err)
 	}
+	if es, err := c.Elections(ctx); err != nil || len(es) != 1 || es[0].Name != "billing" || es[0].Leader == nil || es[0].Leader.ID != "node-b" {
+		t.Fatalf("elections: %+v, %v", es, err)
+	}
+	if st, err := c.Candidate(ctx, "billing", "node-b"); err != nil || st.State != client.StateLeader || st.Term != cs.Term {
+		t.Fatalf("candidate node-b: %+v, %v", st, err)
+	}
+	if _, err := c.Candidate(ctx, "billing", "node-a"); !errors.Is(err, client.ErrCandidateNotFound) {
+		t.Fatalf("candidate node-a after it resigned: %v, want ErrCandidateNotFound", err)
+	}
 	st, err := c.ReportError(ctx, "billing", "node-b", tokB, "begin command failed")
 	if err != nil || st.State != client.StateError || st.Position != -1 || st.CooldownUntil.IsZero() {
 		t.Fatalf("report error: %+v, %v", st, err)

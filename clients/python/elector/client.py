@@ -339,6 +339,20 @@ class Client:
             self.call("POST", ("v1", "elections", election, "transfer"), body=body, token=token, timeout=timeout)
         )
 
+    def cancel_transfer(
+        self, election: str, token: Optional[str] = None, *, timeout: Optional[float] = None
+    ) -> Election:
+        """Cancels the pending transfer of ``election`` while its leader still
+        leads: the leader goes on leading in the same term and its heartbeats
+        count again. With ``token`` None the caller acts as an operator
+        (admin scope); otherwise ``token`` is the leader's own candidate
+        token. Raises NoTransferPendingError (none pending, or the leadership
+        it asked to hand over has ended), NotLeaderError, PreemptOnError,
+        NotSupportedError, ElectionNotFoundError, ForbiddenError."""
+        return Election.from_json(
+            self.call("DELETE", ("v1", "elections", election, "transfer"), token=token, timeout=timeout)
+        )
+
     # Webhook subscriptions and delivery logs: the API's JSON as dicts.
 
     def subscribe(

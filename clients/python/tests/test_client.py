@@ -11,6 +11,8 @@ import pytest
 import elector
 from elector import webhooks
 
+from conftest import wait_until
+
 
 def test_campaign_heartbeat_resign_hands_over(gateway, election):
     c = elector.Client(gateway.url)
@@ -87,6 +89,29 @@ def test_transfer_and_handover(gateway, election):
     assert st.state == "follower" and st.leader.id == "b" and st.term == 2
     c.resign(election, "a", a.token)
     c.resign(election, "b", b.token)
+
+
+def test_cancel_transfer(gateway, election):
+    c = elector.Client(gateway.url)
+    a = c.campaign(election, "a", ttl=60)
+    b = c.campaign(election, "b", ttl=60)
+    c.transfer(election, "b", a.token)
+    e = c.cancel_transfer(election, a.token)
+    assert e.transfer is None and e.leader.id == "a"
+    assert c.heartbeat(election, "a", a.token).state == "leader"
+    with pytest.raises(elector.NoTransferPendingError):
+        c.cancel_transfer(election)
+    c.configure(election, preempt=True)
+    p = c.campaign(election, "p", ttl=60, priority=10)
+    def preempted():
+        t = c.election(election).transfer
+        return t is not None and t.to == "p"
+
+    wait_until("preempt's transfer to p", preempted)
+    with pytest.raises(elector.PreemptOnError):
+        c.cancel_transfer(election)
+    for id, token in (("a", a.token), ("b", b.token), ("p", p.token)):
+        c.resign(election, id, token)
 
 
 def test_holders(gateway, election):

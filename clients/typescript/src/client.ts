@@ -218,6 +218,22 @@ export class Client {
   }
 
   /**
+   * cancelTransfer cancels the pending transfer of election while its
+   * leader still leads: the leader goes on leading in the same term and
+   * its heartbeats count again. With no leaderToken the caller acts as an
+   * operator (its API token needs the admin scope); otherwise leaderToken
+   * is the leader's own candidate token. The answer is the election, with
+   * no transfer.
+   *
+   * Errors: NoTransferPendingError (none pending, or the leadership it
+   * asked to hand over has ended), NotLeaderError, PreemptOnError,
+   * NotSupportedError, ElectionNotFoundError, ForbiddenError.
+   */
+  cancelTransfer(election: string, leaderToken = "", options?: CallOptions): Promise<Election> {
+    return this.#json("DELETE", ["v1", "elections", election, "transfer"], { ...options, token: leaderToken });
+  }
+
+  /**
    * handover ends the leadership of candidate id in favour of the pending
    * transfer's target, which leads at once with the next term; id stays in
    * line as a follower. Call it only once the candidate has stopped acting

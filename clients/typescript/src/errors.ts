@@ -208,6 +208,13 @@ export class NoTransferPendingError extends ProblemError {
 export class TransferBlockedError extends ProblemError {
   override name = "TransferBlockedError";
 }
+/**
+ * preempt-on (409): the transfer to cancel was started by the election's
+ * preempt setting, which would start it again; turn preempt off first.
+ */
+export class PreemptOnError extends ProblemError {
+  override name = "PreemptOnError";
+}
 /** webhooks-unavailable (501): the backend cannot keep the webhook outbox. */
 export class WebhooksUnavailableError extends ProblemError {
   override name = "WebhooksUnavailableError";
@@ -256,6 +263,7 @@ const problemClasses: Record<string, ProblemClass> = {
   "not-leader": NotLeaderError,
   "no-transfer-pending": NoTransferPendingError,
   "transfer-blocked": TransferBlockedError,
+  "preempt-on": PreemptOnError,
   "webhooks-unavailable": WebhooksUnavailableError,
   "not-supported": NotSupportedError,
   internal: InternalError,

@@ -13,7 +13,9 @@ import {
   InvalidConfigError,
   InvalidRequestError,
   NoLeaderError,
+  NoTransferPendingError,
   NotLeaderError,
+  PreemptOnError,
   TimeoutError,
   TokenMismatchError,
   TransferPendingError,
@@ -109,6 +111,22 @@ test("transfer and handover", async () => {
   assert.equal((await c.configure("transfer", { error_cooldown: "2s" })).settings.error_cooldown, "2s");
   await c.resign("transfer", "a", a.token);
   await c.resign("transfer", "b", b.token);
+});
+
+test("cancelling a transfer keeps the leader; one preempt started is refused while preempt is on", async () => {
+  const a = await c.campaign("cancel", { id: "a", ttl: "1m" });
+  const b = await c.campaign("cancel", { id: "b", ttl: "1m" });
+  await c.transfer("cancel", "b", a.token);
+  const e = await c.cancelTransfer("cancel", a.token);
+  assert.equal(e.transfer, undefined);
+  assert.equal(e.leader?.id, "a");
+  assert.equal((await c.heartbeat("cancel", "a", a.token)).state, "leader");
+  await assert.rejects(c.cancelTransfer("cancel"), NoTransferPendingError);
+  await c.configure("cancel", { preempt: true });
+  const p = await c.campaign("cancel", { id: "p", ttl: "1m", priority: 10 });
+  await waitFor("preempt's transfer to p", async () => (await c.election("cancel")).transfer?.to === "p");
+  await assert.rejects(c.cancelTransfer("cancel"), PreemptOnError);
+  for (const [id, token] of [["a", a.token], ["b", b.token], ["p", p.token]]) await c.resign("cancel", id, token);
 });
 
 test("no answer is a TransportError, a TimeoutError or the signal's reason", async () => {

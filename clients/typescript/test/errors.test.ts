@@ -41,6 +41,7 @@ test("every stable problem type has its class", async () => {
     ["not-leader", 409, "NotLeaderError"],
     ["no-transfer-pending", 409, "NoTransferPendingError"],
     ["transfer-blocked", 409, "TransferBlockedError"],
+    ["preempt-on", 409, "PreemptOnError"],
     ["webhooks-unavailable", 501, "WebhooksUnavailableError"],
     ["not-supported", 501, "NotSupportedError"],
     ["internal", 500, "InternalError"],
