@@ -223,8 +223,35 @@ func (c *Client) Elections(ctx context.Context) ([]Election, error) {
 // token needs the admin scope). A later campaign creates it again, with
 // terms above the deleted one's.
 //
-// Errors: ErrElectionNotFound, a *Problem of type election-not-empty while
-// candidates remain, ErrUnavailable.
+// Errors: ErrElectionNotFound, ErrElectionNotEmpty while candidates
+// remain, ErrUnavailable.
 func (c *Client) DeleteElection(ctx context.Context, election string) error {
 	return c.do(ctx, http.MethodDelete, nil, "", nil, "v1", "elections", election)
+}
+
+// Health is the answer of the probes: Status "ok" (Health) or "ready"
+// (Ready), and Ready's Checks by name (backend, watch, webhooks).
+type Health struct {
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks,omitempty"`
+}
+
+// Health asks the liveness probe, /healthz: whether the gateway process
+// serves HTTP at all. It needs no API token.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.do(ctx, http.MethodGet, nil, "", &h, "healthz")
+	return h, err
+}
+
+// Ready asks the readiness probe, /readyz: whether this gateway serves
+// writes now. It needs no API token.
+//
+// Errors: ErrUnavailable while it does not, a *Problem whose Ext
+// "checks" names each check's state ("backend": "starting" while the
+// gateway opens its backend, "unreachable", …).
+func (c *Client) Ready(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.do(ctx, http.MethodGet, nil, "", &h, "readyz")
+	return h, err
 }

@@ -139,9 +139,17 @@ func (c *Client) newRequest(ctx context.Context, method, target string, body any
 // do sends one request and decodes a 2xx JSON answer into out (if not
 // nil). Any other status becomes a *Problem.
 func (c *Client) do(ctx context.Context, method string, body any, token string, out any, segments ...string) error {
+	return c.doQuery(ctx, method, nil, body, token, out, segments...)
+}
+
+// doQuery is do with a query string.
+func (c *Client) doQuery(ctx context.Context, method string, query url.Values, body any, token string, out any, segments ...string) error {
 	target, err := c.endpoint(segments...)
 	if err != nil {
 		return err
+	}
+	if len(query) > 0 {
+		target += "?" + query.Encode()
 	}
 	req, err := c.newRequest(ctx, method, target, body, token)
 	if err != nil {

@@ -109,8 +109,14 @@
 // Client has one method per call of the HTTP API v1: Campaign returns a
 // token that Heartbeat, Resign and ReportError need; the heartbeat's
 // answer says whether the candidate leads; an expired candidacy answers
-// ErrCandidateNotFound and must campaign again. Leader, Candidates and
-// Election read an election.
+// ErrCandidateNotFound and must campaign again. Leader, Candidates,
+// Candidate, Election and Elections read elections; Configure,
+// DeleteElection, Transfer, CancelTransfer and Handover change them.
+// Subscribe, Subscriptions, Subscription, Unsubscribe and RotateSecret
+// manage an election's webhook subscriptions; Deliveries, Delivery and
+// Redeliver read and resend their delivery logs, CandidateDeliveries and
+// RedeliverCandidate those of a candidate's own webhook
+// (CampaignRequest.Webhook). Health and Ready ask the probes.
 //
 // The gateway answers errors with RFC 9457 problem documents. They come
 // back as a *Problem, which matches the sentinels of this package with

@@ -55,34 +55,55 @@ var (
 	// ErrPreemptOn: the transfer to cancel was started by the election's
 	// preempt setting, which would start it again; turn preempt off first.
 	ErrPreemptOn = errors.New("elector: transfer started by preempt") // preempt-on
+
+	ErrRequestTimeout      = errors.New("elector: request body timed out")     // request-timeout: the body did not arrive in time
+	ErrMethodNotAllowed    = errors.New("elector: method not allowed")         // method-not-allowed
+	ErrElectionNotEmpty    = errors.New("elector: election not empty")         // election-not-empty: candidates remain
+	ErrWebhookNotFound     = errors.New("elector: webhook not found")          // webhook-not-found: no such subscription, or no webhook
+	ErrDeliveryNotFound    = errors.New("elector: delivery not found")         // delivery-not-found
+	ErrNotRedeliverable    = errors.New("elector: delivery not redeliverable") // not-redeliverable: a gap
+	ErrWebhooksUnavailable = errors.New("elector: webhooks unavailable")       // webhooks-unavailable: the backend keeps no outbox
+	// ErrDestinationRefused: a webhook URL that is not http(s), or on a
+	// loopback, private, link-local or other non-public network while the
+	// gateway does not allow them (webhooks.allow_private_networks).
+	ErrDestinationRefused = errors.New("elector: webhook destination refused") // webhook-destination-refused
 )
 
 // problemSentinels maps problem slugs to sentinels.
 var problemSentinels = map[string]error{
-	"invalid-request":          ErrInvalidRequest,
-	"malformed-json":           ErrInvalidRequest,
-	"body-too-large":           ErrInvalidRequest,
-	"unsupported-media-type":   ErrInvalidRequest,
-	"candidate-token-missing":  ErrCandidateTokenMissing,
-	"candidate-token-mismatch": ErrTokenMismatch,
-	"election-not-found":       ErrElectionNotFound,
-	"candidate-not-found":      ErrCandidateNotFound,
-	"no-leader":                ErrNoLeader,
-	"not-found":                ErrNotFound,
-	"candidate-exists":         ErrCandidateExists,
-	"limit-reached":            ErrLimitReached,
-	"rate-limited":             ErrRateLimited,
-	"unauthenticated":          ErrUnauthenticated,
-	"forbidden":                ErrForbidden,
-	"backend-unavailable":      ErrUnavailable,
-	"internal":                 ErrInternal,
-	"transfer-pending":         ErrTransferPending,
-	"not-a-follower":           ErrNotFollower,
-	"not-leader":               ErrNotLeader,
-	"no-transfer-pending":      ErrNoTransfer,
-	"transfer-blocked":         ErrTransferBlocked,
-	"preempt-on":               ErrPreemptOn,
-	"not-supported":            ErrNotSupported,
+	"invalid-request":             ErrInvalidRequest,
+	"malformed-json":              ErrInvalidRequest,
+	"body-too-large":              ErrInvalidRequest,
+	"unsupported-media-type":      ErrInvalidRequest,
+	"candidate-token-missing":     ErrCandidateTokenMissing,
+	"candidate-token-mismatch":    ErrTokenMismatch,
+	"election-not-found":          ErrElectionNotFound,
+	"candidate-not-found":         ErrCandidateNotFound,
+	"no-leader":                   ErrNoLeader,
+	"not-found":                   ErrNotFound,
+	"candidate-exists":            ErrCandidateExists,
+	"limit-reached":               ErrLimitReached,
+	"rate-limited":                ErrRateLimited,
+	"unauthenticated":             ErrUnauthenticated,
+	"forbidden":                   ErrForbidden,
+	"backend-unavailable":         ErrUnavailable,
+	"internal":                    ErrInternal,
+	"transfer-pending":            ErrTransferPending,
+	"not-a-follower":              ErrNotFollower,
+	"not-leader":                  ErrNotLeader,
+	"no-transfer-pending":         ErrNoTransfer,
+	"transfer-blocked":            ErrTransferBlocked,
+	"preempt-on":                  ErrPreemptOn,
+	"not-supported":               ErrNotSupported,
+	"malformed-body":              ErrInvalidRequest,
+	"request-timeout":             ErrRequestTimeout,
+	"method-not-allowed":          ErrMethodNotAllowed,
+	"election-not-empty":          ErrElectionNotEmpty,
+	"webhook-destination-refused": ErrDestinationRefused,
+	"webhook-not-found":           ErrWebhookNotFound,
+	"delivery-not-found":          ErrDeliveryNotFound,
+	"not-redeliverable":           ErrNotRedeliverable,
+	"webhooks-unavailable":        ErrWebhooksUnavailable,
 }
 
 // Problem is an RFC 9457 problem document the gateway answered with, or,

@@ -105,7 +105,7 @@ type gateway struct {
 // args are more flags of serve. For examples, which cannot skip: outside
 // a checkout they are not run (see TestMain).
 func startGateway(args ...string) (gw *gateway, stop func()) {
-	gw, err := runGateway(args)
+	gw, err := runGateway(startedMsg, args)
 	if err != nil {
 		panic(err)
 	}
@@ -119,7 +119,7 @@ func newGateway(t *testing.T, args ...string) *gateway {
 	if electorBinary == "" {
 		t.Skip(noGateway)
 	}
-	gw, err := runGateway(args)
+	gw, err := runGateway(startedMsg, args)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,9 +127,31 @@ func newGateway(t *testing.T, args ...string) *gateway {
 	return gw
 }
 
+// newStartingGateway is newGateway returning as soon as the gateway
+// listens, before its backend has opened (the args say which backend).
+func newStartingGateway(t *testing.T, args ...string) *gateway {
+	t.Helper()
+	if electorBinary == "" {
+		t.Skip(noGateway)
+	}
+	gw, err := runGateway(listeningMsg, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.stop)
+	return gw
+}
+
+// The log lines of serve that give its address: once it serves the API,
+// and once it listens, before its backend has opened.
+const (
+	startedMsg   = "elector started"
+	listeningMsg = "listening; opening the backend"
+)
+
 // runGateway starts the process and reads from its log the address it
-// listens on once it is ready.
-func runGateway(args []string) (*gateway, error) {
+// listens on once it logs the message until.
+func runGateway(until string, args []string) (*gateway, error) {
 	if electorBinary == "" {
 		return nil, errors.New(noGateway)
 	}
@@ -157,7 +179,7 @@ func runGateway(args []string) (*gateway, error) {
 		waiting := started // nil once it started; the log is read on to its end
 		for sc.Scan() {
 			var line struct{ Msg, Listen string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "elector started" && waiting != nil {
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == until && waiting != nil {
 				waiting <- line.Listen
 				waiting = nil
 			} else if waiting != nil {
@@ -179,7 +201,7 @@ func runGateway(args []string) (*gateway, error) {
 		return nil, fmt.Errorf("elector %s exited before it started:\n%s", strings.Join(args, " "), early.String())
 	case <-time.After(30 * time.Second):
 		gw.stop()
-		return nil, errors.New("elector serve did not start within 30s")
+		return nil, fmt.Errorf("elector serve did not log %q within 30s", until)
 	}
 }
 

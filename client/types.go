@@ -28,16 +28,44 @@ type CampaignRequest struct {
 	// Priority orders the line, higher first (-1000 to 1000); 0 by
 	// default. Other values need a gateway backend with transfers.
 	Priority int
+	// Webhook is the candidate's own webhook, or nil: it receives the
+	// candidate's own leader.begin, leader.end and leader.error, signed
+	// with the WebhookSecret of Campaign's answer.
+	Webhook *CandidateWebhook
+}
+
+// CandidateWebhook is a candidate's own webhook. Its leader.begin must be
+// answered with a 2xx within BeginTimeout, or the candidate is put in
+// error: it gives up the leadership and rejoins after the election's
+// error cooldown.
+type CandidateWebhook struct {
+	// URL is checked as a subscription's (Subscribe). Required.
+	URL string `json:"url"`
+	// BeginTimeout is 1s to 1h; 0 takes the gateway's default (10s).
+	BeginTimeout time.Duration `json:"-"`
+}
+
+// MarshalJSON writes the webhook of the campaign body.
+func (w CandidateWebhook) MarshalJSON() ([]byte, error) {
+	body := struct {
+		URL          string `json:"url"`
+		BeginTimeout string `json:"begin_timeout,omitempty"`
+	}{URL: w.URL}
+	if w.BeginTimeout != 0 {
+		body.BeginTimeout = w.BeginTimeout.String()
+	}
+	return json.Marshal(body)
 }
 
 // MarshalJSON writes the campaign body of the API.
 func (r CampaignRequest) MarshalJSON() ([]byte, error) {
 	body := struct {
-		ID       string          `json:"id"`
-		TTL      string          `json:"ttl,omitempty"`
-		Priority int             `json:"priority,omitempty"`
-		Metadata json.RawMessage `json:"metadata,omitempty"`
-	}{ID: r.ID, Priority: r.Priority, Metadata: r.Metadata}
+		ID       string            `json:"id"`
+		TTL      string            `json:"ttl,omitempty"`
+		Priority int               `json:"priority,omitempty"`
+		Metadata json.RawMessage   `json:"metadata,omitempty"`
+		Webhook  *CandidateWebhook `json:"webhook,omitempty"`
+	}{ID: r.ID, Priority: r.Priority, Metadata: r.Metadata, Webhook: r.Webhook}
 	if r.TTL != 0 {
 		body.TTL = r.TTL.String()
 	}
@@ -128,6 +156,9 @@ type Status struct {
 	Priority int      `json:"priority"`
 	// Transfer is the election's pending leadership transfer, or nil.
 	Transfer *Transfer `json:"transfer,omitempty"`
+	// WebhookSecret signs the candidate's own webhook: set in Campaign's
+	// answer only, when the request had a Webhook.
+	WebhookSecret string `json:"webhook_secret,omitempty"`
 }
 
 // Transfer is a pending transfer of leadership to a named follower.
