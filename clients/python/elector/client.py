@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar, Union
 
 from ._http import Abort, Stream, Transport
 from .errors import ElectorError, InvalidConfigError, ProblemError, TransportError
-from .types import Candidates, Election, Leader, Status, format_duration
+from .types import Candidates, Election, Health, Leader, Status, format_duration
 from .watch import DEFAULT_READ_TIMEOUT, DEFAULT_RECONNECT_DELAY, Observe, Watch
 
 DEFAULT_TIMEOUT = 30.0
@@ -422,6 +422,29 @@ class Client:
             "POST", ("v1", "elections", election, "candidates", id, "deliveries", delivery, "redeliver"), token=token,
             timeout=timeout,
         )
+
+    # Probes.
+
+    def health(self, *, gateway: Optional[int] = None, timeout: Optional[float] = None) -> Health:
+        """The liveness probe, /healthz: whether the gateway process serves
+        HTTP at all. No API token is needed. With ``gateway`` None it asks
+        the gateway in use, failing over as every call does; with an index,
+        that gateway only."""
+        return Health.from_json(self._probe("healthz", gateway, timeout))
+
+    def ready(self, *, gateway: Optional[int] = None, timeout: Optional[float] = None) -> Health:
+        """The readiness probe, /readyz: whether the gateway serves writes
+        now (``checks`` names each check). Raises UnavailableError while it
+        does not, its ``extensions["checks"]`` saying which check failed
+        (``backend``: ``starting`` while the gateway opens its backend,
+        ``unreachable``, …). ``gateway`` as in health."""
+        return Health.from_json(self._probe("readyz", gateway, timeout))
+
+    def _probe(self, path: str, gateway: Optional[int], timeout: Optional[float]) -> Any:
+        if gateway is None:
+            return self.call("GET", (path,), timeout=timeout)
+        tr = self.transports[gateway]
+        return tr.request("GET", tr.path((path,)), timeout=self.timeout if timeout is None else timeout)
 
     # Event streams.
 

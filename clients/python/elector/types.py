@@ -348,6 +348,20 @@ class Snapshot:
 
 
 @dataclass
+class Health:
+    """The answer of the probes: ``status`` "ok" (health) or "ready"
+    (ready), and ready's ``checks`` by name (backend, watch, webhooks)."""
+
+    status: str
+    checks: Dict[str, str] = field(default_factory=dict)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Health":
+        return cls(status=d.get("status", ""), checks=dict(_obj(d.get("checks"))), raw=d)
+
+
+@dataclass
 class CandidateRef:
     """Names a candidate inside an event."""
 

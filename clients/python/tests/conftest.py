@@ -53,9 +53,10 @@ def elector_bin(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 class Gateway:
-    """One `elector serve` process with the embedded backend."""
+    """One `elector serve` process with the embedded backend, returned once
+    /readyz answers 200 (with ``ready`` False: once it listens)."""
 
-    def __init__(self, binary: str, args: List[str]) -> None:
+    def __init__(self, binary: str, args: List[str], ready: bool = True) -> None:
         self.dir = tempfile.mkdtemp(prefix="elector-py-")
         self.log_path = os.path.join(self.dir, "serve.log")
         self._log = open(self.log_path, "wb")
@@ -74,7 +75,7 @@ class Gateway:
                 self.url = "http://" + m.group(1)
             else:
                 time.sleep(0.02)
-        while True:
+        while ready:
             try:
                 with urllib.request.urlopen(self.url + "/readyz", timeout=2) as r:
                     if r.status == 200:

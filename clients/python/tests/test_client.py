@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import socket
 import threading
 import time
 
@@ -11,7 +12,7 @@ import pytest
 import elector
 from elector import webhooks
 
-from conftest import wait_until
+from conftest import Gateway, wait_until
 
 
 def test_campaign_heartbeat_resign_hands_over(gateway, election):
@@ -169,6 +170,39 @@ def test_a_real_delivery_verifies_and_a_tampered_one_does_not(gateway, election)
         c.resign(election, "a", a.token)
     finally:
         srv.shutdown()
+
+
+def test_health_and_ready_of_a_serving_gateway(gateway):
+    c = elector.Client(gateway.url)
+    h = c.health()
+    assert h.status == "ok" and h.raw == {"status": "ok"}
+    r = c.ready()
+    assert r.status == "ready" and r.checks["backend"] == "ok"
+
+
+def test_ready_raises_while_the_backend_starts_and_fails_over_to_a_ready_gateway(elector_bin, gateway):
+    # An embedded cluster member whose peers never answer waits for them:
+    # it lives, but is not ready, and says why.
+    peers = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    routes = ",".join("127.0.0.1:%d" % p.getsockname()[1] for p in peers)
+    starting = Gateway(
+        elector_bin,
+        ["--embedded-server-name", "a", "--embedded-cluster-listen", "127.0.0.1:0", "--embedded-routes", routes],
+        ready=False,
+    )
+    try:
+        c = elector.Client([starting.url, gateway.url])
+        assert c.health(gateway=0).status == "ok"
+        with pytest.raises(elector.UnavailableError) as not_ready:
+            c.ready(gateway=0)
+        assert not_ready.value.status == 503 and not_ready.value.extensions["checks"]["backend"] == "starting"
+        assert c.gateway_index == 0
+        # Without an index it asks the gateway in use and fails over.
+        assert c.ready().status == "ready" and c.gateway_index == 1
+    finally:
+        starting.stop()
+        for p in peers:
+            p.close()
 
 
 def test_a_dead_first_gateway_fails_over_to_the_next(gateway, proxy, election):
