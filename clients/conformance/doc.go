@@ -28,6 +28,15 @@
 //     tampered with or replayed;
 //   - problems come back as the client's typed errors.
 //
+// The parity tests (go test ./clients/conformance -run Parity) need no
+// gateway: they read openapi.yaml and each client's source, and check
+// that every operation a program calls has a method in each client's
+// Client (clientMethods in parity_test.go names them; notClientCalls
+// lists the webhooks, pages, metrics and spec documents, with why) and
+// that every problem type is mapped by each client's table of typed
+// errors. An operation or problem type added to openapi.yaml fails them
+// until every client has it.
+//
 // Drivers: the Go driver (godriver, built by the test), the Python one
 // (/usr/bin/python3 clients/python/conformance_driver.py, or python3 on
 // PATH) and the TypeScript one (node
