@@ -227,6 +227,13 @@ test("observe reports leader changes and no leader", async () => {
   );
 });
 
+test("health and ready answer the probes of a serving gateway", async () => {
+  assert.deepEqual(await c.health(), { status: "ok" });
+  const ready = await c.ready();
+  assert.equal(ready.status, "ready");
+  assert.equal(ready.checks?.backend, "ok");
+});
+
 test("deliveries of a real gateway verify, de-duplicate and refuse tampering", async () => {
   const got: { headers: IncomingHttpHeaders; body: Buffer }[] = [];
   const receiver = createServer((req, res) => {
