@@ -1,9 +1,7 @@
 package conformance
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -44,19 +42,12 @@ func captureWebhook(t *testing.T, gw *gatewayProc) capturedWebhook {
 	}))
 	t.Cleanup(receiver.Close)
 
-	sub, _ := json.Marshal(map[string]any{"url": receiver.URL + "/elector", "types": []string{client.EventLeaderBegin}})
-	resp, err := http.Post(gw.URL+"/v1/elections/"+election+"/subscriptions", "application/json", bytes.NewReader(sub))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var created struct{ Secret string }
-	if err := json.NewDecoder(resp.Body).Decode(&created); err != nil || resp.StatusCode != http.StatusCreated || created.Secret == "" {
-		t.Fatalf("subscribe the receiver: %d, %v", resp.StatusCode, err)
-	}
-
 	ctx := context.Background()
 	c := client.New(gw.URL)
+	sub, err := c.Subscribe(ctx, election, client.SubscriptionRequest{URL: receiver.URL + "/elector", Types: []string{client.EventLeaderBegin}})
+	if err != nil || sub.Secret == "" {
+		t.Fatalf("subscribe the receiver: %+v, %v", sub, err)
+	}
 	_, token, err := c.Campaign(ctx, election, client.CampaignRequest{ID: "hooked", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +55,7 @@ func captureWebhook(t *testing.T, gw *gatewayProc) capturedWebhook {
 	defer c.Resign(ctx, election, "hooked", token)
 	select {
 	case d := <-got:
-		d.Secret = created.Secret
+		d.Secret = sub.Secret
 		return d
 	case <-time.After(waitLimit):
 		t.Fatalf("no delivery reached the receiver within %s", waitLimit)
