@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 func TestSidecarFollowerBeginsWhenTheLeaderResignsNotAtItsNextHeartbeat(t *testing.T) {
@@ -23,16 +25,16 @@ func TestSidecarFollowerBeginsWhenTheLeaderResignsNotAtItsNextHeartbeat(t *testi
 		return append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", id, "--ttl", "1m"}, hookArgs(log)...)
 	}
 	logsA, stopA := inProcess(t, args("a")...)
-	waitFor(t, 5*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
+	eventually.True(t, 5*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
 	logsB, stopB := inProcess(t, args("b")...)
-	waitFor(t, 5*time.Second, "b in line", func() bool {
+	eventually.True(t, 5*time.Second, "b in line", func() bool {
 		cs, err := g.c.Candidates(context.Background(), "e")
 		return err == nil && len(cs.Candidates) == 2
 	})
 	if code := stopA(); code != 0 {
 		t.Fatalf("a's exit code %d; logs:\n%s", code, logsA)
 	}
-	waitFor(t, 10*time.Second, "b's begin", func() bool { return slices.Contains(readLines(log), "begin b 2 elected") })
+	eventually.True(t, 10*time.Second, "b's begin", func() bool { return slices.Contains(readLines(log), "begin b 2 elected") })
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 resigned", "begin b 2 elected"}) {
 		t.Fatalf("commands ran: %q; logs of b:\n%s", got, logsB)
 	}
@@ -60,9 +62,9 @@ func BenchmarkSidecarHandoverOnSIGTERM(b *testing.B) {
 			return cmd.Process
 		}
 		a := start("a")
-		waitFor(b, 10*time.Second, "a's begin", func() bool { return len(readLines(log)) == 1 })
+		eventually.True(b, 10*time.Second, "a's begin", func() bool { return len(readLines(log)) == 1 })
 		start("b")
-		waitFor(b, 10*time.Second, "b in line", func() bool {
+		eventually.True(b, 10*time.Second, "b in line", func() bool {
 			cs, err := g.c.Candidates(context.Background(), election)
 			return err == nil && len(cs.Candidates) == 2
 		})
@@ -71,7 +73,7 @@ func BenchmarkSidecarHandoverOnSIGTERM(b *testing.B) {
 		if err := a.Signal(syscall.SIGTERM); err != nil {
 			b.Fatal(err)
 		}
-		waitFor(b, 20*time.Second, "b's begin", func() bool { return len(readLines(log)) == 2 })
+		eventually.True(b, 20*time.Second, "b's begin", func() bool { return len(readLines(log)) == 2 })
 		b.StopTimer()
 		f := strings.Fields(readLines(log)[1])
 		ns, err := strconv.ParseInt(f[2], 10, 64)
@@ -91,7 +93,7 @@ func TestSidecarTriesGatewaysInTurn(t *testing.T) {
 	g.blocked.Store(true) // the first gateway drops every request
 	log := filepath.Join(t.TempDir(), "log")
 	logs, stop := inProcess(t, append([]string{"--gateway", g.proxy.URL + ", " + g.srv.URL, "--election", "e", "--id", "a", "--ttl", "3s"}, hookArgs(log)...)...)
-	waitFor(t, 5*time.Second, "the begin command", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
+	eventually.True(t, 5*time.Second, "the begin command", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
 	if !strings.Contains(logs.String(), "switched gateway") {
 		t.Errorf("logs do not say which gateway answered:\n%s", logs)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // healthFile is a health command that passes while path exists and
@@ -54,9 +55,9 @@ func TestSidecarFailingHealthCheckHandsLeadershipToTheNextCandidate(t *testing.T
 		return append(append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", id, "--ttl", ttl.String()}, hookArgs(log)...), more...)
 	}
 	logsA, stopA := inProcess(t, args("a", "--health-command", healthFile(ok))...)
-	waitFor(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
+	eventually.True(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
 	logsB, stopB := inProcess(t, args("b")...)
-	waitFor(t, 10*time.Second, "b in line", func() bool { return len(lineOf(t, g)) == 2 })
+	eventually.True(t, 10*time.Second, "b in line", func() bool { return len(lineOf(t, g)) == 2 })
 
 	if err := os.Remove(ok); err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestSidecarFailingHealthCheckHandsLeadershipToTheNextCandidate(t *testing.T
 	if want := "health check failed 3 times in a row: exit status 1: db unreachable: connection refused"; failed.Data.Detail != want {
 		t.Fatalf("leader.error says %q; want %q", failed.Data.Detail, want)
 	}
-	waitFor(t, 10*time.Second, "a's error command and b's begin command", func() bool {
+	eventually.True(t, 10*time.Second, "a's error command and b's begin command", func() bool {
 		return slices.Contains(readLines(log), "error a 1 error") && slices.Contains(readLines(log), "begin b 2 elected")
 	})
 	lines := readLines(log)
@@ -90,11 +91,11 @@ func TestSidecarFailingHealthCheckHandsLeadershipToTheNextCandidate(t *testing.T
 		t.Fatalf("b began before a's end command ran: %q", lines)
 	}
 	// Unhealthy, a has left the line; healthy again, it is back behind b.
-	waitFor(t, 10*time.Second, "a out of line", func() bool { return slices.Equal(lineOf(t, g), []string{"b leader"}) })
+	eventually.True(t, 10*time.Second, "a out of line", func() bool { return slices.Equal(lineOf(t, g), []string{"b leader"}) })
 	if err := os.WriteFile(ok, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "a back in line", func() bool { return slices.Equal(lineOf(t, g), []string{"b leader", "a follower"}) })
+	eventually.True(t, 10*time.Second, "a back in line", func() bool { return slices.Equal(lineOf(t, g), []string{"b leader", "a follower"}) })
 	if !strings.Contains(logsA.String(), "health check failing: leaving the line") || !strings.Contains(logsA.String(), "health check passes: campaigning") {
 		t.Errorf("a's logs do not say what it did:\n%s", logsA)
 	}
@@ -122,16 +123,16 @@ func TestSidecarFollowerWithFailingHealthCheckLeavesTheLineAndComesBack(t *testi
 		return append(append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", id, "--ttl", "3s"}, hookArgs(log)...), more...)
 	}
 	_, stopA := inProcess(t, args("a")...)
-	waitFor(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
+	eventually.True(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
 	logsB, stopB := inProcess(t, args("b", "--health-url", app.URL+"/healthz", "--health-failures", "2", "--status-listen", "127.0.0.1:0")...)
 	status := statusAddr(t, logsB)
-	waitFor(t, 10*time.Second, "b in line", func() bool { return slices.Equal(lineOf(t, g), []string{"a leader", "b follower"}) })
+	eventually.True(t, 10*time.Second, "b in line", func() bool { return slices.Equal(lineOf(t, g), []string{"a leader", "b follower"}) })
 	if v := leaderOf(t, status); v.Healthy == nil || !*v.Healthy {
 		t.Fatalf("b's /leader %+v; want healthy", v)
 	}
 
 	sick.Store(true)
-	waitFor(t, 10*time.Second, "b out of line", func() bool { return slices.Equal(lineOf(t, g), []string{"a leader"}) })
+	eventually.True(t, 10*time.Second, "b out of line", func() bool { return slices.Equal(lineOf(t, g), []string{"a leader"}) })
 	// Out of line, the sidecar itself is well: /healthz says so, /leader
 	// and the metrics say the check fails.
 	if v := leaderOf(t, status); v.Healthy == nil || *v.Healthy || v.Leading {
@@ -154,7 +155,7 @@ func TestSidecarFollowerWithFailingHealthCheckLeavesTheLineAndComesBack(t *testi
 		t.Fatal("someone leads; b must not while its check fails")
 	}
 	sick.Store(false)
-	waitFor(t, 10*time.Second, "b's begin once healthy", func() bool { return slices.Contains(readLines(log), "begin b 2 elected") })
+	eventually.True(t, 10*time.Second, "b's begin once healthy", func() bool { return slices.Contains(readLines(log), "begin b 2 elected") })
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 resigned", "begin b 2 elected"}) {
 		t.Fatalf("commands ran: %q; logs of b:\n%s", got, logsB)
 	}
@@ -173,11 +174,11 @@ func TestSidecarHungHealthCheckCountsAsFailing(t *testing.T) {
 	check := `if [ -e ` + hang + ` ]; then echo "checking…"; sleep 300; fi`
 	logs, stop := inProcess(t, append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "3s",
 		"--health-command", check, "--health-timeout", "200ms", "--health-failures", "2", "--error-timeout", "1h"}, hookArgs(log)...)...)
-	waitFor(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
+	eventually.True(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
 	if err := os.WriteFile(hang, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the end of a's leadership", func() bool { return slices.Contains(readLines(log), "error a 1 error") })
+	eventually.True(t, 10*time.Second, "the end of a's leadership", func() bool { return slices.Contains(readLines(log), "error a 1 error") })
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 error", "error a 1 error"}) {
 		t.Fatalf("commands ran: %q", got)
 	}

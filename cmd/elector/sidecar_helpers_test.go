@@ -58,18 +58,6 @@ func newTestGateway(t testing.TB) *testGateway {
 	return g
 }
 
-// waitFor polls cond every 20ms until it holds or timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // readLines returns the lines of a file the commands append to.
 func readLines(path string) []string {
 	b, _ := os.ReadFile(path)

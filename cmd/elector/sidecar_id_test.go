@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestSecondSidecarWithTheSameIDSaysPassID: two elector run with one id
@@ -35,9 +37,9 @@ func TestSecondSidecarWithTheSameIDSaysPassID(t *testing.T) {
 		return append([]string{"--gateway", gw, "--election", "e", "--id", "same", "--ttl", "3s"}, hookArgs(log)...)
 	}
 	logsA, stopA := inProcess(t, args(g.srv.URL)...)
-	waitFor(t, 5*time.Second, "the first leads", func() bool { return slices.Contains(readLines(log), "begin same 1 elected") })
+	eventually.True(t, 5*time.Second, "the first leads", func() bool { return slices.Contains(readLines(log), "begin same 1 elected") })
 	logsB, stopB := inProcess(t, args(counting.URL)...)
-	waitFor(t, 10*time.Second, "three refused campaigns of the second", func() bool { return refused.Load() >= 3 })
+	eventually.True(t, 10*time.Second, "three refused campaigns of the second", func() bool { return refused.Load() >= 3 })
 	const said = `id \"same\" is held by a live candidate; pass --id`
 	if n := strings.Count(logsB.String(), said); n != 1 {
 		t.Fatalf("the second sidecar said %d times that the id is held (want once); logs:\n%s", n, logsB)
@@ -48,7 +50,7 @@ func TestSecondSidecarWithTheSameIDSaysPassID(t *testing.T) {
 	if code := stopA(); code != 0 {
 		t.Fatalf("the first sidecar exited %d; logs:\n%s", code, logsA)
 	}
-	waitFor(t, 10*time.Second, "the second leads once the first resigned", func() bool {
+	eventually.True(t, 10*time.Second, "the second leads once the first resigned", func() bool {
 		return slices.Contains(readLines(log), "begin same 2 elected")
 	})
 	if code := stopB(); code != 0 {

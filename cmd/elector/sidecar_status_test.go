@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/sidecar"
 )
 
 // statusAddr waits for the status server's address in logs.
@@ -22,7 +25,7 @@ func statusAddr(t *testing.T, logs *syncBuffer) string {
 			t.Logf("logs:\n%s", logs)
 		}
 	}()
-	waitFor(t, 5*time.Second, "the status server", func() bool {
+	eventually.True(t, 5*time.Second, "the status server", func() bool {
 		m := re.FindStringSubmatch(logs.String())
 		if m != nil {
 			addr = m[1]
@@ -45,10 +48,10 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 // leaderOf reads GET /leader.
-func leaderOf(t *testing.T, base string) leaderView {
+func leaderOf(t *testing.T, base string) sidecar.LeaderView {
 	t.Helper()
 	code, body := get(t, base+"/leader")
-	var v leaderView
+	var v sidecar.LeaderView
 	if err := json.Unmarshal([]byte(body), &v); code != http.StatusOK || err != nil {
 		t.Fatalf("GET /leader: %d %q (%v)", code, body, err)
 	}
@@ -60,14 +63,14 @@ func TestSidecarStatusServesHealthLeaderAndMetrics(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "log")
 	logsA, stopA := inProcess(t, append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "3s", "--status-listen", "127.0.0.1:0"}, hookArgs(log)...)...)
 	a := statusAddr(t, logsA)
-	waitFor(t, 5*time.Second, "a leads", func() bool { return leaderOf(t, a).Leading })
+	eventually.True(t, 5*time.Second, "a leads", func() bool { return leaderOf(t, a).Leading })
 	logsB, _ := inProcess(t, "--gateway", g.srv.URL, "--election", "e", "--id", "b", "--ttl", "3s", "--status-listen", "127.0.0.1:0")
 	b := statusAddr(t, logsB)
 
 	if v := leaderOf(t, a); v.Term != 1 || v.Leader != "a" || v.Since.IsZero() || v.Election != "e" || v.Candidate != "a" {
 		t.Errorf("a's /leader: %+v", v)
 	}
-	waitFor(t, 5*time.Second, "b hears of a", func() bool { return leaderOf(t, b).Leader == "a" })
+	eventually.True(t, 5*time.Second, "b hears of a", func() bool { return leaderOf(t, b).Leader == "a" })
 	if v := leaderOf(t, b); v.Leading || !v.Since.IsZero() {
 		t.Errorf("b's /leader: %+v", v)
 	}
@@ -96,7 +99,7 @@ func TestSidecarStatusServesHealthLeaderAndMetrics(t *testing.T) {
 	if code := stopA(); code != 0 {
 		t.Fatalf("a's exit code %d; logs:\n%s", code, logsA)
 	}
-	waitFor(t, 5*time.Second, "b leads", func() bool { return leaderOf(t, b).Leading })
+	eventually.True(t, 5*time.Second, "b leads", func() bool { return leaderOf(t, b).Leading })
 	if _, err := http.Get(a + "/healthz"); err == nil {
 		t.Error("a's status server still answers after a stopped")
 	}
@@ -119,7 +122,7 @@ func TestSidecarBacksOffWhileTheGatewayIsUnreachable(t *testing.T) {
 	g := newTestGateway(t)
 	g.blocked.Store(true)
 	logs, stop := inProcess(t, "--gateway", g.proxy.URL, "--election", "e", "--id", "a", "--ttl", "1s", "--log-level", "debug")
-	waitFor(t, 10*time.Second, "five failed campaigns", func() bool { return strings.Contains(logs.String(), "failures=5") })
+	eventually.True(t, 10*time.Second, "five failed campaigns", func() bool { return strings.Contains(logs.String(), "failures=5") })
 	warnings := 0
 	for line := range strings.SplitSeq(logs.String(), "\n") {
 		if strings.Contains(line, "level=WARN") && strings.Contains(line, "campaign failed") {
@@ -144,12 +147,12 @@ func TestSidecarBacksOffWhileTheGatewayIsUnreachable(t *testing.T) {
 	}
 	// Once the gateway answers, it campaigns and leads.
 	g.blocked.Store(false)
-	waitFor(t, 20*time.Second, "leadership", func() bool {
+	eventually.True(t, 20*time.Second, "leadership", func() bool {
 		l, err := g.c.Leader(context.Background(), "e")
 		return err == nil && l.ID == "a"
 	})
 	// The campaign's answer is logged after the gateway has made a leader.
-	waitFor(t, 5*time.Second, "the logs to say the gateway answers again", func() bool {
+	eventually.True(t, 5*time.Second, "the logs to say the gateway answers again", func() bool {
 		return strings.Contains(logs.String(), "the gateway answers again")
 	})
 	stop()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 func TestSidecarBeginsOnceAndEndsAndResignsOnShutdown(t *testing.T) {
@@ -17,14 +18,14 @@ func TestSidecarBeginsOnceAndEndsAndResignsOnShutdown(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "log")
 	logs, stop := inProcess(t, append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s"}, hookArgs(log)...)...)
 
-	waitFor(t, 5*time.Second, "the begin command", func() bool { return len(readLines(log)) >= 1 })
+	eventually.True(t, 5*time.Second, "the begin command", func() bool { return len(readLines(log)) >= 1 })
 	// Heartbeats carry the leadership past a whole TTL after the begin
 	// command, in the same term.
 	first, err := g.c.Leader(context.Background(), "e")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "heartbeats past the TTL", func() bool {
+	eventually.True(t, 5*time.Second, "heartbeats past the TTL", func() bool {
 		l, err := g.c.Leader(context.Background(), "e")
 		if err != nil || l.ID != "a" || l.Term != first.Term {
 			t.Fatalf("leader %+v, %v; want a in term %d; logs:\n%s", l, err, first.Term, logs)
@@ -63,7 +64,7 @@ func TestSidecarStepsDownBeforeTheGatewayExpiresIt(t *testing.T) {
 		"--leader-begin-command", `echo "begin $ELECTOR_TERM" >> ` + log,
 		"--leader-end-command", `echo "end $ELECTOR_TERM $ELECTOR_REASON $(date +%s%N)" >> ` + log}
 	logs, _ := inProcess(t, args...)
-	waitFor(t, 5*time.Second, "the begin command", func() bool { return len(readLines(log)) == 1 })
+	eventually.True(t, 5*time.Second, "the begin command", func() bool { return len(readLines(log)) == 1 })
 
 	g.blocked.Store(true) // heartbeats fail from now on; the gateway is told nothing
 	var expired client.Event
@@ -92,7 +93,7 @@ func TestSidecarStepsDownBeforeTheGatewayExpiresIt(t *testing.T) {
 	// Once the gateway answers again, the candidacy is found gone: it
 	// campaigns again and leads with a new term.
 	g.blocked.Store(false)
-	waitFor(t, 5*time.Second, "a new leadership", func() bool { return len(readLines(log)) == 3 })
+	eventually.True(t, 5*time.Second, "a new leadership", func() bool { return len(readLines(log)) == 3 })
 	if got := readLines(log)[2]; got != "begin 2" {
 		t.Fatalf("third command %q, want begin 2", got)
 	}
@@ -108,14 +109,14 @@ func TestSidecarFailingBeginReportsErrorHandsOverAndRetries(t *testing.T) {
 	aArgs := append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s", "--error-timeout", "1s"}, hookArgs(log)...)
 	aArgs[len(aArgs)-5] = failOnce // the begin command
 	logsA, stopA := inProcess(t, aArgs...)
-	waitFor(t, 5*time.Second, "a's failed begin", func() bool { return len(readLines(log)) >= 1 })
+	eventually.True(t, 5*time.Second, "a's failed begin", func() bool { return len(readLines(log)) >= 1 })
 
 	// b campaigns after a failed: a is in error, b leads.
 	logsB, stopB := inProcess(t, append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "b", "--ttl", "1s"}, hookArgs(log)...)...)
 	// a reports the error once its end command has run, then runs its
 	// error command: that may come before or after b's begin, but a's
 	// end comes before it.
-	waitFor(t, 5*time.Second, "b's begin and a's error command", func() bool {
+	eventually.True(t, 5*time.Second, "b's begin and a's error command", func() bool {
 		lines := readLines(log)
 		return slices.Contains(lines, "begin b 2 elected") && slices.Contains(lines, "error a 1 error")
 	})
@@ -127,7 +128,7 @@ func TestSidecarFailingBeginReportsErrorHandsOverAndRetries(t *testing.T) {
 		t.Fatalf("b began before a's end command ran: %q", lines)
 	}
 	// After its error timeout a campaigns again, behind b.
-	waitFor(t, 5*time.Second, "a back in line", func() bool {
+	eventually.True(t, 5*time.Second, "a back in line", func() bool {
 		cs, err := g.c.Candidates(ctx, "e")
 		return err == nil && len(cs.Candidates) == 2 && cs.Candidates[1].ID == "a" && cs.Candidates[1].State == client.StateFollower
 	})
@@ -135,7 +136,7 @@ func TestSidecarFailingBeginReportsErrorHandsOverAndRetries(t *testing.T) {
 	if code := stopB(); code != 0 {
 		t.Fatalf("b exit code %d; logs:\n%s", code, logsB)
 	}
-	waitFor(t, 5*time.Second, "a's second begin", func() bool { return slices.Contains(readLines(log), "begin a 3") })
+	eventually.True(t, 5*time.Second, "a's second begin", func() bool { return slices.Contains(readLines(log), "begin a 3") })
 	if code := stopA(); code != 0 {
 		t.Fatalf("a exit code %d; logs:\n%s", code, logsA)
 	}
@@ -147,7 +148,7 @@ func TestSidecarEndFailingEveryAttemptExitsWithStatus1(t *testing.T) {
 	logs, stop := inProcess(t, "--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s",
 		"--leader-begin-command", "echo begin >> "+log, "--leader-end-command", "echo end >> "+log+"; exit 1",
 		"--end-retries", "2", "--end-retry-interval", "10ms")
-	waitFor(t, 5*time.Second, "the begin command", func() bool { return slices.Equal(readLines(log), []string{"begin"}) })
+	eventually.True(t, 5*time.Second, "the begin command", func() bool { return slices.Equal(readLines(log), []string{"begin"}) })
 	if code := stop(); code != 1 {
 		t.Fatalf("exit code %d, want 1; logs:\n%s", code, logs)
 	}
@@ -164,7 +165,7 @@ func TestSidecarSupervisedCommandExitingWhileLeadingIsAnError(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "log")
 	args := append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s", "--error-timeout", "1h"}, hookArgs(log)...)
 	logs, stop := inProcess(t, append(args, "--", "/bin/sh", "-c", "exit 5")...)
-	waitFor(t, 5*time.Second, "the error command", func() bool { return len(readLines(log)) == 3 })
+	eventually.True(t, 5*time.Second, "the error command", func() bool { return len(readLines(log)) == 3 })
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 error", "error a 1 error"}) {
 		t.Fatalf("commands ran: %q; logs:\n%s", got, logs)
 	}
