@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"context"
@@ -51,12 +51,12 @@ func TestSidecarFailingHealthCheckHandsLeadershipToTheNextCandidate(t *testing.T
 		t.Fatal(err)
 	}
 	const ttl = 3 * time.Second // checks every second
-	args := func(id string, more ...string) []string {
-		return append(append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", id, "--ttl", ttl.String()}, hookArgs(log)...), more...)
-	}
-	logsA, stopA := inProcess(t, args("a", "--health-command", healthFile(ok))...)
+	ca := candidate(g.srv.URL, "a", ttl, log)
+	ca.HealthCommand = healthFile(ok)
+	a := start(t, ca)
+	logsA := a.logs
 	eventually.True(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
-	logsB, stopB := inProcess(t, args("b")...)
+	b := start(t, candidate(g.srv.URL, "b", ttl, log))
 	eventually.True(t, 10*time.Second, "b in line", func() bool { return len(lineOf(t, g)) == 2 })
 
 	if err := os.Remove(ok); err != nil {
@@ -99,9 +99,9 @@ func TestSidecarFailingHealthCheckHandsLeadershipToTheNextCandidate(t *testing.T
 	if !strings.Contains(logsA.String(), "health check failing: leaving the line") || !strings.Contains(logsA.String(), "health check passes: campaigning") {
 		t.Errorf("a's logs do not say what it did:\n%s", logsA)
 	}
-	for name, stop := range map[string]func() int{"a": stopA, "b": stopB} {
-		if code := stop(); code != 0 {
-			t.Errorf("%s exit code %d; logs of b:\n%s", name, code, logsB)
+	for name, r := range map[string]*running{"a": a, "b": b} {
+		if err := r.stop(); err != nil {
+			t.Errorf("%s's Run: %v; logs:\n%s", name, err, r.logs)
 		}
 	}
 }
@@ -119,13 +119,13 @@ func TestSidecarFollowerWithFailingHealthCheckLeavesTheLineAndComesBack(t *testi
 	}))
 	defer app.Close()
 	log := filepath.Join(t.TempDir(), "log")
-	args := func(id string, more ...string) []string {
-		return append(append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", id, "--ttl", "3s"}, hookArgs(log)...), more...)
-	}
-	_, stopA := inProcess(t, args("a")...)
+	a := start(t, candidate(g.srv.URL, "a", 3*time.Second, log))
 	eventually.True(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
-	logsB, stopB := inProcess(t, args("b", "--health-url", app.URL+"/healthz", "--health-failures", "2", "--status-listen", "127.0.0.1:0")...)
-	status := statusAddr(t, logsB)
+	cb := candidate(g.srv.URL, "b", 3*time.Second, log)
+	cb.HealthURL, cb.HealthFailures = app.URL+"/healthz", 2
+	b := start(t, cb)
+	logsB := b.logs
+	status := serveStatus(t, b)
 	eventually.True(t, 10*time.Second, "b in line", func() bool { return slices.Equal(lineOf(t, g), []string{"a leader", "b follower"}) })
 	if v := leaderOf(t, status); v.Healthy == nil || !*v.Healthy {
 		t.Fatalf("b's /leader %+v; want healthy", v)
@@ -148,8 +148,8 @@ func TestSidecarFollowerWithFailingHealthCheckLeavesTheLineAndComesBack(t *testi
 		t.Errorf("b's logs do not give the check's answer:\n%s", logsB)
 	}
 	// a leaves while b is out: nobody leads, b does not.
-	if code := stopA(); code != 0 {
-		t.Fatalf("a exit code %d", code)
+	if err := a.stop(); err != nil {
+		t.Fatalf("a's Run: %v", err)
 	}
 	if _, err := g.c.Leader(context.Background(), "e"); err == nil {
 		t.Fatal("someone leads; b must not while its check fails")
@@ -159,8 +159,8 @@ func TestSidecarFollowerWithFailingHealthCheckLeavesTheLineAndComesBack(t *testi
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 resigned", "begin b 2 elected"}) {
 		t.Fatalf("commands ran: %q; logs of b:\n%s", got, logsB)
 	}
-	if code := stopB(); code != 0 {
-		t.Fatalf("b exit code %d", code)
+	if err := b.stop(); err != nil {
+		t.Fatalf("b's Run: %v", err)
 	}
 }
 
@@ -172,8 +172,10 @@ func TestSidecarHungHealthCheckCountsAsFailing(t *testing.T) {
 	dir := t.TempDir()
 	log, hang := filepath.Join(dir, "log"), filepath.Join(dir, "hang")
 	check := `if [ -e ` + hang + ` ]; then echo "checking…"; sleep 300; fi`
-	logs, stop := inProcess(t, append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "3s",
-		"--health-command", check, "--health-timeout", "200ms", "--health-failures", "2", "--error-timeout", "1h"}, hookArgs(log)...)...)
+	c := candidate(g.srv.URL, "a", 3*time.Second, log)
+	c.HealthCommand, c.HealthTimeout, c.HealthFailures, c.ErrorTimeout = check, 200*time.Millisecond, 2, time.Hour
+	a := start(t, c)
+	logs := a.logs
 	eventually.True(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
 	if err := os.WriteFile(hang, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -185,32 +187,7 @@ func TestSidecarHungHealthCheckCountsAsFailing(t *testing.T) {
 	if !strings.Contains(logs.String(), "health check failed 2 times in a row: timed out after 200ms: checking…") {
 		t.Errorf("logs do not say the check timed out:\n%s", logs)
 	}
-	if code := stop(); code != 0 {
-		t.Fatalf("exit code %d", code)
-	}
-}
-
-func TestSidecarRefusesHealthAndProxyFlagsThatCannotWork(t *testing.T) {
-	tests := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--health-command", "true", "--health-url", "http://127.0.0.1:1/"}, "exclude each other"},
-		{[]string{"--health-command", "true", "--health-failures", "0"}, "--health-failures 0: want 1 or more"},
-		{[]string{"--health-command", "true", "--ttl", "3s", "--health-timeout", "1s"}, "must be below the check interval, TTL/3 = 1s"},
-		{[]string{"--health-url", "127.0.0.1:8080/healthz"}, "is not an http(s) URL"},
-		{[]string{"--proxy-listen", "127.0.0.1:0"}, `this candidate may lead, but it registered no metadata, so no "addr"`},
-		{[]string{"--proxy-listen", "127.0.0.1:0", "--metadata", `{"addr":"0.0.0.0:80"}`}, "unspecified host 0.0.0.0"},
-		{[]string{"--proxy-listen", "127.0.0.1:0", "--metadata", `{"url":"http://10.0.0.7"}`, "--proxy-metadata-key", ""}, "--proxy-metadata-key must not be empty"},
-		{[]string{"--proxy-listen", "127.0.0.1:0", "--console"}, "does not go with --console"},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			var stderr syncBuffer
-			code := runSidecar(context.Background(), append([]string{"--gateway", "127.0.0.1:1", "--election", "e", "--id", "a"}, tt.args...), strings.NewReader(""), &stderr, &stderr)
-			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
-				t.Fatalf("exit %d, %q; want 2 and %q", code, stderr.String(), tt.want)
-			}
-		})
+	if err := a.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }
