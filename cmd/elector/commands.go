@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+
+	"github.com/electorhq/elector/internal/sidecar"
 )
 
 // command is one elector command: run dispatches on it, and the usage text
@@ -65,8 +67,8 @@ func commands() []command {
 			run: func(_ context.Context, args []string, stdout, stderr io.Writer) int {
 				return runToken(args, os.Stdin, stdout, stderr)
 			}},
-		command{name: guardCommand, hidden: true,
-			run: func(_ context.Context, args []string, _, stderr io.Writer) int { return runGuard(args, stderr) }},
+		command{name: sidecar.GuardCommand, hidden: true,
+			run: func(_ context.Context, args []string, _, stderr io.Writer) int { return sidecar.RunGuard(args, stderr) }},
 		command{name: "completion", synopsis: "bash | zsh | fish", summary: "print a shell completion script",
 			words: completionShells,
 			run: func(_ context.Context, args []string, stdout, stderr io.Writer) int {

@@ -52,6 +52,16 @@
 // the coordination backend; server/backend.go is the one place that knows
 // the concrete backends.
 //
+// # Run and proxy
+//
+// run and proxy are packages internal/sidecar and internal/proxy behind
+// the command line: sidecar_cmd.go and proxy_cmd.go define and check their
+// flags (gatewayflags.go holds the ones they share: --gateway,
+// --api-token, --log-level, --log-format) and map them onto
+// sidecar.Config and proxy.Config. The hidden command __guard is
+// sidecar.RunGuard, the process that stands between a sidecar and the
+// command it supervises.
+//
 // # Shutdown
 //
 // On SIGINT or SIGTERM serve ends open event streams (clients reconnect,

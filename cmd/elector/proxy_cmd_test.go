@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestSidecarProxyReachesTheLeaderAndThenItself: each candidate's sidecar
@@ -22,7 +24,7 @@ func TestSidecarProxyReachesTheLeaderAndThenItself(t *testing.T) {
 			"--metadata", string(u.addr()), "--proxy-listen", "127.0.0.1:0")
 		re := regexp.MustCompile(`msg="proxy listening" addr=(\S+)`)
 		var addr string
-		waitFor(t, 5*time.Second, id+"'s proxy", func() bool {
+		eventually.True(t, 5*time.Second, id+"'s proxy", func() bool {
 			m := re.FindStringSubmatch(logs.String())
 			if m != nil {
 				addr = m[1]
@@ -32,7 +34,7 @@ func TestSidecarProxyReachesTheLeaderAndThenItself(t *testing.T) {
 		return logs, stop, "http://" + addr
 	}
 	_, stopA, proxyA := start("a", a)
-	waitFor(t, 10*time.Second, "a to lead", func() bool { l, err := g.c.Leader(context.Background(), "e"); return err == nil && l.ID == "a" })
+	eventually.True(t, 10*time.Second, "a to lead", func() bool { l, err := g.c.Leader(context.Background(), "e"); return err == nil && l.ID == "a" })
 	logsB, stopB, proxyB := start("b", b)
 	answer := func(proxy string) string {
 		res, err := http.Get(proxy + "/")
@@ -43,11 +45,11 @@ func TestSidecarProxyReachesTheLeaderAndThenItself(t *testing.T) {
 		body, _ := io.ReadAll(res.Body)
 		return fmt.Sprintf("%d %s", res.StatusCode, body)
 	}
-	waitFor(t, 10*time.Second, "both proxies to reach a", func() bool { return answer(proxyA) == "200 a" && answer(proxyB) == "200 a" })
+	eventually.True(t, 10*time.Second, "both proxies to reach a", func() bool { return answer(proxyA) == "200 a" && answer(proxyB) == "200 a" })
 	if code := stopA(); code != 0 {
 		t.Fatalf("a exit code %d", code)
 	}
-	waitFor(t, 10*time.Second, "b's proxy to reach b", func() bool { return answer(proxyB) == "200 b" })
+	eventually.True(t, 10*time.Second, "b's proxy to reach b", func() bool { return answer(proxyB) == "200 b" })
 	if b.lastTerm() != "2" {
 		t.Fatalf("b got Elector-Term %q; want 2", b.lastTerm())
 	}
@@ -72,9 +74,9 @@ func TestProxyCommandServesUntilStoppedAndExitsOnARefusal(t *testing.T) {
 		code <- run(ctx, []string{"proxy", "--gateway", g.srv.URL, "--election", "e", "--listen", "127.0.0.1:0"}, &logs, &logs)
 	}()
 	re := regexp.MustCompile(`msg="proxy listening" addr=(\S+)`)
-	waitFor(t, 5*time.Second, "the proxy to listen", func() bool { return re.MatchString(logs.String()) })
+	eventually.True(t, 5*time.Second, "the proxy to listen", func() bool { return re.MatchString(logs.String()) })
 	addr := re.FindStringSubmatch(logs.String())[1]
-	waitFor(t, 10*time.Second, "the proxy to reach a", func() bool {
+	eventually.True(t, 10*time.Second, "the proxy to reach a", func() bool {
 		res, err := http.Get("http://" + addr + "/")
 		if err != nil {
 			return false

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // readmeExample returns the shell block of README.md after the marker
@@ -141,7 +142,7 @@ func TestREADMEHealth(t *testing.T) {
 	}
 	_, stdout, stderr := readmeShell(t, g, dir, strings.ReplaceAll(script, "/tmp/billing-ok", ok))
 	lines := strings.SplitAfter(prints, "\n")
-	waitFor(t, 20*time.Second, "the first leadership", func() bool { return stdout.String() == lines[0] })
+	eventually.True(t, 20*time.Second, "the first leadership", func() bool { return stdout.String() == lines[0] })
 	if err := os.Remove(ok); err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +153,11 @@ func TestREADMEHealth(t *testing.T) {
 	if want := "health check failed 3 times in a row: exit status 1: " + ok + " is gone"; failed.Data.Detail != want {
 		t.Fatalf("leader.error detail %q; want %q", failed.Data.Detail, want)
 	}
-	waitFor(t, 20*time.Second, "the end of the leadership", func() bool { return stdout.String() == lines[0]+lines[1] })
+	eventually.True(t, 20*time.Second, "the end of the leadership", func() bool { return stdout.String() == lines[0]+lines[1] })
 	if err := os.WriteFile(ok, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the second leadership", func() bool { return stdout.String() == prints })
+	eventually.True(t, 20*time.Second, "the second leadership", func() bool { return stdout.String() == prints })
 	if s := stderr.String(); s != "" {
 		t.Errorf("stderr: %s", s)
 	}

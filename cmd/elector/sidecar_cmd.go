@@ -9,40 +9,18 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/electorhq/elector/client"
-)
-
-// Defaults of `elector run`.
-const (
-	DefaultSidecarTTL       = 10 * time.Second
-	DefaultErrorTimeout     = 10 * time.Second
-	DefaultEndRetries       = 12
-	DefaultEndRetryInterval = 5 * time.Second
-	DefaultChildGrace       = 10 * time.Second
-	// DefaultProxyMetadataKey is the key of a candidate's metadata that
-	// holds its address, for --proxy-listen and elector proxy.
-	DefaultProxyMetadataKey = "addr"
-)
-
-// proxyGrace is how long requests in flight through the proxy may finish
-// when it stops; longer ones (streams, websockets) are cut.
-const proxyGrace = 5 * time.Second
-
-// Environment variables of the sidecar and client commands.
-const (
-	envGateway  = "ELECTOR_GATEWAY"   // --gateway
-	envAPIToken = "ELECTOR_API_TOKEN" // --api-token
+	"github.com/electorhq/elector/internal/proxy"
+	"github.com/electorhq/elector/internal/sidecar"
 )
 
 // sidecarConfig is what `elector run` is told.
 type sidecarConfig struct {
-	gateway, election, id string
-	apiToken              string
+	gatewayFlags
+	election, id          string
 	ttl                   time.Duration
 	priority              int
 	metadata              string
@@ -59,7 +37,6 @@ type sidecarConfig struct {
 	healthFailures        int
 	healthTimeout         time.Duration
 	console               bool
-	logLevel, logFormat   string
 	childArgv             []string
 	stdin                 io.Reader
 	stdout, stderr        io.Writer
@@ -91,57 +68,39 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	gatewayFlag(fs, &c.gateway, "the gateway's URL or host:port, or several separated by commas, tried in turn")
-	fs.StringVar(&c.apiToken, "api-token", "", "API token sent as Authorization: Bearer, for gateways that require one (default $"+envAPIToken+")")
+	c.gatewayFlags.register(fs)
 	fs.StringVar(&c.election, "election", "", "the election to campaign in (required)")
 	fs.StringVar(&c.id, "id", "", "this candidate's id (default the host name)")
-	fs.DurationVar(&c.ttl, "ttl", DefaultSidecarTTL, "the candidacy's TTL; heartbeats go every TTL/3")
+	fs.DurationVar(&c.ttl, "ttl", sidecar.DefaultTTL, "the candidacy's TTL; heartbeats go every TTL/3")
 	fs.IntVar(&c.priority, "priority", 0, "this candidate's priority: higher goes first in line (needs a gateway backend with transfers)")
 	fs.StringVar(&c.metadata, "metadata", "", `the candidate's metadata, a JSON object such as '{"addr":"10.0.0.7:8080"}'`)
 	fs.StringVar(&c.begin, "leader-begin-command", "", "shell command run when this candidate becomes leader")
 	fs.StringVar(&c.end, "leader-end-command", "", "shell command run when this candidate stops being leader")
 	fs.StringVar(&c.onError, "error-command", "", "shell command run after a failed begin command")
-	fs.DurationVar(&c.errorTimeout, "error-timeout", DefaultErrorTimeout, "how long to sit out after a failed begin command before campaigning again")
-	fs.IntVar(&c.endRetries, "end-retries", DefaultEndRetries, "how often a failing end command is retried before elector run exits with status 1")
-	fs.DurationVar(&c.endRetryInterval, "end-retry-interval", DefaultEndRetryInterval, "the wait between attempts of a failing end command")
-	fs.DurationVar(&c.childGrace, "child-grace", DefaultChildGrace, "how long the supervised command gets to exit after SIGTERM before SIGKILL")
+	fs.DurationVar(&c.errorTimeout, "error-timeout", sidecar.DefaultErrorTimeout, "how long to sit out after a failed begin command before campaigning again")
+	fs.IntVar(&c.endRetries, "end-retries", sidecar.DefaultEndRetries, "how often a failing end command is retried before elector run exits with status 1")
+	fs.DurationVar(&c.endRetryInterval, "end-retry-interval", sidecar.DefaultEndRetryInterval, "the wait between attempts of a failing end command")
+	fs.DurationVar(&c.childGrace, "child-grace", sidecar.DefaultChildGrace, "how long the supervised command gets to exit after SIGTERM before SIGKILL")
 	fs.DurationVar(&c.commandTimeout, "command-timeout", 0, "kill a begin, end or error command after this long (0: no limit)")
 	fs.StringVar(&c.statusListen, "status-listen", "", "serve /healthz, /leader and /metrics on this address, e.g. 127.0.0.1:4040 (default: off)")
 	fs.StringVar(&c.proxyListen, "proxy-listen", "", "forward HTTP requests received on this address, e.g. 127.0.0.1:8000, to the current leader (default: off)")
-	fs.StringVar(&c.proxyKey, "proxy-metadata-key", DefaultProxyMetadataKey, "the key of the candidates' metadata holding the address to forward to: host:port or an http(s) URL")
+	fs.StringVar(&c.proxyKey, "proxy-metadata-key", proxy.DefaultMetadataKey, "the key of the candidates' metadata holding the address to forward to: host:port or an http(s) URL")
 	fs.StringVar(&c.healthCommand, "health-command", "", "shell command that checks the application every TTL/3; healthy when it exits 0")
 	fs.StringVar(&c.healthURL, "health-url", "", "URL of the application checked with GET every TTL/3; healthy on 200 to 399")
-	fs.IntVar(&c.healthFailures, "health-failures", DefaultHealthFailures, "failed health checks in a row that end a leadership and leave the line")
+	fs.IntVar(&c.healthFailures, "health-failures", sidecar.DefaultHealthFailures, "failed health checks in a row that end a leadership and leave the line")
 	fs.DurationVar(&c.healthTimeout, "health-timeout", 0, "a health check taking longer fails; below TTL/3 (default TTL/6)")
 	fs.BoolVar(&c.console, "console", false, "read LEADER, NOTLEADER and ERROR lines from stdin instead of using a gateway")
-	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
 	return fs
-}
-
-// gateways are the URLs of --gateway.
-func (c *sidecarConfig) gateways() []string {
-	var out []string
-	for g := range strings.SplitSeq(c.gateway, ",") {
-		if g = strings.TrimSpace(g); g != "" {
-			out = append(out, g)
-		}
-	}
-	return out
 }
 
 // check reports the first setting that cannot work.
 func (c *sidecarConfig) check() error {
 	if !c.console {
-		for _, g := range c.gateways() {
-			if client.New(g).BaseURL() == "" {
-				return fmt.Errorf("--gateway %q is not an http(s) URL or a host:port such as 127.0.0.1:8080", g)
-			}
+		if err := c.checkGateways(); err != nil {
+			return err
 		}
 	}
 	switch {
-	case !c.console && len(c.gateways()) == 0:
-		return errors.New("--gateway (or $" + envGateway + ") is required, e.g. --gateway http://127.0.0.1:8080")
 	case !c.console && c.election == "":
 		return errors.New("--election is required")
 	case c.id == "":
@@ -152,10 +111,9 @@ func (c *sidecarConfig) check() error {
 		return errors.New("durations must not be negative")
 	case c.endRetries < 0:
 		return errors.New("--end-retries must not be negative")
-	case c.logLevel != "debug" && c.logLevel != "info" && c.logLevel != "warn" && c.logLevel != "error":
-		return fmt.Errorf("--log-level %q: want debug, info, warn or error", c.logLevel)
-	case c.logFormat != "text" && c.logFormat != "json":
-		return fmt.Errorf("--log-format %q: want text or json", c.logFormat)
+	}
+	if err := c.checkLog(); err != nil {
+		return err
 	}
 	if c.metadata != "" {
 		var obj map[string]any
@@ -180,7 +138,7 @@ func (c *sidecarConfig) checkProxy() error {
 		return errors.New("--proxy-metadata-key must not be empty")
 	}
 	// This candidate may lead: it must register where it is reached.
-	if _, err := leaderTarget(json.RawMessage(c.metadata), c.proxyKey); err != nil {
+	if _, err := proxy.LeaderTarget(json.RawMessage(c.metadata), c.proxyKey); err != nil {
 		return fmt.Errorf("--proxy-listen forwards to the address each leader registers under %q, and this candidate may lead, but %v; register it, e.g. --metadata '{\"%s\": \"10.0.0.7:8080\"}'",
 			c.proxyKey, err, c.proxyKey)
 	}
@@ -208,11 +166,6 @@ func (c *sidecarConfig) checkHealth() error {
 	return nil
 }
 
-// clientOptions are the options of every client of the gateway.
-func (c *sidecarConfig) clientOptions() []client.Option {
-	return []client.Option{client.WithUserAgent("elector-run/" + version), client.WithAPIToken(c.apiToken)}
-}
-
 // runSidecar is `elector run`. Exit codes: 0 after a clean shutdown (a
 // leader has run its end command and resigned), 1 when the end command
 // failed on every attempt or the sidecar could not run, 2 for bad flags.
@@ -235,20 +188,19 @@ func runSidecar(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if c.id == "" {
 		c.id, _ = os.Hostname()
 	}
-	envDefault(fs, "api-token", envAPIToken, &c.apiToken)
-	c.gateway = gatewayURL(c.gateway)
+	c.resolve(fs)
 	if err := c.check(); err != nil {
 		fmt.Fprintf(stderr, "elector run: %v\n", err)
 		return 2
 	}
-	log := newLogger(LogConfig{Level: c.logLevel, Format: c.logFormat}, stderr)
-	s, err := newSidecar(c, log)
+	log := c.logger(stderr)
+	s, err := sidecar.New(c.engineConfig(log))
 	if err != nil {
 		fmt.Fprintf(stderr, "elector run: %v\n", err)
 		return 2
 	}
 	if c.statusListen != "" {
-		stop, err := serveStatus(ctx, c.statusListen, s.status, log)
+		stop, err := s.ServeStatus(ctx, c.statusListen)
 		if err != nil {
 			fmt.Fprintf(stderr, "elector run: --status-listen: %v\n", err)
 			return 1
@@ -284,8 +236,8 @@ func runSidecar(ctx context.Context, args []string, stdin io.Reader, stdout, std
 // cause, when a gateway refuses the proxy's event stream for good, and a
 // function that stops the proxy.
 func startSidecarProxy(ctx context.Context, c *sidecarConfig, log *slog.Logger) (context.Context, func(), error) {
-	p := newLeaderProxy(proxyConfig{election: c.election, key: c.proxyKey, staleAfter: c.ttl, log: log})
-	ps, err := serveProxy(ctx, c.proxyListen, p, c.gateways(), c.clientOptions(), proxyGrace)
+	p := proxy.New(proxy.Config{Election: c.election, Key: c.proxyKey, StaleAfter: c.ttl, Logger: log})
+	ps, err := proxy.Serve(ctx, c.proxyListen, p, c.gateways(), c.clientOptions("run"), proxy.DefaultGrace)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -294,7 +246,7 @@ func startSidecarProxy(ctx context.Context, c *sidecarConfig, log *slog.Logger) 
 	go func() {
 		defer close(done)
 		select {
-		case err := <-ps.errc:
+		case err := <-ps.Err():
 			cancel(err) // nil: the feed stopped with ctx
 		case <-runCtx.Done():
 		}
@@ -302,71 +254,38 @@ func startSidecarProxy(ctx context.Context, c *sidecarConfig, log *slog.Logger) 
 	return runCtx, func() {
 		cancel(nil)
 		<-done
-		ps.stop()
+		ps.Stop()
 	}, nil
 }
 
-// newSidecar wires the sidecar c describes.
-func newSidecar(c *sidecarConfig, log *slog.Logger) (*sidecar, error) {
-	var src source
-	var lastOK func() time.Time
-	var alive func() bool
-	healthOn := c.healthCommand != "" || c.healthURL != ""
-	if c.console {
-		src = newConsoleSource(c.stdin, c.id, c.errorTimeout, log)
-	} else {
-		gs, err := newGatewaySource(client.CandidacyConfig{
-			Gateways:      c.gateways(),
-			ClientOptions: c.clientOptions(),
-			Election:      c.election,
-			ID:            c.id,
-			TTL:           c.ttl,
-			Priority:      c.priority,
-			Metadata:      json.RawMessage(c.metadata),
-			// Asked to hand over, the sidecar runs its end command first
-			// and then hands over (see sidecar.reconcile).
-			ExplicitHandover: true,
-			// The candidacy reads 0 as its default; --error-timeout 0
-			// means no timeout.
-			ErrorTimeout: max(c.errorTimeout, time.Nanosecond),
-			// The sidecar resigns itself after its end command ran; when
-			// it stops because the end command failed, this host may
-			// still act as leader, and handing over at once would make
-			// two: the candidacy expires by its TTL instead.
-			KeepOnExit: true,
-			Logger:     log,
-		}, healthOn) // with a health check, campaign once it passes
-		if err != nil {
-			return nil, err
-		}
-		src, lastOK, alive = gs, gs.lastHeartbeat, gs.alive
+// engineConfig is the sidecar c describes.
+func (c *sidecarConfig) engineConfig(log *slog.Logger) sidecar.Config {
+	return sidecar.Config{
+		Console:          c.console,
+		Gateways:         c.gateways(),
+		ClientOptions:    c.clientOptions("run"),
+		Election:         c.election,
+		ID:               c.id,
+		TTL:              c.ttl,
+		Priority:         c.priority,
+		Metadata:         json.RawMessage(c.metadata),
+		Begin:            c.begin,
+		End:              c.end,
+		OnError:          c.onError,
+		ErrorTimeout:     c.errorTimeout,
+		EndRetries:       c.endRetries,
+		EndRetryInterval: c.endRetryInterval,
+		CommandTimeout:   c.commandTimeout,
+		Command:          c.childArgv,
+		ChildGrace:       c.childGrace,
+		HealthCommand:    c.healthCommand,
+		HealthURL:        c.healthURL,
+		HealthFailures:   c.healthFailures,
+		HealthTimeout:    c.healthTimeout,
+		Stdin:            c.stdin,
+		Stdout:           c.stdout,
+		Stderr:           c.stderr,
+		UserAgent:        "elector-run/" + version,
+		Logger:           log,
 	}
-	s := &sidecar{
-		src:              src,
-		hooks:            &hooks{begin: c.begin, end: c.end, onError: c.onError, timeout: c.commandTimeout, stdout: c.stdout, stderr: c.stderr},
-		election:         c.election,
-		id:               c.id,
-		endRetries:       c.endRetries,
-		endRetryInterval: c.endRetryInterval,
-		log:              log.With(slog.String("election", c.election), slog.String("candidate", c.id)),
-	}
-	if len(c.childArgv) > 0 {
-		s.child = &child{argv: c.childArgv, grace: c.childGrace, stdout: c.stdout, stderr: c.stderr}
-	}
-	if healthOn {
-		timeout := c.healthTimeout
-		if timeout == 0 {
-			timeout = c.ttl / 6
-		}
-		s.health = &healthCheck{command: c.healthCommand, url: c.healthURL, interval: c.ttl / 3, timeout: timeout,
-			failures: c.healthFailures, env: hookEnv{election: c.election, candidate: c.id}, log: s.log}
-	}
-	if c.statusListen != "" {
-		s.status = newSidecarStatus(c.election, c.id, lastOK)
-		s.status.sourceAlive = alive
-		if healthOn {
-			s.status.withHealth()
-		}
-	}
-	return s, nil
 }

@@ -2,11 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,50 +19,19 @@ import (
 	"github.com/electorhq/elector/server"
 )
 
-// testGateway is a real gateway over a memory backend, served in-process,
-// with a proxy in front of it whose requests a test can make fail.
+// testGateway is a real gateway over a memory backend, served in-process.
 type testGateway struct {
-	srv     *servertest.Gateway // the gateway itself
-	proxy   *httptest.Server    // the proxy in front of it
-	blocked atomic.Bool         // the proxy drops every request while set
-	c       *client.Client      // a client of the gateway (not through the proxy)
+	srv *servertest.Gateway
+	c   *client.Client // a client of the gateway
 }
 
 func newTestGateway(t testing.TB) *testGateway {
 	t.Helper()
-	g := &testGateway{}
-	g.srv = servertest.Start(t, servertest.Configure(func(c *server.Config) {
+	srv := servertest.Start(t, servertest.Configure(func(c *server.Config) {
 		c.Gateway.Defaults.ErrorCooldown = 30 * time.Second
 		c.API.RetryHint = api.MinRetryHint // streams the sidecar follows reconnect at once
 	}))
-	target, _ := url.Parse(g.srv.URL)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.ErrorLog = nil
-	g.proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.blocked.Load() {
-			panic(http.ErrAbortHandler) // the connection is cut, no answer
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	g.proxy.Config.ErrorLog = nil
-	g.c = client.New(g.srv.URL)
-	t.Cleanup(func() {
-		g.proxy.CloseClientConnections()
-		g.proxy.Close()
-	})
-	return g
-}
-
-// waitFor polls cond every 20ms until it holds or timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return &testGateway{srv: srv, c: client.New(srv.URL)}
 }
 
 // readLines returns the lines of a file the commands append to.
@@ -160,9 +124,6 @@ func startProcess(t testing.TB, args ...string) (*exec.Cmd, *syncBuffer) {
 	})
 	return cmd, out
 }
-
-// fmtSscan reads one value from s.
-func fmtSscan(s string, v any) (int, error) { return fmt.Sscan(s, v) }
 
 // pidAlive reports whether a process with pid exists and is not a zombie.
 func pidAlive(pid int) bool {

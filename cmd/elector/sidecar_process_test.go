@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // readPid reads a pid a command wrote to path.
@@ -53,7 +54,7 @@ func TestSidecarProcessEndsStopsChildAndResignsOnSIGTERM(t *testing.T) {
 	log := filepath.Join(dir, "log")
 	args := append([]string{"run", "--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s", "--child-grace", "2s"}, hookArgs(log)...)
 	cmd, out := startProcess(t, append(append(args, "--"), supervised(dir)...)...)
-	waitFor(t, 10*time.Second, "the supervised command", func() bool { return pidsWritten(dir) })
+	eventually.True(t, 10*time.Second, "the supervised command", func() bool { return pidsWritten(dir) })
 	child, grandchild := readPid(t, dir+"/child"), readPid(t, dir+"/grandchild")
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -85,9 +86,9 @@ func TestSidecarKilledLeaderIsReplacedAfterTheTTLAndItsChildDies(t *testing.T) {
 		return out, func() error { return cmd.Process.Signal(syscall.SIGKILL) }
 	}
 	outA, killA := start("a", dirA, logA)
-	waitFor(t, 10*time.Second, "a's supervised command", func() bool { return pidsWritten(dirA) })
+	eventually.True(t, 10*time.Second, "a's supervised command", func() bool { return pidsWritten(dirA) })
 	outB, _ := start("b", dirB, logB)
-	waitFor(t, 5*time.Second, "b in line", func() bool {
+	eventually.True(t, 5*time.Second, "b in line", func() bool {
 		cs, err := g.c.Candidates(context.Background(), "e")
 		return err == nil && len(cs.Candidates) == 2
 	})
@@ -97,12 +98,12 @@ func TestSidecarKilledLeaderIsReplacedAfterTheTTLAndItsChildDies(t *testing.T) {
 	if err := killA(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "b's begin command", func() bool { return slices.Contains(readLines(logB), "begin b 2 elected") })
+	eventually.True(t, 5*time.Second, "b's begin command", func() bool { return slices.Contains(readLines(logB), "begin b 2 elected") })
 	if took := time.Since(killed); took < 500*time.Millisecond {
 		t.Errorf("b began %s after the kill, before a's TTL could run out", took)
 	}
-	waitFor(t, 5*time.Second, "b's supervised command", func() bool { _, err := os.Stat(dirB + "/child"); return err == nil })
-	waitFor(t, 5*time.Second, "a's supervised command and its child to die", func() bool { return !pidAlive(child) && !pidAlive(grandchild) })
+	eventually.True(t, 5*time.Second, "b's supervised command", func() bool { _, err := os.Stat(dirB + "/child"); return err == nil })
+	eventually.True(t, 5*time.Second, "a's supervised command and its child to die", func() bool { return !pidAlive(child) && !pidAlive(grandchild) })
 	if got := readLines(logA); !slices.Equal(got, []string{"begin a 1 elected"}) {
 		t.Errorf("a's commands: %q (a SIGKILLed sidecar runs no end command); output:\n%s", got, outA)
 	}

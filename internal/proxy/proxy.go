@@ -1,9 +1,8 @@
-package main
+package proxy
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,9 +30,13 @@ const (
 // client sent: the leader it meant to reach and its term, so the leader
 // can refuse a request routed by a view older than its own.
 const (
-	headerLeader = "Elector-Leader"
-	headerTerm   = "Elector-Term"
+	HeaderLeader = "Elector-Leader"
+	HeaderTerm   = "Elector-Term"
 )
+
+// DefaultMetadataKey is the key of a candidate's metadata that holds its
+// address.
+const DefaultMetadataKey = "addr"
 
 // proxyRetryAfter is the Retry-After of a 503: a handover takes a round
 // trip, or a TTL when the leader expires.
@@ -51,7 +54,7 @@ type route struct {
 	ctx context.Context
 }
 
-// leaderProxy forwards each request to the current leader of an election,
+// Proxy forwards each request to the current leader of an election,
 // at the address the leader registered in its metadata under key. It
 // learns who leads from the election's event stream (follow); until it has
 // heard, while nobody leads, and when its stream has been down for longer
@@ -66,7 +69,7 @@ type route struct {
 // its own term (ELECTOR_TERM) before acting on a write. The proxy makes no
 // leader: who leads is decided by the gateway alone, and each leader still
 // stops acting by the step-down rule.
-type leaderProxy struct {
+type Proxy struct {
 	election   string
 	key        string
 	staleAfter time.Duration
@@ -86,16 +89,32 @@ type leaderProxy struct {
 	downSince time.Time // the event stream is down since then; zero while up
 }
 
-// proxyConfig configures a leaderProxy.
-type proxyConfig struct {
-	election   string
-	key        string        // the metadata key holding a leader's address
-	staleAfter time.Duration // how long a view outlives its event stream
-	log        *slog.Logger
+// Config configures a Proxy.
+type Config struct {
+	// Election is the election whose leader requests go to.
+	Election string
+	// Key is the key of the leader's metadata holding the address to
+	// forward to; DefaultMetadataKey when empty.
+	Key string
+	// StaleAfter is how long the proxy goes on forwarding to the leader it
+	// last heard of while its event stream is down; set it to the
+	// candidates' TTL, after which that leader has stepped down if it
+	// could not reach the gateway either. It must be positive.
+	StaleAfter time.Duration
+	// Logger receives the proxy's logs; slog.Default() when nil.
+	Logger *slog.Logger
 }
 
-func newLeaderProxy(c proxyConfig) *leaderProxy {
-	p := &leaderProxy{election: c.election, key: c.key, staleAfter: c.staleAfter, log: c.log, now: time.Now}
+// New returns a proxy of the election c names. It forwards nothing until
+// Serve (or a caller of its own) makes it follow the election.
+func New(c Config) *Proxy {
+	if c.Key == "" {
+		c.Key = DefaultMetadataKey
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	p := &Proxy{election: c.Election, key: c.Key, staleAfter: c.StaleAfter, log: c.Logger, now: time.Now}
 	p.base, p.cancel = context.WithCancel(context.Background())
 	p.transport = &http.Transport{
 		Proxy:                 nil, // the leader's address, never an environment's proxy
@@ -119,7 +138,7 @@ func newLeaderProxy(c proxyConfig) *leaderProxy {
 type routeKey struct{}
 
 // ServeHTTP forwards r to the leader, or answers why it cannot.
-func (p *leaderProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt, unknown := p.route()
 	switch {
 	case unknown != "":
@@ -161,16 +180,16 @@ func longLived(r *http.Request) bool {
 }
 
 // rewrite points the outbound request at its route's target.
-func (p *leaderProxy) rewrite(pr *httputil.ProxyRequest) {
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	rt := pr.In.Context().Value(routeKey{}).(route)
 	pr.SetURL(rt.target)
 	pr.SetXForwarded()
-	pr.Out.Header.Set(headerLeader, rt.leader)
-	pr.Out.Header.Set(headerTerm, strconv.FormatUint(rt.term, 10))
+	pr.Out.Header.Set(HeaderLeader, rt.leader)
+	pr.Out.Header.Set(HeaderTerm, strconv.FormatUint(rt.term, 10))
 }
 
 // upstreamError answers a request the leader did not answer.
-func (p *leaderProxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	rt, _ := r.Context().Value(routeKey{}).(route)
 	if r.Context().Err() != nil {
 		// The client went away, the leadership ended under a stream, or
@@ -204,7 +223,7 @@ func proxyProblem(w http.ResponseWriter, r *http.Request, status int, typ, title
 
 // route is the current route, or why it is unknown: nothing heard yet,
 // or an event stream down for longer than staleAfter.
-func (p *leaderProxy) route() (rt route, unknown string) {
+func (p *Proxy) route() (rt route, unknown string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -219,7 +238,7 @@ func (p *leaderProxy) route() (rt route, unknown string) {
 
 // setLeader makes l the route. A new leadership (another leader, term or
 // none) ends the route before it, cutting its long-lived requests.
-func (p *leaderProxy) setLeader(l client.Leader) {
+func (p *Proxy) setLeader(l client.Leader) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.heard && l.ID == p.cur.leader && l.Term == p.cur.term {
@@ -236,7 +255,7 @@ func (p *leaderProxy) setLeader(l client.Leader) {
 		p.log.LogAttrs(p.base, slog.LevelInfo, "proxy: no leader; answering 503", slog.Uint64("term", l.Term))
 		return
 	}
-	switch target, err := leaderTarget(l.Metadata, p.key); {
+	switch target, err := LeaderTarget(l.Metadata, p.key); {
 	case err != nil:
 		rt.why = err.Error()
 		p.log.LogAttrs(p.base, slog.LevelWarn, "proxy: the leader registered no address to forward to; answering 502",
@@ -250,14 +269,14 @@ func (p *leaderProxy) setLeader(l client.Leader) {
 }
 
 // streamUp records that the event stream is connected.
-func (p *leaderProxy) streamUp() {
+func (p *Proxy) streamUp() {
 	p.mu.Lock()
 	p.downSince = time.Time{}
 	p.mu.Unlock()
 }
 
 // streamDown records that the event stream is down, from now if it was up.
-func (p *leaderProxy) streamDown() {
+func (p *Proxy) streamDown() {
 	p.mu.Lock()
 	if p.downSince.IsZero() {
 		p.downSince = p.now()
@@ -267,60 +286,7 @@ func (p *leaderProxy) streamDown() {
 
 // close cuts what is still forwarded and drops idle connections to
 // leaders.
-func (p *leaderProxy) close() {
+func (p *Proxy) close() {
 	p.cancel()
 	p.transport.CloseIdleConnections()
-}
-
-// proxyServer is a leaderProxy serving and following its election.
-type proxyServer struct {
-	addr string // where it listens
-	// errc receives the feed's error (a gateway refusing the event stream
-	// for good), or nil after stop.
-	errc <-chan error
-	// stop stops the server (requests in flight may finish for up to
-	// grace, then they are cut), stops following, and waits for both.
-	stop func()
-}
-
-// serveProxy listens on addr and serves p, following the leader through
-// gateways until stop; it returns once listening.
-func serveProxy(ctx context.Context, addr string, p *leaderProxy, gateways []string, opts []client.Option, grace time.Duration) (*proxyServer, error) {
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	srv := &http.Server{
-		Handler:           p,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return p.base },
-		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
-	}
-	p.log.LogAttrs(ctx, slog.LevelInfo, "proxy listening", slog.String("addr", ln.Addr().String()),
-		slog.String("election", p.election), slog.String("metadata_key", p.key))
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			p.log.LogAttrs(ctx, slog.LevelError, "proxy stopped", slog.Any("err", err))
-		}
-	}()
-	// The feed follows until stop, not until ctx ends: a sidecar that is
-	// shutting down forwards to whoever leads until it has resigned.
-	fctx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
-	feedErr := make(chan error, 1)
-	go func() {
-		defer wg.Done()
-		feedErr <- p.follow(fctx, gateways, opts)
-	}()
-	return &proxyServer{addr: ln.Addr().String(), errc: feedErr, stop: func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		p.close() // cuts what Shutdown does not wait for: streams, websockets
-		_ = srv.Close()
-		stopFeed()
-		wg.Wait()
-	}}, nil
 }

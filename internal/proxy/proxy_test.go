@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestProxyFollowsAHandoverFromTheEventStream: the proxy learns of the new
@@ -53,7 +54,7 @@ func TestProxyFollowsAHandoverFromTheEventStream(t *testing.T) {
 		body, _ := io.ReadAll(res.Body)
 		inFlight <- fmt.Sprintf("%d %s", res.StatusCode, body)
 	}()
-	waitFor(t, 5*time.Second, "the slow request to reach a", func() bool { return a.hits.Load() == 2 })
+	eventually.True(t, 5*time.Second, "the slow request to reach a", func() bool { return a.hits.Load() == 2 })
 
 	if err := g.c.Resign(ctx, "e", "a", tokenA); err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestProxyAnswers503WhileThereIsNoLeader(t *testing.T) {
 	a := newUpstream(t, "a")
 	p, ps, _ := startProxy(t, time.Minute, g.srv.URL)
 	hc := &http.Client{}
-	waitFor(t, 10*time.Second, "the proxy to hear the election", func() bool { _, unknown := p.route(); return unknown == "" })
+	eventually.True(t, 10*time.Second, "the proxy to hear the election", func() bool { _, unknown := p.route(); return unknown == "" })
 	code, body, res := proxyGet(t, hc, ps, "/x")
 	pr := problemOf(t, res, body)
 	if code != http.StatusServiceUnavailable || res.Header.Get("Retry-After") != "1" || pr["type"] != problemProxyNoLeader ||
@@ -154,13 +155,13 @@ func TestProxyAnswers503WhenItCannotFollowTheElection(t *testing.T) {
 	p, ps, _ := startProxy(t, 200*time.Millisecond, front.srv.URL)
 	routesTo(t, p, "a", 1)
 	front.cut(true)
-	waitFor(t, 10*time.Second, "the proxy to give up on the lost stream", func() bool {
+	eventually.True(t, 10*time.Second, "the proxy to give up on the lost stream", func() bool {
 		code, body, res := proxyGet(t, hc, ps, "/")
 		return code == http.StatusServiceUnavailable && problemOf(t, res, body)["type"] == problemProxyLeaderUnknown &&
 			strings.Contains(body, "lost the event stream")
 	})
 	front.cut(false)
-	waitFor(t, 10*time.Second, "the proxy to forward again once the stream is back", func() bool {
+	eventually.True(t, 10*time.Second, "the proxy to forward again once the stream is back", func() bool {
 		code, body, _ := proxyGet(t, hc, ps, "/")
 		return code == http.StatusOK && body == "a"
 	})
@@ -312,8 +313,8 @@ func TestProxyLeavesNoGoroutineBehind(t *testing.T) {
 	hc := &http.Client{Transport: &http.Transport{}}
 	before := goleak.IgnoreCurrent()
 
-	p := newLeaderProxy(proxyConfig{election: "e", key: "addr", staleAfter: time.Minute, log: slog.New(slog.DiscardHandler)})
-	ps, err := serveProxy(context.Background(), "127.0.0.1:0", p, []string{g.srv.URL}, nil, 100*time.Millisecond)
+	p := New(Config{Election: "e", Key: "addr", StaleAfter: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	ps, err := Serve(context.Background(), "127.0.0.1:0", p, []string{g.srv.URL}, nil, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestProxyMovesItsStreamToTheNextGateway(t *testing.T) {
 	p, ps, logs := startProxy(t, time.Minute, front.srv.URL, g.srv.URL)
 	routesTo(t, p, "a", 1)
 	front.cut(true) // for good
-	waitFor(t, 10*time.Second, "the stream to move", func() bool { return strings.Contains(logs.String(), "moving to the next gateway") })
+	eventually.True(t, 10*time.Second, "the stream to move", func() bool { return strings.Contains(logs.String(), "moving to the next gateway") })
 	if err := g.c.Resign(context.Background(), "e", "a", tokenA); err != nil {
 		t.Fatal(err)
 	}

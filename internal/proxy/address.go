@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 // bytes, and a URL's base path has no business being long.
 const maxAddressLen = 512
 
-// leaderTarget reads where the proxy forwards to from a leader's metadata:
+// LeaderTarget reads where the proxy forwards to from a leader's metadata:
 // the string under key, which is either host:port (forwarded over http) or
 // an http or https URL with a host, optionally a port and a base path.
 // Everything else is refused with an error saying what is wrong: a
@@ -26,7 +26,7 @@ const maxAddressLen = 512
 //
 // The address comes only from the leader's own metadata as the gateway
 // reports it: nothing in a proxied request chooses where it goes.
-func leaderTarget(metadata json.RawMessage, key string) (*url.URL, error) {
+func LeaderTarget(metadata json.RawMessage, key string) (*url.URL, error) {
 	var obj map[string]json.RawMessage
 	if len(metadata) == 0 || string(metadata) == "null" {
 		return nil, fmt.Errorf("it registered no metadata, so no %q", key)
@@ -49,7 +49,7 @@ func leaderTarget(metadata json.RawMessage, key string) (*url.URL, error) {
 	return u, nil
 }
 
-// parseTarget parses an address as leaderTarget takes it; errors complete
+// parseTarget parses an address as LeaderTarget takes it; errors complete
 // the sentence "its "addr" "…" …".
 func parseTarget(s string) (*url.URL, error) {
 	if len(s) > maxAddressLen {

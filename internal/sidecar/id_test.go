@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"net/http"
@@ -10,9 +10,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
 )
 
-// TestSecondSidecarWithTheSameIDSaysPassID: two elector run with one id
+// TestSecondSidecarWithTheSameIDSaysPassID: two sidecars with one id
 // (the host name, by default): the second is refused, says once that the
 // id is held and to pass --id, keeps trying meanwhile, and campaigns as
 // soon as the first has resigned.
@@ -31,13 +33,11 @@ func TestSecondSidecarWithTheSameIDSaysPassID(t *testing.T) {
 	}))
 	t.Cleanup(counting.Close)
 	log := t.TempDir() + "/log"
-	args := func(gw string) []string {
-		return append([]string{"--gateway", gw, "--election", "e", "--id", "same", "--ttl", "3s"}, hookArgs(log)...)
-	}
-	logsA, stopA := inProcess(t, args(g.srv.URL)...)
-	waitFor(t, 5*time.Second, "the first leads", func() bool { return slices.Contains(readLines(log), "begin same 1 elected") })
-	logsB, stopB := inProcess(t, args(counting.URL)...)
-	waitFor(t, 10*time.Second, "three refused campaigns of the second", func() bool { return refused.Load() >= 3 })
+	a := start(t, candidate(g.srv.URL, "same", 3*time.Second, log))
+	eventually.True(t, 5*time.Second, "the first leads", func() bool { return slices.Contains(readLines(log), "begin same 1 elected") })
+	b := start(t, candidate(counting.URL, "same", 3*time.Second, log))
+	logsB := b.logs
+	eventually.True(t, 10*time.Second, "three refused campaigns of the second", func() bool { return refused.Load() >= 3 })
 	const said = `id \"same\" is held by a live candidate; pass --id`
 	if n := strings.Count(logsB.String(), said); n != 1 {
 		t.Fatalf("the second sidecar said %d times that the id is held (want once); logs:\n%s", n, logsB)
@@ -45,14 +45,14 @@ func TestSecondSidecarWithTheSameIDSaysPassID(t *testing.T) {
 	if n := strings.Count(logsB.String(), "is held by a live candidacy"); n != 1 {
 		t.Fatalf("the candidacy warned %d times (want once); logs:\n%s", n, logsB)
 	}
-	if code := stopA(); code != 0 {
-		t.Fatalf("the first sidecar exited %d; logs:\n%s", code, logsA)
+	if err := a.stop(); err != nil {
+		t.Fatalf("the first sidecar's Run: %v; logs:\n%s", err, a.logs)
 	}
-	waitFor(t, 10*time.Second, "the second leads once the first resigned", func() bool {
+	eventually.True(t, 10*time.Second, "the second leads once the first resigned", func() bool {
 		return slices.Contains(readLines(log), "begin same 2 elected")
 	})
-	if code := stopB(); code != 0 {
-		t.Fatalf("the second sidecar exited %d; logs:\n%s", code, logsB)
+	if err := b.stop(); err != nil {
+		t.Fatalf("the second sidecar's Run: %v; logs:\n%s", err, logsB)
 	}
 	if got := readLines(log); !slices.Equal(got, []string{"begin same 1 elected", "end same 1 resigned", "begin same 2 elected", "end same 2 resigned"}) {
 		t.Fatalf("commands ran: %q", got)

@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// guardCommand is the hidden subcommand that stands between the sidecar
-// and its supervised child; see runGuard.
-const guardCommand = "__guard"
+// GuardCommand is the hidden subcommand that stands between the sidecar
+// and its supervised child; see RunGuard.
+const GuardCommand = "__guard"
 
 // child is the long-running command `elector run … -- CMD ARGS` keeps
 // running while it leads. It runs under a guard process (this binary, as
@@ -34,7 +34,7 @@ func (c *child) start(env hookEnv) error {
 	if err != nil {
 		return fmt.Errorf("child: find this executable to guard it: %w", err)
 	}
-	args := append([]string{guardCommand, "--grace", c.grace.String(), "--"}, c.argv...)
+	args := append([]string{GuardCommand, "--grace", c.grace.String(), "--"}, c.argv...)
 	cmd := exec.Command(exe, args...)
 	cmd.Env = env.environ()
 	cmd.Stdout, cmd.Stderr = c.stdout, c.stderr
@@ -94,7 +94,7 @@ func (c *child) describe() string {
 	return "exit status 0"
 }
 
-// runGuard is `elector __guard --grace D -- CMD ARGS`: it runs CMD in its
+// RunGuard is `elector __guard --grace D -- CMD ARGS`: it runs CMD in its
 // own process group (of which the guard is the leader) and waits. On
 // SIGTERM or SIGINT — from the sidecar stopping the child, or from the
 // kernel because the sidecar died — it sends SIGTERM to the whole group,
@@ -104,12 +104,12 @@ func (c *child) describe() string {
 //
 // Limit: processes that leave the group (setsid, setpgid, daemonizing)
 // escape it, and a guard killed by SIGKILL takes nothing down with it.
-func runGuard(args []string, stderr io.Writer) int {
+func RunGuard(args []string, stderr io.Writer) int {
 	grace := 10 * time.Second
 	if len(args) >= 2 && args[0] == "--grace" {
 		d, err := time.ParseDuration(args[1])
 		if err != nil {
-			fmt.Fprintf(stderr, "elector %s: --grace: %v\n", guardCommand, err)
+			fmt.Fprintf(stderr, "elector %s: --grace: %v\n", GuardCommand, err)
 			return 2
 		}
 		grace, args = d, args[2:]
@@ -118,7 +118,7 @@ func runGuard(args []string, stderr io.Writer) int {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		fmt.Fprintf(stderr, "elector %s: no command\n", guardCommand)
+		fmt.Fprintf(stderr, "elector %s: no command\n", GuardCommand)
 		return 2
 	}
 	sigs := make(chan os.Signal, 2)
@@ -126,7 +126,7 @@ func runGuard(args []string, stderr io.Writer) int {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, stderr
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "elector %s: %v\n", guardCommand, err)
+		fmt.Fprintf(stderr, "elector %s: %v\n", GuardCommand, err)
 		return 127
 	}
 	done := make(chan error, 1)

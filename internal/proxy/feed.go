@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -30,7 +30,7 @@ const streamIdleTimeout = 45 * time.Second
 // returns nil when ctx ends, or the error of a gateway that refuses the
 // stream for good at the first connection (a 4xx: a bad election name, a
 // missing or wrong API token): that will not change by itself.
-func (p *leaderProxy) follow(ctx context.Context, gateways []string, opts []client.Option) error {
+func (p *Proxy) follow(ctx context.Context, gateways []string, opts []client.Option) error {
 	tr := &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   5 * time.Second,

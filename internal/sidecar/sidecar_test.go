@@ -1,30 +1,35 @@
-package main
+package sidecar
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 func TestSidecarBeginsOnceAndEndsAndResignsOnShutdown(t *testing.T) {
 	g := newTestGateway(t)
 	log := filepath.Join(t.TempDir(), "log")
-	logs, stop := inProcess(t, append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s"}, hookArgs(log)...)...)
+	a := start(t, candidate(g.srv.URL, "a", time.Second, log))
+	logs := a.logs
 
-	waitFor(t, 5*time.Second, "the begin command", func() bool { return len(readLines(log)) >= 1 })
+	eventually.True(t, 5*time.Second, "the begin command", func() bool { return len(readLines(log)) >= 1 })
 	// Heartbeats carry the leadership past a whole TTL after the begin
 	// command, in the same term.
 	first, err := g.c.Leader(context.Background(), "e")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "heartbeats past the TTL", func() bool {
+	eventually.True(t, 5*time.Second, "heartbeats past the TTL", func() bool {
 		l, err := g.c.Leader(context.Background(), "e")
 		if err != nil || l.ID != "a" || l.Term != first.Term {
 			t.Fatalf("leader %+v, %v; want a in term %d; logs:\n%s", l, err, first.Term, logs)
@@ -34,8 +39,8 @@ func TestSidecarBeginsOnceAndEndsAndResignsOnShutdown(t *testing.T) {
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected"}) {
 		t.Fatalf("commands ran: %q, want the begin command once; logs:\n%s", got, logs)
 	}
-	if code := stop(); code != 0 {
-		t.Fatalf("exit code %d; logs:\n%s", code, logs)
+	if err := a.stop(); err != nil {
+		t.Fatalf("Run: %v; logs:\n%s", err, logs)
 	}
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 resigned"}) {
 		t.Fatalf("commands ran: %q; logs:\n%s", got, logs)
@@ -59,11 +64,11 @@ func TestSidecarStepsDownBeforeTheGatewayExpiresIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The end command records when it ran.
-	args := []string{"--gateway", g.proxy.URL, "--election", "e", "--id", "a", "--ttl", "2s",
-		"--leader-begin-command", `echo "begin $ELECTOR_TERM" >> ` + log,
-		"--leader-end-command", `echo "end $ELECTOR_TERM $ELECTOR_REASON $(date +%s%N)" >> ` + log}
-	logs, _ := inProcess(t, args...)
-	waitFor(t, 5*time.Second, "the begin command", func() bool { return len(readLines(log)) == 1 })
+	c := candidate(g.proxy.URL, "a", 2*time.Second, "")
+	c.Begin = `echo "begin $ELECTOR_TERM" >> ` + log
+	c.End = `echo "end $ELECTOR_TERM $ELECTOR_REASON $(date +%s%N)" >> ` + log
+	logs := start(t, c).logs
+	eventually.True(t, 5*time.Second, "the begin command", func() bool { return len(readLines(log)) == 1 })
 
 	g.blocked.Store(true) // heartbeats fail from now on; the gateway is told nothing
 	var expired client.Event
@@ -82,7 +87,7 @@ func TestSidecarStepsDownBeforeTheGatewayExpiresIt(t *testing.T) {
 		t.Fatalf("commands ran: %q, want the end command after the heartbeat timeout; logs:\n%s", lines, logs)
 	}
 	var ns int64
-	if _, err := fmtSscan(strings.Fields(lines[1])[3], &ns); err != nil {
+	if _, err := fmt.Sscan(strings.Fields(lines[1])[3], &ns); err != nil {
 		t.Fatal(err)
 	}
 	if ended := time.Unix(0, ns); !ended.Before(expired.Timestamp) {
@@ -92,7 +97,7 @@ func TestSidecarStepsDownBeforeTheGatewayExpiresIt(t *testing.T) {
 	// Once the gateway answers again, the candidacy is found gone: it
 	// campaigns again and leads with a new term.
 	g.blocked.Store(false)
-	waitFor(t, 5*time.Second, "a new leadership", func() bool { return len(readLines(log)) == 3 })
+	eventually.True(t, 5*time.Second, "a new leadership", func() bool { return len(readLines(log)) == 3 })
 	if got := readLines(log)[2]; got != "begin 2" {
 		t.Fatalf("third command %q, want begin 2", got)
 	}
@@ -105,17 +110,19 @@ func TestSidecarFailingBeginReportsErrorHandsOverAndRetries(t *testing.T) {
 	ctx := context.Background()
 	// a's begin command fails the first time only.
 	failOnce := `if [ ! -e ` + dir + `/failed ]; then touch ` + dir + `/failed; echo "begin-failed $ELECTOR_CANDIDATE $ELECTOR_TERM" >> ` + log + `; exit 3; fi; echo "begin $ELECTOR_CANDIDATE $ELECTOR_TERM" >> ` + log
-	aArgs := append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s", "--error-timeout", "1s"}, hookArgs(log)...)
-	aArgs[len(aArgs)-5] = failOnce // the begin command
-	logsA, stopA := inProcess(t, aArgs...)
-	waitFor(t, 5*time.Second, "a's failed begin", func() bool { return len(readLines(log)) >= 1 })
+	ca := candidate(g.srv.URL, "a", time.Second, log)
+	ca.ErrorTimeout = time.Second
+	ca.Begin = failOnce
+	a := start(t, ca)
+	logsA := a.logs
+	eventually.True(t, 5*time.Second, "a's failed begin", func() bool { return len(readLines(log)) >= 1 })
 
 	// b campaigns after a failed: a is in error, b leads.
-	logsB, stopB := inProcess(t, append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "b", "--ttl", "1s"}, hookArgs(log)...)...)
+	b := start(t, candidate(g.srv.URL, "b", time.Second, log))
 	// a reports the error once its end command has run, then runs its
 	// error command: that may come before or after b's begin, but a's
 	// end comes before it.
-	waitFor(t, 5*time.Second, "b's begin and a's error command", func() bool {
+	eventually.True(t, 5*time.Second, "b's begin and a's error command", func() bool {
 		lines := readLines(log)
 		return slices.Contains(lines, "begin b 2 elected") && slices.Contains(lines, "error a 1 error")
 	})
@@ -127,29 +134,31 @@ func TestSidecarFailingBeginReportsErrorHandsOverAndRetries(t *testing.T) {
 		t.Fatalf("b began before a's end command ran: %q", lines)
 	}
 	// After its error timeout a campaigns again, behind b.
-	waitFor(t, 5*time.Second, "a back in line", func() bool {
+	eventually.True(t, 5*time.Second, "a back in line", func() bool {
 		cs, err := g.c.Candidates(ctx, "e")
 		return err == nil && len(cs.Candidates) == 2 && cs.Candidates[1].ID == "a" && cs.Candidates[1].State == client.StateFollower
 	})
 	// b leaves: a leads again, and its begin command succeeds now.
-	if code := stopB(); code != 0 {
-		t.Fatalf("b exit code %d; logs:\n%s", code, logsB)
+	if err := b.stop(); err != nil {
+		t.Fatalf("b's Run: %v; logs:\n%s", err, b.logs)
 	}
-	waitFor(t, 5*time.Second, "a's second begin", func() bool { return slices.Contains(readLines(log), "begin a 3") })
-	if code := stopA(); code != 0 {
-		t.Fatalf("a exit code %d; logs:\n%s", code, logsA)
+	eventually.True(t, 5*time.Second, "a's second begin", func() bool { return slices.Contains(readLines(log), "begin a 3") })
+	if err := a.stop(); err != nil {
+		t.Fatalf("a's Run: %v; logs:\n%s", err, logsA)
 	}
 }
 
-func TestSidecarEndFailingEveryAttemptExitsWithStatus1(t *testing.T) {
+func TestSidecarEndFailingEveryAttemptReturnsErrEndFailed(t *testing.T) {
 	g := newTestGateway(t)
 	log := filepath.Join(t.TempDir(), "log")
-	logs, stop := inProcess(t, "--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s",
-		"--leader-begin-command", "echo begin >> "+log, "--leader-end-command", "echo end >> "+log+"; exit 1",
-		"--end-retries", "2", "--end-retry-interval", "10ms")
-	waitFor(t, 5*time.Second, "the begin command", func() bool { return slices.Equal(readLines(log), []string{"begin"}) })
-	if code := stop(); code != 1 {
-		t.Fatalf("exit code %d, want 1; logs:\n%s", code, logs)
+	c := candidate(g.srv.URL, "a", time.Second, "")
+	c.Begin, c.End = "echo begin >> "+log, "echo end >> "+log+"; exit 1"
+	c.EndRetries, c.EndRetryInterval = 2, 10*time.Millisecond
+	a := start(t, c)
+	logs := a.logs
+	eventually.True(t, 5*time.Second, "the begin command", func() bool { return slices.Equal(readLines(log), []string{"begin"}) })
+	if err := a.stop(); !errors.Is(err, ErrEndFailed) {
+		t.Fatalf("Run: %v, want ErrEndFailed; logs:\n%s", err, logs)
 	}
 	if got := readLines(log); !slices.Equal(got, []string{"begin", "end", "end", "end"}) {
 		t.Fatalf("commands ran: %q, want begin and the end command 3 times", got)
@@ -162,9 +171,12 @@ func TestSidecarEndFailingEveryAttemptExitsWithStatus1(t *testing.T) {
 func TestSidecarSupervisedCommandExitingWhileLeadingIsAnError(t *testing.T) {
 	g := newTestGateway(t)
 	log := filepath.Join(t.TempDir(), "log")
-	args := append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "1s", "--error-timeout", "1h"}, hookArgs(log)...)
-	logs, stop := inProcess(t, append(args, "--", "/bin/sh", "-c", "exit 5")...)
-	waitFor(t, 5*time.Second, "the error command", func() bool { return len(readLines(log)) == 3 })
+	c := candidate(g.srv.URL, "a", time.Second, log)
+	c.ErrorTimeout = time.Hour
+	c.Command = []string{"/bin/sh", "-c", "exit 5"}
+	a := start(t, c)
+	logs := a.logs
+	eventually.True(t, 5*time.Second, "the error command", func() bool { return len(readLines(log)) == 3 })
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 error", "error a 1 error"}) {
 		t.Fatalf("commands ran: %q; logs:\n%s", got, logs)
 	}
@@ -175,7 +187,50 @@ func TestSidecarSupervisedCommandExitingWhileLeadingIsAnError(t *testing.T) {
 	if !strings.Contains(logs.String(), "exit status 5") {
 		t.Errorf("logs do not give the exit status:\n%s", logs)
 	}
-	if code := stop(); code != 0 {
-		t.Fatalf("exit code %d", code)
+	if err := a.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
+}
+
+func TestSidecarBacksOffWhileTheGatewayIsUnreachable(t *testing.T) {
+	g := newTestGateway(t)
+	g.blocked.Store(true)
+	logs := &syncBuffer{}
+	c := candidate(g.proxy.URL, "a", time.Second, "")
+	c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a := start(t, c)
+	eventually.True(t, 10*time.Second, "five failed campaigns", func() bool { return strings.Contains(logs.String(), "failures=5") })
+	warnings := 0
+	for line := range strings.SplitSeq(logs.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "campaign failed") {
+			warnings++
+		}
+	}
+	if warnings != 1 {
+		t.Errorf("%d warnings for five failed campaigns, want 1; logs:\n%s", warnings, logs)
+	}
+	// The waits grow: each retry_in of the series is logged.
+	re := regexp.MustCompile(`failures=(\d+) retry_in=(\S+)`)
+	var waits []time.Duration
+	for _, m := range re.FindAllStringSubmatch(logs.String(), 5) {
+		d, err := time.ParseDuration(m[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, d)
+	}
+	if len(waits) < 5 || waits[4] <= waits[0] {
+		t.Errorf("retry waits %v do not grow", waits)
+	}
+	// Once the gateway answers, it campaigns and leads.
+	g.blocked.Store(false)
+	eventually.True(t, 20*time.Second, "leadership", func() bool {
+		l, err := g.c.Leader(context.Background(), "e")
+		return err == nil && l.ID == "a"
+	})
+	// The campaign's answer is logged after the gateway has made a leader.
+	eventually.True(t, 5*time.Second, "the logs to say the gateway answers again", func() bool {
+		return strings.Contains(logs.String(), "the gateway answers again")
+	})
+	_ = a.stop()
 }

@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"context"
@@ -15,11 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// sidecarStatus is what the sidecar's status server shows: whether it is
+// status is what the sidecar's status server shows: whether it is
 // healthy, whether it leads, and its metrics. The reconciler updates it;
-// the server reads it. Its methods are safe for concurrent use, and do
-// nothing on a nil *sidecarStatus (no --status-listen).
-type sidecarStatus struct {
+// the server reads it. Its methods are safe for concurrent use.
+type status struct {
 	election, id string
 	running      atomic.Bool // the reconciler runs
 	sourceAlive  func() bool // the leadership loop runs; nil: as long as the reconciler
@@ -41,8 +40,8 @@ type sidecarStatus struct {
 	failures    *prometheus.CounterVec
 }
 
-func newSidecarStatus(election, id string, lastOK func() time.Time) *sidecarStatus {
-	s := &sidecarStatus{election: election, id: id, lastOK: lastOK, reg: prometheus.NewRegistry()}
+func newStatus(election, id string, lastOK func() time.Time) *status {
+	s := &status{election: election, id: id, lastOK: lastOK, reg: prometheus.NewRegistry()}
 	labels := prometheus.Labels{"election": election, "candidate": id}
 	s.isLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "elector_sidecar_is_leader", ConstLabels: labels,
 		Help: "1 while this sidecar acts as leader (its begin command has run), else 0."})
@@ -72,7 +71,7 @@ func newSidecarStatus(election, id string, lastOK func() time.Time) *sidecarStat
 
 // withHealth adds the health check's result to the status: false until
 // the first check passes.
-func (s *sidecarStatus) withHealth() {
+func (s *status) withHealth() {
 	s.appHealthy = new(bool)
 	s.healthGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "elector_sidecar_healthy",
 		ConstLabels: prometheus.Labels{"election": s.election, "candidate": s.id},
@@ -81,8 +80,8 @@ func (s *sidecarStatus) withHealth() {
 }
 
 // setHealthy records the health check's result.
-func (s *sidecarStatus) setHealthy(v bool) {
-	if s == nil || s.appHealthy == nil {
+func (s *status) setHealthy(v bool) {
+	if s.appHealthy == nil {
 		return
 	}
 	s.mu.Lock()
@@ -96,10 +95,7 @@ func (s *sidecarStatus) setHealthy(v bool) {
 }
 
 // began records a leadership the begin command has started.
-func (s *sidecarStatus) began(term uint64) {
-	if s == nil {
-		return
-	}
+func (s *status) began(term uint64) {
 	s.mu.Lock()
 	s.leading, s.term, s.since, s.leader = true, term, time.Now(), s.id
 	s.mu.Unlock()
@@ -110,10 +106,7 @@ func (s *sidecarStatus) began(term uint64) {
 
 // ended records the end of a leadership; leader is the new leader as
 // heard, or "".
-func (s *sidecarStatus) ended(transition, leader string) {
-	if s == nil {
-		return
-	}
+func (s *status) ended(transition, leader string) {
 	s.mu.Lock()
 	s.leading, s.since, s.leader = false, time.Time{}, leader
 	s.mu.Unlock()
@@ -122,36 +115,29 @@ func (s *sidecarStatus) ended(transition, leader string) {
 }
 
 // heard records the leader a source named.
-func (s *sidecarStatus) heard(leader string) {
-	if s == nil {
-		return
-	}
+func (s *status) heard(leader string) {
 	s.mu.Lock()
 	s.leader = leader
 	s.mu.Unlock()
 }
 
 // failed counts a failed command.
-func (s *sidecarStatus) failed(command string) {
-	if s != nil {
-		s.failures.WithLabelValues(command).Inc()
-	}
+func (s *status) failed(command string) {
+	s.failures.WithLabelValues(command).Inc()
 }
 
 // setRunning says whether the reconciler runs.
-func (s *sidecarStatus) setRunning(v bool) {
-	if s != nil {
-		s.running.Store(v)
-	}
+func (s *status) setRunning(v bool) {
+	s.running.Store(v)
 }
 
 // healthy reports whether the reconciler and the leadership loop run.
-func (s *sidecarStatus) healthy() bool {
+func (s *status) healthy() bool {
 	return s.running.Load() && (s.sourceAlive == nil || s.sourceAlive())
 }
 
-// leaderView is the body of GET /leader.
-type leaderView struct {
+// LeaderView is the body of GET /leader.
+type LeaderView struct {
 	Election  string    `json:"election"`
 	Candidate string    `json:"candidate"`
 	Leading   bool      `json:"leading"`
@@ -163,7 +149,7 @@ type leaderView struct {
 }
 
 // handler serves /healthz, /leader and /metrics.
-func (s *sidecarStatus) handler() http.Handler {
+func (s *status) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -176,7 +162,7 @@ func (s *sidecarStatus) handler() http.Handler {
 	})
 	mux.HandleFunc("GET /leader", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		v := leaderView{Election: s.election, Candidate: s.id, Leading: s.leading, Term: s.term, Since: s.since, Leader: s.leader}
+		v := LeaderView{Election: s.election, Candidate: s.id, Leading: s.leading, Term: s.term, Since: s.since, Leader: s.leader}
 		if s.appHealthy != nil {
 			h := *s.appHealthy
 			v.Healthy = &h
@@ -189,9 +175,12 @@ func (s *sidecarStatus) handler() http.Handler {
 	return mux
 }
 
-// serveStatus listens on addr and serves s until ctx ends; it returns once
+// ServeStatus serves the sidecar's status on addr until stop: GET
+// /healthz (200 while Run and its leadership loop run, else 503), GET
+// /leader (a LeaderView) and GET /metrics (Prometheus). It returns once
 // listening, with a function that stops the server and waits for it.
-func serveStatus(ctx context.Context, addr string, s *sidecarStatus, log *slog.Logger) (stop func(), err error) {
+func (sc *Sidecar) ServeStatus(ctx context.Context, addr string) (stop func(), err error) {
+	s, log := sc.status, sc.baseLog
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err

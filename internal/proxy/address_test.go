@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"encoding/json"
@@ -53,7 +53,7 @@ func TestLeaderTargetTakesOnlyWhatTheLeaderRegistered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.metadata, func(t *testing.T) {
-			u, err := leaderTarget(json.RawMessage(tt.metadata), "addr")
+			u, err := LeaderTarget(json.RawMessage(tt.metadata), "addr")
 			switch {
 			case tt.want != "" && (err != nil || u.String() != tt.want):
 				t.Fatalf("got %v, %v; want %s", u, err, tt.want)
@@ -78,7 +78,7 @@ func FuzzLeaderTarget(f *testing.F) {
 		if err != nil {
 			return
 		}
-		u, err := leaderTarget(md, "addr")
+		u, err := LeaderTarget(md, "addr")
 		if err != nil {
 			return
 		}

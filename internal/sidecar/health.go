@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"bytes"
@@ -14,10 +14,6 @@ import (
 	"syscall"
 	"time"
 )
-
-// DefaultHealthFailures is how many checks in a row must fail before the
-// sidecar counts its application as unhealthy.
-const DefaultHealthFailures = 3
 
 // maxHealthOutput bounds what is kept of a check's output; maxHealthReason
 // bounds the reason reported to the gateway (which takes up to 1024 bytes).
@@ -44,8 +40,10 @@ type healthCheck struct {
 	timeout  time.Duration
 	failures int // checks in a row that must fail
 	env      hookEnv
-	log      *slog.Logger
-	hc       *http.Client
+	// userAgent is sent with the GET.
+	userAgent string
+	log       *slog.Logger
+	hc        *http.Client
 }
 
 // run checks until ctx ends and offers a verdict on out when the health
@@ -145,7 +143,7 @@ func (h *healthCheck) get(ctx context.Context) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	req.Header.Set("User-Agent", "elector-run/"+version)
+	req.Header.Set("User-Agent", h.userAgent)
 	res, err := h.hc.Do(req)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"context"
@@ -12,24 +12,25 @@ import (
 	"github.com/electorhq/elector/client"
 )
 
-// errEndFailed is returned by sidecar.Run when the end command failed on
+// ErrEndFailed is returned by Sidecar.Run when the end command failed on
 // every attempt: this host may still be acting as leader.
-var errEndFailed = errors.New("sidecar: the end command failed on every attempt")
+var ErrEndFailed = errors.New("sidecar: the end command failed on every attempt")
 
-// sidecar is roboll/elector's reconciliation loop over a source: it runs
+// Sidecar is roboll/elector's reconciliation loop over a source: it runs
 // the begin command (and starts the supervised child) when the source says
 // this candidate leads, and stops the child and runs the end command when
 // it no longer does.
-type sidecar struct {
+type Sidecar struct {
 	src              source
 	hooks            *hooks
-	child            *child // nil without `-- CMD ARGS`
+	child            *child // nil without Config.Command
 	election, id     string
 	endRetries       int
 	endRetryInterval time.Duration
-	log              *slog.Logger
-	status           *sidecarStatus // nil without --status-listen
-	health           *healthCheck   // nil without --health-command or --health-url
+	log              *slog.Logger // with the election and the candidate
+	baseLog          *slog.Logger // without: the status server's
+	status           *status
+	health           *healthCheck // nil without a health check
 
 	// Owned by Run.
 	healthy bool // the health check passes (always, without one)
@@ -41,9 +42,9 @@ type sidecar struct {
 
 // Run reconciles until ctx ends or the source's input ends, then, if it
 // leads, stops the child, runs the end command and resigns. It returns
-// nil after a clean shutdown, errEndFailed when the end command kept
+// nil after a clean shutdown, ErrEndFailed when the end command kept
 // failing, or the source's error.
-func (s *sidecar) Run(ctx context.Context) error {
+func (s *Sidecar) Run(ctx context.Context) error {
 	s.status.setRunning(true)
 	defer s.status.setRunning(false)
 	srcCtx, stopSrc := context.WithCancel(context.WithoutCancel(ctx))
@@ -113,7 +114,7 @@ loop:
 // shutdown ends a leadership and resigns the candidacy, so that the next
 // candidate leads at once. The source keeps heartbeating meanwhile, so the
 // leadership stays valid while the end command runs.
-func (s *sidecar) shutdown(ctx context.Context) error {
+func (s *Sidecar) shutdown(ctx context.Context) error {
 	var endErr error
 	if s.leading {
 		endErr = s.end(ctx, client.ReasonResigned)
@@ -127,7 +128,7 @@ func (s *sidecar) shutdown(ctx context.Context) error {
 }
 
 // reconcileAck reconciles o and tells a source that wants to know.
-func (s *sidecar) reconcileAck(ctx context.Context, o observation) error {
+func (s *Sidecar) reconcileAck(ctx context.Context, o observation) error {
 	err := s.reconcile(ctx, o)
 	if a, ok := s.src.(acker); ok {
 		a.processed()
@@ -136,7 +137,7 @@ func (s *sidecar) reconcileAck(ctx context.Context, o observation) error {
 }
 
 // reconcile acts on one observation.
-func (s *sidecar) reconcile(ctx context.Context, o observation) error {
+func (s *Sidecar) reconcile(ctx context.Context, o observation) error {
 	if o.leader != "" {
 		leader := o.leader
 		if o.leading {
@@ -187,7 +188,7 @@ func (s *sidecar) reconcile(ctx context.Context, o observation) error {
 // command has succeeded. A failed handover is logged: the target then
 // leads when this candidate's TTL runs out, which its heartbeats no longer
 // extend.
-func (s *sidecar) handover(ctx context.Context) error {
+func (s *Sidecar) handover(ctx context.Context) error {
 	h, ok := s.src.(handoverer)
 	if !ok {
 		return nil
@@ -214,7 +215,7 @@ func (s *sidecar) handover(ctx context.Context) error {
 // overlaps this one, as after a failed begin command. The check only ever
 // ends a leadership: it never extends one, and the candidacy's step-down
 // rule holds whatever the check says.
-func (s *sidecar) healthChanged(ctx context.Context, v healthVerdict) error {
+func (s *Sidecar) healthChanged(ctx context.Context, v healthVerdict) error {
 	if v.healthy == s.healthy {
 		return nil
 	}
@@ -246,13 +247,13 @@ func (s *sidecar) healthChanged(ctx context.Context, v healthVerdict) error {
 }
 
 // env is the commands' environment for reason.
-func (s *sidecar) env(reason string) hookEnv {
+func (s *Sidecar) env(reason string) hookEnv {
 	return hookEnv{election: s.election, candidate: s.id, term: s.term, leader: s.leader, reason: reason}
 }
 
 // begin runs the begin command and starts the child; if either fails,
 // the leadership is given up through fail.
-func (s *sidecar) begin(ctx context.Context, o observation) error {
+func (s *Sidecar) begin(ctx context.Context, o observation) error {
 	s.leading, s.term, s.leader = true, o.term, s.id
 	s.status.began(o.term)
 	log := s.log.With(slog.Uint64("term", o.term))
@@ -273,8 +274,8 @@ func (s *sidecar) begin(ctx context.Context, o observation) error {
 }
 
 // end stops the child and runs the end command, retrying it; it returns
-// errEndFailed when the attempts run out.
-func (s *sidecar) end(ctx context.Context, reason string) error {
+// ErrEndFailed when the attempts run out.
+func (s *Sidecar) end(ctx context.Context, reason string) error {
 	log := s.log.With(slog.Uint64("term", s.term), slog.String("reason", reason))
 	s.leading = false
 	s.status.ended("end", s.leaderAfter(reason))
@@ -289,7 +290,7 @@ func (s *sidecar) end(ctx context.Context, reason string) error {
 	})
 	if err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "the end command failed on every attempt; this host may still act as leader: exiting")
-		return fmt.Errorf("%w: %w", errEndFailed, err)
+		return fmt.Errorf("%w: %w", ErrEndFailed, err)
 	}
 	return nil
 }
@@ -299,7 +300,7 @@ func (s *sidecar) end(ctx context.Context, reason string) error {
 // leader never overlaps with a half-started one), then reports the error
 // to the source — the gateway hands leadership over and the candidate
 // sits out the error timeout — and runs the error command.
-func (s *sidecar) fail(ctx context.Context, reason string) error {
+func (s *Sidecar) fail(ctx context.Context, reason string) error {
 	endErr := s.end(ctx, client.ReasonError)
 	s.status.ended("error", "")
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -319,7 +320,7 @@ func (s *sidecar) fail(ctx context.Context, reason string) error {
 
 // leaderAfter is the leader as heard when a leadership ends for reason:
 // another candidate when the gateway named one, else nobody.
-func (s *sidecar) leaderAfter(reason string) string {
+func (s *Sidecar) leaderAfter(reason string) string {
 	if s.leader == s.id || reason == client.ReasonResigned {
 		return ""
 	}

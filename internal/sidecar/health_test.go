@@ -1,4 +1,4 @@
-package main
+package sidecar
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // healthFile is a health command that passes while path exists and
@@ -50,13 +51,13 @@ func TestSidecarFailingHealthCheckHandsLeadershipToTheNextCandidate(t *testing.T
 		t.Fatal(err)
 	}
 	const ttl = 3 * time.Second // checks every second
-	args := func(id string, more ...string) []string {
-		return append(append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", id, "--ttl", ttl.String()}, hookArgs(log)...), more...)
-	}
-	logsA, stopA := inProcess(t, args("a", "--health-command", healthFile(ok))...)
-	waitFor(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
-	logsB, stopB := inProcess(t, args("b")...)
-	waitFor(t, 10*time.Second, "b in line", func() bool { return len(lineOf(t, g)) == 2 })
+	ca := candidate(g.srv.URL, "a", ttl, log)
+	ca.HealthCommand = healthFile(ok)
+	a := start(t, ca)
+	logsA := a.logs
+	eventually.True(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
+	b := start(t, candidate(g.srv.URL, "b", ttl, log))
+	eventually.True(t, 10*time.Second, "b in line", func() bool { return len(lineOf(t, g)) == 2 })
 
 	if err := os.Remove(ok); err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestSidecarFailingHealthCheckHandsLeadershipToTheNextCandidate(t *testing.T
 	if want := "health check failed 3 times in a row: exit status 1: db unreachable: connection refused"; failed.Data.Detail != want {
 		t.Fatalf("leader.error says %q; want %q", failed.Data.Detail, want)
 	}
-	waitFor(t, 10*time.Second, "a's error command and b's begin command", func() bool {
+	eventually.True(t, 10*time.Second, "a's error command and b's begin command", func() bool {
 		return slices.Contains(readLines(log), "error a 1 error") && slices.Contains(readLines(log), "begin b 2 elected")
 	})
 	lines := readLines(log)
@@ -90,17 +91,17 @@ func TestSidecarFailingHealthCheckHandsLeadershipToTheNextCandidate(t *testing.T
 		t.Fatalf("b began before a's end command ran: %q", lines)
 	}
 	// Unhealthy, a has left the line; healthy again, it is back behind b.
-	waitFor(t, 10*time.Second, "a out of line", func() bool { return slices.Equal(lineOf(t, g), []string{"b leader"}) })
+	eventually.True(t, 10*time.Second, "a out of line", func() bool { return slices.Equal(lineOf(t, g), []string{"b leader"}) })
 	if err := os.WriteFile(ok, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "a back in line", func() bool { return slices.Equal(lineOf(t, g), []string{"b leader", "a follower"}) })
+	eventually.True(t, 10*time.Second, "a back in line", func() bool { return slices.Equal(lineOf(t, g), []string{"b leader", "a follower"}) })
 	if !strings.Contains(logsA.String(), "health check failing: leaving the line") || !strings.Contains(logsA.String(), "health check passes: campaigning") {
 		t.Errorf("a's logs do not say what it did:\n%s", logsA)
 	}
-	for name, stop := range map[string]func() int{"a": stopA, "b": stopB} {
-		if code := stop(); code != 0 {
-			t.Errorf("%s exit code %d; logs of b:\n%s", name, code, logsB)
+	for name, r := range map[string]*running{"a": a, "b": b} {
+		if err := r.stop(); err != nil {
+			t.Errorf("%s's Run: %v; logs:\n%s", name, err, r.logs)
 		}
 	}
 }
@@ -118,20 +119,20 @@ func TestSidecarFollowerWithFailingHealthCheckLeavesTheLineAndComesBack(t *testi
 	}))
 	defer app.Close()
 	log := filepath.Join(t.TempDir(), "log")
-	args := func(id string, more ...string) []string {
-		return append(append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", id, "--ttl", "3s"}, hookArgs(log)...), more...)
-	}
-	_, stopA := inProcess(t, args("a")...)
-	waitFor(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
-	logsB, stopB := inProcess(t, args("b", "--health-url", app.URL+"/healthz", "--health-failures", "2", "--status-listen", "127.0.0.1:0")...)
-	status := statusAddr(t, logsB)
-	waitFor(t, 10*time.Second, "b in line", func() bool { return slices.Equal(lineOf(t, g), []string{"a leader", "b follower"}) })
+	a := start(t, candidate(g.srv.URL, "a", 3*time.Second, log))
+	eventually.True(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
+	cb := candidate(g.srv.URL, "b", 3*time.Second, log)
+	cb.HealthURL, cb.HealthFailures = app.URL+"/healthz", 2
+	b := start(t, cb)
+	logsB := b.logs
+	status := serveStatus(t, b)
+	eventually.True(t, 10*time.Second, "b in line", func() bool { return slices.Equal(lineOf(t, g), []string{"a leader", "b follower"}) })
 	if v := leaderOf(t, status); v.Healthy == nil || !*v.Healthy {
 		t.Fatalf("b's /leader %+v; want healthy", v)
 	}
 
 	sick.Store(true)
-	waitFor(t, 10*time.Second, "b out of line", func() bool { return slices.Equal(lineOf(t, g), []string{"a leader"}) })
+	eventually.True(t, 10*time.Second, "b out of line", func() bool { return slices.Equal(lineOf(t, g), []string{"a leader"}) })
 	// Out of line, the sidecar itself is well: /healthz says so, /leader
 	// and the metrics say the check fails.
 	if v := leaderOf(t, status); v.Healthy == nil || *v.Healthy || v.Leading {
@@ -147,19 +148,19 @@ func TestSidecarFollowerWithFailingHealthCheckLeavesTheLineAndComesBack(t *testi
 		t.Errorf("b's logs do not give the check's answer:\n%s", logsB)
 	}
 	// a leaves while b is out: nobody leads, b does not.
-	if code := stopA(); code != 0 {
-		t.Fatalf("a exit code %d", code)
+	if err := a.stop(); err != nil {
+		t.Fatalf("a's Run: %v", err)
 	}
 	if _, err := g.c.Leader(context.Background(), "e"); err == nil {
 		t.Fatal("someone leads; b must not while its check fails")
 	}
 	sick.Store(false)
-	waitFor(t, 10*time.Second, "b's begin once healthy", func() bool { return slices.Contains(readLines(log), "begin b 2 elected") })
+	eventually.True(t, 10*time.Second, "b's begin once healthy", func() bool { return slices.Contains(readLines(log), "begin b 2 elected") })
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 resigned", "begin b 2 elected"}) {
 		t.Fatalf("commands ran: %q; logs of b:\n%s", got, logsB)
 	}
-	if code := stopB(); code != 0 {
-		t.Fatalf("b exit code %d", code)
+	if err := b.stop(); err != nil {
+		t.Fatalf("b's Run: %v", err)
 	}
 }
 
@@ -171,45 +172,22 @@ func TestSidecarHungHealthCheckCountsAsFailing(t *testing.T) {
 	dir := t.TempDir()
 	log, hang := filepath.Join(dir, "log"), filepath.Join(dir, "hang")
 	check := `if [ -e ` + hang + ` ]; then echo "checking…"; sleep 300; fi`
-	logs, stop := inProcess(t, append([]string{"--gateway", g.srv.URL, "--election", "e", "--id", "a", "--ttl", "3s",
-		"--health-command", check, "--health-timeout", "200ms", "--health-failures", "2", "--error-timeout", "1h"}, hookArgs(log)...)...)
-	waitFor(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
+	c := candidate(g.srv.URL, "a", 3*time.Second, log)
+	c.HealthCommand, c.HealthTimeout, c.HealthFailures, c.ErrorTimeout = check, 200*time.Millisecond, 2, time.Hour
+	a := start(t, c)
+	logs := a.logs
+	eventually.True(t, 10*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
 	if err := os.WriteFile(hang, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the end of a's leadership", func() bool { return slices.Contains(readLines(log), "error a 1 error") })
+	eventually.True(t, 10*time.Second, "the end of a's leadership", func() bool { return slices.Contains(readLines(log), "error a 1 error") })
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 error", "error a 1 error"}) {
 		t.Fatalf("commands ran: %q", got)
 	}
 	if !strings.Contains(logs.String(), "health check failed 2 times in a row: timed out after 200ms: checking…") {
 		t.Errorf("logs do not say the check timed out:\n%s", logs)
 	}
-	if code := stop(); code != 0 {
-		t.Fatalf("exit code %d", code)
-	}
-}
-
-func TestSidecarRefusesHealthAndProxyFlagsThatCannotWork(t *testing.T) {
-	tests := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--health-command", "true", "--health-url", "http://127.0.0.1:1/"}, "exclude each other"},
-		{[]string{"--health-command", "true", "--health-failures", "0"}, "--health-failures 0: want 1 or more"},
-		{[]string{"--health-command", "true", "--ttl", "3s", "--health-timeout", "1s"}, "must be below the check interval, TTL/3 = 1s"},
-		{[]string{"--health-url", "127.0.0.1:8080/healthz"}, "is not an http(s) URL"},
-		{[]string{"--proxy-listen", "127.0.0.1:0"}, `this candidate may lead, but it registered no metadata, so no "addr"`},
-		{[]string{"--proxy-listen", "127.0.0.1:0", "--metadata", `{"addr":"0.0.0.0:80"}`}, "unspecified host 0.0.0.0"},
-		{[]string{"--proxy-listen", "127.0.0.1:0", "--metadata", `{"url":"http://10.0.0.7"}`, "--proxy-metadata-key", ""}, "--proxy-metadata-key must not be empty"},
-		{[]string{"--proxy-listen", "127.0.0.1:0", "--console"}, "does not go with --console"},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			var stderr syncBuffer
-			code := runSidecar(context.Background(), append([]string{"--gateway", "127.0.0.1:1", "--election", "e", "--id", "a"}, tt.args...), strings.NewReader(""), &stderr, &stderr)
-			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
-				t.Fatalf("exit %d, %q; want 2 and %q", code, stderr.String(), tt.want)
-			}
-		})
+	if err := a.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }
