@@ -79,7 +79,7 @@ func (s stored) snapshot() gateway.Election {
 // stream sequence seq; eventID(seq, n) with n the message's event count is
 // also the cursor just after that message.
 func eventID(seq uint64, i int) string {
-	return strconv.FormatUint(seq, 10) + "-" + strconv.Itoa(i)
+	return gateway.Position{Rev: seq, Index: i}.String()
 }
 
 // parseCursor reads an event id or a cursor in either form of
