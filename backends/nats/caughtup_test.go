@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // caughtUpWithin polls CaughtUp until it returns nil or d passes (Run
@@ -15,7 +16,7 @@ import (
 func caughtUpWithin(b *Backend, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	return poll(ctx, func() error { return b.CaughtUp(context.Background()) })
+	return eventually.Poll(ctx, func() error { return b.CaughtUp(context.Background()) })
 }
 
 func TestCaughtUp(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // cli runs one client command in-process and returns its exit code and
@@ -66,7 +68,7 @@ func TestWatchCommandPrintsOneLinePerEvent(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"watch", "--gateway", g.srv.URL, "--election", "e"}, &out, &errOut) }()
 	// Every stream opens with a reset, even of an election not created yet.
-	waitFor(t, 5*time.Second, "the reset line", func() bool { return strings.Contains(out.String(), " reset ") })
+	eventually.True(t, 5*time.Second, "the reset line", func() bool { return strings.Contains(out.String(), " reset ") })
 	_, token, err := g.c.Campaign(ctx, "e", campaignReq("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +76,7 @@ func TestWatchCommandPrintsOneLinePerEvent(t *testing.T) {
 	if err := g.c.Resign(ctx, "e", "a", token); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "five event lines", func() bool { return strings.Count(out.String(), "\n") >= 5 })
+	eventually.True(t, 5*time.Second, "five event lines", func() bool { return strings.Count(out.String(), "\n") >= 5 })
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("watch exit %d: %s", code, &errOut)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/electorhq/elector/internal/testnet"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // envClusterGaps, set to "short", makes TestEmbeddedClusterFormsInAnyStartOrder
@@ -190,18 +192,6 @@ func decodeJSON(resp *http.Response, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-// eventually waits up to 30s for ok.
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestEmbeddedClusterFormsInAnyStartOrder starts the README's three
 // `elector serve --config configs/cluster-N.yaml` processes (on free ports,
 // in a temporary directory) in every order, the second 5s and the third 20s
@@ -289,7 +279,7 @@ func TestEmbeddedClusterFormsInAnyStartOrder(t *testing.T) {
 			}
 			// Each member's view follows the backend's watch: wait for it.
 			for _, m := range members {
-				eventually(t, "node-1 leading in term "+fmt.Sprint(first)+" with three candidates, via "+m.name, func() bool {
+				eventually.True(t, 30*time.Second, "node-1 leading in term "+fmt.Sprint(first)+" with three candidates, via "+m.name, func() bool {
 					l, code := leaderVia(t, c, m.base, "formed")
 					var list struct{ Candidates []struct{ ID string } }
 					lc := call(t, c, http.MethodGet, m.base+"/v1/elections/formed/candidates", "", nil, &list)

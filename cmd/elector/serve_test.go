@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/electorhq/elector/api"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // syncBuffer is an io.Writer that several goroutines may write while a
@@ -226,7 +227,7 @@ func TestServeSurvivesSIGHUPWithoutTLS(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the SIGHUP to be taken", func() bool {
+	eventually.True(t, 10*time.Second, "the SIGHUP to be taken", func() bool {
 		return strings.Contains(logs.String(), "SIGHUP: no TLS certificate to reload")
 	})
 	c := &http.Client{Timeout: 5 * time.Second}

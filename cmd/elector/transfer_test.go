@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestSidecarHandsOverAfterItsEndCommand: `elector run` asked to hand over
@@ -28,16 +29,16 @@ func TestSidecarHandsOverAfterItsEndCommand(t *testing.T) {
 		}
 	}
 	logsA, stopA := inProcess(t, argsA...)
-	waitFor(t, 5*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
+	eventually.True(t, 5*time.Second, "a's begin", func() bool { return slices.Contains(readLines(log), "begin a 1 elected") })
 	logsB, stopB := inProcess(t, args("b")...)
-	waitFor(t, 5*time.Second, "b in line", func() bool {
+	eventually.True(t, 5*time.Second, "b in line", func() bool {
 		cs, err := g.c.Candidates(context.Background(), "e")
 		return err == nil && len(cs.Candidates) == 2
 	})
 	if code, out, errOut := cli(t, "transfer", "--gateway", g.srv.URL, "--election", "e", "--to", "b"); code != 0 || !strings.Contains(out, "transfer of e to b pending") {
 		t.Fatalf("elector transfer: %d %q %q", code, out, errOut)
 	}
-	waitFor(t, 10*time.Second, "b's begin", func() bool { return slices.Contains(readLines(log), "begin b 2 elected") })
+	eventually.True(t, 10*time.Second, "b's begin", func() bool { return slices.Contains(readLines(log), "begin b 2 elected") })
 	if got := readLines(log); !slices.Equal(got, []string{"begin a 1 elected", "end a 1 transferred", "begin b 2 elected"}) {
 		t.Fatalf("commands ran: %q; logs of a:\n%s\nlogs of b:\n%s", got, logsA, logsB)
 	}

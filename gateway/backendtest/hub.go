@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // headed is a backend with its Header and nothing else: a Gateway over it
@@ -56,7 +57,7 @@ func testHubAgreesWithTheBackend(t *testing.T, b gateway.Backend) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gw.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, 10*time.Second, "the hub follows the backend", func() bool {
+	eventually.True(t, 10*time.Second, "the hub follows the backend", func() bool {
 		known, err := gw.CaughtUp(context.Background())
 		return known && err == nil
 	})

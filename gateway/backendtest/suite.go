@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // Run runs the conformance suite against backends made by h.
@@ -412,7 +413,7 @@ func testCandidateCount(t *testing.T, b gateway.Backend) {
 	}
 	campaign(t, b, e, "a", 10*time.Second)
 	campaign(t, b, e, "b", 10*time.Second)
-	eventually(t, 5*time.Second, "a count of 2", func() bool {
+	eventually.True(t, 5*time.Second, "a count of 2", func() bool {
 		n, err := c.CountCandidates(ctx, e)
 		return err == nil && n == len(snapshot(t, b, e).Candidates) && n == 2
 	})
