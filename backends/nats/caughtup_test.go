@@ -72,7 +72,7 @@ func TestCaughtUp(t *testing.T) {
 // old record (its watch stalled, as a watcher that fell behind is) still
 // answers a read with the leader of the latest record, never the view's,
 // and its readiness check says it is behind. The read waits for the view
-// up to catchUpGrace, then reads from the stream leader.
+// up to gateway.CatchUpGrace, then reads from the stream leader.
 func TestALaggingViewServesNoStaleLeader(t *testing.T) {
 	e := startServer(t, t.TempDir())
 	t.Cleanup(e.Shutdown)
