@@ -16,7 +16,7 @@ import (
 // TestContendedWriteIsA503SayingNothingWasWritten: a write that lost to
 // other writes of its election on every attempt gateway.Conflicts allows
 // is answered 503 election-contended (not backend-unavailable, not a
-// 500), saying that nothing was written and the request may be sent
+// 500), saying that its write was not made and the request may be sent
 // again; the answer matches openapi.yaml.
 func TestContendedWriteIsA503SayingNothingWasWritten(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/v1/elections/billing/candidates", strings.NewReader(`{"id":"node-a"}`))
@@ -31,7 +31,7 @@ func TestContendedWriteIsA503SayingNothingWasWritten(t *testing.T) {
 	if r.Status != http.StatusServiceUnavailable || r.problemType(t) != "election-contended" {
 		t.Fatalf("%d %s, want 503 election-contended", r.Status, r.Body)
 	}
-	if d, _ := r.json(t)["detail"].(string); !strings.Contains(d, `"billing"`) || !strings.Contains(d, "nothing of it was written") {
-		t.Fatalf("detail %q does not name the election and say nothing was written", d)
+	if d, _ := r.json(t)["detail"].(string); !strings.Contains(d, `"billing"`) || !strings.Contains(d, "before its write was made; send it again") {
+		t.Fatalf("detail %q does not name the election and say its write was not made", d)
 	}
 }

@@ -238,7 +238,7 @@ func problemFor(r *http.Request, err error) Problem {
 		return newProblem(r, "backend-unavailable", fmt.Sprintf("the coordination backend did not answer within %s; retry shortly", ReadTimeout))
 	case errors.Is(err, gateway.ErrContended):
 		return newProblem(r, "election-contended", fmt.Sprintf(
-			"other writes to election %q kept getting there first, %d times in a row, so this request gave up; nothing of it was written, send it again shortly", election, gateway.Conflicts.Attempts))
+			"other writes to election %q kept getting there first, %d times in a row, so this request gave up before its write was made; send it again shortly", election, gateway.Conflicts.Attempts))
 	case errors.Is(err, gateway.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return newProblem(r, "backend-unavailable", "the coordination backend cannot serve the request at the moment; retry shortly")
 	default:

@@ -9,7 +9,9 @@ import (
 
 // ErrContended is an ErrUnavailable: a compare-and-set write lost to other
 // writes of the same election on every attempt its RetryPolicy allows.
-// Nothing of it was written; the request may be sent again as it was.
+// The refused write was not made (a request of several writes, such as a
+// handover moving candidates step by step, may have made its earlier
+// ones, each whole); the request may be sent again as it was.
 var ErrContended = fmt.Errorf("gateway: election contended: %w", ErrUnavailable)
 
 // RetryPolicy says how often, and how far apart, a backend tries a
@@ -34,15 +36,19 @@ type RetryPolicy struct {
 // was stored between this one's read and its write: somebody made
 // progress, so retrying is safe and, in the common case, brief. The bound
 // is for the case that is not: losing 16 times in a row means 16 other
-// writes of this one election landed within this request, about a second
-// of pauses (1+2+4+…+64 ms, then 100 ms seven times), which is beyond what
-// candidates heartbeating at TTL/3 and the reconcilers cause even in a
-// storm of a hundred candidates; past it, waiting longer only holds a
-// request open while it keeps losing. The writer then answers
-// ErrContended, which the API maps to a 503 with Retry-After, so the
-// caller retries later, as it would after any 503, instead of waiting
-// for its deadline without an answer. A bound never makes two leaders: a
-// write that gives up wrote nothing.
+// writes of this one election landed within this request, over about a
+// second of pauses (1+2+4+…+64 ms, then 100 ms seven times). Heartbeats
+// do not write the election (they extend a lease or a liveness message),
+// so only bursts of campaigns, resignations and error reports at one
+// election get there: the conformance storm, a hundred candidates each
+// writing one election every 20 ms, meets the bound on a few percent of
+// its writes on a loaded two-core machine. Past it, retrying longer only
+// holds the request open while it keeps losing and adds to the burst.
+// The writer then answers ErrContended, which the API maps to a 503 with
+// Retry-After, so the caller tries again later, as it does after any
+// 503, instead of waiting for its deadline without an answer. A bound
+// never makes two leaders: a write that gives up is one the backend
+// refused.
 var Conflicts = RetryPolicy{Attempts: 16, First: time.Millisecond, Max: 100 * time.Millisecond}
 
 // Pause waits before attempt i (counted from 0; attempts 0 and 1 do not
