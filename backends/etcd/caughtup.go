@@ -15,10 +15,10 @@ var _ gateway.CatchUpReporter = (*Backend)(nil)
 // revision (a linearizable count-only read under the prefix) and waits
 // (gateway.WaitCaughtUp) for the cache to catch up with it as a read does
 // (see Backend.catchUp: a revision that touched nothing under the prefix
-// counts too). It returns nil once the cache holds
-// that revision; an error wrapping gateway.ErrUnavailable naming both
-// revisions when it does not; and the translated error (normally
-// gateway.ErrUnavailable) when etcd cannot serve the read.
+// counts too). It returns nil once the cache holds that revision; an
+// error wrapping gateway.ErrUnavailable naming both revisions when it
+// does not; and the translated error (normally gateway.ErrUnavailable)
+// when etcd cannot serve the read.
 func (b *Backend) CaughtUp(ctx context.Context) error {
 	rctx, cancel := b.reqCtx(ctx)
 	resp, err := b.cli.Get(rctx, b.keys.settings("_caughtup"), clientv3.WithCountOnly())

@@ -40,8 +40,9 @@ func (b *Backend) signal() {
 }
 
 // Watch implements gateway.Backend. Ids are sequence numbers, one per
-// event, in gateway.Position's form "<rev>"; a watcher that falls behind by more than the history has its channel closed
-// and gets ErrCursorExpired when it resumes.
+// event, in gateway.Position's form "<rev>"; a watcher that falls behind
+// by more than the history has its channel closed and gets
+// ErrCursorExpired when it resumes.
 func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gateway.Event, error) {
 	b.mu.Lock()
 	next := b.seq + 1
