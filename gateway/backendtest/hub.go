@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -120,20 +121,13 @@ func testHubCatchesUpWhateverTheLastWriteWas(t *testing.T, b gateway.Backend) {
 	t.Cleanup(func() { cancel(); <-done })
 	caughtUp := func(what string) {
 		t.Helper()
-		var last error
-		deadline := time.Now().Add(20 * time.Second)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for ; ; <-tick.C {
+		eventually.NoError(t, 20*time.Second, what+": the hub caught up", func() error {
 			known, err := gw.CaughtUp(context.Background())
-			if known && err == nil {
-				return
+			if err == nil && !known {
+				err = errors.New("the hub has not reported yet")
 			}
-			last = err
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the hub is not caught up after 20s: %v", what, last)
-			}
-		}
+			return err
+		})
 	}
 	// A subscriber starting from the snapshot taken after each write is
 	// accepted by the hub (a cursor is never past the backend's head) and
