@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 func TestWalkthroughResignHandsOverToNextInLine(t *testing.T) {
@@ -60,7 +62,7 @@ func TestHeartbeatExtendsExpiry(t *testing.T) {
 	}
 	// expires_at is the last heartbeat (here the campaign) plus the TTL:
 	// once the clock is past that heartbeat, a new one must move it.
-	eventually(t, "the clock to pass the campaign", func() bool { return time.Now().Add(5 * time.Second).After(t0) })
+	eventually.True(t, 5*time.Second, "the clock to pass the campaign", func() bool { return time.Now().Add(5 * time.Second).After(t0) })
 	after := e.do("PUT", "/v1/elections/hb/candidates/node-a/heartbeat", nil, token(tok)).expect(t, http.StatusOK).json(t)["expires_at"].(string)
 	t1, _ := time.Parse(time.RFC3339Nano, after)
 	if !t1.After(t0) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/webhooks"
 )
 
@@ -75,7 +76,7 @@ func TestNoLeaderDuringHandoverDelayTellsWhenItEnds(t *testing.T) {
 	e.campaign("slow", "node-a", "1s")
 	e.campaign("slow", "node-b", "1h")
 	var p map[string]any
-	eventually(t, "node-a to expire", func() bool {
+	eventually.True(t, 5*time.Second, "node-a to expire", func() bool {
 		r := e.do("GET", "/v1/elections/slow/leader", nil)
 		if r.Status != http.StatusNotFound {
 			return false

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -141,7 +142,7 @@ func TestClientGoneMidBodyIsNotAServerError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = conn.Close()
-	eventually(t, "the request's log line", func() bool { return strings.Contains(e.log.String(), `"route":"/v1/elections/{election}/candidates"`) })
+	eventually.True(t, 5*time.Second, "the request's log line", func() bool { return strings.Contains(e.log.String(), `"route":"/v1/elections/{election}/candidates"`) })
 	if !strings.Contains(e.log.String(), `"status":400`) {
 		t.Errorf("want status 400 in the log:\n%s", e.log.String())
 	}

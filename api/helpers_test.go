@@ -21,6 +21,7 @@ import (
 	"github.com/electorhq/elector"
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/webhooks"
 )
 
@@ -245,7 +246,7 @@ func (e *env) campaign(election, id, ttl string) string {
 func (e *env) following() {
 	e.t.Helper()
 	tok := ""
-	eventually(e.t, "the gateway following the backend", func() bool {
+	eventually.True(e.t, 5*time.Second, "the gateway following the backend", func() bool {
 		if tok != "" {
 			e.do("DELETE", "/v1/elections/following/candidates/w", nil, token(tok)).expect(e.t, http.StatusNoContent)
 		}
@@ -277,16 +278,4 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// eventually polls cond until it holds or a deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/electorhq/elector/internal/eventually"
 	"go.uber.org/goleak"
 )
 
@@ -114,15 +115,5 @@ func TestManyRequestsLeaveNothingBehind(t *testing.T) {
 // expected to take.
 func noGoroutineLeft(t *testing.T, before goleak.Option) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := goleak.Find(before)
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.NoError(t, 20*time.Second, "every goroutine of the request to end", func() error { return goleak.Find(before) })
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // newLimitedEnv is newEnv over a gateway with caps.
@@ -74,7 +75,7 @@ func TestStreamCapAnswersLimitReached(t *testing.T) {
 	s := e.stream("/v1/events")
 	expectLimit(t, e.do("GET", "/v1/elections/billing/events", nil), http.StatusTooManyRequests, "limit-reached", "sse_subscribers")
 	s.close()
-	eventually(t, "the stream's slot to be freed", func() bool {
+	eventually.True(t, 5*time.Second, "the stream's slot to be freed", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/v1/events", nil)
@@ -206,7 +207,7 @@ func TestReadRateLimitIsPerClientAndSparesStreams(t *testing.T) {
 	// Probes, operations and event streams are not reads of elections.
 	e.do("GET", "/healthz", nil).expect(t, http.StatusOK)
 	s := e.stream("/v1/elections/billing/events")
-	eventually(t, "the stream to connect", func() bool { return len(s.commentList()) > 0 })
+	eventually.True(t, 5*time.Second, "the stream to connect", func() bool { return len(s.commentList()) > 0 })
 	s.close()
 	// Writes are not reads.
 	e.campaign("billing", "b", "30s")
@@ -314,7 +315,7 @@ func TestShutdownEndsStreamsWithARetryHint(t *testing.T) {
 	stop := make(chan struct{})
 	e := newLimitedEnv(t, gateway.Config{}, Config{Shutdown: stop, RetryHint: 1500 * time.Millisecond})
 	s := e.stream("/v1/elections/billing/events")
-	eventually(t, "the stream to connect", func() bool { return len(s.commentList()) > 0 })
+	eventually.True(t, 5*time.Second, "the stream to connect", func() bool { return len(s.commentList()) > 0 })
 	close(stop)
 	select {
 	case <-s.done:

@@ -68,6 +68,7 @@ var problemKinds = map[string]problemKind{
 	"not-supported":               {http.StatusNotImplemented, "Not supported by this backend"},
 	"internal":                    {http.StatusInternalServerError, "Internal error"},
 	"backend-unavailable":         {http.StatusServiceUnavailable, "Backend unavailable"},
+	"election-contended":          {http.StatusServiceUnavailable, "Election contended"},
 }
 
 // Problem is an RFC 9457 problem document. Extension members (field,
@@ -235,6 +236,9 @@ func problemFor(r *http.Request, err error) Problem {
 		return newProblem(r, "limit-reached", "a limit of the gateway was reached; try again later or with fewer resources")
 	case errors.Is(r.Context().Err(), context.DeadlineExceeded):
 		return newProblem(r, "backend-unavailable", fmt.Sprintf("the coordination backend did not answer within %s; retry shortly", ReadTimeout))
+	case errors.Is(err, gateway.ErrContended):
+		return newProblem(r, "election-contended", fmt.Sprintf(
+			"other writes to election %q kept getting there first, %d times in a row, so this request gave up before its write was made; send it again shortly", election, gateway.Conflicts.Attempts))
 	case errors.Is(err, gateway.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return newProblem(r, "backend-unavailable", "the coordination backend cannot serve the request at the moment; retry shortly")
 	default:

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/electorhq/elector/internal/eventually"
 	"go.uber.org/goleak"
 )
 
@@ -142,7 +143,7 @@ func TestStreamSendsRetryHintAndKeepAlives(t *testing.T) {
 			t.Errorf("%s %q, want %q", k, got, want)
 		}
 	}
-	eventually(t, "keep-alive comments", func() bool { return len(s.commentList()) >= 3 })
+	eventually.True(t, 5*time.Second, "keep-alive comments", func() bool { return len(s.commentList()) >= 3 })
 	s.mu.Lock()
 	retry := s.retry
 	s.mu.Unlock()
@@ -168,9 +169,9 @@ func TestStreamOutlivesServerWriteTimeout(t *testing.T) {
 	if ev := s.next(); ev.Event != EventReset {
 		t.Fatalf("the stream opens with %+v; want a reset", ev)
 	}
-	eventually(t, "the write deadline to pass", func() bool { return time.Now().After(deadline) })
+	eventually.True(t, 5*time.Second, "the write deadline to pass", func() bool { return time.Now().After(deadline) })
 	seen := len(s.commentList())
-	eventually(t, "a keep-alive written after the write deadline", func() bool { return len(s.commentList()) > seen })
+	eventually.True(t, 5*time.Second, "a keep-alive written after the write deadline", func() bool { return len(s.commentList()) > seen })
 	e.campaign("billing", "node-a", "1m")
 	if ev := s.next(); ev.Event != "candidate.joined" && ev.Event != "leader.begin" {
 		t.Errorf("event after the write timeout: %+v", ev)

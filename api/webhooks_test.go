@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/webhooks"
 )
 
@@ -73,9 +74,9 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	}
 
 	e.campaign("billing", "node-a", "10s")
-	eventually(t, "the begin delivered", func() bool { return len(got()) == 1 })
+	eventually.True(t, 5*time.Second, "the begin delivered", func() bool { return len(got()) == 1 })
 	var ds []any
-	eventually(t, "the delivery logged as succeeded", func() bool {
+	eventually.True(t, 5*time.Second, "the delivery logged as succeeded", func() bool {
 		ds = e.do("GET", base+"/"+id+"/deliveries", nil).expect(t, http.StatusOK).json(t)["deliveries"].([]any)
 		return len(ds) == 1 && ds[0].(map[string]any)["status"] == "succeeded"
 	})
@@ -191,9 +192,9 @@ func TestCampaignWithAWebhook(t *testing.T) {
 	if !strings.HasPrefix(secret, "whsec_") {
 		t.Fatalf("webhook_secret %q", secret)
 	}
-	eventually(t, "the candidate's begin", func() bool { return len(got()) == 1 })
+	eventually.True(t, 5*time.Second, "the candidate's begin", func() bool { return len(got()) == 1 })
 	path := "/v1/elections/own/candidates/node-a/deliveries"
-	eventually(t, "the begin logged", func() bool {
+	eventually.True(t, 5*time.Second, "the begin logged", func() bool {
 		ds := e.do("GET", path, nil, token(tok)).expect(t, http.StatusOK).json(t)["deliveries"].([]any)
 		return len(ds) == 1 && ds[0].(map[string]any)["status"] == "succeeded"
 	})

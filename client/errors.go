@@ -30,7 +30,7 @@ var (
 	ErrRateLimited           = errors.New("elector: rate limited")                // rate-limited: slow down
 	ErrUnauthenticated       = errors.New("elector: unauthenticated")             // unauthenticated: see WithAPIToken
 	ErrForbidden             = errors.New("elector: forbidden")                   // forbidden: the API token lacks the scope
-	ErrUnavailable           = errors.New("elector: backend unavailable")         // backend-unavailable, 5xx without a problem
+	ErrUnavailable           = errors.New("elector: backend unavailable")         // backend-unavailable, election-contended, 5xx without a problem
 	ErrInternal              = errors.New("elector: internal error")              // internal
 	// ErrTransferPending: a leader's heartbeat is refused because it is
 	// asked to hand over (the *Problem's Ext holds "transfer"); it must
@@ -87,6 +87,7 @@ var problemSentinels = map[string]error{
 	"unauthenticated":             ErrUnauthenticated,
 	"forbidden":                   ErrForbidden,
 	"backend-unavailable":         ErrUnavailable,
+	"election-contended":          ErrUnavailable,
 	"internal":                    ErrInternal,
 	"transfer-pending":            ErrTransferPending,
 	"not-a-follower":              ErrNotFollower,

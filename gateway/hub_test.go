@@ -12,6 +12,7 @@ import (
 
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // counted is a memory backend that counts the watches open on it.
@@ -46,20 +47,8 @@ func hubGateway(t *testing.T, hubEvents int, before ...func(*gateway.Gateway)) (
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gw.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, "the hub's watch", func() bool { return b.open.Load() == 1 })
+	eventually.True(t, 10*time.Second, "the hub's watch", func() bool { return b.open.Load() == 1 })
 	return gw, b
-}
-
-// waitFor polls cond until it holds or ten seconds pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // campaign puts candidates ids into election and returns the events' ids
@@ -177,7 +166,7 @@ func TestHubServesAnOldCursorFromTheBackendThenReleasesIt(t *testing.T) {
 	}
 	// Caught up with the ring: the backend watch is released at once; the
 	// hub's stays (the test's own is on the memory backend, not counted).
-	waitFor(t, "the catch-up watch to be released", func() bool { return b.open.Load() == 1 })
+	eventually.True(t, 10*time.Second, "the catch-up watch to be released", func() bool { return b.open.Load() == 1 })
 	campaign(t, gw, "old", "late")
 	if e := collect(t, ch, 1)[0]; e.Candidate.ID != "late" {
 		t.Errorf("after catching up: %s of %s, want candidate.joined of late", e.Type, e.Candidate.ID)
@@ -212,7 +201,7 @@ func TestHubCutsOffASlowSubscriberAndNobodyElse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the fast subscriber", func() bool { return last.Load() == head })
+		eventually.True(t, 10*time.Second, "the fast subscriber", func() bool { return last.Load() == head })
 	}
 	cancel()
 	wg.Wait()
@@ -277,7 +266,7 @@ func TestHubSubscribersEndWithTheirContext(t *testing.T) {
 		for range ch {
 		}
 	}
-	waitFor(t, "every backend watch to end", func() bool { return b.open.Load() == before })
+	eventually.True(t, 10*time.Second, "every backend watch to end", func() bool { return b.open.Load() == before })
 }
 
 // slowHead is a counted memory backend whose Head waits until released.

@@ -19,13 +19,23 @@ import (
 // sequence, a store revision, a counter), so positions of one backend order
 // as its events do, whichever replica issued them. The hub relies on this
 // to tell whether a cursor is already covered by the events it holds.
+//
+// Numbers are written in decimal without leading zeros, so that one
+// position has one spelling: backends make ids and cursors with String
+// (or After), and read them back with ParsePosition, which refuses any
+// other spelling.
 type Position struct {
 	Rev   uint64
 	Index int // math.MaxInt for "<rev>"
 }
 
+// After is the position "<rev>", just after every event of the write at
+// rev: a snapshot's cursor, or the id of a write's only event where every
+// write has one.
+func After(rev uint64) Position { return Position{Rev: rev, Index: math.MaxInt} }
+
 // ParsePosition parses an event id or a cursor; ok is false for anything
-// not in the forms above.
+// not in the forms above, leading zeros included.
 func ParsePosition(s string) (p Position, ok bool) {
 	r, i, hasIndex := strings.Cut(s, "-")
 	if !digits(r) || (hasIndex && !digits(i)) {
@@ -46,9 +56,10 @@ func ParsePosition(s string) (p Position, ok bool) {
 	return p, true
 }
 
-// digits reports whether s is a non-empty run of ASCII digits.
+// digits reports whether s is a decimal number as String writes it: a
+// non-empty run of ASCII digits without a leading zero (but "0").
 func digits(s string) bool {
-	if s == "" || len(s) > 20 {
+	if s == "" || len(s) > 20 || (len(s) > 1 && s[0] == '0') {
 		return false
 	}
 	for i := range len(s) {

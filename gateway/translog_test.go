@@ -11,6 +11,7 @@ import (
 
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // lockedBuffer is a bytes.Buffer safe for a logger and a test at once.
@@ -50,7 +51,7 @@ func TestGatewayLogsEveryChangeOfLeadership(t *testing.T) {
 	// starts): a leadership in a warm-up election, made again until one
 	// is logged.
 	tw := ""
-	waitFor(t, "the Gateway following", func() bool {
+	eventually.True(t, 10*time.Second, "the Gateway following", func() bool {
 		if tw != "" {
 			if err := gw.Resign(ctx, "tl-w", "w", tw); err != nil {
 				t.Fatal(err)
@@ -102,7 +103,7 @@ func TestGatewayLogsEveryChangeOfLeadership(t *testing.T) {
 		`level=INFO msg="leadership ends" election=tl-x candidate=x term=1 reason=expired`,
 		`level=INFO msg="leadership begins" election=tl-x candidate=y term=2 previous=x previous_term=1 after=expired`,
 	}
-	waitFor(t, "every transition logged", func() bool {
+	eventually.True(t, 10*time.Second, "every transition logged", func() bool {
 		l := logs.String()
 		for _, w := range want {
 			if !strings.Contains(l, w) {

@@ -18,6 +18,7 @@ import (
 	"github.com/electorhq/elector/client"
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/etcdtest"
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/webhooks"
 )
 
@@ -183,7 +184,14 @@ func soak(t *testing.T, s setup) {
 	// Every event the subscribers got reaches the webhook, at the latest
 	// once the claims of replicas killed near the end have run out.
 	end := time.Now()
-	waitFor(webhookDrain, func() bool { return h.Undelivered() == 0 })
+	dctx, dcancel := context.WithTimeout(context.Background(), webhookDrain)
+	_ = eventually.Poll(dctx, func() error { // Check reports what is left
+		if n := h.Undelivered(); n > 0 {
+			return fmt.Errorf("%d undelivered", n)
+		}
+		return nil
+	})
+	dcancel()
 	drain := time.Since(end)
 
 	violations := Check(h, Rules{TTL: soakTTL, Margin: soakMargin, End: end, Holders: holders})
@@ -201,13 +209,17 @@ func soak(t *testing.T, s setup) {
 	c := client.New(urls[0])
 	for e := range soakElections {
 		election := load.ElectionName(e)
-		var left []client.Candidate
-		if !waitFor(2*soakTTL+10*time.Second, func() bool {
+		ectx, ecancel := context.WithTimeout(context.Background(), 2*soakTTL+10*time.Second)
+		err := eventually.Poll(ectx, func() error {
 			cs, err := c.Candidates(context.Background(), election)
-			left = cs.Candidates
-			return err == nil && len(cs.Candidates) == 0
-		}) {
-			t.Errorf("%s still has candidates after the run (%d unresigned): %+v", election, sum.Unresigned, left)
+			if err == nil && len(cs.Candidates) > 0 {
+				err = fmt.Errorf("candidates %+v", cs.Candidates)
+			}
+			return err
+		})
+		ecancel()
+		if err != nil {
+			t.Errorf("%s still has candidates after the run (%d unresigned): %v", election, sum.Unresigned, err)
 		}
 	}
 	// Load that ends leaves every replica ready: its hub holds every
@@ -224,20 +236,6 @@ func soak(t *testing.T, s setup) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// waitFor polls cond every 100ms until it holds, and reports whether it did
-// within timeout.
-func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		tick := time.NewTimer(100 * time.Millisecond)
-		<-tick.C
-	}
-	return true
 }
 
 // injectFaults injects, every few seconds until ctx ends, in turn: kill -9

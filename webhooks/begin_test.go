@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // campaignWithWebhook campaigns id with its own endpoint, as the API does.
@@ -42,13 +43,13 @@ func TestUnacknowledgedBeginPutsLeaderInError(t *testing.T) {
 	tok, _ := e.campaignWithWebhook(s, "deadline", "a", rc.srv.URL, time.Second)
 	e.campaign("deadline", "b")
 
-	eventually(t, 5*time.Second, "a put in error after its begin went unacknowledged", func() bool {
+	eventually.True(t, 5*time.Second, "a put in error after its begin went unacknowledged", func() bool {
 		el, _ := e.gw.Election(ctx, "deadline")
 		st, _ := gateway.StatusOf(el, "a")
 		return st.Candidate.State == gateway.StateError
 	})
 	// b leads once a's promise has lapsed: up to a's TTL after the verdict.
-	eventually(t, 15*time.Second, "b leads after a's begin went unacknowledged", func() bool {
+	eventually.True(t, 15*time.Second, "b leads after a's begin went unacknowledged", func() bool {
 		l, _, err := e.gw.Leader(ctx, "deadline")
 		return err == nil && l.ID == "b"
 	})
@@ -61,7 +62,7 @@ func TestUnacknowledgedBeginPutsLeaderInError(t *testing.T) {
 	if begins == 0 {
 		t.Fatal("a's endpoint never got its leader.begin")
 	}
-	eventually(t, 5*time.Second, "a back in line after its cooldown", func() bool {
+	eventually.True(t, 5*time.Second, "a back in line after its cooldown", func() bool {
 		el, _ := e.gw.Election(ctx, "deadline")
 		st, ok := gateway.StatusOf(el, "a")
 		return ok && st.Candidate.State == gateway.StateFollower && st.Position == 1
@@ -94,7 +95,7 @@ func TestAcknowledgedBeginKeepsLeadership(t *testing.T) {
 	e.campaign("acked", "b")
 	// Once the begin is settled as acknowledged and the worker has moved
 	// past it, its deadline no longer applies, however long it is.
-	eventually(t, 5*time.Second, "a's begin delivery recorded", func() bool {
+	eventually.True(t, 5*time.Second, "a's begin delivery recorded", func() bool {
 		ds, err := s.CandidateDeliveries(ctx, "acked", "a", tok, 0)
 		return err == nil && len(ds) == 1
 	})
@@ -129,7 +130,7 @@ func TestCandidateEndpointGoesAwayWhenTheCandidateLeaves(t *testing.T) {
 	if err := e.gw.Resign(ctx, "leaving", "a", tok); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "begin and end delivered, endpoint removed", func() bool {
+	eventually.True(t, 5*time.Second, "begin and end delivered, endpoint removed", func() bool {
 		kv, _ := e.gw.KV()
 		items, _ := kv.List(ctx, "wh")
 		return len(rc.successes()) == 2 && len(items) == 0
@@ -166,7 +167,7 @@ func TestLatePickupStillGetsAWholeBeginWindow(t *testing.T) {
 	// with nobody sending.
 	s.now = func() time.Time { return time.Now().Add(2 * time.Second) }
 	e.run(s)
-	eventually(t, 5*time.Second, "a's begin delivered", func() bool { return len(rc.successes()) == 1 })
+	eventually.True(t, 5*time.Second, "a's begin delivered", func() bool { return len(rc.successes()) == 1 })
 	if l, _, err := e.gw.Leader(ctx, "late"); err != nil || l.ID != "a" {
 		t.Fatalf("leader %+v, %v; want a, whose receiver answered 2xx at its first try", l, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // captured is a webhook request as elector sent it, for an independent
@@ -32,7 +34,7 @@ func TestCaptureForIndependentVerification(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.campaign("capture", "node-a")
-	eventually(t, 5*time.Second, "a delivery", func() bool { return len(rc.successes()) > 0 })
+	eventually.True(t, 5*time.Second, "a delivery", func() bool { return len(rc.successes()) > 0 })
 	r := rc.successes()[0]
 	ts, _ := strconv.ParseInt(r.Timestamp, 10, 64)
 	for _, secret := range []string{oldSecret, newSecret} {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -188,18 +189,6 @@ func (rc *receiver) successes() []request {
 	return out
 }
 
-// eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // settled waits until the delivery log of endpoint holds n deliveries,
 // none pending, and its cursor is persisted at the newest one's event: the
 // worker is done with them, so none of them is sent again. It returns the
@@ -207,7 +196,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 func (s *Service) settled(t *testing.T, endpoint string, n int) []Delivery {
 	t.Helper()
 	var ds []Delivery
-	eventually(t, 10*time.Second, fmt.Sprintf("%d deliveries settled and the cursor past them", n), func() bool {
+	eventually.True(t, 10*time.Second, fmt.Sprintf("%d deliveries settled and the cursor past them", n), func() bool {
 		var err error
 		if ds, err = s.deliveries(context.Background(), endpoint, 0); err != nil || len(ds) != n {
 			return false

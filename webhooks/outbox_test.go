@@ -9,6 +9,7 @@ import (
 
 	"github.com/electorhq/elector/backends/memory"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 func TestFailingReceiverGetsEachEventOnceInOrder(t *testing.T) {
@@ -127,7 +128,7 @@ func TestCrashedReplicaLosesNothing(t *testing.T) {
 	a.crash = true // its claims are not released: they must expire
 	stopA := e.run(a)
 	ep, _ := subscribe(t, a, "ha", rc.srv.URL)
-	eventually(t, 5*time.Second, "replica a claims the endpoint", func() bool {
+	eventually.True(t, 5*time.Second, "replica a claims the endpoint", func() bool {
 		c, _, err := getJSON[cursorRecord](context.Background(), kv, cursorKey(ep.ID))
 		return err == nil && c.Replica == "replica-a"
 	})
@@ -140,7 +141,7 @@ func TestCrashedReplicaLosesNothing(t *testing.T) {
 
 	e.campaign("ha", "x")
 	e.campaign("ha", "y")
-	eventually(t, 5*time.Second, "replica a tries while the receiver is down", func() bool { return len(rc.requests()) >= 2 })
+	eventually.True(t, 5*time.Second, "replica a tries while the receiver is down", func() bool { return len(rc.requests()) >= 2 })
 	stopA()            // the crash: a stops in the middle of its retries
 	rc.setRespond(nil) // the receiver comes back
 	b.settled(t, ep.ID, 3)
@@ -171,7 +172,7 @@ func TestShutdownReleasesClaimsAtOnce(t *testing.T) {
 	cfg.Replica = "first"
 	a, stopA := e.service(cfg)
 	ep, _ := subscribe(t, a, "release", rc.srv.URL)
-	eventually(t, 5*time.Second, "first claims", func() bool {
+	eventually.True(t, 5*time.Second, "first claims", func() bool {
 		c, _, err := getJSON[cursorRecord](context.Background(), kv, cursorKey(ep.ID))
 		return err == nil && c.Replica == "first"
 	})
@@ -179,7 +180,7 @@ func TestShutdownReleasesClaimsAtOnce(t *testing.T) {
 	cfg.Replica = "second"
 	e.service(cfg)
 	e.campaign("release", "x")
-	eventually(t, 5*time.Second, "second delivers", func() bool { return len(rc.successes()) >= 2 })
+	eventually.True(t, 5*time.Second, "second delivers", func() bool { return len(rc.successes()) >= 2 })
 }
 
 func TestCompactedCursorIsRecordedAsAGap(t *testing.T) {
@@ -195,10 +196,10 @@ func TestCompactedCursorIsRecordedAsAGap(t *testing.T) {
 		e.campaign("gap", id)
 	}
 	e.run(s)
-	eventually(t, 5*time.Second, "a gap record", func() bool {
+	eventually.True(t, 5*time.Second, "a gap record", func() bool {
 		ds, _ := s.Deliveries(context.Background(), "gap", ep.ID, 0)
 		return len(ds) == 1 && ds[0].Status == StatusGap && ds[0].Error != ""
 	})
 	e.campaign("gap", "e")
-	eventually(t, 5*time.Second, "delivery continues after the gap", func() bool { return len(rc.successes()) == 1 })
+	eventually.True(t, 5*time.Second, "delivery continues after the gap", func() bool { return len(rc.successes()) == 1 })
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 func TestRefusal(t *testing.T) {
@@ -116,7 +117,7 @@ func TestPrivateDestinationsAreRefusedByDefault(t *testing.T) {
 	}
 	s.nudge()
 	e.campaign("guarded", "a")
-	eventually(t, 5*time.Second, "a refused attempt in the log", func() bool {
+	eventually.True(t, 5*time.Second, "a refused attempt in the log", func() bool {
 		ds, _ := s.Deliveries(context.Background(), "guarded", ep.ID, 0)
 		return len(ds) > 0 && len(ds[len(ds)-1].Attempts) > 0 && strings.Contains(ds[len(ds)-1].Attempts[0].Error, "destination refused")
 	})
@@ -136,7 +137,7 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 	s, _ := e.service(testConfig())
 	ep, _ := subscribe(t, s, "redirect", rc.srv.URL)
 	e.campaign("redirect", "a")
-	eventually(t, 5*time.Second, "attempts answered 307", func() bool { return len(rc.requests()) >= 2 })
+	eventually.True(t, 5*time.Second, "attempts answered 307", func() bool { return len(rc.requests()) >= 2 })
 	if n := len(target.requests()); n != 0 {
 		t.Fatalf("the redirect target got %d requests", n)
 	}
@@ -156,7 +157,7 @@ func TestGoneDisablesTheSubscription(t *testing.T) {
 	ep, _ := subscribe(t, s, "gone", rc.srv.URL)
 	wep, _ := subscribe(t, s, "gone", witness.srv.URL, gateway.EventCandidateJoined)
 	e.campaign("gone", "a")
-	eventually(t, 5*time.Second, "the subscription is disabled", func() bool {
+	eventually.True(t, 5*time.Second, "the subscription is disabled", func() bool {
 		got, err := s.Subscription(context.Background(), "gone", ep.ID)
 		return err == nil && got.Disabled && strings.Contains(got.DisabledReason, "410")
 	})
@@ -209,7 +210,7 @@ func TestRotatedSecretSignsBesideTheNewOne(t *testing.T) {
 		t.Fatalf("rotate: %+v, %v", got.Secrets, err)
 	}
 	e.campaign("rotate", "a")
-	eventually(t, 5*time.Second, "a delivery", func() bool { return len(rc.successes()) > 0 })
+	eventually.True(t, 5*time.Second, "a delivery", func() bool { return len(rc.successes()) > 0 })
 	r := rc.successes()[0]
 	if n := len(strings.Fields(r.Signature)); n != 2 {
 		t.Fatalf("%d signatures, want 2 during the overlap", n)
@@ -284,7 +285,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	subscribe(t, s, "slow", rc.srv.URL, gateway.EventLeaderBegin)
 	start := time.Now()
 	e.campaign("slow", "a")
-	eventually(t, 5*time.Second, "the retry", func() bool { return len(rc.successes()) == 1 })
+	eventually.True(t, 5*time.Second, "the retry", func() bool { return len(rc.successes()) == 1 })
 	if d := time.Since(start); d < 900*time.Millisecond {
 		t.Fatalf("retried after %s, before the receiver's Retry-After of 1s", d)
 	}

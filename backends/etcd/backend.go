@@ -323,8 +323,8 @@ func (b *Backend) Configure(ctx context.Context, election string, s gateway.Sett
 	op := fmt.Sprintf("configure %q", election)
 	var rev int64
 	for attempt := 0; ; attempt++ {
-		if attempt == maxAttempts {
-			return gateway.Election{}, fmt.Errorf("etcd: %s: the election kept changing: %w", op, gateway.ErrUnavailable)
+		if err := gateway.Conflicts.Try(ctx, attempt); err != nil {
+			return gateway.Election{}, fmt.Errorf("etcd: %s: %w", op, err)
 		}
 		v, _, err := b.cached(ctx, election)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway/backendtest"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // startBinary runs the etcd binary named by ELECTOR_ETCD_BINARY (Debian's
@@ -50,7 +51,7 @@ func startBinary(t *testing.T) ([]*member, string) {
 			<-done
 		}
 	})
-	waitFor(t, "etcd healthy", func() bool {
+	eventually.True(t, 10*time.Second, "etcd healthy", func() bool {
 		resp, err := http.Get(client.String() + "/health")
 		if err != nil {
 			return false

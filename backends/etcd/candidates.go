@@ -12,10 +12,6 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// maxAttempts bounds the retries of a transaction whose comparison failed
-// because the election moved between reading it and writing.
-const maxAttempts = 20
-
 // revoke ends a lease that nothing needs any more. A worker does it after
 // the caller's answer; when it is behind, the lease is left to expire.
 func (b *Backend) revoke(id clientv3.LeaseID) {
@@ -246,7 +242,10 @@ func (b *Backend) remove(ctx context.Context, op, election, id, tokenHash, reaso
 // hold, a holder's slot stays taken until its promise lapses (see
 // handOver).
 func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, reason, detail string, hold bool, check func(view, *entry) error) (*entry, error) {
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	for attempt := 0; ; attempt++ {
+		if err := gateway.Conflicts.Try(ctx, attempt); err != nil {
+			return nil, fmt.Errorf("etcd: %s %q: %w", op, id, err)
+		}
 		v, x, cooling, err := b.owned(ctx, op, election, id, tokenHash, attempt > 0)
 		if err != nil {
 			return nil, err
@@ -297,7 +296,6 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 		}
 		// The election moved: the next attempt reads it freshly.
 	}
-	return nil, fmt.Errorf("etcd: %s %q: the election kept changing: %w", op, id, gateway.ErrUnavailable)
 }
 
 // removeTxn returns the transaction that takes candidate x (found in view v

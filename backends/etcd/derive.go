@@ -1,8 +1,8 @@
 package etcd
 
 import (
+	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -244,37 +244,25 @@ func diff(a, b view, rev int64, at time.Time) []gateway.Event {
 	return out
 }
 
-// Event ids and cursors. An event id is "<revision>-<index>"; a snapshot's
+// Event ids and cursors, in the forms of gateway.Position with etcd's
+// revision as rev. An event id is "<revision>-<index>"; a snapshot's
 // cursor is "<revision>", meaning every event of that revision.
 func eventID(rev int64, i int) string {
-	return strconv.FormatInt(rev, 10) + "-" + strconv.Itoa(i)
+	return gateway.Position{Rev: uint64(rev), Index: i}.String()
 }
 
-func revCursor(rev int64) string { return strconv.FormatInt(rev, 10) }
+func revCursor(rev int64) string { return gateway.After(uint64(rev)).String() }
 
-// parseCursor parses an event id or a snapshot cursor. index is -1 for a
-// snapshot cursor.
+// parseCursor parses an event id or a snapshot cursor with
+// gateway.ParsePosition; etcd's revisions are from 1 to math.MaxInt64.
+// index is -1 for a snapshot cursor.
 func parseCursor(s string) (rev int64, index int, ok bool) {
-	r, i, hasIndex := cutLast(s, '-')
-	rev, err := strconv.ParseInt(r, 10, 64)
-	if err != nil || rev < 1 || (len(r) > 1 && r[0] == '0') {
+	p, ok := gateway.ParsePosition(s)
+	if !ok || p.Rev < 1 || p.Rev > math.MaxInt64 {
 		return 0, 0, false
 	}
-	if !hasIndex {
-		return rev, -1, true
+	if p.Index == math.MaxInt {
+		return int64(p.Rev), -1, true
 	}
-	n, err := strconv.Atoi(i)
-	if err != nil || n < 0 {
-		return 0, 0, false
-	}
-	return rev, n, true
-}
-
-func cutLast(s string, sep byte) (before, after string, found bool) {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == sep {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
+	return int64(p.Rev), p.Index, true
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestFailedLeaderIsSucceededOnlyAfterItsPromise: right after a heartbeat
@@ -80,7 +81,7 @@ func TestFailedLeaderIsSucceededOnlyAfterItsPromise(t *testing.T) {
 	}
 
 	fc.Advance(ttl / 2)
-	waitFor(t, "f leads once the promise lapsed", func() bool {
+	eventually.True(t, 10*time.Second, "f leads once the promise lapsed", func() bool {
 		s, err := b3.Election(ctx, e)
 		return err == nil && s.Leader != nil && s.Leader.ID == "f"
 	})
@@ -88,7 +89,7 @@ func TestFailedLeaderIsSucceededOnlyAfterItsPromise(t *testing.T) {
 		t.Fatalf("heartbeat of f after the promise lapsed: %+v, %v; want it leading a term after %d", st, err, term)
 	}
 	var got []gateway.Event
-	waitFor(t, "f's leader.begin in the stream", func() bool {
+	eventually.True(t, 10*time.Second, "f's leader.begin in the stream", func() bool {
 		got = events()
 		return slices.ContainsFunc(got, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderBegin && ev.Candidate.ID == "f" })
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/gateway/backendtest"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 func TestConformanceThreeMembers(t *testing.T) {
@@ -166,7 +167,7 @@ func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, "the churn under way", func() bool { return leaderships(time.Time{}) >= 3 })
+	eventually.True(t, 10*time.Second, "the churn under way", func() bool { return leaderships(time.Time{}) >= 3 })
 	var stopped time.Time
 	for _, m := range ms {
 		if m.e.Server.Leader() == m.e.Server.MemberID() {
@@ -181,12 +182,10 @@ func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
 	// until a heartbeat of a after that has been answered (its expiry is
 	// then more than three TTLs past the stop) and the churn has gone on.
 	ttl := 3 * time.Second
-	if !eventually(30*time.Second, func() bool {
+	eventually.True(t, 30*time.Second, "a heartbeat of a answered two TTLs after the raft leader stopped, and the churn going on", func() bool {
 		s, err := b.Election(ctx, e)
 		return err == nil && s.Leader != nil && s.Leader.ExpiresAt.After(stopped.Add(3*ttl)) && leaderships(stopped) >= 3
-	}) {
-		t.Fatal("no heartbeat of a answered two TTLs after the raft leader stopped, or the churn stalled")
-	}
+	})
 	stopChurn()
 	s, err := b.Election(ctx, e)
 	if err != nil {
@@ -208,7 +207,7 @@ func TestStoppingRaftLeaderKeepsElectionsWorking(t *testing.T) {
 	// A last candidacy marks the end: once the stream has delivered its
 	// event, it has delivered every event before it.
 	candidate(t, b, busy, "marker", 3*time.Second)
-	waitFor(t, "the churn's stream to catch up", func() bool {
+	eventually.True(t, 10*time.Second, "the churn's stream to catch up", func() bool {
 		return slices.ContainsFunc(events(), func(ev gateway.Event) bool {
 			return ev.Type == gateway.EventCandidateJoined && ev.Candidate.ID == "marker"
 		})
@@ -265,9 +264,7 @@ func TestRestartKeepsCandidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("etcd restarted in %s", time.Since(t0).Round(time.Millisecond))
-	if !eventually(10*time.Second, func() bool { return b.Ping(ctx) == nil }) {
-		t.Fatal("ping still failing 10s after etcd restarted")
-	}
+	eventually.NoError(t, 10*time.Second, "a ping after etcd restarted", func() error { return b.Ping(ctx) })
 	t.Logf("ping succeeds %s after the restart began", time.Since(t0).Round(time.Millisecond))
 	st, err := b.Heartbeat(ctx, e, "a", th)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/gateway/backendtest"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // holdersOf returns the ids of the holders that replica b reads in
@@ -137,10 +138,10 @@ func TestEndedHolderHoldsOnlyItsSlot(t *testing.T) {
 
 			fc.Advance(ttl / 2)
 			beatHolder(t, b2, e, "f", thf, tf)
-			waitFor(t, "g holds once a's promise lapsed", func() bool { return slices.Equal(holdersOf(t, b3, e), []string{"f", "g"}) })
+			eventually.True(t, 10*time.Second, "g holds once a's promise lapsed", func() bool { return slices.Equal(holdersOf(t, b3, e), []string{"f", "g"}) })
 			tg := beatHolder(t, b2, e, "g", thg, 0)
 			var got []gateway.Event
-			waitFor(t, "g's leader.begin in the stream", func() bool {
+			eventually.True(t, 10*time.Second, "g's leader.begin in the stream", func() bool {
 				got = events()
 				return slices.ContainsFunc(got, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderBegin && ev.Candidate.ID == "g" })
 			})
@@ -191,7 +192,7 @@ func TestNativeClientHoldsOnlyAtTheHead(t *testing.T) {
 	}
 	waitLine(t, x.b, x.e, "native-1:leader", "c:leader")
 	var got []gateway.Event
-	waitFor(t, "c's leader.begin in the stream", func() bool {
+	eventually.True(t, 10*time.Second, "c's leader.begin in the stream", func() bool {
 		got = events()
 		return slices.ContainsFunc(got, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderBegin && ev.Candidate.ID == "c" })
 	})
@@ -274,13 +275,13 @@ func TestHandoverWaitsForASlotHeldBack(t *testing.T) {
 	}
 
 	fc.Advance(ttl)
-	waitFor(t, "d holds once b's promise lapsed", func() bool {
+	eventually.True(t, 10*time.Second, "d holds once b's promise lapsed", func() bool {
 		s, err := b2.Election(ctx, e)
 		return err == nil && s.Leader != nil && s.Leader.ID == "d"
 	})
 	beatHolder(t, b2, e, "d", thd, 0)
 	var got []gateway.Event
-	waitFor(t, "d's leader.begin in the stream", func() bool {
+	eventually.True(t, 10*time.Second, "d's leader.begin in the stream", func() bool {
 		got = events()
 		return slices.ContainsFunc(got, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderBegin && ev.Candidate.ID == "d" })
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/webhooks"
 )
 
@@ -108,7 +109,7 @@ func TestEventsAreTheSameBytesOnEveryReplica(t *testing.T) {
 			})
 		}
 	}
-	waitFor(t, "c expires", has(gateway.EventCandidateLeft, "c", gateway.ReasonExpired))
+	eventually.True(t, 10*time.Second, "c expires", has(gateway.EventCandidateLeft, "c", gateway.ReasonExpired))
 	if _, err := b2.Transfer(ctx, e, "b", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +124,9 @@ func TestEventsAreTheSameBytesOnEveryReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	revokeLease(t, b1, leaseOf(t, b1, prefix, e, "d"))
-	waitFor(t, "a leads after d's promise", has(gateway.EventLeaderBegin, "a", gateway.ReasonExpired))
+	eventually.True(t, 10*time.Second, "a leads after d's promise", has(gateway.EventLeaderBegin, "a", gateway.ReasonExpired))
 	campaignAs(t, b2, e, "z", 2*time.Second) // the last event
-	waitFor(t, "both streams at the end", func() bool {
+	eventually.True(t, 10*time.Second, "both streams at the end", func() bool {
 		return has(gateway.EventCandidateJoined, "z", gateway.ReasonCampaign)() && slices.ContainsFunc(streams[0](), func(ev gateway.Event) bool {
 			return ev.Type == gateway.EventCandidateJoined && ev.Candidate.ID == "z"
 		})
@@ -168,7 +169,7 @@ func TestEventsAreTheSameBytesOnEveryReplica(t *testing.T) {
 			t.Fatalf("resumed stream: no event %s", ev.ID)
 		}
 	}
-	waitFor(t, "every webhook delivered", func() bool {
+	eventually.True(t, 10*time.Second, "every webhook delivered", func() bool {
 		_, ok := rc.get(one[len(one)-1].ID)
 		return ok
 	})

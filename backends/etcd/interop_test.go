@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // run runs b's reconciler until the test ends.
@@ -65,10 +67,12 @@ func lineOf(t *testing.T, b gateway.Backend, e string) []string {
 
 func waitLine(t *testing.T, b gateway.Backend, e string, want ...string) {
 	t.Helper()
-	var got []string
-	if !eventually(5*time.Second, func() bool { got = lineOf(t, b, e); return slices.Equal(got, want) }) {
-		t.Fatalf("line = %v, want %v", got, want)
-	}
+	eventually.NoError(t, 5*time.Second, fmt.Sprintf("the line %v", want), func() error {
+		if got := lineOf(t, b, e); !slices.Equal(got, want) {
+			return fmt.Errorf("line = %v", got)
+		}
+		return nil
+	})
 }
 
 // TestNativeClientSharesTheLine has a concurrency.Election client and

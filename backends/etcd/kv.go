@@ -23,11 +23,8 @@ const kvPage = 500
 
 // kvCheck validates a key and a value's size.
 func kvCheck(op, key string, value []byte) error {
-	if err := gateway.ValidateKey(key); err != nil {
+	if err := gateway.CheckItem(key, value); err != nil {
 		return fmt.Errorf("etcd: kv %s: %w", op, err)
-	}
-	if len(value) > gateway.MaxValueBytes {
-		return fmt.Errorf("etcd: kv %s %q: value of %d bytes: %w", op, key, len(value), gateway.ErrInvalid)
 	}
 	return nil
 }

@@ -2,12 +2,14 @@ package etcd_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // ours returns the stacks of goroutines running this package's code (not
@@ -61,8 +63,10 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	for range open {
 	}
-	var left []string
-	if !eventually(5*time.Second, func() bool { left = ours(); return len(left) == 0 }) {
-		t.Fatalf("%d goroutines left after Close:\n%s", len(left), strings.Join(left, "\n\n"))
-	}
+	eventually.NoError(t, 5*time.Second, "every goroutine of the backend to end after Close", func() error {
+		if left := ours(); len(left) > 0 {
+			return fmt.Errorf("%d goroutines left:\n%s", len(left), strings.Join(left, "\n\n"))
+		}
+		return nil
+	})
 }

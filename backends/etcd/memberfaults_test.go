@@ -12,6 +12,7 @@ import (
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/etcdtest"
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/internal/testnet"
 )
 
@@ -149,11 +150,11 @@ func TestRequestsGoOnWhileAFollowerIsFrozen(t *testing.T) {
 		}
 		b := newBackendOn(t, c.Endpoints(), "elector", func(cfg *etcd.Config) { cfg.RequestTimeout = requestTimeout })
 		run(t, b)
-		waitFor(t, "the replica's watch", func() bool { return b.WatchEndpoint() != "" })
+		eventually.True(t, 10*time.Second, "the replica's watch", func() bool { return b.WatchEndpoint() != "" })
 		bs = append(bs, b)
 	}
 	l := startLoad(t, bs)
-	waitFor(t, "the load under way", func() bool { return len(l.between(time.Time{}, time.Now())) > 50 })
+	eventually.True(t, 10*time.Second, "the load under way", func() bool { return len(l.between(time.Time{}, time.Now())) > 50 })
 
 	// Once more, now: the raft leader may have moved meanwhile.
 	frozen := watchedFollower(bs)
@@ -181,7 +182,7 @@ func TestRequestsGoOnWhileAFollowerIsFrozen(t *testing.T) {
 			t.Errorf("replica %d: its cache did not catch up while the follower was stopped", i)
 		}
 	}
-	waitFor(t, "calls after the stop", func() bool { return len(l.between(to, time.Now())) > 50 })
+	eventually.True(t, 10*time.Second, "calls after the stop", func() bool { return len(l.between(to, time.Now())) > 50 })
 	l.stop()
 	l.wg.Wait()
 
@@ -246,7 +247,7 @@ func TestReplicaCutOffFromEveryMemberComesBack(t *testing.T) {
 	other := newBackend(t, ms, "elector")
 	candidate(t, b, "cut", "a", 10*time.Second) // outlives the cut
 	ctx := context.Background()
-	waitFor(t, "the replica ready", func() bool { return b.Ping(ctx) == nil && b.CaughtUp(ctx) == nil })
+	eventually.True(t, 10*time.Second, "the replica ready", func() bool { return b.Ping(ctx) == nil && b.CaughtUp(ctx) == nil })
 
 	for _, p := range proxies {
 		p.Cut()
@@ -266,7 +267,7 @@ func TestReplicaCutOffFromEveryMemberComesBack(t *testing.T) {
 		p.Heal()
 	}
 	healed := time.Now()
-	waitFor(t, "the replica ready after the heal", func() bool {
+	eventually.True(t, 10*time.Second, "the replica ready after the heal", func() bool {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		return b.Ping(pctx) == nil && b.CaughtUp(pctx) == nil

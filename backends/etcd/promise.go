@@ -181,7 +181,10 @@ func (b *Backend) promise(ctx context.Context, election, id string) (uint64, err
 // term this heartbeat promised, or 0) is promised first, and the answer
 // read again: a heartbeat answers "leader" only with its promise written.
 func (b *Backend) answer(ctx context.Context, election, id, tokenHash string, promised uint64) (gateway.Status, error) {
-	for range maxAttempts {
+	for attempt := 0; ; attempt++ {
+		if err := gateway.Conflicts.Try(ctx, attempt); err != nil {
+			return gateway.Status{}, fmt.Errorf("etcd: heartbeat %q: the leadership kept changing: %w", id, err)
+		}
 		st, err := b.status(ctx, "heartbeat", election, id, tokenHash)
 		if err != nil {
 			return gateway.Status{}, b.notFound(ctx, err, election, id, tokenHash)
@@ -193,7 +196,6 @@ func (b *Backend) answer(ctx context.Context, election, id, tokenHash string, pr
 			return gateway.Status{}, err
 		}
 	}
-	return gateway.Status{}, fmt.Errorf("etcd: heartbeat %q: the leadership kept changing: %w", id, gateway.ErrUnavailable)
 }
 
 // clock is the monotonic clock on which replicas time promises: time.Now,

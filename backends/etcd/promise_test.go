@@ -17,6 +17,7 @@ import (
 
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // fakeClock is a promise clock that moves only when the test says so.
@@ -96,7 +97,7 @@ func runStoppable(t *testing.T, b *etcd.Backend) (stop func()) {
 func reconciled(t *testing.T, b *etcd.Backend, rev int64, c *fakeClock) {
 	t.Helper()
 	now := c.Now()
-	waitFor(t, "a reconciler's pass", func() bool {
+	eventually.True(t, 10*time.Second, "a reconciler's pass", func() bool {
 		r, mono, ok := b.LastPass()
 		return ok && r >= rev && !mono.Before(now)
 	})
@@ -208,7 +209,7 @@ func TestEarlyRevokedLeaderIsSucceededOnlyAfterItsPromise(t *testing.T) {
 	noLeaderBut(t, []*etcd.Backend{b1, b2, b3}, e, "f", thf)
 
 	fc.Advance(ttl / 2) // and for b3
-	waitFor(t, "f leads once the promise lapsed", func() bool {
+	eventually.True(t, 10*time.Second, "f leads once the promise lapsed", func() bool {
 		s, err := b2.Election(ctx, e)
 		return err == nil && s.Leader != nil && s.Leader.ID == "f"
 	})
@@ -220,7 +221,7 @@ func TestEarlyRevokedLeaderIsSucceededOnlyAfterItsPromise(t *testing.T) {
 		t.Fatalf("promise record after f's heartbeat answered it leads term %d: %v, %v", st.Term, p, err)
 	}
 	var got []gateway.Event
-	waitFor(t, "f's leader.begin in the stream", func() bool {
+	eventually.True(t, 10*time.Second, "f's leader.begin in the stream", func() bool {
 		got = events()
 		return slices.ContainsFunc(got, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderBegin && ev.Candidate.ID == "f" })
 	})
@@ -261,7 +262,7 @@ func TestEarlyRevokedFollowerIsToldSo(t *testing.T) {
 	if !isRevoked(err) {
 		t.Fatalf("heartbeat through the replica that answered the keep-alive: %v; want a CandidacyRevokedError", err)
 	}
-	waitFor(t, "the other replica to tell it too", func() bool {
+	eventually.True(t, 10*time.Second, "the other replica to tell it too", func() bool {
 		_, err := b2.Heartbeat(ctx, e, "f", thf)
 		return isRevoked(err)
 	})
@@ -281,7 +282,7 @@ func TestEarlyRevokedFollowerIsToldSo(t *testing.T) {
 
 	// An expiry on time is no revocation.
 	thx := campaignAs(t, b1, e, "x", time.Second)
-	waitFor(t, "x to expire", func() bool {
+	eventually.True(t, 10*time.Second, "x to expire", func() bool {
 		s, err := b1.Election(ctx, e)
 		return err == nil && !slices.ContainsFunc(s.Candidates, func(c gateway.Candidate) bool { return c.ID == "x" })
 	})

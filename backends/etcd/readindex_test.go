@@ -10,31 +10,8 @@ import (
 
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
-
-// waitFor waits until cond holds, failing the test after 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if !eventually(10*time.Second, cond) {
-		t.Fatalf("%s: not within 10s", what)
-	}
-}
-
-// eventually checks cond every 5ms until it holds or timeout has passed,
-// and reports whether it held.
-func eventually(timeout time.Duration, cond func() bool) bool {
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			return cond()
-		}
-	}
-	return true
-}
 
 // A campaign whose transaction succeeded answers with the candidate, even
 // when the replica's watch lags and a progress notification claims a
@@ -65,7 +42,7 @@ func TestCampaignIsAnsweredFromItsOwnWrite(t *testing.T) {
 		st, err := b.Campaign(ctx, "e", gateway.Candidacy{ID: "a", TTL: 10 * time.Second, TokenHash: th}, gateway.DefaultSettings())
 		res <- result{st, err}
 	}()
-	waitFor(t, "candidacy written", func() bool {
+	eventually.True(t, 10*time.Second, "candidacy written", func() bool {
 		resp, err := b.Client().Get(ctx, "ahead/_elector/ids/e/a")
 		return err == nil && len(resp.Kvs) == 1
 	})

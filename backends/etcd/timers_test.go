@@ -11,6 +11,7 @@ import (
 
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestTimersEndOnEtcdsLeasesNotAReplicasClock: once a handover delay or an
@@ -36,7 +37,7 @@ func TestTimersEndOnEtcdsLeasesNotAReplicasClock(t *testing.T) {
 			th := campaignAs(t, b, election, "b", 10*time.Second)
 			keepBeating(t, b, election, "b", th)
 			var until time.Time
-			waitFor(t, "the handover delay starts", func() bool {
+			eventually.True(t, 10*time.Second, "the handover delay starts", func() bool {
 				var err error
 				until, err = b.LeadUntil(ctx, election)
 				return err == nil && !until.IsZero()
@@ -156,11 +157,11 @@ func TestTimersOutliveALostAnswer(t *testing.T) {
 			campaignAs(t, b, election, "a", time.Second) // expires: its lease is never kept alive
 			th := campaignAs(t, b, election, "b", 10*time.Second)
 			keepBeating(t, b, election, "b", th)
-			waitFor(t, "the reconciler's start of the handover delay loses its answer", lost.fired.Load)
+			eventually.True(t, 10*time.Second, "the reconciler's start of the handover delay loses its answer", lost.fired.Load)
 			// The transaction applied though its answer was lost: the
 			// replica's cache shows the delay once its watch brings it.
 			var until time.Time
-			waitFor(t, "the cache shows the handover delay under way", func() bool {
+			eventually.True(t, 10*time.Second, "the cache shows the handover delay under way", func() bool {
 				u, err := b.LeadUntil(ctx, election)
 				until = u
 				return err == nil && !u.IsZero()

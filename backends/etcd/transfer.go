@@ -43,7 +43,10 @@ func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) 
 // gateway.ErrUnavailable.
 func (b *Backend) TransferFrom(ctx context.Context, election, from, to, tokenHash string) (gateway.Election, error) {
 	op := fmt.Sprintf("transfer %q to %q", election, to)
-	for range maxAttempts {
+	for attempt := 0; ; attempt++ {
+		if err := gateway.Conflicts.Try(ctx, attempt); err != nil {
+			return gateway.Election{}, fmt.Errorf("etcd: %s: %w", op, err)
+		}
 		v, cursor, err := b.current(ctx, election)
 		if err != nil {
 			return gateway.Election{}, err
@@ -90,7 +93,6 @@ func (b *Backend) TransferFrom(ctx context.Context, election, from, to, tokenHas
 		}
 		return b.snapshot(v, cursor, b.now()), nil
 	}
-	return gateway.Election{}, fmt.Errorf("etcd: %s: the election kept changing: %w", op, gateway.ErrUnavailable)
 }
 
 // transferred returns the index in v.holders of the holder a transfer
@@ -156,7 +158,10 @@ func (b *Backend) transferTxn(v view, h, i int, now time.Time) ([]clientv3.Cmp, 
 // gateway.ErrNotLeader, gateway.ErrPreempting, gateway.ErrUnavailable.
 func (b *Backend) CancelTransfer(ctx context.Context, election, tokenHash string) (gateway.Election, error) {
 	op := fmt.Sprintf("cancel the transfer of %q", election)
-	for range maxAttempts {
+	for attempt := 0; ; attempt++ {
+		if err := gateway.Conflicts.Try(ctx, attempt); err != nil {
+			return gateway.Election{}, fmt.Errorf("etcd: %s: %w", op, err)
+		}
 		v, _, err := b.current(ctx, election)
 		if err != nil {
 			return gateway.Election{}, err
@@ -194,7 +199,6 @@ func (b *Backend) CancelTransfer(ctx context.Context, election, tokenHash string
 		}
 		return b.snapshot(v, cursor, b.now()), nil
 	}
-	return gateway.Election{}, fmt.Errorf("etcd: %s: the election kept changing: %w", op, gateway.ErrUnavailable)
 }
 
 // Handover implements gateway.Transferer. While followers stand between
@@ -229,7 +233,7 @@ func (b *Backend) CancelTransfer(ctx context.Context, election, tokenHash string
 // gateway.ErrNoTransfer, gateway.ErrTransferBlocked.
 func (b *Backend) Handover(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
 	op := fmt.Sprintf("handover %q", id)
-	for attempt := 0; attempt < maxAttempts; {
+	for attempt := 0; attempt < gateway.Conflicts.Attempts; {
 		v, x, cooling, err := b.owned(ctx, "handover", election, id, tokenHash, true)
 		if err != nil {
 			return gateway.Status{}, err
@@ -291,6 +295,9 @@ func (b *Backend) Handover(ctx context.Context, election, id, tokenHash string) 
 		switch {
 		case leaseGone(err) || (err == nil && !resp.Succeeded):
 			attempt++ // the election moved (or a moved key's lease just expired): read it again
+			if err := gateway.Conflicts.Pause(ctx, attempt); err != nil {
+				return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, err)
+			}
 			continue
 		case err != nil:
 			return gateway.Status{}, translate(ctx, op, err)
@@ -303,7 +310,7 @@ func (b *Backend) Handover(ctx context.Context, election, id, tokenHash string) 
 			return b.status(ctx, "handover", election, id, tokenHash)
 		}
 	}
-	return gateway.Status{}, fmt.Errorf("etcd: %s in %q: the election kept changing: %w", op, election, gateway.ErrUnavailable)
+	return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.Conflicts.Exhausted())
 }
 
 // blocked returns a *gateway.TransferBlockedError if the holdership of

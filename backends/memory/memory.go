@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -163,7 +162,7 @@ func (b *Backend) status(r *gateway.Record, id string) (gateway.Status, error) {
 
 func (b *Backend) snapshot(r *gateway.Record) gateway.Election {
 	e := r.Snapshot()
-	e.Cursor = strconv.FormatUint(b.seq, 10)
+	e.Cursor = gateway.After(b.seq).String()
 	return e
 }
 
@@ -192,7 +191,7 @@ func (b *Backend) Elections(_ context.Context) ([]gateway.Election, string, erro
 		out = append(out, b.snapshot(r))
 	}
 	slices.SortFunc(out, func(x, y gateway.Election) int { return cmp.Compare(x.Name, y.Name) })
-	return out, strconv.FormatUint(b.seq, 10), nil
+	return out, gateway.After(b.seq).String(), nil
 }
 
 // Configure implements gateway.Backend.
@@ -211,7 +210,7 @@ func (b *Backend) Configure(_ context.Context, election string, s gateway.Settin
 func (b *Backend) Head(context.Context) (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return strconv.FormatUint(b.seq, 10), nil
+	return gateway.After(b.seq).String(), nil
 }
 
 // CountElections implements gateway.ElectionCounter.

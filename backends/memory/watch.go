@@ -3,7 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"math"
 
 	"github.com/electorhq/elector/gateway"
 )
@@ -20,7 +20,7 @@ func (b *Backend) append(ev []gateway.Event) {
 	}
 	for _, e := range ev {
 		b.seq++
-		e.ID = strconv.FormatUint(b.seq, 10)
+		e.ID = gateway.After(b.seq).String()
 		b.ring = append(b.ring, e)
 	}
 	// Trim to the last history events once twice as many are held: one
@@ -39,15 +39,17 @@ func (b *Backend) signal() {
 	b.changed = make(chan struct{})
 }
 
-// Watch implements gateway.Backend. Ids are decimal sequence numbers; a
-// watcher that falls behind by more than the history has its channel closed
-// and gets ErrCursorExpired when it resumes.
+// Watch implements gateway.Backend. Ids are sequence numbers, one per
+// event, in gateway.Position's form "<rev>"; a watcher that falls behind
+// by more than the history has its channel closed and gets
+// ErrCursorExpired when it resumes.
 func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gateway.Event, error) {
 	b.mu.Lock()
 	next := b.seq + 1
 	if after != "" {
-		n, err := strconv.ParseUint(after, 10, 64)
-		if err != nil || n > b.seq || n+1 < b.first {
+		p, ok := gateway.ParsePosition(after)
+		n := p.Rev
+		if !ok || p.Index != math.MaxInt || n > b.seq || n+1 < b.first {
 			b.mu.Unlock()
 			return nil, fmt.Errorf("memory: watch after %q: %w", after, gateway.ErrCursorExpired)
 		}

@@ -49,12 +49,9 @@ func (b *Backend) FailLeader(ctx context.Context, election, id, tokenHash string
 // gateway.ErrElectionNotFound, gateway.ErrElectionNotEmpty,
 // gateway.ErrUnavailable.
 func (b *Backend) DeleteElection(ctx context.Context, election string) error {
-	const attempts = 8
-	for i := range attempts {
-		if i > 0 {
-			if err := sleepJitter(ctx, i); err != nil {
-				return fmt.Errorf("nats: delete %q: %w", election, err)
-			}
+	for i := 0; ; i++ {
+		if err := gateway.Conflicts.Try(ctx, i); err != nil {
+			return fmt.Errorf("nats: delete %q: %w", election, err)
 		}
 		cur, found, err := b.load(ctx, election)
 		if err != nil {
@@ -85,7 +82,6 @@ func (b *Backend) DeleteElection(ctx context.Context, election string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("nats: delete %q: %d conflicting writes: %w", election, attempts, gateway.ErrUnavailable)
 }
 
 // CheckToken implements gateway.TokenChecker with the record read from

@@ -71,15 +71,13 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 			return st, err
 		}
 	}
-	const attempts = 8
-	for i := range attempts {
-		if i > 0 {
-			// Back off: on a clustered stream a conditional publish fails
-			// while another write to the same subject is still in flight,
-			// so retrying at once only collides again.
-			if err := sleepJitter(ctx, i); err != nil {
-				return gateway.Status{}, fmt.Errorf("nats: heartbeat %q: %w", election, err)
-			}
+	for i := 0; ; i++ {
+		// Backs off from the third attempt: on a clustered stream a
+		// conditional publish fails while another write to the same
+		// subject is still in flight, so retrying at once again only
+		// collides again.
+		if err := gateway.Conflicts.Try(ctx, i); err != nil {
+			return gateway.Status{}, fmt.Errorf("nats: heartbeat %q in %q: %w", id, election, err)
 		}
 		s, e, subject, seq, err := b.owned(ctx, "heartbeat", election, id, tokenHash)
 		if err != nil {
@@ -106,7 +104,6 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 		}
 		return b.status(ctx, "heartbeat", s, id, exp)
 	}
-	return gateway.Status{}, fmt.Errorf("nats: heartbeat %q in %q: %d conflicting writes: %w", id, election, attempts, gateway.ErrUnavailable)
 }
 
 // quickHeartbeat is Heartbeat's one-publish path. done is false when the

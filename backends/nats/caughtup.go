@@ -3,14 +3,9 @@ package nats
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/electorhq/elector/gateway"
 )
-
-// catchUpGrace is how long CaughtUp lets Run's watch reach the records
-// stream's last sequence before it reports the watch as behind.
-const catchUpGrace = time.Second
 
 var _ gateway.CatchUpReporter = (*Backend)(nil)
 
@@ -46,10 +41,11 @@ func (b *Backend) runSeen() (seen uint64, running bool) {
 // CaughtUp implements gateway.CatchUpReporter. Run (the reconciler) acts
 // on, and reads are served from, a view of records fed by its watch of the
 // records stream: CaughtUp reads the stream's last sequence from the
-// stream leader and returns nil once Run's watch has delivered it, waiting up to a second (or ctx's deadline if earlier). It
-// returns an error wrapping gateway.ErrUnavailable when the watch is
-// still behind (naming both sequences), when Run is not running, when the
-// backend is closed, and when NATS cannot be reached.
+// stream leader and returns nil once Run's watch has delivered it, waiting
+// as gateway.WaitCaughtUp does. It returns an error wrapping
+// gateway.ErrUnavailable when the watch is still behind (naming both
+// sequences), when Run is not running, when the backend is closed, and
+// when NATS cannot be reached.
 func (b *Backend) CaughtUp(ctx context.Context) error {
 	if b.isClosed() {
 		return fmt.Errorf("nats: catch-up: backend closed: %w", gateway.ErrUnavailable)
@@ -64,23 +60,22 @@ func (b *Backend) CaughtUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("nats: catch-up: %w", err)
 	}
-	wctx, wcancel := context.WithTimeout(ctx, catchUpGrace)
-	defer wcancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	delivered := func() (uint64, error) {
 		seen, running := b.runSeen()
-		switch {
-		case !running:
-			return fmt.Errorf("nats: catch-up: the reconciler (Run) is not running: %w", gateway.ErrUnavailable)
-		case seen >= want:
-			return nil
+		if !running {
+			return 0, fmt.Errorf("the reconciler (Run) is not running: %w", gateway.ErrUnavailable)
 		}
-		select {
-		case <-tick.C:
-		case <-wctx.Done():
-			return fmt.Errorf("nats: catch-up: reconciler's watch is behind: delivered up to sequence %d of stream %s, which is at %d (%d behind): %w",
-				seen, b.cfg.Stream, want, want-seen, gateway.ErrUnavailable)
-		}
+		return seen, nil
 	}
+	err = gateway.WaitCaughtUp(ctx, "sequence", want, func(ctx context.Context) error {
+		r := b.running()
+		if r == nil {
+			return errViewBehind
+		}
+		return r.waitSeen(ctx, want)
+	}, delivered)
+	if err != nil {
+		return fmt.Errorf("nats: catch-up of stream %s: %w", b.cfg.Stream, err)
+	}
+	return nil
 }

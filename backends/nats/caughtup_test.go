@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // caughtUpWithin polls CaughtUp until it returns nil or d passes (Run
@@ -15,7 +16,7 @@ import (
 func caughtUpWithin(b *Backend, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	return poll(ctx, func() error { return b.CaughtUp(context.Background()) })
+	return eventually.Poll(ctx, func() error { return b.CaughtUp(context.Background()) })
 }
 
 func TestCaughtUp(t *testing.T) {
@@ -71,7 +72,7 @@ func TestCaughtUp(t *testing.T) {
 // old record (its watch stalled, as a watcher that fell behind is) still
 // answers a read with the leader of the latest record, never the view's,
 // and its readiness check says it is behind. The read waits for the view
-// up to catchUpGrace, then reads from the stream leader.
+// up to gateway.CatchUpGrace, then reads from the stream leader.
 func TestALaggingViewServesNoStaleLeader(t *testing.T) {
 	e := startServer(t, t.TempDir())
 	t.Cleanup(e.Shutdown)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/gateway/backendtest"
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/internal/testnet"
 )
 
@@ -54,7 +55,7 @@ func openWhenReady(t *testing.T, e *Embedded, cfg Config) *Backend {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var b *Backend
-	waitFor(ctx, t, "a backend on the cluster", func() error {
+	eventually.NoErrorUntil(ctx, t, "a backend on the cluster", func() error {
 		nc, err := e.Connect(testLogger(t))
 		if err != nil {
 			t.Fatal(err)
@@ -126,7 +127,7 @@ func TestClusterSurvivesLosingOneServer(t *testing.T) {
 
 	// The stream leaders may have been on n2: retry while they move.
 	var st gateway.Status
-	waitFor(ctx, t, "a campaign with one server down", func() error {
+	eventually.NoErrorUntil(ctx, t, "a campaign with one server down", func() error {
 		st, err = b.Campaign(ctx, "jobs", gateway.Candidacy{ID: "node-b", TTL: ttl, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
 		if err != nil && !errors.Is(err, gateway.ErrUnavailable) {
 			t.Fatalf("campaign with one server down: %v", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/internal/testnet"
 )
 
@@ -132,14 +133,14 @@ func TestGroupCommitShowsNothingBeforeItIsOnDisk(t *testing.T) {
 		_, err := b.Campaign(ctx, "held", gateway.Candidacy{ID: "x", TTL: time.Minute, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
 		done <- err
 	}()
-	waitFor(ctx, t, "the record stored", func() error {
+	eventually.NoErrorUntil(ctx, t, "the record stored", func() error {
 		if last := lastStored(ctx, t, b); last <= before {
 			return fmt.Errorf("last sequence %d", last)
 		}
 		return nil
 	})
 	// The campaign, the view and the watch each wait for the flush.
-	waitFor(ctx, t, "three waiting for the disk", func() error {
+	eventually.NoErrorUntil(ctx, t, "three waiting for the disk", func() error {
 		if n := b.commit.waiters(); n < 3 {
 			return fmt.Errorf("%d waiting", n)
 		}
@@ -192,7 +193,7 @@ func TestGroupCommitSharesFlushes(t *testing.T) {
 			errs <- err
 		})
 	}
-	waitFor(ctx, t, "every record stored", func() error {
+	eventually.NoErrorUntil(ctx, t, "every record stored", func() error {
 		if last := lastStored(ctx, t, b); last < before+n {
 			return fmt.Errorf("%d of %d stored", last-before, n)
 		}
@@ -245,7 +246,7 @@ func TestGroupCommitFailedFlushFailsTheWrite(t *testing.T) {
 	b.commit.mu.Lock()
 	b.commit.beforeFlush = nil
 	b.commit.mu.Unlock()
-	waitFor(ctx, t, "the record read once a flush succeeds", func() error {
+	eventually.NoErrorUntil(ctx, t, "the record read once a flush succeeds", func() error {
 		_, err := b.Election(ctx, "lost")
 		return err
 	})
@@ -257,7 +258,7 @@ func withStore(t *testing.T, g *groupCommit, st server.StreamStore) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	waitFor(ctx, t, "no flush under way", func() error {
+	eventually.NoErrorUntil(ctx, t, "no flush under way", func() error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.started != g.done {
@@ -308,7 +309,7 @@ func TestGroupCommitKeepsTheStoreSyncingOnFlush(t *testing.T) {
 		t.Fatalf("durable sequence moved from %d to %d by a flush that saw a reset", durable, d)
 	}
 	withStore(t, g, inner)
-	waitFor(ctx, t, "the record read once a flush succeeds", func() error {
+	eventually.NoErrorUntil(ctx, t, "the record read once a flush succeeds", func() error {
 		_, err := b.Election(ctx, "reset")
 		return err
 	})

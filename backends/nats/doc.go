@@ -50,7 +50,8 @@
 // with Nats-Expected-Last-Subject-Sequence: S. JetStream appends the
 // message only if the subject's last sequence is still S; otherwise it
 // answers "wrong last sequence" (API error 10071, or 10164 on replicated
-// streams), and the writer reloads and retries with jittered back-off. So
+// streams), and the writer reloads and retries with jittered back-off,
+// within gateway.Conflicts (then gateway.ErrContended, the write unmade). So
 // the records of an election form one chain, whichever replica wrote each
 // link, and at most one of two racing promotions is stored. On an R3 stream
 // the expectation is checked by the stream leader in the replicated log, so

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -29,7 +30,7 @@ func TestLeaderThatCrashesAfterAQuickHeartbeatIsReplaced(t *testing.T) {
 	if _, err := b.Heartbeat(ctx, "quick", "old", th); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "the follower to lead", func() error {
+	eventually.NoErrorUntil(ctx, t, "the follower to lead", func() error {
 		el, err := b.ElectionLeader(ctx, "quick")
 		if err != nil {
 			return err
@@ -73,7 +74,7 @@ func TestLeaderIsNotExpiredBeforeTheServerSaysSo(t *testing.T) {
 		t.Fatalf("the leader's liveness: alive %v, %v", alive, err)
 	}
 	k := b.beatKey(subject)
-	waitFor(ctx, t, "Run to watch the leader", func() error {
+	eventually.NoErrorUntil(ctx, t, "Run to watch the leader", func() error {
 		b.beatsMu.Lock()
 		defer b.beatsMu.Unlock()
 		if b.watched[k] == nil {
@@ -82,7 +83,7 @@ func TestLeaderIsNotExpiredBeforeTheServerSaysSo(t *testing.T) {
 		return nil
 	})
 	b.learned(subject, seq, time.Now().Add(-time.Second)) // the wrong belief
-	waitFor(ctx, t, "Run to watch the leader at its real expiry", func() error {
+	eventually.NoErrorUntil(ctx, t, "Run to watch the leader at its real expiry", func() error {
 		b.beatsMu.Lock()
 		defer b.beatsMu.Unlock()
 		w := b.watched[k]

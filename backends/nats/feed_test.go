@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // nextEvents reads n events of ch, failing t when ctx ends first.
@@ -47,7 +48,7 @@ func TestWatchOfEveryElectionFollowsTheView(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	campaignT(t, b, "one", "a", time.Minute)
-	waitFor(ctx, t, "the view filled", func() error {
+	eventually.NoErrorUntil(ctx, t, "the view filled", func() error {
 		if r := b.running(); r == nil || !r.isFilled() {
 			return fmt.Errorf("not yet")
 		}
@@ -84,7 +85,7 @@ func TestWatchFromAnOlderCursorCatchesUpThenFollowsTheView(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	campaignT(t, b, "first", "a", time.Minute) // joined a, begin a
-	waitFor(ctx, t, "the view filled", func() error {
+	eventually.NoErrorUntil(ctx, t, "the view filled", func() error {
 		if r := b.running(); r == nil || !r.isFilled() {
 			return fmt.Errorf("not yet")
 		}
@@ -113,7 +114,7 @@ func TestWatchFromAnOlderCursorCatchesUpThenFollowsTheView(t *testing.T) {
 	if got := describe(nextEvents(ctx, t, ch, 2)); fmt.Sprint(got) != fmt.Sprint([]string{"candidate.joined e", "leader.begin e"}) {
 		t.Fatalf("events after catching up: %q", got)
 	}
-	waitFor(ctx, t, "the catch-up consumer gone", func() error {
+	eventually.NoErrorUntil(ctx, t, "the catch-up consumer gone", func() error {
 		if n := consumers(t, b)[b.cfg.Stream]; n > before+1 { // +1: the watch from "0", which has its own tail
 			return fmt.Errorf("%d consumers, %d before the watches", n, before)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 func TestNewestEventIsWhatAWatchFromItContinuesAfter(t *testing.T) {
@@ -72,7 +73,7 @@ func TestSnapshotCursorsAreNotPastHead(t *testing.T) {
 	}
 	pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer pcancel()
-	if err := poll(pctx, func() error {
+	if err := eventually.Poll(pctx, func() error {
 		if r := b.running(); r == nil || !r.isFilled() {
 			return errors.New("the view has not loaded")
 		}
@@ -182,7 +183,7 @@ func TestHeadNamesTheEventBeforeRecordsTheViewSkipped(t *testing.T) {
 			done := make(chan struct{})
 			go func() { defer close(done); _ = gw.Run(rctx) }()
 			t.Cleanup(func() { rcancel(); <-done })
-			if err := poll(ctx, func() error {
+			if err := eventually.Poll(ctx, func() error {
 				if r := b.running(); r == nil || !r.isFilled() {
 					return errors.New("the view has not loaded")
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestFailedLeaderHoldIsTimedByTheServerAfterItsRecord: FailLeader's
@@ -47,7 +48,7 @@ func TestFailedLeaderHoldIsTimedByTheServerAfterItsRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		subject := b.aliveSubject(election, holdToken(s.rec.Held[0]))
-		waitUntil(t, 10*time.Second, "the hold's marker", func() bool {
+		eventually.True(t, 10*time.Second, "the hold's marker", func() bool {
 			marker, err = b.alive.GetLastMsgForSubject(ctx, subject)
 			return err == nil
 		})

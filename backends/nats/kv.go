@@ -71,11 +71,8 @@ func gatewayKey(key string) string { return strings.ReplaceAll(key, ".", "/") }
 
 // kvCheck validates a key and a value's size and that NATS is connected.
 func (b *Backend) kvCheck(op, key string, value []byte) error {
-	if err := gateway.ValidateKey(key); err != nil {
+	if err := gateway.CheckItem(key, value); err != nil {
 		return fmt.Errorf("nats: kv %s: %w", op, err)
-	}
-	if len(value) > gateway.MaxValueBytes {
-		return fmt.Errorf("nats: kv %s %q: value of %d bytes: %w", op, key, len(value), gateway.ErrInvalid)
 	}
 	if err := b.connected(); err != nil {
 		return fmt.Errorf("nats: kv %s %q: %w", op, key, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/gateway/backendtest"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 func TestKVConformanceSingleServer(t *testing.T) {
@@ -52,7 +53,7 @@ func TestKVReplicasShareOneBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The purge marker goes once its TTL has passed.
-	waitFor(ctx, t, "the kv stream to hold no message once the purge marker's TTL passed", func() error {
+	eventually.NoErrorUntil(ctx, t, "the kv stream to hold no message once the purge marker's TTL passed", func() error {
 		if info, err := st.Info(ctx); err != nil {
 			return err
 		} else if info.State.Msgs != 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestLimitsNeverRefuseOnAStaleView: the gateway's limit check lets a
@@ -37,7 +38,7 @@ func TestLimitsNeverRefuseOnAStaleView(t *testing.T) {
 	}
 	// b's view caught up: both limits refuse through b. (view is nil, and
 	// reads go to the stream leader, until the view has loaded.)
-	if err := poll(ctx, func() error {
+	if err := eventually.Poll(ctx, func() error {
 		r, err := b.view(ctx)
 		if err == nil && r == nil {
 			err = errors.New("b's view has not loaded")

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -358,17 +357,4 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string)
 		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: expired: %w", op, id, election, gateway.ErrCandidateNotFound)
 	}
 	return s, e, subject, seq, nil
-}
-
-// sleepJitter waits before retry i (1, 2, …) of a conflicting write: about
-// 10ms doubling up to 200ms, jittered so that two writers drift apart.
-// Errors: gateway.ErrUnavailable when ctx ends first.
-func sleepJitter(ctx context.Context, i int) error {
-	d := min(10*time.Millisecond<<(i-1), 200*time.Millisecond)
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, ctx.Err())
-	case <-time.After(d/2 + rand.N(d)):
-		return nil
-	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/gateway/backendtest"
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/internal/testnet"
 )
 
@@ -121,7 +122,7 @@ func TestMemberCutOffServesNoStaleLeader(t *testing.T) {
 	// store longest after the cut (NATS notices a lost quorum only every
 	// ten seconds, and a meta leader answers until it has).
 	c := -1
-	waitFor(ctx, t, "the meta group's leader to lead the records stream", func() error {
+	eventually.NoErrorUntil(ctx, t, "the meta group's leader to lead the records stream", func() error {
 		c = -1
 		for i, e := range pc.servers {
 			if e.srv.JetStreamIsLeader() {
@@ -232,7 +233,7 @@ func TestMemberCutOffServesNoStaleLeader(t *testing.T) {
 
 	// r1 resigns through the majority as soon as it has stream leaders.
 	var resigned time.Time
-	waitFor(ctx, t, "r1 to resign through the majority", func() error {
+	eventually.NoErrorUntil(ctx, t, "r1 to resign through the majority", func() error {
 		sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
 		defer scancel()
 		if err := bs[o].Resign(sctx, "r", "r1", thR1); err != nil {
@@ -244,7 +245,7 @@ func TestMemberCutOffServesNoStaleLeader(t *testing.T) {
 	t.Logf("r1 resigned through the majority %s after the cut", resigned.Sub(cutAt).Round(time.Millisecond))
 
 	// (a) The cut-off member reports itself not ready.
-	waitFor(ctx, t, "the cut-off member to fail its readiness check", func() error {
+	eventually.NoErrorUntil(ctx, t, "the cut-off member to fail its readiness check", func() error {
 		if err := bs[c].Ping(ctx); err == nil {
 			return errors.New("ping succeeds")
 		} else if !errors.Is(err, gateway.ErrUnavailable) {
@@ -257,7 +258,7 @@ func TestMemberCutOffServesNoStaleLeader(t *testing.T) {
 	// (b) The majority promotes b once a's TTL has passed.
 	var promoted time.Time
 	var termB uint64
-	waitFor(ctx, t, "the majority to promote b", func() error {
+	eventually.NoErrorUntil(ctx, t, "the majority to promote b", func() error {
 		sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
 		defer scancel()
 		el, err := bs[o].ElectionLeader(sctx, "e")
@@ -284,7 +285,7 @@ func TestMemberCutOffServesNoStaleLeader(t *testing.T) {
 	}
 	// Reads through the cut-off member that start after b's promotion was
 	// seen: each must fail as unavailable (it cannot know of b).
-	waitFor(ctx, t, "three reads through the cut-off member after b's promotion", func() error {
+	eventually.NoErrorUntil(ctx, t, "three reads through the cut-off member after b's promotion", func() error {
 		rmu.Lock()
 		defer rmu.Unlock()
 		after := 0
@@ -329,7 +330,7 @@ func TestMemberCutOffServesNoStaleLeader(t *testing.T) {
 	// (d) Healed, the member catches up and serves the majority's state.
 	pc.heal(c)
 	healed := time.Now()
-	waitFor(ctx, t, "the healed member to serve b as leader", func() error {
+	eventually.NoErrorUntil(ctx, t, "the healed member to serve b as leader", func() error {
 		if err := bs[c].Ping(ctx); err != nil {
 			return err
 		}
@@ -346,7 +347,7 @@ func TestMemberCutOffServesNoStaleLeader(t *testing.T) {
 	})
 	t.Logf("n%d serves b again %s after healing", c, time.Since(healed).Round(time.Millisecond))
 	// The cluster may still settle after healing (503s from JetStream).
-	waitFor(ctx, t, "the healed member to serve the majority's state", func() error {
+	eventually.NoErrorUntil(ctx, t, "the healed member to serve the majority's state", func() error {
 		got, err := bs[c].Election(ctx, "e")
 		if err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestPingFailsWhileTheLivenessStreamHasNoLeader: on a three-member
@@ -30,7 +31,7 @@ func TestPingFailsWhileTheLivenessStreamHasNoLeader(t *testing.T) {
 	leader := func(s jetstream.Stream) string {
 		t.Helper()
 		var name string
-		waitFor(ctx, t, "a stream leader", func() error {
+		eventually.NoErrorUntil(ctx, t, "a stream leader", func() error {
 			info, err := s.Info(ctx)
 			if err != nil {
 				return err
@@ -83,8 +84,8 @@ func TestPingFailsWhileTheLivenessStreamHasNoLeader(t *testing.T) {
 	} else {
 		t.Logf("the machine is too slow to look within %s of the stop (took %s); checking the recovery only", minElection, since)
 	}
-	waitFor(ctx, t, "ping after a new leader of the liveness stream", func() error { return b.Ping(ctx) })
-	waitFor(ctx, t, "a heartbeat after the new leader", func() error {
+	eventually.NoErrorUntil(ctx, t, "ping after a new leader of the liveness stream", func() error { return b.Ping(ctx) })
+	eventually.NoErrorUntil(ctx, t, "a heartbeat after the new leader", func() error {
 		_, err := b.Heartbeat(ctx, "ready", "node-a", th)
 		return err
 	})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -80,7 +79,7 @@ func (s stored) snapshot() gateway.Election {
 // stream sequence seq; eventID(seq, n) with n the message's event count is
 // also the cursor just after that message.
 func eventID(seq uint64, i int) string {
-	return strconv.FormatUint(seq, 10) + "-" + strconv.Itoa(i)
+	return gateway.Position{Rev: seq, Index: i}.String()
 }
 
 // parseCursor reads an event id or a cursor in either form of
@@ -170,7 +169,9 @@ const (
 // apply reloads from the stream leader and tries again after a short
 // jittered back-off. This is what keeps gateway.Record's single-leader
 // argument true across replicas: every record stored was computed from
-// the one stored just before it.
+// the one stored just before it. The retries follow gateway.Conflicts;
+// after its last attempt apply gives up with gateway.ErrContended,
+// having written nothing.
 //
 // The first attempt starts from the view's record (a copy), when Run is
 // running: a stale one only costs a refused publish and a reload. Only a
@@ -192,7 +193,6 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 			cached = &stored{rec: gateway.NewRecord(election, *create)}
 		}
 	}
-	backoff := time.Millisecond
 	conflicts := 0
 	for {
 		var cur stored
@@ -260,15 +260,11 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 		if fromCache {
 			continue // the view was behind: reload at once
 		}
-		// Another replica wrote first: reload and try again.
-		if conflicts++; conflicts > 1 {
-			sleep := backoff/2 + rand.N(backoff)
-			select {
-			case <-ctx.Done():
-				return stored{}, fmt.Errorf("nats: %s %q: %w: %w", op, election, gateway.ErrUnavailable, ctx.Err())
-			case <-time.After(sleep):
-			}
-			backoff = min(2*backoff, 100*time.Millisecond)
+		// Another replica wrote first: reload and try again, within
+		// gateway.Conflicts.
+		conflicts++
+		if err := gateway.Conflicts.Try(ctx, conflicts); err != nil {
+			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, err)
 		}
 	}
 }

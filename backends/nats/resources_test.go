@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // requestsPerKind is how many requests of each kind the resource test
@@ -143,7 +144,7 @@ func TestNothingPerRequestOutlivesIt(t *testing.T) {
 	}
 	gctx, gcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer gcancel()
-	if err := poll(gctx, func() error {
+	if err := eventually.Poll(gctx, func() error {
 		if n := runtime.NumGoroutine(); n > goroutines {
 			return fmt.Errorf("%d goroutines after the requests, %d before", n, goroutines)
 		}

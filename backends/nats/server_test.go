@@ -86,33 +86,3 @@ func campaignT(t *testing.T, b gateway.Backend, election, id string, ttl time.Du
 	}
 	return th, st
 }
-
-// pollEvery is how often poll asks its condition again.
-const pollEvery = 20 * time.Millisecond
-
-// poll calls cond until it returns nil or ctx ends, and returns cond's
-// last error (nil once it held).
-func poll(ctx context.Context, cond func() error) error {
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return err
-		}
-	}
-}
-
-// waitFor polls cond until it returns nil, failing t with cond's last
-// error, naming what it waited for, when ctx ends first.
-func waitFor(ctx context.Context, t testing.TB, what string, cond func() error) {
-	t.Helper()
-	if err := poll(ctx, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // tailReader reads tl in a goroutine until Next fails, and hands on the
@@ -132,7 +133,7 @@ func TestTailOnACutOffMemberGoesOnAfterTheHeal(t *testing.T) {
 	// Cut a member that leads neither the records stream nor the meta
 	// group, so that the other two go on taking writes at once.
 	c := -1
-	waitFor(ctx, t, "a member that leads nothing", func() error {
+	eventually.NoErrorUntil(ctx, t, "a member that leads nothing", func() error {
 		sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
 		defer scancel()
 		info, err := bs[0].records.Info(sctx)
@@ -157,7 +158,7 @@ func TestTailOnACutOffMemberGoesOnAfterTheHeal(t *testing.T) {
 	tctx, tcancel := context.WithCancel(ctx)
 	defer tcancel()
 	var tl *tail
-	waitFor(ctx, t, "a tail whose consumer is on another member", func() error {
+	eventually.NoErrorUntil(ctx, t, "a tail whose consumer is on another member", func() error {
 		if tl != nil {
 			tl.Close()
 		}
@@ -187,7 +188,7 @@ func TestTailOnACutOffMemberGoesOnAfterTheHeal(t *testing.T) {
 	got := r.take(ctx, t, 3)
 
 	pc.cut(c)
-	waitFor(ctx, t, "the tail to give its consumer up", func() error {
+	eventually.NoErrorUntil(ctx, t, "the tail to give its consumer up", func() error {
 		if tl.drops.Load() == 0 {
 			return errors.New("the tail still holds its first consumer")
 		}
@@ -197,7 +198,7 @@ func TestTailOnACutOffMemberGoesOnAfterTheHeal(t *testing.T) {
 	// member led (the liveness stream, the KV bucket). A try that timed
 	// out may still have been carried out: then the next finds a there.
 	for _, name := range electionNames(3, 6) {
-		waitFor(ctx, t, "a campaign through the majority", func() error {
+		eventually.NoErrorUntil(ctx, t, "a campaign through the majority", func() error {
 			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
 			defer ccancel()
 			_, err := bs[o].Campaign(cctx, name, gateway.Candidacy{ID: "a", TTL: time.Minute, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestTimersEndOnTheServersClockNotAReplicas: a replica whose clock runs
@@ -194,7 +195,7 @@ func TestTimerThatEndedWhileNoReplicaRanEndsOnStart(t *testing.T) {
 	nextOf(t, events, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderEnd })
 	subject := handoverSubject(t, b, "restart")
 	stop()
-	waitUntil(t, 10*time.Second, "the marker's delete marker", func() bool {
+	eventually.True(t, 10*time.Second, "the marker's delete marker", func() bool {
 		seq, _, alive, err := b.lastBeat(ctx, subject)
 		return err == nil && seq > 0 && !alive
 	})
@@ -245,7 +246,7 @@ func nextOf(t *testing.T, ch <-chan gateway.Event, match func(gateway.Event) boo
 func handoverSubject(t *testing.T, b *Backend, election string) string {
 	t.Helper()
 	var subject string
-	waitUntil(t, 10*time.Second, "a handover delay with its marker", func() bool {
+	eventually.True(t, 10*time.Second, "a handover delay with its marker", func() bool {
 		s, err := b.read(context.Background(), election)
 		if err != nil || len(s.rec.Delays) == 0 {
 			return false
@@ -255,16 +256,4 @@ func handoverSubject(t *testing.T, b *Backend, election string) string {
 		return err == nil && alive
 	})
 	return subject
-}
-
-// waitUntil polls cond every 20ms until it holds or timeout passes.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: no %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -347,7 +347,7 @@ func (r *reconciler) isFilled() bool {
 var errViewBehind = errors.New("nats: view behind")
 
 // waitSeen waits until the watch has delivered sequence want. It returns
-// errViewBehind when Run ends or after catchUpGrace, and ctx's error
+// errViewBehind when Run ends or after gateway.CatchUpGrace, and ctx's error
 // (as gateway.ErrUnavailable) when ctx ends first.
 func (r *reconciler) waitSeen(ctx context.Context, want uint64) error {
 	var grace <-chan time.Time
@@ -359,7 +359,7 @@ func (r *reconciler) waitSeen(ctx context.Context, want uint64) error {
 			return nil
 		}
 		if grace == nil {
-			t := time.NewTimer(catchUpGrace)
+			t := time.NewTimer(gateway.CatchUpGrace)
 			defer t.Stop()
 			grace = t.C
 		}

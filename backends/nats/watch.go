@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -370,5 +369,5 @@ func (b *Backend) Head(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("nats: head: %w", err)
 	}
-	return strconv.FormatUint(seq, 10), nil
+	return gateway.After(seq).String(), nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/gateway/backendtest"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestWatchThatFallsBehindHistoryEnds: a watch whose receiver does not keep
@@ -225,7 +226,7 @@ func TestHubThatFallsBehindHistoryCutsItsSubscribers(t *testing.T) {
 	rctx, stop := context.WithCancel(ctx)
 	go func() { defer close(done); _ = gw.Run(rctx) }()
 	defer func() { stop(); <-done }()
-	waitFor(ctx, t, "the hub's watch", func() error {
+	eventually.NoErrorUntil(ctx, t, "the hub's watch", func() error {
 		if !s.used.Load() {
 			return errors.New("not yet")
 		}

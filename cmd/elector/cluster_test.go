@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/electorhq/elector/internal/eventually"
-	"github.com/electorhq/elector/internal/testnet"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // envClusterGaps, set to "short", makes TestEmbeddedClusterFormsInAnyStartOrder
@@ -148,23 +149,21 @@ func (m *member) alive(t *testing.T) {
 // waitStatus waits until GET path on m answers want, and returns the body.
 func (m *member) waitStatus(t *testing.T, c *http.Client, path string, want int, within time.Duration) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var body map[string]any
+	eventually.NoError(t, within, fmt.Sprintf("GET %s%s to answer %d", m.base, path, want), func() error {
 		m.alive(t)
-		var body map[string]any
+		body = nil
 		code := 0
 		if resp, err := c.Get(m.base + path); err == nil {
 			code = resp.StatusCode
 			_ = decodeJSON(resp, &body)
 		}
-		if code == want {
-			return body
+		if code != want {
+			return fmt.Errorf("answered %d; logs:\n%s", code, m.logs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s%s: %d after %s; want %d; logs:\n%s", m.base, path, code, within, want, m.logs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return body
 }
 
 // waitWaiting waits until m's /readyz answers 503 with a detail that
@@ -172,17 +171,15 @@ func (m *member) waitStatus(t *testing.T, c *http.Client, path string, want int,
 // cluster), and returns the problem.
 func (m *member) waitWaiting(t *testing.T, c *http.Client, reason string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		p := m.waitStatus(t, c, "/readyz", http.StatusServiceUnavailable, 10*time.Second)
-		if detail, _ := p["detail"].(string); strings.Contains(detail, reason) {
-			return p
+	var p map[string]any
+	eventually.NoError(t, 15*time.Second, fmt.Sprintf("/readyz of %s to say %q", m.name, reason), func() error {
+		p = m.waitStatus(t, c, "/readyz", http.StatusServiceUnavailable, 10*time.Second)
+		if detail, _ := p["detail"].(string); !strings.Contains(detail, reason) {
+			return fmt.Errorf("it says %v", p)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz of %s never said %q; last: %v", m.name, reason, p)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return p
 }
 
 // decodeJSON decodes resp's body into v and closes it.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // Harness tells the suite how to get a backend.
@@ -165,18 +166,6 @@ func snapshot(t *testing.T, b gateway.Backend, election string) gateway.Election
 	return e
 }
 
-// eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // recorder collects the events of a watch.
 type recorder struct {
 	mu     sync.Mutex
@@ -216,7 +205,7 @@ func (r *recorder) all() []gateway.Event {
 func (r *recorder) wait(t *testing.T, timeout time.Duration, what string, match func([]gateway.Event) bool) []gateway.Event {
 	t.Helper()
 	var got []gateway.Event
-	eventually(t, timeout, what+"; events: "+describe(r.all()), func() bool {
+	eventually.True(t, timeout, what+"; events: "+describe(r.all()), func() bool {
 		got = r.all()
 		return match(got)
 	})

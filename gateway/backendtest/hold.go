@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // The hold of a failed leader's promise (gateway.Record.FailLeader): a
@@ -75,7 +76,7 @@ func successorAfter(t *testing.T, b gateway.Backend, e string, rec *recorder, de
 		leader string
 		term   uint64
 	)
-	eventually(t, 30*time.Second, "a successor of "+failed+" leads", func() bool {
+	eventually.True(t, 30*time.Second, "a successor of "+failed+" leads", func() bool {
 		if st, err := b.Heartbeat(ctx, e, failed, failedToken); failedToken != "" && (err != nil || st.Candidate.State != gateway.StateError) {
 			t.Fatalf("heartbeat of the failed leader %s: %+v, %v; want state error", failed, st, err)
 		}

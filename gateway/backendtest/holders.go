@@ -12,6 +12,7 @@ import (
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/ctxwait"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // Holders: an election's holders setting N makes its first N candidates in
@@ -296,7 +297,7 @@ func testLoweringHolders(t *testing.T, b gateway.Backend, n int) {
 			earliest = d
 		}
 	}
-	eventually(t, 20*time.Second, fmt.Sprintf("%d hold again", n), func() bool {
+	eventually.True(t, 20*time.Second, fmt.Sprintf("%d hold again", n), func() bool {
 		h := holdersOf(t, snapshot(t, b, e), n)
 		if len(h) > 1 && time.Now().Before(earliest) {
 			t.Fatalf("holders %v at %s before the demoted holders' promises lapse", h, time.Until(earliest))
@@ -443,7 +444,7 @@ func testNeverMoreThanNHold(t *testing.T, b gateway.Backend, n int) {
 	// A candidacy after the storm: once the watch delivers its joining, it
 	// has delivered every event of the storm before it.
 	th := token()
-	eventually(t, 30*time.Second, "a campaign after the storm", func() bool {
+	eventually.True(t, 30*time.Second, "a campaign after the storm", func() bool {
 		_, err := b.Campaign(context.Background(), e, gateway.Candidacy{ID: "after-the-storm", TTL: ttl, TokenHash: th}, defaults)
 		switch {
 		case err == nil, errors.Is(err, gateway.ErrCandidateExists): // an earlier try got in

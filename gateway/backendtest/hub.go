@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // headed is a backend with its Header and nothing else: a Gateway over it
@@ -56,7 +58,7 @@ func testHubAgreesWithTheBackend(t *testing.T, b gateway.Backend) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gw.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, 10*time.Second, "the hub follows the backend", func() bool {
+	eventually.True(t, 10*time.Second, "the hub follows the backend", func() bool {
 		known, err := gw.CaughtUp(context.Background())
 		return known && err == nil
 	})
@@ -119,20 +121,13 @@ func testHubCatchesUpWhateverTheLastWriteWas(t *testing.T, b gateway.Backend) {
 	t.Cleanup(func() { cancel(); <-done })
 	caughtUp := func(what string) {
 		t.Helper()
-		var last error
-		deadline := time.Now().Add(20 * time.Second)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for ; ; <-tick.C {
+		eventually.NoError(t, 20*time.Second, what+": the hub caught up", func() error {
 			known, err := gw.CaughtUp(context.Background())
-			if known && err == nil {
-				return
+			if err == nil && !known {
+				err = errors.New("the hub has not reported yet")
 			}
-			last = err
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the hub is not caught up after 20s: %v", what, last)
-			}
-		}
+			return err
+		})
 	}
 	// A subscriber starting from the snapshot taken after each write is
 	// accepted by the hub (a cursor is never past the backend's head) and

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"reflect"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // Run runs the conformance suite against backends made by h.
@@ -373,7 +373,7 @@ func testLeaderRead(t *testing.T, b gateway.Backend) {
 		// The cursor is the backend's position, which parallel tests'
 		// writes to other elections move on between the two reads; it
 		// may only move forward.
-		if g, w, ok := numericCursors(got.Cursor, want.Cursor); err == nil && ok && g < w {
+		if g, w, ok := positions(got.Cursor, want.Cursor); err == nil && ok && g.Compare(w) < 0 {
 			t.Fatalf("%s: leader read at cursor %s, before the election read at %s", step, got.Cursor, want.Cursor)
 		}
 		got.Cursor = want.Cursor
@@ -413,7 +413,7 @@ func testCandidateCount(t *testing.T, b gateway.Backend) {
 	}
 	campaign(t, b, e, "a", 10*time.Second)
 	campaign(t, b, e, "b", 10*time.Second)
-	eventually(t, 5*time.Second, "a count of 2", func() bool {
+	eventually.True(t, 5*time.Second, "a count of 2", func() bool {
 		n, err := c.CountCandidates(ctx, e)
 		return err == nil && n == len(snapshot(t, b, e).Candidates) && n == 2
 	})
@@ -551,10 +551,10 @@ func testDeleteElection(t *testing.T, b gateway.Backend) {
 	}
 }
 
-// numericCursors parses two cursors of a backend whose positions are
-// numbers; ok is false for any other kind.
-func numericCursors(a, b string) (x, y uint64, ok bool) {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	return x, y, errA == nil && errB == nil
+// positions parses two cursors; ok is false unless both are in the forms
+// of gateway.Position.
+func positions(a, b string) (x, y gateway.Position, ok bool) {
+	x, okA := gateway.ParsePosition(a)
+	y, okB := gateway.ParsePosition(b)
+	return x, y, okA && okB
 }

@@ -42,6 +42,16 @@ func NoError(t testing.TB, timeout time.Duration, what string, cond func() error
 	}
 }
 
+// NoErrorUntil waits for cond to return nil until ctx ends, failing t with
+// cond's last error, naming what it waited for, when it does not: for a
+// test whose context bounds the whole of it, waits included.
+func NoErrorUntil(ctx context.Context, t testing.TB, what string, cond func() error) {
+	t.Helper()
+	if err := Poll(ctx, cond); err != nil {
+		t.Fatalf("waited for %s until %v: %v", what, context.Cause(ctx), err)
+	}
+}
+
 // True waits up to timeout for cond to hold, failing t, naming what it
 // waited for, when it does not.
 func True(t testing.TB, timeout time.Duration, what string, cond func() bool) {

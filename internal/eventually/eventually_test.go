@@ -91,3 +91,20 @@ func TestPollEndsWithItsContext(t *testing.T) {
 		}
 	})
 }
+
+func TestNoErrorUntilFailsWhenItsContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		msg := run(t, func(tb testing.TB) {
+			NoErrorUntil(ctx, tb, "the stream", func() error { return errors.New("behind") })
+		})
+		if got := time.Since(start); got != time.Second {
+			t.Fatalf("failed after %s, want 1s", got)
+		}
+		if !strings.Contains(msg, "the stream") || !strings.Contains(msg, "behind") || !strings.Contains(msg, context.DeadlineExceeded.Error()) {
+			t.Fatalf("failed with %q", msg)
+		}
+	})
+}

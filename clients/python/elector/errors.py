@@ -257,8 +257,9 @@ class InternalError(ProblemError):
 
 
 class UnavailableError(ProblemError):
-    """backend-unavailable, or a 5xx answer that is not a problem document:
-    retry (see ``retry_after``)."""
+    """backend-unavailable, election-contended (other writes to the election
+    kept getting there first; nothing was written), or a 5xx answer that is
+    not a problem document: retry (see ``retry_after``)."""
 
 
 class ClientClosedRequestError(ProblemError):
@@ -300,6 +301,7 @@ PROBLEM_CLASSES: Mapping[str, Type[ProblemError]] = {
     "not-supported": NotSupportedError,
     "internal": InternalError,
     "backend-unavailable": UnavailableError,
+    "election-contended": UnavailableError,
 }
 """Problem slug → the exception class raised for it."""
 

@@ -227,7 +227,11 @@ export class NotSupportedError extends ProblemError {
 export class InternalError extends ProblemError {
   override name = "InternalError";
 }
-/** backend-unavailable (503): the coordination backend cannot serve; retry. */
+/**
+ * backend-unavailable (503): the coordination backend cannot serve; also
+ * election-contended (503): other writes to the election kept getting
+ * there first, and nothing was written. Retry either.
+ */
 export class BackendUnavailableError extends ProblemError {
   override name = "BackendUnavailableError";
 }
@@ -268,6 +272,7 @@ const problemClasses: Record<string, ProblemClass> = {
   "not-supported": NotSupportedError,
   internal: InternalError,
   "backend-unavailable": BackendUnavailableError,
+  "election-contended": BackendUnavailableError,
 };
 
 /** problemError returns the ProblemError of init's type: its subclass when the type is a known one. */

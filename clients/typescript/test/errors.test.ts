@@ -46,6 +46,7 @@ test("every stable problem type has its class", async () => {
     ["not-supported", 501, "NotSupportedError"],
     ["internal", 500, "InternalError"],
     ["backend-unavailable", 503, "BackendUnavailableError"],
+    ["election-contended", 503, "BackendUnavailableError"],
   ];
   for (const [slug, status, cls] of cases) {
     const err = await readProblem(problem(status, { type: `urn:elector:problem:${slug}`, title: "T", status, detail: "d" }));
