@@ -34,9 +34,8 @@ func newServer(t *testing.T, opts ...metrics.Option) *server {
 	t.Helper()
 	discard := slog.New(slog.DiscardHandler)
 	m := metrics.New(append(opts, metrics.WithLogger(discard))...)
-	gw := gateway.New(memory.New(), gateway.Config{
+	gw := gateway.New(m.ObserveBackend(memory.New()), gateway.Config{
 		Logger:   discard,
-		Observer: m.BackendObserver(),
 		Defaults: &gateway.Settings{ErrorCooldown: time.Hour},
 	})
 	transitions := m.ObserveGateway(gw)

@@ -91,13 +91,9 @@ func (h Harness) allowances() allowances {
 // start runs b's loop until t ends.
 func start(t *testing.T, b gateway.Backend) {
 	t.Helper()
-	r, ok := b.(gateway.Runner)
-	if !ok {
-		return
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
+	go func() { done <- b.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {

@@ -26,13 +26,13 @@ var holderCounts = []int{1, 2, 5}
 
 // runHolders runs the holders subtests.
 func runHolders(t *testing.T, h Harness, b gateway.Backend) {
-	_, multi := b.(gateway.MultiHolder)
+	multi := b.MaxHolders() > 1
 	if multi == h.SingleHolder {
 		t.Run("HoldersHarnessAgreesWithTheBackend", func(t *testing.T) {
 			if multi {
-				t.Fatalf("%T is a gateway.MultiHolder: drop SingleHolder from its Harness", b)
+				t.Fatalf("%T takes %d holders: drop SingleHolder from its Harness", b, b.MaxHolders())
 			}
-			t.Fatalf("%T is no gateway.MultiHolder: set SingleHolder in its Harness", b)
+			t.Fatalf("%T takes one holder: set SingleHolder in its Harness", b)
 		})
 		return
 	}
@@ -309,23 +309,10 @@ func testLoweringHolders(t *testing.T, b gateway.Backend, n int) {
 }
 
 func testTransferFromAHolder(t *testing.T, b gateway.Backend, n int) {
-	tr, ok := b.(gateway.Transferer)
-	if !ok {
-		t.Skipf("%T is not a gateway.Transferer", b)
-	}
-	ht, named := b.(gateway.HolderTransferer)
-	if !named && n > 1 {
-		t.Fatalf("%T holds %d but is no gateway.HolderTransferer", b, n)
-	}
 	ctx := context.Background()
 	e, rec := holdersElection(t, b, "htransfer", n, gateway.Settings{})
-	// transfer names the holder where the backend can; with one holder a
-	// Transferer's Transfer asks the leader, which is the same.
 	transfer := func(from, to string) (gateway.Election, error) {
-		if named {
-			return ht.TransferFrom(ctx, e, from, to, "")
-		}
-		return tr.Transfer(ctx, e, to, "")
+		return b.TransferFrom(ctx, e, from, to, "")
 	}
 	const ttl = 10 * time.Second
 	tok := map[string]string{}
@@ -338,17 +325,15 @@ func testTransferFromAHolder(t *testing.T, b gateway.Backend, n int) {
 	}
 	from, to := "c0", fmt.Sprintf("c%d", n+1) // the longest-standing, to the second follower
 	if n > 1 {
-		if _, err := tr.Transfer(ctx, e, to, ""); !errors.Is(err, gateway.ErrInvalid) {
+		if _, err := b.Transfer(ctx, e, to, ""); !errors.Is(err, gateway.ErrInvalid) {
 			t.Fatalf("an operator's transfer naming no holder of %d: %v, want gateway.ErrInvalid", n, err)
 		}
 	}
-	if named {
-		if _, err := ht.TransferFrom(ctx, e, fmt.Sprintf("c%d", n), to, ""); !errors.Is(err, gateway.ErrNotLeader) {
-			t.Fatalf("a transfer from a follower: %v, want gateway.ErrNotLeader", err)
-		}
+	if _, err := transfer(fmt.Sprintf("c%d", n), to); !errors.Is(err, gateway.ErrNotLeader) {
+		t.Fatalf("a transfer from a follower: %v, want gateway.ErrNotLeader", err)
 	}
 	s, err := transfer(from, to)
-	if err != nil || s.Transfer == nil || s.Transfer.To != to || (named && (s.Transfer.From != from || s.Transfer.Term != terms[from])) {
+	if err != nil || s.Transfer == nil || s.Transfer.To != to || s.Transfer.From != from || s.Transfer.Term != terms[from] {
 		t.Fatalf("transfer from %s to %s: %+v, %v", from, to, s.Transfer, err)
 	}
 	refusedForTransfer(t, b, e, from, tok[from], to, gateway.ReasonTransferred)
@@ -358,7 +343,7 @@ func testTransferFromAHolder(t *testing.T, b gateway.Backend, n int) {
 			t.Fatalf("heartbeat of holder %s, not asked: %+v, %v", id, st, err)
 		}
 	}
-	st, err := tr.Handover(ctx, e, from, tok[from])
+	st, err := b.Handover(ctx, e, from, tok[from])
 	if err != nil || st.Candidate.State != gateway.StateFollower {
 		t.Fatalf("handover by %s: %+v, %v", from, st, err)
 	}
