@@ -45,8 +45,8 @@ const (
 type Config struct {
 	// Defaults are the settings of an election created by its first campaign.
 	// Zero value: DefaultSettings(). ErrorCooldown and HandoverDelay within
-	// [0, MaxSetting], Holders within [0, MaxHolders] (0 means 1; above 1
-	// needs a MultiHolder backend, which Campaign checks).
+	// [0, MaxSetting], Holders within [0, MaxHolders] (0 means 1; at most
+	// the backend's MaxHolders, which Campaign checks).
 	Defaults *Settings
 	// DefaultTTL is the TTL of a candidate that names none, within
 	// [MinTTL, MaxTTL]. Default (0) DefaultTTL.

@@ -75,10 +75,10 @@ type Harness struct {
 	// two hold different candidates.
 	TransferTargetBlocksSlots bool
 	// SingleHolder declares a backend that takes one holder per election
-	// only (it is no gateway.MultiHolder): the holders subtests above one
-	// holder then check that it refuses them with gateway.ErrNotSupported.
-	// The suite fails if the backend says otherwise, so a backend that
-	// becomes a MultiHolder drops it and runs them all.
+	// only (its MaxHolders is 1): the holders subtests above one holder
+	// then check that it refuses them with gateway.ErrNotSupported. The
+	// suite fails if the backend says otherwise, so a backend that takes
+	// more drops it and runs them all.
 	SingleHolder bool
 }
 

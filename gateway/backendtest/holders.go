@@ -17,8 +17,8 @@ import (
 // Holders: an election's holders setting N makes its first N candidates in
 // line hold at once, each holdership with a term of its own (see
 // gateway.MultiHolder). The subtests run with N = 1, 2 and 5 on every
-// backend. A backend that is no gateway.MultiHolder declares so in its
-// Harness (SingleHolder), runs the N = 1 subtests, and must refuse N above
+// backend. A backend whose MaxHolders is 1 declares so in its Harness
+// (SingleHolder), runs the N = 1 subtests, and must refuse N above
 // 1 with gateway.ErrNotSupported, which the other subtests then check.
 
 // holderCounts are the holders settings every backend is tested with.
@@ -63,7 +63,7 @@ func runHolders(t *testing.T, h Harness, b gateway.Backend) {
 	}
 }
 
-// testHoldersRefused: a backend that is no MultiHolder refuses holders
+// testHoldersRefused: a backend that takes one holder refuses holders
 // above 1, as a setting and as the defaults of a campaign, and stores
 // nothing that says otherwise.
 func testHoldersRefused(t *testing.T, b gateway.Backend, n int) {

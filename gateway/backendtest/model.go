@@ -64,8 +64,8 @@ import (
 // modelRun.step), and a promotion held back with nobody in line is not
 // compared (see differ.election).
 //
-// Holders: a configure step sets one, two or three holders (on a
-// gateway.MultiHolder), so transfers name the holder asked to hand over,
+// Holders: a configure step sets one, two or three holders (where the
+// backend's MaxHolders allows), so transfers name the holder asked to hand over,
 // failures and handovers pick one of the holders, and the snapshots
 // compare every holder and its term.
 

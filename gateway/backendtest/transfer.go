@@ -10,8 +10,8 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// transferTests are the subtests of backends that are a
-// gateway.Transferer; others skip them.
+// transferTests are the subtests of transfers, priorities and preempt
+// (gateway.Transferer).
 var transferTests = []struct {
 	name string
 	fn   func(t *testing.T, b gateway.Backend)
