@@ -12,7 +12,7 @@ import (
 
 // TestBackendObserverCountsCallsAndErrors checks that a Gateway observed by
 // the metrics times its backend calls, KV calls included, and counts their
-// errors by kind, while the backend keeps every optional ability.
+// errors by kind.
 func TestBackendObserverCountsCallsAndErrors(t *testing.T) {
 	ctx := context.Background()
 	m := metrics.New()
