@@ -174,8 +174,8 @@ func New(b Backend, cfg Config) *Gateway {
 func (g *Gateway) Config() Config { return g.cfg }
 
 // Run runs the replica's event hub and the backend's background loop,
-// and logs every change of leadership it sees at INFO
-// (logTransitions), until ctx ends. Watch serves subscribers from the hub while
+// and logs every change of leadership it sees at INFO (logTransitions),
+// until ctx ends. Watch serves subscribers from the hub while
 // Run runs.
 func (g *Gateway) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -194,9 +194,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 }
 
 // Ready reports whether this replica can serve writes now: the backend
-// answers its ping, and this replica's own writes are not
-// failing for want of the backend (see writeHealth). Errors wrap
-// ErrUnavailable.
+// answers its ping, and this replica's own writes are not failing for
+// want of the backend (see writeHealth). Errors wrap ErrUnavailable.
 func (g *Gateway) Ready(ctx context.Context) error {
 	if err := g.writes.check(time.Now()); err != nil {
 		return err

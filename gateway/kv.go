@@ -10,9 +10,9 @@ import (
 
 // KV is a small durable key-value store with compare-and-set, kept in the
 // same coordination engine as the elections, and a role of every Backend:
-// package webhooks keeps its endpoints,
-// secrets, delivery claims and delivery log in it, so that every gateway
-// replica sees them and a replica that dies loses nothing.
+// package webhooks keeps its endpoints, secrets, delivery claims and
+// delivery log in it, so that every gateway replica sees them and a
+// replica that dies loses nothing.
 //
 // Keys are one or more segments separated by "/"; a segment is 1 to 64
 // characters of letters, digits, '_' and '-' (ValidateKey), a key at most

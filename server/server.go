@@ -40,9 +40,9 @@ type Option func(*Server)
 
 // WithBackend makes the server run over b instead of opening the backend
 // Config.Backend names, whose Kind then only names b in logs and whose
-// other fields are not checked. Run runs b's loop
-// (gateway.Runner) as long as it runs, and never closes b: b's owner
-// does, after Run has returned. Several servers may share one backend
+// other fields are not checked. Run runs b's loop (gateway.Runner) as
+// long as it runs, and never closes b: b's owner does, after Run has
+// returned. Several servers may share one backend
 // that allows it, as the memory backend does (replicas of one process).
 func WithBackend(b gateway.Backend) Option {
 	return func(s *Server) { s.backend = b }
