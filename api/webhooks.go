@@ -17,10 +17,10 @@ const (
 	maxDeliveryLimit     = 500
 )
 
-// errNoWebhooks answers webhook requests on a gateway whose backend cannot
-// keep the webhook outbox.
+// errNoWebhooks answers webhook requests on an API built without a
+// webhook service (Config.Webhooks), as a program embedding it may be.
 func errNoWebhooks() error {
-	return errorf("webhooks-unavailable", "this gateway does not deliver webhooks: its backend cannot keep the webhook outbox")
+	return errorf("webhooks-unavailable", "this gateway does not deliver webhooks: it runs without webhook delivery")
 }
 
 // hooks returns the webhook service or writes the problem saying there is none.

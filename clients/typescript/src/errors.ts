@@ -208,7 +208,7 @@ export class NoTransferPendingError extends ProblemError {
 export class TransferBlockedError extends ProblemError {
   override name = "TransferBlockedError";
 }
-/** webhooks-unavailable (501): the backend cannot keep the webhook outbox. */
+/** webhooks-unavailable (501): this gateway runs without webhook delivery. */
 export class WebhooksUnavailableError extends ProblemError {
   override name = "WebhooksUnavailableError";
 }
