@@ -27,7 +27,8 @@ type bounded struct {
 	gateway.CursorBound
 }
 
-// hubOver returns b with only what a Gateway's hub uses of it.
+// hubOver returns b without its loop, and with its CursorBound if it has
+// one, which the hub uses.
 func hubOver(b gateway.Backend) gateway.Backend {
 	if cb, ok := b.(gateway.CursorBound); ok {
 		return bounded{loopless{b}, cb}

@@ -65,9 +65,9 @@ import (
 // compared (see differ.election).
 //
 // Holders: a configure step sets one, two or three holders (where the
-// backend's MaxHolders allows), so transfers name the holder asked to hand over,
-// failures and handovers pick one of the holders, and the snapshots
-// compare every holder and its term.
+// backend's MaxHolders allows), so transfers name the holder asked to
+// hand over, failures and handovers pick one of the holders, and the
+// snapshots compare every holder and its term.
 
 // opKind is one kind of step.
 type opKind int
@@ -257,8 +257,11 @@ func (g *generator) next(r *gateway.Record) op {
 		{opConfigure, 3}, {opSilence, pick(len(shorts) > 0, 6)},
 	}
 	k := r.Holding()
-	kinds = append(kinds, weighted{opFailLeader, pick(k > 0, 5)},
-		weighted{opTransfer, pick(k > 0 && len(r.Line) > k && r.Pending == nil, 7)}, weighted{opHandover, pick(r.Pending != nil, 8)}, weighted{opCancelTransfer, pick(r.Pending != nil, 4)})
+	kinds = append(kinds,
+		weighted{opFailLeader, pick(k > 0, 5)},
+		weighted{opTransfer, pick(k > 0 && len(r.Line) > k && r.Pending == nil, 7)},
+		weighted{opHandover, pick(r.Pending != nil, 8)},
+		weighted{opCancelTransfer, pick(r.Pending != nil, 4)})
 	total := 0
 	for _, k := range kinds {
 		total += k.w
