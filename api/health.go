@@ -41,12 +41,9 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	} else {
 		checks["backend"] = "ok"
 	}
-	switch known, err := a.gw.CaughtUp(ctx); {
-	case !known:
-		checks["watch"] = "not reported"
-	case err != nil:
+	if err := a.gw.CaughtUp(ctx); err != nil {
 		fail("watch", "behind", err)
-	default:
+	} else {
 		checks["watch"] = "ok"
 	}
 	switch {

@@ -117,12 +117,18 @@ func TestTransferFromAHolder(t *testing.T) {
 	}
 }
 
+// oneHolder is a backend that says it takes one holder per election:
+// the Gateway refuses more before the backend sees them.
+type oneHolder struct{ *memory.Backend }
+
+// MaxHolders implements gateway.MultiHolder.
+func (oneHolder) MaxHolders() int { return 1 }
+
 // TestHoldersOnBackendWithoutThemIsNotSupported: a backend that holds one
 // holder only refuses more, as a setting or as the default, naming itself.
 func TestHoldersOnBackendWithoutThemIsNotSupported(t *testing.T) {
 	t.Parallel()
-	single := struct{ gateway.Backend }{memory.New()}
-	gw := gateway.New(single, gateway.Config{})
+	gw := gateway.New(oneHolder{memory.New()}, gateway.Config{})
 	srv := httptest.NewServer(New(gw, Config{}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, srv: srv, gw: gw, log: &syncBuffer{}}
@@ -134,7 +140,7 @@ func TestHoldersOnBackendWithoutThemIsNotSupported(t *testing.T) {
 
 	d := gateway.DefaultSettings()
 	d.Holders = 3
-	gw = gateway.New(struct{ gateway.Backend }{memory.New()}, gateway.Config{Defaults: &d})
+	gw = gateway.New(oneHolder{memory.New()}, gateway.Config{Defaults: &d})
 	srv2 := httptest.NewServer(New(gw, Config{}))
 	t.Cleanup(srv2.Close)
 	e = &env{t: t, srv: srv2, gw: gw, log: &syncBuffer{}}

@@ -1,14 +1,9 @@
 package api
 
 import (
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/electorhq/elector/backends/memory"
-	"github.com/electorhq/elector/gateway"
 )
 
 func TestTransferWithCooperatingLeaderOverHTTP(t *testing.T) {
@@ -133,39 +128,6 @@ func TestPrioritiesAndPreemptOverHTTP(t *testing.T) {
 	r = e.do("PATCH", "/v1/elections/prio", `{"preempt":null}`).expect(t, http.StatusOK).json(t)
 	if r["settings"].(map[string]any)["preempt"] != false {
 		t.Fatalf("preempt reset: %v", r["settings"])
-	}
-}
-
-func TestTransferOnBackendWithoutItIsNotSupported(t *testing.T) {
-	t.Parallel()
-	gw := gateway.New(struct{ gateway.Backend }{memory.New()}, gateway.Config{})
-	srv := httptest.NewServer(New(gw, Config{}))
-	t.Cleanup(srv.Close)
-	e := &env{t: t, srv: srv, gw: gw, log: &syncBuffer{}}
-	tok := e.campaign("plain", "node-a", "1m")
-	e.campaign("plain", "node-b", "1m")
-	for _, tt := range []struct {
-		name, method, path string
-		body               any
-		headers            []header
-	}{
-		{"transfer", "POST", "/v1/elections/plain/transfer", `{"to":"node-b"}`, nil},
-		{"handover", "POST", "/v1/elections/plain/candidates/node-a/handover", nil, []header{token(tok)}},
-		{"priority", "POST", "/v1/elections/plain/candidates", `{"id":"node-c","priority":2}`, nil},
-		{"preempt", "PATCH", "/v1/elections/plain", `{"preempt":true}`, nil},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			p := e.do(tt.method, tt.path, tt.body, tt.headers...).expect(t, http.StatusNotImplemented)
-			if m := p.json(t); p.problemType(t) != "not-supported" || m["backend"] == "" || m["backend"] == nil {
-				t.Fatalf("problem %s", p.Body)
-			}
-		})
-	}
-	// Priority 0 and preempt false are what every backend does.
-	e.do("POST", "/v1/elections/plain/candidates", `{"id":"node-c","priority":0}`).expect(t, http.StatusCreated)
-	e.do("PATCH", "/v1/elections/plain", `{"preempt":false}`).expect(t, http.StatusOK)
-	if s, err := gw.Election(context.Background(), "plain"); err != nil || len(s.Candidates) != 3 || s.Transfer != nil {
-		t.Fatalf("election after the refusals: %+v, %v", s, err)
 	}
 }
 

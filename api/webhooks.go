@@ -17,10 +17,10 @@ const (
 	maxDeliveryLimit     = 500
 )
 
-// errNoWebhooks answers webhook requests on a gateway whose backend cannot
-// keep the webhook outbox.
+// errNoWebhooks answers webhook requests on an API built without a
+// webhook service (Config.Webhooks), as a program embedding it may be.
 func errNoWebhooks() error {
-	return errorf("webhooks-unavailable", "this gateway does not deliver webhooks: its backend cannot keep the webhook outbox")
+	return errorf("webhooks-unavailable", "this gateway does not deliver webhooks: it runs without webhook delivery")
 }
 
 // hooks returns the webhook service or writes the problem saying there is none.
@@ -217,15 +217,15 @@ func candidateHookErr(err error, election, id string, tokenChecked bool) error {
 // checkCandidateToken checks the candidate token before anything about the
 // candidate's webhook is looked at, so that a wrong token learns nothing
 // (not even whether the candidate has a webhook). checked is false when
-// the backend cannot tell or the candidate is gone (its delivery log may
-// outlive it): the webhook service then checks the token against the
-// endpoint, and a wrong token and no webhook read the same.
+// the candidate is gone (its delivery log may outlive it): the webhook
+// service then checks the token against the endpoint, and a wrong token
+// and no webhook read the same.
 func (a *api) checkCandidateToken(r *http.Request, election, id, token string) (checked bool, err error) {
 	err = a.gw.CheckToken(r.Context(), election, id, token)
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, gateway.ErrNotSupported), errors.Is(err, gateway.ErrCandidateNotFound):
+	case errors.Is(err, gateway.ErrCandidateNotFound):
 		return false, nil
 	case errors.Is(err, gateway.ErrTokenMismatch):
 		return false, candidateHookErr(err, election, id, false)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/webhooks"
 )
@@ -42,7 +41,7 @@ func newHooksEnv(t *testing.T) *env {
 	var svc *webhooks.Service
 	e := newEnv(t, Config{}, func(*httptest.Server) {})
 	// Replace the idle service of newEnv by a running one over the same gateway.
-	kv, _ := e.gw.KV()
+	kv := e.gw.KV()
 	svc = webhooks.New(e.gw, kv, webhooks.Config{AllowPrivateNetworks: true, PollInterval: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv := httptest.NewServer(New(e.gw, Config{Webhooks: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
@@ -143,7 +142,7 @@ func TestSubscriptionInputIsChecked(t *testing.T) {
 func TestPrivateDestinationsAreRefusedWithAProblem(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{})
-	guarded := webhooks.New(e.gw, mustKV(t, e.gw), webhooks.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	guarded := webhooks.New(e.gw, e.gw.KV(), webhooks.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv := httptest.NewServer(New(e.gw, Config{Webhooks: guarded, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(srv.Close)
 	g := &env{t: t, srv: srv, gw: e.gw, log: e.log}
@@ -170,15 +169,6 @@ func TestPrivateDestinationsAreRefusedWithAProblem(t *testing.T) {
 	}
 	// The same URLs are accepted where private networks are allowed.
 	e.do("POST", "/v1/elections/billing/subscriptions", map[string]any{"url": "http://127.0.0.1:8080/"}).expect(t, http.StatusCreated)
-}
-
-func mustKV(t *testing.T, gw *gateway.Gateway) gateway.KV {
-	t.Helper()
-	kv, ok := gw.KV()
-	if !ok {
-		t.Fatal("the backend has no KV")
-	}
-	return kv
 }
 
 func TestCampaignWithAWebhook(t *testing.T) {
@@ -223,40 +213,16 @@ func TestCampaignWithAWebhook(t *testing.T) {
 	}
 }
 
-func TestWebhooksUnavailableWithoutAnOutbox(t *testing.T) {
+// TestWebhooksUnavailableWithoutTheService: an API built without a
+// webhook service (Config.Webhooks nil) answers its webhook calls 501.
+func TestWebhooksUnavailableWithoutTheService(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{})
-	srv := httptest.NewServer(New(gateway.New(noKV{e.gw}, gateway.Config{}), Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	srv := httptest.NewServer(New(e.gw, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(srv.Close)
 	g := &env{t: t, srv: srv, gw: e.gw, log: e.log}
 	if p := g.do("GET", "/v1/elections/x/subscriptions", nil).expect(t, http.StatusNotImplemented).problemType(t); p != "webhooks-unavailable" {
 		t.Fatalf("problem %s", p)
 	}
 	g.do("POST", "/v1/elections/x/candidates", map[string]any{"id": "a", "webhook": map[string]any{"url": "https://example.com/"}}).expect(t, http.StatusNotImplemented)
-}
-
-// noKV is a backend without the KV ability, over a gateway's.
-type noKV struct{ gw *gateway.Gateway }
-
-func (n noKV) Campaign(ctx context.Context, e string, c gateway.Candidacy, _ gateway.Settings) (gateway.Status, error) {
-	return gateway.Status{}, gateway.ErrUnavailable
-}
-func (n noKV) Heartbeat(context.Context, string, string, string) (gateway.Status, error) {
-	return gateway.Status{}, gateway.ErrUnavailable
-}
-func (n noKV) Resign(context.Context, string, string, string) error { return gateway.ErrUnavailable }
-func (n noKV) ReportError(context.Context, string, string, string, string) (gateway.Status, error) {
-	return gateway.Status{}, gateway.ErrUnavailable
-}
-func (n noKV) Election(ctx context.Context, e string) (gateway.Election, error) {
-	return n.gw.Election(ctx, e)
-}
-func (n noKV) Elections(ctx context.Context) ([]gateway.Election, string, error) {
-	return n.gw.Elections(ctx)
-}
-func (n noKV) Configure(context.Context, string, gateway.Settings) (gateway.Election, error) {
-	return gateway.Election{}, gateway.ErrUnavailable
-}
-func (n noKV) Watch(ctx context.Context, e, after string) (<-chan gateway.Event, error) {
-	return n.gw.Watch(ctx, e, after)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -12,9 +11,17 @@ import (
 // backends/memory, backends/nats and backends/etcd implement; the conformance
 // suite in gateway/backendtest states its contract as tests.
 //
+// Backend is composed of roles, each a named interface: every backend
+// implements every role, and the Gateway calls each of them without a type
+// assertion. A few hints outside the contract (LeaderReader,
+// CandidateCounter, CursorBound) are optional: a backend that has them is
+// asked through them, one without them is served as well by the contract
+// (see each for why it stays optional). A decorator of a Backend (Observe)
+// keeps whichever hints the backend it wraps has.
+//
 // A Backend must guarantee, for each election:
-//   - at most one leader at any time (at most Settings.Holders holders, on a
-//     MultiHolder), and terms that strictly increase across successive
+//   - at most one leader at any time (at most Settings.Holders holders, up
+//     to MaxHolders), and terms that strictly increase across successive
 //     leaderships (holderships, each unique), whatever the number of
 //     gateway replicas;
 //   - FIFO order of the line within a priority (higher first), a candidate
@@ -27,6 +34,24 @@ import (
 // Arguments are validated by the Gateway before a Backend sees them. All
 // methods are safe for concurrent use.
 type Backend interface {
+	Campaigner      // a candidate's own calls: campaign, heartbeat, resign, error
+	Reader          // snapshots and the event stream
+	Configurer      // an election's settings
+	Runner          // the background loop: expiry, cooldowns, handover delays
+	Header          // the head of the event stream, a read index
+	ElectionCounter // the number of elections, for MaxElections
+	LeaderFailer    // a failed begin handler, as one guarded step
+	ElectionDeleter // deleting an election nobody campaigns in
+	TokenChecker    // a token checked without a write
+	Transferer      // leadership transfers and priorities
+	MultiHolder     // how many may hold an election at once
+	Pinger          // readiness: can the backend serve?
+	CatchUpReporter // readiness: has the replica's copy caught up?
+	KV              // the webhook outbox's store
+}
+
+// Campaigner is the role of a Backend that serves a candidate's own calls.
+type Campaigner interface {
 	// Campaign puts a new candidate at the back of the line of election,
 	// creating the election with settings defaults if it does not exist.
 	// It returns ErrCandidateExists if a live candidate has the same id.
@@ -45,7 +70,11 @@ type Backend interface {
 	// error cooldown has passed; a leader gives up its leadership and the
 	// next in line is promoted at once. Errors as Heartbeat.
 	ReportError(ctx context.Context, election, id, tokenHash, reason string) (Status, error)
+}
 
+// Reader is the role of a Backend that reads elections and follows their
+// events.
+type Reader interface {
 	// Election returns a snapshot of one election, or ErrElectionNotFound.
 	Election(ctx context.Context, election string) (Election, error)
 
@@ -54,9 +83,6 @@ type Backend interface {
 	// reflected in it, from which Watch(ctx, "", cursor) continues without
 	// a gap.
 	Elections(ctx context.Context) (elections []Election, cursor string, err error)
-
-	// Configure replaces the settings of election, creating it if needed.
-	Configure(ctx context.Context, election string, s Settings) (Election, error)
 
 	// Watch streams the events that follow the event with id after, of one
 	// election or, with election "", of all. Ids and cursors are in the
@@ -69,13 +95,21 @@ type Backend interface {
 	Watch(ctx context.Context, election, after string) (<-chan Event, error)
 }
 
-// Header is implemented by backends that can tell their latest position
-// with one cheap call that reads no election (a stream's last sequence, a
-// store's revision). The Gateway's hub starts its one watch from it, and
-// backends serving reads from a watch-fed cache use it as a read index:
-// a read waits until the cache has caught up with the head fetched after
-// the read arrived (see ReadIndex), so it reflects every write
-// acknowledged before it.
+// Configurer is the role of a Backend that keeps an election's settings.
+type Configurer interface {
+	// Configure replaces the settings of election, creating it if needed.
+	// Settings.Holders above MaxHolders are refused with an
+	// *UnsupportedError (the Gateway checks first).
+	Configure(ctx context.Context, election string, s Settings) (Election, error)
+}
+
+// Header is the role of a Backend that tells its latest position with one
+// cheap call that reads no election (a stream's last sequence, a store's
+// revision). The Gateway's hub starts its one watch from it, and backends
+// serving reads from a watch-fed cache use it as a read index: a read
+// waits until the cache has caught up with the head fetched after the read
+// arrived (see ReadIndex), so it reflects every write acknowledged before
+// it.
 type Header interface {
 	// Head returns the position of the latest event, as a cursor in the
 	// form Position describes (the event's id, or "<rev>" where the
@@ -88,28 +122,36 @@ type Header interface {
 	Head(ctx context.Context) (string, error)
 }
 
-// CursorBound is implemented by backends whose snapshot cursors can lie
-// past Head: etcd's are store revisions, which writes without events (KV
-// writes, timer markers) move, and which must stay that recent to survive
-// a compaction. MaxCursor returns the position just after the latest
-// write, as of a point after the call began; the hub accepts cursors up to
-// it as issued (no event lies between Head and it). Without it, the hub
-// accepts cursors up to Head.
+// CursorBound is an optional hint of a Backend whose snapshot cursors can
+// lie past Head: etcd's are store revisions, which writes without events
+// (KV writes, timer markers) move, and which must stay that recent to
+// survive a compaction. MaxCursor returns the position just after the
+// latest write, as of a point after the call began; the hub accepts
+// cursors up to it as issued (no event lies between Head and it).
+//
+// It stays optional because only such backends need it: where every
+// cursor is an event's position (memory, nats), Head is the bound, and
+// the hub accepts cursors up to Head.
 type CursorBound interface {
 	MaxCursor(ctx context.Context) (string, error)
 }
 
-// ElectionCounter is implemented by backends that can count their
-// elections without building them. The count may lag other replicas by
-// the time a write takes to reach this one: the limits it serves are
-// best-effort (see checkCandidateLimit).
+// ElectionCounter is the role of a Backend that counts its elections
+// without building them, so that the MaxElections check costs a campaign
+// the same with ten elections as with ten thousand. The count may lag
+// other replicas by the time a write takes to reach this one: the limits
+// it serves are best-effort (see checkCandidateLimit).
 type ElectionCounter interface {
 	CountElections(ctx context.Context) (int, error)
 }
 
-// LeaderReader is implemented by backends that can read an election's
-// leadership without building its whole snapshot (every candidate, and
-// each one's expiry). Gateway.Leader uses it.
+// LeaderReader is an optional performance hint of a Backend that can read
+// an election's leadership without building its whole snapshot (every
+// candidate, and each one's expiry). Gateway.Leader uses it.
+//
+// It stays optional because Election answers the same question with more
+// in it: a backend without it (memory, whose snapshot is a copy under a
+// lock) serves Leader from Election, correctly, at the cost of the copy.
 type LeaderReader interface {
 	// ElectionLeader returns election's snapshot with Name, Settings,
 	// Term, Leader (its ExpiresAt included), HandoverUntil, Transfer and
@@ -119,21 +161,25 @@ type LeaderReader interface {
 	ElectionLeader(ctx context.Context, election string) (Election, error)
 }
 
-// CandidateCounter is implemented by backends that can count an
-// election's candidates from what the replica already holds, without a
-// round trip. The count may lag other replicas by the time a write takes
-// to reach this one; checkCandidateLimit uses it only to let a campaign
-// through quickly, never to refuse one.
+// CandidateCounter is an optional performance hint of a Backend that can
+// count an election's candidates from what the replica already holds,
+// without a round trip. The count may lag other replicas by the time a
+// write takes to reach this one; checkCandidateLimit uses it only to let a
+// campaign through quickly, never to refuse one.
+//
+// It stays optional because the limit check is decided on Election
+// without it: a backend whose reads cost no round trip (memory) gains
+// nothing from it.
 type CandidateCounter interface {
 	// CountCandidates returns the number of candidates of election, in
 	// line and in error. Errors: ErrElectionNotFound, ErrUnavailable.
 	CountCandidates(ctx context.Context, election string) (int, error)
 }
 
-// LeaderFailer is implemented by backends that can put a leader in error
-// only while it still leads a given term, in one atomic step. FailBegin
-// uses it, so that a late verdict on an old leadership can never end a
-// newer one.
+// LeaderFailer is the role of a Backend that puts a leader in error only
+// while it still leads a given term, in one atomic step. FailBegin uses
+// it, so that a late verdict on an old leadership can never end a newer
+// one.
 type LeaderFailer interface {
 	// FailLeader is ReportError conditional on candidate id leading
 	// election in term; otherwise it changes nothing and returns
@@ -143,8 +189,8 @@ type LeaderFailer interface {
 	FailLeader(ctx context.Context, election, id, tokenHash string, term uint64, reason string) (Status, error)
 }
 
-// ElectionDeleter is implemented by backends that can delete an election
-// nobody campaigns in any more.
+// ElectionDeleter is the role of a Backend that deletes an election nobody
+// campaigns in any more.
 //
 // Fencing across a deletion: a backend keeps what it needs for the terms
 // of an election created again under the same name to be larger than every
@@ -158,8 +204,8 @@ type ElectionDeleter interface {
 	DeleteElection(ctx context.Context, election string) error
 }
 
-// TokenChecker is implemented by backends that can tell whether a token
-// is a live candidate's without writing anything.
+// TokenChecker is the role of a Backend that tells whether a token is a
+// live candidate's without writing anything.
 type TokenChecker interface {
 	// CheckToken returns nil when candidate id of election is live and
 	// holds tokenHash. Errors: ErrCandidateNotFound, ErrTokenMismatch,
@@ -167,57 +213,49 @@ type TokenChecker interface {
 	CheckToken(ctx context.Context, election, id, tokenHash string) error
 }
 
-// Runner is implemented by backends that need a background loop (to expire
-// candidates, end cooldowns and promote after a handover delay). The Gateway
-// runs it; Run returns when ctx ends.
+// Runner is the role of a Backend's background loop (to expire
+// candidates, end cooldowns and promote after a handover delay). The
+// Gateway runs it; Run returns when ctx ends.
 type Runner interface {
 	Run(ctx context.Context) error
 }
 
-// Pinger is implemented by backends that can tell whether they are able to
-// serve: connected, caught up. The readiness probe calls it.
+// Pinger is the role of a Backend that tells whether it is able to serve:
+// connected, its streams or members answering. The readiness probe calls
+// it; a backend in the process (memory) has nothing to lose and answers
+// nil.
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// MultiHolder is implemented by backends whose elections can have more
-// than one holder (Settings.Holders above 1): the first N candidates in
-// line hold, each holdership with its own term from the election's one
-// increasing sequence, and never more than N may act at once under the
-// step-down rule (see Record for the argument, which a backend storing
-// elections otherwise must make its own). Lowering N ends the newest
-// holderships first (reason holders_reduced) and holds their slots until
-// their promises lapse; raising it fills the new slots at once; Election,
-// Status and LeaderReader fill Holders; a transfer names the holder that
-// hands over (HolderTransferer). The conformance suite's holders subtests
-// state it as tests.
+// MultiHolder is the role of a Backend that states how many candidates
+// may hold one of its elections at once (Settings.Holders). With more
+// than one, the first N candidates in line hold, each holdership with its
+// own term from the election's one increasing sequence, and never more
+// than N may act at once under the step-down rule (see Record for the
+// argument, which a backend storing elections otherwise must make its
+// own). Lowering N ends the newest holderships first (reason
+// holders_reduced) and holds their slots until their promises lapse;
+// raising it fills the new slots at once; Election, Status and
+// LeaderReader fill Holders; a transfer may name the holder that hands
+// over (Transferer.TransferFrom). The conformance suite's holders
+// subtests state it as tests.
 //
-// Without it the Gateway refuses holders above 1, as a setting or as the
-// default of new elections, with an *UnsupportedError (the API's 501
-// not-supported naming the backend). Such a backend must also refuse
-// Configure and Campaign with Settings.Holders above 1 with an
-// *UnsupportedError rather than store them as 1.
+// A backend that stores one holder per election answers 1. The Gateway
+// then refuses holders above 1, as a setting or as the default of new
+// elections, with an *UnsupportedError (the API's 501 not-supported
+// naming the backend), and the backend must also refuse Configure and
+// Campaign with Settings.Holders above 1 with an *UnsupportedError rather
+// than store them as 1.
 type MultiHolder interface {
-	// MaxHolders is the largest Settings.Holders the backend takes, at
-	// most MaxHolders.
+	// MaxHolders is the largest Settings.Holders the backend takes, from
+	// 1 to MaxHolders.
 	MaxHolders() int
 }
 
-// HolderTransferer is implemented by Transferer backends that are
-// MultiHolders: a transfer that names the holder asked to hand over.
-type HolderTransferer interface {
-	// TransferFrom is Transfer with from naming the holder that should
-	// hand over ("": as Transfer, which with more than one holder needs
-	// tokenHash to be a holder's). Errors as Transfer, and ErrInvalid
-	// (more than one holds and nothing names which).
-	TransferFrom(ctx context.Context, election, from, to, tokenHash string) (Election, error)
-}
-
-// Transferer is implemented by backends that can transfer leadership to a
-// named follower and order the line by priority (the Record's Transfer and
-// Handover, made atomic as its other transitions are). Without it the
-// Gateway refuses transfers, priorities other than 0 and the preempt
-// setting with ErrNotSupported.
+// Transferer is the role of a Backend that transfers leadership to a named
+// follower and orders the line by priority (the Record's Transfer and
+// Handover, made atomic as its other transitions are).
 type Transferer interface {
 	// Transfer asks the leader of election to hand over to follower to.
 	// With tokenHash "" anybody the caller authorised may ask; otherwise
@@ -227,6 +265,12 @@ type Transferer interface {
 	// ErrTransferPending (to another target), ErrTransferBlocked (the
 	// backend cannot reorder the line that far; a *TransferBlockedError).
 	Transfer(ctx context.Context, election, to, tokenHash string) (Election, error)
+
+	// TransferFrom is Transfer with from naming the holder that should
+	// hand over ("": as Transfer, which with more than one holder needs
+	// tokenHash to be a holder's). Errors as Transfer, and ErrInvalid
+	// (more than one holds and nothing names which).
+	TransferFrom(ctx context.Context, election, from, to, tokenHash string) (Election, error)
 
 	// Handover ends the leadership of candidate id in favour of the
 	// pending transfer's target, which leads at once with the next term;
@@ -331,20 +375,15 @@ func (e *TransferPendingError) Error() string {
 func (e *TransferPendingError) Is(target error) bool { return target == ErrTransferPending }
 
 // UnsupportedError is ErrNotSupported naming the backend and the ability
-// it lacks.
+// it lacks: more holders than its MaxHolders.
 type UnsupportedError struct {
 	Backend string // the backend's package name: "nats", "etcd"
-	Ability string // "leadership transfer", "priorities", "preempt", "more than one holder"
+	Ability string // "more than one holder", "more than 8 holders"
 }
 
 // Supported names the backends of elector that have e's ability, for a
 // message that says what to use instead.
-func (e *UnsupportedError) Supported() string {
-	if strings.Contains(e.Ability, "holder") {
-		return "embedded, nats, etcd, memory"
-	}
-	return "memory, nats, etcd"
-}
+func (e *UnsupportedError) Supported() string { return "embedded, nats, etcd, memory" }
 
 func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("gateway: the %s backend does not support %s", e.Backend, e.Ability)

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
-	"time"
 )
 
 // FailBegin is the reconciliation of a begin handler that did not
@@ -22,14 +20,9 @@ import (
 // tokenHash is the candidate's, kept from its campaign. It reports whether
 // it acted; a candidate that no longer leads that term is left alone.
 //
-// On a backend that is a LeaderFailer (every backend of elector) the
-// check, the report and the hold are one atomic step. Otherwise they are
-// two, and the fallback, ReportError, is the leader's own word and holds
-// nothing: such a backend hands over at once, which a partitioned leader
-// may not know of before its TTL. And a candidate that lost term and won a
-// later one in between would be put in error for the later term; that
-// needs a leadership to end and begin again within one round trip to the
-// backend, and costs one cooldown.
+// The check, the report and the hold are one atomic step of the backend
+// (LeaderFailer): a verdict on term never ends a later leadership of the
+// same candidate.
 //
 // Errors: ErrTokenMismatch, ErrUnavailable.
 func (g *Gateway) FailBegin(ctx context.Context, election, id, tokenHash string, term uint64, reason string) (bool, error) {
@@ -37,26 +30,7 @@ func (g *Gateway) FailBegin(ctx context.Context, election, id, tokenHash string,
 		reason = reason[:MaxReasonBytes]
 	}
 	reason = strings.ToValidUTF8(reason, "") // a cut may split a character; ReportError requires valid text
-	var err error
-	start := time.Now()
-	if f, ok := g.b.(LeaderFailer); ok {
-		_, err = f.FailLeader(ctx, election, id, tokenHash, term, reason)
-		g.observe("fail_leader", start, err)
-	} else {
-		var e Election
-		e, err = g.Election(ctx, election)
-		switch {
-		case errors.Is(err, ErrElectionNotFound):
-			return false, nil
-		case err != nil:
-			return false, err
-		case !slices.ContainsFunc(e.Candidates, func(c Candidate) bool { return c.ID == id && c.State == StateLeader && c.Term == term }):
-			return false, nil
-		}
-		start = time.Now()
-		_, err = g.b.ReportError(ctx, election, id, tokenHash, reason)
-		g.observe("report_error", start, err)
-	}
+	_, err := g.b.FailLeader(ctx, election, id, tokenHash, term, reason)
 	switch {
 	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrCandidateNotFound), errors.Is(err, ErrElectionNotFound):
 		return false, nil

@@ -23,9 +23,10 @@
 // than N holders may still act, counting those ended without their word
 // until their promise lapses (see Record). Lowering N ends the newest
 // holderships (reason holders_reduced) and holds their slots until their
-// promises lapse; raising it fills the new slots at once. Backends that
-// take N above 1 are a MultiHolder; the Gateway refuses it elsewhere
-// (ErrNotSupported). With N = 1 everything here reads as for one leader.
+// promises lapse; raising it fills the new slots at once. A backend says
+// how many it takes (MultiHolder: every backend of elector takes
+// MaxHolders); the Gateway refuses more (ErrNotSupported). With N = 1
+// everything here reads as for one leader.
 //
 // The promise. A heartbeat answered "leader" lets the leader act until a TTL
 // after it sent it (the step-down rule), and no other leadership begins
@@ -39,7 +40,7 @@
 // N holders the same holds per slot: the failed holder's slot waits, the
 // others are unaffected.
 //
-// Transfers and priorities (backends that are a Transferer). A candidate may
+// Transfers and priorities. A candidate may
 // campaign with a priority: the followers are ordered by priority, then by
 // arrival, and the holders keep their places. A transfer names the
 // follower that should lead next (and, with several holders, the holder it
@@ -49,6 +50,37 @@
 // holdership is open, which changes no holdership (Record.CancelTransfer).
 // With the election's preempt setting, a follower of higher priority than
 // the leader (the lowest-priority holder) starts such a transfer.
+//
+// The contract. Backend is composed of roles, each a named interface that
+// every backend (memory, nats, etcd) implements and the Gateway calls
+// without asking:
+//
+//	Backend
+//	├── Campaigner       Campaign, Heartbeat, Resign, ReportError
+//	├── Reader           Election, Elections, Watch
+//	├── Configurer       Configure
+//	├── Runner           Run: expiry, cooldowns, handover delays
+//	├── Header           Head: the hub's start, the read index
+//	├── ElectionCounter  CountElections: the MaxElections check
+//	├── LeaderFailer     FailLeader: a failed begin, one guarded step
+//	├── ElectionDeleter  DeleteElection, with fencing across it
+//	├── TokenChecker     CheckToken, without a write
+//	├── Transferer       Transfer, TransferFrom, Handover, CancelTransfer
+//	├── MultiHolder      MaxHolders
+//	├── Pinger           Ping: readiness
+//	├── CatchUpReporter  CaughtUp: readiness
+//	└── KV               Get, Create, Update, Delete, List: the webhook outbox
+//
+// Outside the contract are three optional hints, found by type assertion,
+// each of which a backend may leave out and still be served correctly:
+// LeaderReader (a leader read without the whole snapshot) and
+// CandidateCounter (a limit check without a round trip) only make a read
+// cheaper; CursorBound matters only where snapshot cursors can lie past
+// Head (etcd's store revisions). Observe wraps a Backend in a decorator
+// that reports every call to an Observer (package metrics times them;
+// the Gateway follows its own writes with one for readiness) and keeps
+// exactly the hints of the backend it wraps, so a Gateway over it takes
+// the same paths.
 //
 // Who decides. A Backend owns all election state and makes every transition
 // atomically; the Gateway validates input, issues candidate tokens, and never

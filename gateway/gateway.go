@@ -45,8 +45,8 @@ const (
 type Config struct {
 	// Defaults are the settings of an election created by its first campaign.
 	// Zero value: DefaultSettings(). ErrorCooldown and HandoverDelay within
-	// [0, MaxSetting], Holders within [0, MaxHolders] (0 means 1; above 1
-	// needs a MultiHolder backend, which Campaign checks).
+	// [0, MaxSetting], Holders within [0, MaxHolders] (0 means 1; at most
+	// the backend's MaxHolders, which Campaign checks).
 	Defaults *Settings
 	// DefaultTTL is the TTL of a candidate that names none, within
 	// [MinTTL, MaxTTL]. Default (0) DefaultTTL.
@@ -74,8 +74,6 @@ type Config struct {
 	// Default 0: elections are kept until deleted through the API. At most
 	// MaxIdleElectionExpiry.
 	IdleElectionExpiry time.Duration
-	// Observer is told of every backend call. Default NopObserver.
-	Observer Observer
 	// Logger receives the Gateway's logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -99,9 +97,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HubEvents == 0 {
 		c.HubEvents = DefaultHubEvents
-	}
-	if c.Observer == nil {
-		c.Observer = NopObserver{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -160,65 +155,52 @@ func (c Config) Validate() error {
 // Backend. It holds no election state, so any number of Gateways may share
 // one Backend.
 type Gateway struct {
-	b      Backend
+	b      Backend // observed by writes
 	cfg    Config
-	hub    *hub // nil when the backend cannot tell its head (no Header)
-	writes writeHealth
+	hub    *hub
+	writes *writeHealth
 }
 
 // New returns a Gateway over b. It does not check cfg; call cfg.Validate.
+// To time b's calls, pass it observed (Observe).
 func New(b Backend, cfg Config) *Gateway {
-	g := &Gateway{b: b, cfg: cfg.withDefaults()}
-	if _, ok := b.(Header); ok {
-		g.hub = newHub(b, g.cfg.Logger, g.cfg.HubEvents)
-	}
+	g := &Gateway{cfg: cfg.withDefaults(), writes: &writeHealth{}}
+	g.b = Observe(b, g.writes)
+	g.hub = newHub(g.b, g.cfg.Logger, g.cfg.HubEvents)
 	return g
 }
 
 // Config returns the Gateway's configuration with defaults filled in.
 func (g *Gateway) Config() Config { return g.cfg }
 
-// Run runs the replica's event hub and the backend's background loop, if
-// it has one, and logs every change of leadership it sees at INFO
-// (logTransitions), until ctx ends. Watch serves subscribers from the hub while
+// Run runs the replica's event hub and the backend's background loop,
+// and logs every change of leadership it sees at INFO (logTransitions),
+// until ctx ends. Watch serves subscribers from the hub while
 // Run runs.
 func (g *Gateway) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	if g.hub != nil {
-		g.hub.running.Store(true) // from here on, subscribers wait for the hub
-		wg.Go(func() { g.hub.run(ctx) })
-	}
+	g.hub.running.Store(true) // from here on, subscribers wait for the hub
+	wg.Go(func() { g.hub.run(ctx) })
 	if g.cfg.IdleElectionExpiry > 0 {
 		wg.Go(func() { g.runIdleSweeper(ctx, g.cfg.IdleElectionExpiry) })
 	}
 	wg.Go(func() { g.logTransitions(ctx) })
-	if r, ok := g.b.(Runner); ok {
-		err := r.Run(ctx)
-		cancel()
-		return err
-	}
-	<-ctx.Done()
-	return nil
+	err := g.b.Run(ctx)
+	cancel()
+	return err
 }
 
 // Ready reports whether this replica can serve writes now: the backend
-// answers its ping (Pinger), and this replica's own writes are not
-// failing for want of the backend (see writeHealth). Errors wrap
-// ErrUnavailable.
+// answers its ping, and this replica's own writes are not failing for
+// want of the backend (see writeHealth). Errors wrap ErrUnavailable.
 func (g *Gateway) Ready(ctx context.Context) error {
 	if err := g.writes.check(time.Now()); err != nil {
 		return err
 	}
-	if p, ok := g.b.(Pinger); ok {
-		start := time.Now()
-		err := p.Ping(ctx)
-		g.observe("ping", start, err)
-		return err
-	}
-	return nil
+	return g.b.Ping(ctx)
 }
 
 // CampaignRequest is a candidate's request to join an election.
@@ -226,8 +208,7 @@ type CampaignRequest struct {
 	ID       string
 	Metadata json.RawMessage // a JSON object or nil
 	TTL      time.Duration   // 0 means the Gateway's DefaultTTL
-	// Priority orders the line, higher first; 0 by default. Other values
-	// need a Transferer backend.
+	// Priority orders the line, higher first; 0 by default.
 	Priority int
 }
 
@@ -256,11 +237,6 @@ func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignReque
 	if r.Priority < -MaxPriority || r.Priority > MaxPriority {
 		return Status{}, "", invalid("priority", "must be between %d and %d, got %d", -MaxPriority, MaxPriority, r.Priority)
 	}
-	if r.Priority != 0 {
-		if _, err := g.transferer("priorities"); err != nil {
-			return Status{}, "", err
-		}
-	}
 	if err := g.checkHolders(g.cfg.Defaults.HolderLimit()); err != nil {
 		return Status{}, "", err
 	}
@@ -268,9 +244,7 @@ func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignReque
 		return Status{}, "", err
 	}
 	token := NewToken()
-	start := time.Now()
 	st, err := g.b.Campaign(ctx, election, Candidacy{ID: r.ID, Metadata: meta, TTL: ttl, Priority: r.Priority, TokenHash: HashToken(token)}, *g.cfg.Defaults)
-	g.observe("campaign", start, err)
 	if err != nil {
 		return Status{}, "", err
 	}
@@ -302,29 +276,18 @@ func (g *Gateway) Heartbeat(ctx context.Context, election, id, token string) (St
 	if err := g.checkCandidate(election, id, token); err != nil {
 		return Status{}, err
 	}
-	start := time.Now()
-	st, err := g.b.Heartbeat(ctx, election, id, HashToken(token))
-	g.observe("heartbeat", start, err)
-	return st, err
+	return g.b.Heartbeat(ctx, election, id, HashToken(token))
 }
 
 // CheckToken reports whether token is the token of live candidate id,
 // writing nothing: the API checks it before it shows anything that only
 // the candidate may see. Errors: ErrInvalid, ErrCandidateNotFound,
-// ErrTokenMismatch, ErrNotSupported (the backend cannot tell without a
-// write), ErrUnavailable.
+// ErrTokenMismatch, ErrUnavailable.
 func (g *Gateway) CheckToken(ctx context.Context, election, id, token string) error {
 	if err := g.checkCandidate(election, id, token); err != nil {
 		return err
 	}
-	c, ok := g.b.(TokenChecker)
-	if !ok {
-		return fmt.Errorf("gateway: check token of %q: %w", id, ErrNotSupported)
-	}
-	start := time.Now()
-	err := c.CheckToken(ctx, election, id, HashToken(token))
-	g.observe("check_token", start, err)
-	return err
+	return g.b.CheckToken(ctx, election, id, HashToken(token))
 }
 
 // Resign removes a candidate; a leader hands over to the next in line at
@@ -333,10 +296,7 @@ func (g *Gateway) Resign(ctx context.Context, election, id, token string) error 
 	if err := g.checkCandidate(election, id, token); err != nil {
 		return err
 	}
-	start := time.Now()
-	err := g.b.Resign(ctx, election, id, HashToken(token))
-	g.observe("resign", start, err)
-	if err != nil {
+	if err := g.b.Resign(ctx, election, id, HashToken(token)); err != nil {
 		return err
 	}
 	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "resign", slog.String("election", election), slog.String("candidate", id))
@@ -352,9 +312,7 @@ func (g *Gateway) ReportError(ctx context.Context, election, id, token, reason s
 	if err := validateText("reason", reason, MaxReasonBytes); err != nil {
 		return Status{}, err
 	}
-	start := time.Now()
 	st, err := g.b.ReportError(ctx, election, id, HashToken(token), reason)
-	g.observe("report_error", start, err)
 	if err != nil {
 		return Status{}, err
 	}
@@ -369,23 +327,13 @@ func (g *Gateway) Election(ctx context.Context, election string) (Election, erro
 	if err := ValidateElectionName(election); err != nil {
 		return Election{}, err
 	}
-	return g.election(ctx, election)
-}
-
-func (g *Gateway) election(ctx context.Context, election string) (Election, error) {
-	start := time.Now()
-	e, err := g.b.Election(ctx, election)
-	g.observe("election", start, err)
-	return e, err
+	return g.b.Election(ctx, election)
 }
 
 // Elections returns every election, sorted by name, and the cursor of that
 // snapshot (see Backend.Elections).
 func (g *Gateway) Elections(ctx context.Context) ([]Election, string, error) {
-	start := time.Now()
-	es, cursor, err := g.b.Elections(ctx)
-	g.observe("elections", start, err)
-	return es, cursor, err
+	return g.b.Elections(ctx)
 }
 
 // Leader returns the current leader of an election (its longest-standing
@@ -400,11 +348,9 @@ func (g *Gateway) Leader(ctx context.Context, election string) (Leader, Election
 	var e Election
 	var err error
 	if lr, ok := g.b.(LeaderReader); ok {
-		start := time.Now()
 		e, err = lr.ElectionLeader(ctx, election)
-		g.observe("election", start, err)
 	} else {
-		e, err = g.election(ctx, election)
+		e, err = g.b.Election(ctx, election)
 	}
 	if err != nil {
 		return Leader{}, Election{}, err
@@ -426,8 +372,7 @@ type SettingsPatch struct {
 // Configure applies p to the election's settings, creating the election
 // with the Gateway's defaults first if it does not exist. Errors:
 // ErrInvalid, ErrLimit (a *LimitError, for one election too many),
-// ErrNotSupported (preempt without a Transferer, holders above 1 without a
-// MultiHolder), ErrUnavailable.
+// ErrNotSupported (holders above the backend's MaxHolders), ErrUnavailable.
 //
 // Two concurrent Configure calls on one election may lose one of the
 // changes (read, merge, write). The other settings never affect who
@@ -441,7 +386,7 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 		return Election{}, err
 	}
 	s := *g.cfg.Defaults
-	e, err := g.election(ctx, election)
+	e, err := g.b.Election(ctx, election)
 	switch {
 	case err == nil:
 		s = e.Settings
@@ -470,17 +415,10 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 	if err := validateSettings(s); err != nil {
 		return Election{}, err
 	}
-	if s.Preempt {
-		if _, err := g.transferer("preempt"); err != nil {
-			return Election{}, err
-		}
-	}
 	if err := g.checkHolders(s.HolderLimit()); err != nil {
 		return Election{}, err
 	}
-	start := time.Now()
 	e, err = g.b.Configure(ctx, election, s)
-	g.observe("configure", start, err)
 	if err != nil {
 		return Election{}, err
 	}
@@ -495,19 +433,12 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 // campaign under the same name creates it again with the Gateway's default
 // settings, and its terms continue above the deleted election's (see
 // ElectionDeleter). Errors: ErrInvalid, ErrElectionNotFound,
-// ErrElectionNotEmpty, ErrNotSupported, ErrUnavailable.
+// ErrElectionNotEmpty, ErrUnavailable.
 func (g *Gateway) DeleteElection(ctx context.Context, election string) error {
 	if err := ValidateElectionName(election); err != nil {
 		return err
 	}
-	d, ok := g.b.(ElectionDeleter)
-	if !ok {
-		return fmt.Errorf("gateway: delete election %q: %w", election, ErrNotSupported)
-	}
-	start := time.Now()
-	err := d.DeleteElection(ctx, election)
-	g.observe("delete_election", start, err)
-	if err != nil {
+	if err := g.b.DeleteElection(ctx, election); err != nil {
 		return err
 	}
 	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "election deleted", slog.String("election", election))
@@ -528,12 +459,9 @@ func validateSettings(s Settings) error {
 }
 
 // MaxHolders returns the largest holders setting the Gateway's backend
-// takes: 1 unless it is a MultiHolder.
+// takes (MultiHolder), at most MaxHolders.
 func (g *Gateway) MaxHolders() int {
-	if m, ok := g.b.(MultiHolder); ok {
-		return min(m.MaxHolders(), MaxHolders)
-	}
-	return 1
+	return max(1, min(g.b.MaxHolders(), MaxHolders))
 }
 
 // checkHolders returns an *UnsupportedError naming the backend when it
@@ -568,15 +496,8 @@ func (g *Gateway) Watch(ctx context.Context, election, after string) (<-chan Eve
 	if len(after) > 256 {
 		return nil, fmt.Errorf("gateway: event id of %d bytes: %w", len(after), ErrCursorExpired)
 	}
-	start := time.Now()
-	if g.hub != nil {
-		ch, ok, err := g.hub.subscribe(ctx, election, after)
-		if ok {
-			g.observe("watch", start, err)
-			return ch, err
-		}
+	if ch, ok, err := g.hub.subscribe(ctx, election, after); ok {
+		return ch, err
 	}
-	ch, err := g.b.Watch(ctx, election, after)
-	g.observe("watch", start, err)
-	return ch, err
+	return g.b.Watch(ctx, election, after)
 }

@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-// CatchUpReporter is implemented by backends that serve reads from a
-// watch-fed cache and can tell whether it has caught up with the backend.
-// The readiness probe asks it; backends without it are not asked.
+// CatchUpReporter is the role of a Backend that tells whether the copy it
+// serves reads from (a watch-fed cache) has caught up with the store. The
+// readiness probe asks it; a backend that reads the store itself (memory)
+// is always caught up and answers nil.
 type CatchUpReporter interface {
 	// CaughtUp returns nil when the cache reflects the backend, else an
 	// error saying how far behind it is (wrapping ErrUnavailable).
@@ -21,20 +22,16 @@ type CatchUpReporter interface {
 const hubLagAllowance = time.Second
 
 // CaughtUp reports whether this replica's watches have caught up: the
-// backend's cache (where the backend can tell) and the event hub, which
-// must reach the backend's head within a second. known is false when
-// nothing can tell (no CatchUpReporter and no hub).
-func (g *Gateway) CaughtUp(ctx context.Context) (known bool, err error) {
-	if c, ok := g.b.(CatchUpReporter); ok {
-		known = true
-		if err := c.CaughtUp(ctx); err != nil {
-			return true, err
-		}
+// backend's cache, and the event hub once Run has started it, which must
+// reach the backend's head within a second. Errors wrap ErrUnavailable.
+func (g *Gateway) CaughtUp(ctx context.Context) error {
+	if err := g.b.CaughtUp(ctx); err != nil {
+		return err
 	}
-	if g.hub == nil || !g.hub.hasStarted() {
-		return known, nil // Watch goes to the backend itself
+	if !g.hub.hasStarted() {
+		return nil // Watch goes to the backend itself
 	}
-	return true, g.hub.caughtUp(ctx)
+	return g.hub.caughtUp(ctx)
 }
 
 // hasStarted reports whether the hub ever followed the backend.

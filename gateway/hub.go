@@ -149,11 +149,7 @@ func (h *hub) wait(ctx context.Context, backoff *time.Duration, msg string, err 
 
 // headPosition asks the backend where its stream ends now.
 func (h *hub) headPosition(ctx context.Context) (Position, error) {
-	hd, ok := h.b.(Header)
-	if !ok {
-		return Position{}, fmt.Errorf("gateway: backend cannot tell its head")
-	}
-	s, err := hd.Head(ctx)
+	s, err := h.b.Head(ctx)
 	if err != nil {
 		return Position{}, err
 	}

@@ -24,10 +24,6 @@ type idleSweeper struct {
 
 // runIdleSweeper deletes idle elections until ctx ends.
 func (g *Gateway) runIdleSweeper(ctx context.Context, idle time.Duration) {
-	if _, ok := g.b.(ElectionDeleter); !ok {
-		g.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "this backend cannot delete elections: idle elections are kept")
-		return
-	}
 	s := &idleSweeper{g: g, idle: idle, seen: map[string]time.Time{}}
 	events, err := g.Watch(ctx, "", "")
 	for err != nil && ctx.Err() == nil {

@@ -9,10 +9,10 @@ import (
 )
 
 // KV is a small durable key-value store with compare-and-set, kept in the
-// same coordination engine as the elections. It is an optional ability of a
-// Backend, found by type assertion; package webhooks keeps its endpoints,
-// secrets, delivery claims and delivery log in it, so that every gateway
-// replica sees them and a replica that dies loses nothing.
+// same coordination engine as the elections, and a role of every Backend:
+// package webhooks keeps its endpoints, secrets, delivery claims and
+// delivery log in it, so that every gateway replica sees them and a
+// replica that dies loses nothing.
 //
 // Keys are one or more segments separated by "/"; a segment is 1 to 64
 // characters of letters, digits, '_' and '-' (ValidateKey), a key at most
@@ -82,12 +82,5 @@ func ValidateKey(key string) error {
 	return nil
 }
 
-// KV returns the backend's KV, if it has one, with its calls reported to
-// the Gateway's Observer.
-func (g *Gateway) KV() (KV, bool) {
-	kv, ok := g.b.(KV)
-	if !ok {
-		return nil, false
-	}
-	return observedKV{kv: kv, g: g}, true
-}
+// KV returns the backend's KV, for package webhooks.
+func (g *Gateway) KV() KV { return g.b }

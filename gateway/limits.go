@@ -56,7 +56,7 @@ func (g *Gateway) checkCandidateLimit(ctx context.Context, election string) erro
 		}
 		// Over a limit, or not known: decide on a linearizable read.
 	}
-	e, err := g.election(ctx, election)
+	e, err := g.b.Election(ctx, election)
 	switch {
 	case errors.Is(err, ErrElectionNotFound):
 		return g.checkElectionLimit(ctx)
@@ -86,13 +86,8 @@ func (g *Gateway) checkElectionLimit(ctx context.Context) error {
 	return nil
 }
 
-// countElections counts the elections without building them when the
-// backend can (ElectionCounter), so that the check costs a campaign the
-// same with ten elections as with ten thousand.
+// countElections counts the elections without building them
+// (ElectionCounter).
 func (g *Gateway) countElections(ctx context.Context) (int, error) {
-	if c, ok := g.b.(ElectionCounter); ok {
-		return c.CountElections(ctx)
-	}
-	es, _, err := g.b.Elections(ctx)
-	return len(es), err
+	return g.b.CountElections(ctx)
 }

@@ -23,7 +23,6 @@ type Candidacy struct {
 	TTL       time.Duration   // within the Gateway's bounds
 	TokenHash string          // HashToken of the token returned to the caller
 	// Priority orders the line: higher first, then by arrival. Default 0.
-	// Only a Transferer backend takes a priority other than 0.
 	Priority int
 }
 
@@ -61,14 +60,13 @@ type Settings struct {
 	HandoverDelay time.Duration
 	// Preempt lets a follower with a higher priority than the leader's
 	// take over through a transfer (reason preempted). Without it,
-	// priority only orders the followers. Default false; only a
-	// Transferer backend takes it.
+	// priority only orders the followers. Default false.
 	Preempt bool `json:"preempt,omitempty"`
 	// Holders is how many candidates hold the election at once: the
 	// first Holders in line (a semaphore), each holdership with a term
 	// of its own from the election's one increasing sequence. 0 means 1,
-	// the default; at most MaxHolders. Above 1 only a MultiHolder backend
-	// takes it.
+	// the default; at most MaxHolders, and at most what the backend
+	// takes (MultiHolder).
 	Holders int `json:"holders,omitempty"`
 }
 

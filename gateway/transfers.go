@@ -5,13 +5,12 @@ import (
 	"log/slog"
 	"path"
 	"reflect"
-	"time"
 )
 
 // Transfer asks a holder of election to hand over to follower to (with
 // one holder: the leader). from names the holder; "" means the holder
 // whose token token is, or the one holder; with more than one holding an
-// operator must name it, and naming one needs a HolderTransferer backend.
+// operator must name it.
 // With token "" the caller is an operator the API authorised; otherwise
 // token must be the holder's candidate token. The holder learns of it from
 // its next heartbeat (refused with a *TransferPendingError) and from the
@@ -19,8 +18,7 @@ import (
 // holder hands over, resigns, errs or expires (see Record.Transfer for why
 // that never makes more holders act than the setting). Errors: ErrInvalid,
 // ErrElectionNotFound, ErrNoLeader, ErrNotLeader, ErrNotFollower,
-// ErrTransferPending, ErrNotSupported (an *UnsupportedError),
-// ErrUnavailable.
+// ErrTransferPending, ErrUnavailable.
 func (g *Gateway) Transfer(ctx context.Context, election, from, to, token string) (Election, error) {
 	if err := ValidateElectionName(election); err != nil {
 		return Election{}, err
@@ -31,24 +29,7 @@ func (g *Gateway) Transfer(ctx context.Context, election, from, to, token string
 	if from != "" && !validName(from, 128, true, "._:-") {
 		return Election{}, invalid("from", "%q is not a valid candidate id: name a holder of the election", clip(from))
 	}
-	t, err := g.transferer("leadership transfer")
-	if err != nil {
-		return Election{}, err
-	}
-	hash := ""
-	if token != "" {
-		hash = HashToken(token)
-	}
-	start := time.Now()
-	var e Election
-	if ht, ok := t.(HolderTransferer); ok {
-		e, err = ht.TransferFrom(ctx, election, from, to, hash)
-	} else if from != "" {
-		err = &UnsupportedError{Backend: backendName(g.b), Ability: "naming the holder that hands over"}
-	} else {
-		e, err = t.Transfer(ctx, election, to, hash)
-	}
-	g.observe("transfer", start, err)
+	e, err := g.b.TransferFrom(ctx, election, from, to, optionalHash(token))
 	if err != nil {
 		return Election{}, err
 	}
@@ -65,22 +46,12 @@ func (g *Gateway) Transfer(ctx context.Context, election, from, to, token string
 // cannot make more holders). With token "" the caller is an operator the
 // API authorised; otherwise token must be that holder's candidate token. Errors:
 // ErrInvalid, ErrElectionNotFound, ErrNoTransfer, ErrNotLeader,
-// ErrPreempting, ErrNotSupported (an *UnsupportedError), ErrUnavailable.
+// ErrPreempting, ErrUnavailable.
 func (g *Gateway) CancelTransfer(ctx context.Context, election, token string) (Election, error) {
 	if err := ValidateElectionName(election); err != nil {
 		return Election{}, err
 	}
-	t, err := g.transferer("leadership transfer")
-	if err != nil {
-		return Election{}, err
-	}
-	hash := ""
-	if token != "" {
-		hash = HashToken(token)
-	}
-	start := time.Now()
-	e, err := t.CancelTransfer(ctx, election, hash)
-	g.observe("cancel_transfer", start, err)
+	e, err := g.b.CancelTransfer(ctx, election, optionalHash(token))
 	if err != nil {
 		return Election{}, err
 	}
@@ -92,18 +63,12 @@ func (g *Gateway) CancelTransfer(ctx context.Context, election, token string) (E
 // Handover ends the holdership of candidate id in favour of the pending
 // transfer's target, which holds at once with the next term; id stays in
 // line as a follower. The caller must have stopped acting as holder first.
-// Errors: as Heartbeat, and ErrNoTransfer, ErrNotLeader, ErrNotSupported.
+// Errors: as Heartbeat, and ErrNoTransfer, ErrNotLeader.
 func (g *Gateway) Handover(ctx context.Context, election, id, token string) (Status, error) {
 	if err := g.checkCandidate(election, id, token); err != nil {
 		return Status{}, err
 	}
-	t, err := g.transferer("leadership transfer")
-	if err != nil {
-		return Status{}, err
-	}
-	start := time.Now()
-	st, err := t.Handover(ctx, election, id, HashToken(token))
-	g.observe("handover", start, err)
+	st, err := g.b.Handover(ctx, election, id, HashToken(token))
 	if err != nil {
 		return Status{}, err
 	}
@@ -112,17 +77,25 @@ func (g *Gateway) Handover(ctx context.Context, election, id, token string) (Sta
 	return st, nil
 }
 
-// transferer returns the backend as a Transferer, or an *UnsupportedError
-// naming the backend and ability.
-func (g *Gateway) transferer(ability string) (Transferer, error) {
-	if t, ok := g.b.(Transferer); ok {
-		return t, nil
+// optionalHash is the hash of token, or "" for an operator's call
+// without one.
+func optionalHash(token string) string {
+	if token == "" {
+		return ""
 	}
-	return nil, &UnsupportedError{Backend: backendName(g.b), Ability: ability}
+	return HashToken(token)
 }
 
 // backendName is the name of the package that implements b ("nats").
+// A decorator names the backend it wraps.
 func backendName(b Backend) string {
+	for {
+		w, ok := b.(interface{ Unwrap() Backend })
+		if !ok {
+			break
+		}
+		b = w.Unwrap()
+	}
 	t := reflect.TypeOf(b)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()

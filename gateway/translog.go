@@ -48,13 +48,10 @@ func (g *Gateway) logTransitions(ctx context.Context) {
 }
 
 // follow is Watch of every election after cursor for the Gateway's own
-// use: from the hub while it runs, else from the backend; unlike Watch it
-// is not a backend call the Observer counts.
+// use: from the hub while it runs, else from the backend.
 func (g *Gateway) follow(ctx context.Context, cursor string) (<-chan Event, error) {
-	if g.hub != nil {
-		if ch, ok, err := g.hub.subscribe(ctx, "", cursor); ok {
-			return ch, err
-		}
+	if ch, ok, err := g.hub.subscribe(ctx, "", cursor); ok {
+		return ch, err
 	}
 	return g.b.Watch(ctx, "", cursor)
 }

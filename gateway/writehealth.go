@@ -55,6 +55,12 @@ func (w *writeHealth) record(op string, now time.Time, err error) {
 	w.last, w.err = now, err
 }
 
+// BackendCall implements Observer: the Gateway observes its backend with
+// its writeHealth.
+func (w *writeHealth) BackendCall(op string, _ time.Duration, err error) {
+	w.record(op, time.Now(), err)
+}
+
 // check returns an error wrapping ErrUnavailable while writes are failing
 // (see writeFailuresToUnready), else nil.
 func (w *writeHealth) check(now time.Time) error {

@@ -75,10 +75,16 @@ func errorKind(err error) string {
 	return "other"
 }
 
-// BackendObserver returns the gateway.Observer that times every backend
-// call of a Gateway and counts its errors:
+// ObserveBackend returns b with every call timed and its errors counted
+// (gateway.Observe with BackendObserver); it keeps b's optional hints:
 //
-//	gw := gateway.New(backend, gateway.Config{Observer: m.BackendObserver()})
+//	gw := gateway.New(m.ObserveBackend(backend), cfg)
+func (m *Metrics) ObserveBackend(b gateway.Backend) gateway.Backend {
+	return gateway.Observe(b, m.BackendObserver())
+}
+
+// BackendObserver returns the gateway.Observer that times backend calls
+// and counts their errors, for gateway.Observe.
 func (m *Metrics) BackendObserver() gateway.Observer { return backendObserver{m.backend} }
 
 // backendObserver implements gateway.Observer over the backend series.

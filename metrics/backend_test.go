@@ -12,23 +12,19 @@ import (
 
 // TestBackendObserverCountsCallsAndErrors checks that a Gateway observed by
 // the metrics times its backend calls, KV calls included, and counts their
-// errors by kind, while the backend keeps every optional ability.
+// errors by kind.
 func TestBackendObserverCountsCallsAndErrors(t *testing.T) {
 	ctx := context.Background()
 	m := metrics.New()
 	b := memory.New()
-	gw := gateway.New(b, gateway.Config{Observer: m.BackendObserver()})
+	gw := gateway.New(m.ObserveBackend(b), gateway.Config{})
 	if _, _, err := gw.Campaign(ctx, "metrics", gateway.CampaignRequest{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := gw.Heartbeat(ctx, "metrics", "a", "not-the-token"); !errors.Is(err, gateway.ErrTokenMismatch) {
 		t.Fatalf("heartbeat with a wrong token: %v", err)
 	}
-	kv, ok := gw.KV()
-	if !ok {
-		t.Fatal("the memory backend's KV is not reachable through the gateway")
-	}
-	if _, err := kv.Get(ctx, "metrics/missing"); err == nil {
+	if _, err := gw.KV().Get(ctx, "metrics/missing"); err == nil {
 		t.Fatal("Get of a missing key succeeded")
 	}
 	for _, tc := range []struct {

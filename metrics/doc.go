@@ -8,8 +8,7 @@
 // components through small seams, so that none of them imports Prometheus:
 //
 //	m := metrics.New(metrics.WithElectionLabels(true), metrics.WithLogger(log))
-//	gcfg.Observer = m.BackendObserver()      // times every backend call the gateway makes
-//	gw := gateway.New(backend, gcfg)
+//	gw := gateway.New(m.ObserveBackend(backend), gcfg) // times every backend call, hints kept
 //	transitions := m.ObserveGateway(gw)      // candidates and leaders at scrape time
 //	go transitions.Run(ctx)                  // counts leader.begin / end / error
 //	hooksCfg.Metrics = m.Webhooks()          // webhook deliveries and attempts

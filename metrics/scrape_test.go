@@ -34,9 +34,17 @@ func newServer(t *testing.T, opts ...metrics.Option) *server {
 	t.Helper()
 	discard := slog.New(slog.DiscardHandler)
 	m := metrics.New(append(opts, metrics.WithLogger(discard))...)
-	gw := gateway.New(memory.New(), gateway.Config{
+	// The watcher counts every event after the snapshot it starts from;
+	// before the first scrape, nothing else reads every election.
+	snapshot := make(chan struct{})
+	var once sync.Once
+	first := observerFunc(func(op string, _ time.Duration, _ error) {
+		if op == "elections" {
+			once.Do(func() { close(snapshot) })
+		}
+	})
+	gw := gateway.New(m.ObserveBackend(gateway.Observe(memory.New(), first)), gateway.Config{
 		Logger:   discard,
-		Observer: m.BackendObserver(),
 		Defaults: &gateway.Settings{ErrorCooldown: time.Hour},
 	})
 	transitions := m.ObserveGateway(gw)
@@ -51,11 +59,20 @@ func newServer(t *testing.T, opts ...metrics.Option) *server {
 		wg.Wait()
 	})
 	s := &server{t: t, url: srv.URL, m: m}
-	// The watcher counts from the moment it watches: wait for that, so
-	// that the script's transitions are all counted.
-	s.waitFor(`elector_backend_operation_duration_seconds_count{op="watch"} 1`)
+	// Wait for the watcher's snapshot, so that the script's transitions
+	// are all counted.
+	select {
+	case <-snapshot:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the transitions watcher took no snapshot in 30s")
+	}
 	return s
 }
+
+// observerFunc is a gateway.Observer that is a function.
+type observerFunc func(op string, d time.Duration, err error)
+
+func (f observerFunc) BackendCall(op string, d time.Duration, err error) { f(op, d, err) }
 
 // do sends a request and returns the status and the decoded JSON body.
 func (s *server) do(method, path, token, body string) (int, map[string]any) {

@@ -31,8 +31,9 @@ import (
 // negative one is refused.
 //
 // The server sets some fields of the components itself, whatever Config
-// holds: every Logger (to Logger), Gateway.Observer, API.Webhooks,
-// API.Metrics, API.Shutdown, API.CheckOutbox and Webhooks.Metrics. It
+// holds: every Logger (to Logger), API.Webhooks, API.Metrics,
+// API.Shutdown, API.CheckOutbox and Webhooks.Metrics; the gateway runs
+// over the backend observed by the metrics (metrics.ObserveBackend). It
 // raises API.HeartbeatRate to twice what a candidate of the shortest TTL
 // sends (see heartbeatRate).
 type Config struct {

@@ -40,9 +40,9 @@ type Option func(*Server)
 
 // WithBackend makes the server run over b instead of opening the backend
 // Config.Backend names, whose Kind then only names b in logs and whose
-// other fields are not checked. Run runs b's loop, if it has one
-// (gateway.Runner), as long as it runs, and never closes b: b's owner
-// does, after Run has returned. Several servers may share one backend
+// other fields are not checked. Run runs b's loop (gateway.Runner) as
+// long as it runs, and never closes b: b's owner does, after Run has
+// returned. Several servers may share one backend
 // that allows it, as the memory backend does (replicas of one process).
 func WithBackend(b gateway.Backend) Option {
 	return func(s *Server) { s.backend = b }
@@ -197,8 +197,9 @@ type parts struct {
 
 // start opens the backend and wires the gateway, metrics, webhook
 // delivery and the API over it, hands the API to the phased handler and
-// starts the loops. Metrics time every backend operation, watch the
-// gateway's transitions and count requests.
+// starts the loops. Metrics time every backend operation (the gateway
+// runs over the observed backend), watch the gateway's transitions and
+// count requests.
 func (s *Server) start(ctx context.Context) (*parts, error) {
 	backend, release, err := s.open(ctx)
 	if err != nil {
@@ -206,22 +207,17 @@ func (s *Server) start(ctx context.Context) (*parts, error) {
 	}
 	p := &parts{backend: release, hooksDone: make(chan struct{}), loopErr: make(chan error, 1)}
 	mtr := newMetrics(s.cfg, s.log)
-	gw := gateway.New(backend, s.cfg.gatewayConfig(s.log, mtr))
+	gw := gateway.New(mtr.ObserveBackend(backend), s.cfg.gatewayConfig(s.log))
 	transitions := mtr.ObserveGateway(gw)
 	apiCfg := s.cfg.apiConfig(s.log, mtr)
-	var hooks *webhooks.Service
-	if kv, ok := gw.KV(); ok {
-		hooks = webhooks.New(gw, kv, s.cfg.webhooksConfig(s.log, mtr))
-		apiCfg.Webhooks = hooks
-	} else {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "this backend cannot keep the webhook outbox: webhooks are off", slog.String("backend", s.kind()))
-	}
+	hooks := webhooks.New(gw, gw.KV(), s.cfg.webhooksConfig(s.log, mtr))
+	apiCfg.Webhooks = hooks
 	// streams ends when shutdown begins; it ends event streams
 	// (endStreamsOn), which also see it themselves, to send a retry hint.
 	streams, endStreams := context.WithCancel(context.Background())
 	p.endStreams = endStreams
 	apiCfg.Shutdown = streams.Done()
-	apiCfg.CheckOutbox = hooks != nil
+	apiCfg.CheckOutbox = true
 	s.phased.Ready(endStreamsOn(streams, api.New(gw, apiCfg)))
 
 	// The loops run on a context of their own, which outlives ctx:
@@ -232,10 +228,6 @@ func (s *Server) start(ctx context.Context) (*parts, error) {
 	p.wg.Go(func() { runTransitions(loops, transitions, s.log) })
 	hooksCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
 	p.stopHooks = stopHooks
-	if hooks == nil {
-		close(p.hooksDone)
-		return p, nil
-	}
 	p.wg.Go(func() {
 		defer close(p.hooksDone)
 		if err := hooks.Run(hooksCtx); err != nil {

@@ -31,12 +31,10 @@ func (c Config) clone() Config {
 	return c
 }
 
-// gatewayConfig is the configuration of the gateway: metrics time every
-// backend operation.
-func (c Config) gatewayConfig(log *slog.Logger, mtr *metrics.Metrics) gateway.Config {
+// gatewayConfig is the configuration of the gateway.
+func (c Config) gatewayConfig(log *slog.Logger) gateway.Config {
 	g := c.Gateway
 	g.Logger = log
-	g.Observer = mtr.BackendObserver()
 	return g
 }
 

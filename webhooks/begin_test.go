@@ -131,7 +131,7 @@ func TestCandidateEndpointGoesAwayWhenTheCandidateLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually.True(t, 5*time.Second, "begin and end delivered, endpoint removed", func() bool {
-		kv, _ := e.gw.KV()
+		kv := e.gw.KV()
 		items, _ := kv.List(ctx, "wh")
 		return len(rc.successes()) == 2 && len(items) == 0
 	})
@@ -149,7 +149,7 @@ func TestLatePickupStillGetsAWholeBeginWindow(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	rc := newReceiver(t, nil)
-	kv, _ := e.gw.KV()
+	kv := e.gw.KV()
 	s := New(e.gw, kv, testConfig())
 	p, err := s.PrepareCandidate(ctx, "late", CandidateWebhook{URL: rc.srv.URL, BeginTimeout: time.Second})
 	if err != nil {

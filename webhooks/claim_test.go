@@ -12,7 +12,7 @@ func TestClaimIsExtendedBeforeAnAttemptItWouldNotOutlast(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	kv, _ := e.gw.KV()
+	kv := e.gw.KV()
 	cfg := testConfig()
 	rt := cfg.RequestTimeout
 	now := time.Now()

@@ -68,7 +68,7 @@ func testConfig() Config {
 // test ends.
 func (e *env) service(cfg Config) (*Service, func()) {
 	e.t.Helper()
-	kv, _ := e.gw.KV()
+	kv := e.gw.KV()
 	s := New(e.gw, kv, cfg)
 	return s, e.run(s)
 }

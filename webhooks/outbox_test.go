@@ -120,7 +120,7 @@ func TestCrashedReplicaLosesNothing(t *testing.T) {
 		100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond,
 		100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond,
 		100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}
-	kv, _ := e.gw.KV()
+	kv := e.gw.KV()
 
 	cfgA := cfg
 	cfgA.Replica = "replica-a"
@@ -166,7 +166,7 @@ func TestShutdownReleasesClaimsAtOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, nil)
-	kv, _ := e.gw.KV()
+	kv := e.gw.KV()
 	cfg := testConfig()
 	cfg.ClaimTTL = time.Hour // a claim that is not released would stall the test
 	cfg.Replica = "first"
@@ -189,7 +189,7 @@ func TestCompactedCursorIsRecordedAsAGap(t *testing.T) {
 	// subscription's cursor by the time the worker starts.
 	e := newEnvWith(t, gateway.Config{HubEvents: 1}, memory.WithHistory(1))
 	rc := newReceiver(t, nil)
-	kv, _ := e.gw.KV()
+	kv := e.gw.KV()
 	s := New(e.gw, kv, testConfig())
 	ep, _ := subscribe(t, s, "gap", rc.srv.URL) // not running yet
 	for _, id := range []string{"a", "b", "c", "d"} {

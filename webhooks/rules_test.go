@@ -106,7 +106,7 @@ func TestPrivateDestinationsAreRefusedByDefault(t *testing.T) {
 
 	// An endpoint that got past registration (a name that later resolves
 	// to loopback, say) is refused by the dialler, on the address dialled.
-	kv, _ := e.gw.KV()
+	kv := e.gw.KV()
 	ep := Endpoint{ID: "sub_rebound", Kind: KindSubscription, Election: "guarded", URL: rc.srv.URL,
 		Secrets: []Secret{{Value: NewSecret()}}, CreatedAt: time.Now()}
 	if ep.Start, err = s.startCursor(context.Background(), "guarded"); err != nil {

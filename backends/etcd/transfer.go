@@ -15,8 +15,7 @@ import (
 )
 
 var (
-	_ gateway.Transferer       = (*Backend)(nil)
-	_ gateway.HolderTransferer = (*Backend)(nil)
+	_ gateway.Transferer = (*Backend)(nil)
 )
 
 // Transfer implements gateway.Transferer: TransferFrom naming no holder.
@@ -24,7 +23,7 @@ func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) 
 	return b.TransferFrom(ctx, election, "", to, tokenHash)
 }
 
-// TransferFrom implements gateway.HolderTransferer. It writes the
+// TransferFrom implements gateway.Transferer. It writes the
 // transfer into the lead record (guarded by the record's mod revision,
 // the holder's key and the target's key), which changes no holdership:
 // from then on every replica refuses that holder's heartbeats (see

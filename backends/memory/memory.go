@@ -35,20 +35,19 @@ type Backend struct {
 	scheduled map[string]time.Time
 }
 
-var (
-	_ gateway.Backend         = (*Backend)(nil)
-	_ gateway.Runner          = (*Backend)(nil)
-	_ gateway.Header          = (*Backend)(nil)
-	_ gateway.ElectionCounter = (*Backend)(nil)
-	_ gateway.LeaderFailer    = (*Backend)(nil)
-	_ gateway.ElectionDeleter = (*Backend)(nil)
-	_ gateway.TokenChecker    = (*Backend)(nil)
-	_ gateway.MultiHolder     = (*Backend)(nil)
-)
+var _ gateway.Backend = (*Backend)(nil)
 
 // MaxHolders implements gateway.MultiHolder: the Record's slots, under the
 // backend's mutex, hold up to gateway.MaxHolders.
 func (b *Backend) MaxHolders() int { return gateway.MaxHolders }
+
+// Ping implements gateway.Pinger: a Backend in the process is always
+// there to serve.
+func (b *Backend) Ping(context.Context) error { return nil }
+
+// CaughtUp implements gateway.CatchUpReporter: reads are served from the
+// store itself, which is never behind.
+func (b *Backend) CaughtUp(context.Context) error { return nil }
 
 // Option configures a Backend.
 type Option func(*Backend)

@@ -9,8 +9,7 @@ import (
 )
 
 var (
-	_ gateway.Transferer       = (*Backend)(nil)
-	_ gateway.HolderTransferer = (*Backend)(nil)
+	_ gateway.Transferer = (*Backend)(nil)
 )
 
 // Transfer implements gateway.Transferer.
@@ -18,7 +17,7 @@ func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) 
 	return b.TransferFrom(ctx, election, "", to, tokenHash)
 }
 
-// TransferFrom implements gateway.HolderTransferer.
+// TransferFrom implements gateway.Transferer.
 func (b *Backend) TransferFrom(_ context.Context, election, from, to, tokenHash string) (gateway.Election, error) {
 	return b.electionOp("transfer", election, func(r *gateway.Record, now time.Time) ([]gateway.Event, error) {
 		return r.Transfer(now, from, to, tokenHash)

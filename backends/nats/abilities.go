@@ -9,12 +9,11 @@ import (
 )
 
 var (
-	_ gateway.LeaderFailer     = (*Backend)(nil)
-	_ gateway.ElectionDeleter  = (*Backend)(nil)
-	_ gateway.TokenChecker     = (*Backend)(nil)
-	_ gateway.Transferer       = (*Backend)(nil)
-	_ gateway.HolderTransferer = (*Backend)(nil)
-	_ gateway.MultiHolder      = (*Backend)(nil)
+	_ gateway.LeaderFailer    = (*Backend)(nil)
+	_ gateway.ElectionDeleter = (*Backend)(nil)
+	_ gateway.TokenChecker    = (*Backend)(nil)
+	_ gateway.Transferer      = (*Backend)(nil)
+	_ gateway.MultiHolder     = (*Backend)(nil)
 )
 
 // MaxHolders implements gateway.MultiHolder: the records' slots hold up to
@@ -100,7 +99,7 @@ func (b *Backend) Transfer(ctx context.Context, election, to, tokenHash string) 
 	return b.TransferFrom(ctx, election, "", to, tokenHash)
 }
 
-// TransferFrom implements gateway.HolderTransferer: Record.Transfer under
+// TransferFrom implements gateway.Transferer: Record.Transfer under
 // compare-and-set, as every transition.
 func (b *Backend) TransferFrom(ctx context.Context, election, from, to, tokenHash string) (gateway.Election, error) {
 	s, err := b.apply(ctx, "transfer", election, nil, writeOnSuccess, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {

@@ -77,7 +77,7 @@ func TestSnapshotCursorsAreNotPastHead(t *testing.T) {
 		if r := b.running(); r == nil || !r.isFilled() {
 			return errors.New("the view has not loaded")
 		}
-		if known, err := gw.CaughtUp(pctx); !known || err != nil {
+		if err := gw.CaughtUp(pctx); err != nil {
 			return errors.Join(errors.New("the hub is not caught up"), err)
 		}
 		return nil
@@ -187,7 +187,7 @@ func TestHeadNamesTheEventBeforeRecordsTheViewSkipped(t *testing.T) {
 				if r := b.running(); r == nil || !r.isFilled() {
 					return errors.New("the view has not loaded")
 				}
-				if known, err := gw.CaughtUp(ctx); !known || err != nil {
+				if err := gw.CaughtUp(ctx); err != nil {
 					return errors.Join(errors.New("the hub is not caught up"), err)
 				}
 				return nil

@@ -76,10 +76,10 @@ type Harness struct {
 	// two hold different candidates.
 	TransferTargetBlocksSlots bool
 	// SingleHolder declares a backend that takes one holder per election
-	// only (it is no gateway.MultiHolder): the holders subtests above one
-	// holder then check that it refuses them with gateway.ErrNotSupported.
-	// The suite fails if the backend says otherwise, so a backend that
-	// becomes a MultiHolder drops it and runs them all.
+	// only (its MaxHolders is 1): the holders subtests above one holder
+	// then check that it refuses them with gateway.ErrNotSupported. The
+	// suite fails if the backend says otherwise, so a backend that takes
+	// more drops it and runs them all.
 	SingleHolder bool
 }
 
@@ -92,13 +92,9 @@ func (h Harness) allowances() allowances {
 // start runs b's loop until t ends.
 func start(t *testing.T, b gateway.Backend) {
 	t.Helper()
-	r, ok := b.(gateway.Runner)
-	if !ok {
-		return
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
+	go func() { done <- b.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {

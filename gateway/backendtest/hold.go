@@ -39,17 +39,13 @@ func holdElection(t *testing.T, b gateway.Backend, prefix string) (string, *reco
 // step-down deadline: a TTL after the heartbeat was sent.
 func failAfterLeaderHeartbeat(t *testing.T, b gateway.Backend, e, id, th string, term uint64, ttl time.Duration) time.Time {
 	t.Helper()
-	f, ok := b.(gateway.LeaderFailer)
-	if !ok {
-		t.Skipf("%T is not a gateway.LeaderFailer", b)
-	}
 	ctx := context.Background()
 	sent := time.Now()
 	st, err := b.Heartbeat(ctx, e, id, th)
 	if err != nil || st.Candidate.State != gateway.StateLeader || st.Term != term {
 		t.Fatalf("heartbeat of %s: %+v, %v; want leader of term %d", id, st, err, term)
 	}
-	st, err = f.FailLeader(ctx, e, id, th, term, "leader.begin was not acknowledged")
+	st, err = b.FailLeader(ctx, e, id, th, term, "leader.begin was not acknowledged")
 	if err != nil || st.Candidate.State != gateway.StateError {
 		t.Fatalf("FailLeader(%s, term %d): %+v, %v; want it in error", id, term, st, err)
 	}
@@ -150,17 +146,14 @@ func testFailedLeaderHoldsANewcomerAndDeletion(t *testing.T, b gateway.Backend) 
 	ta, a := campaign(t, b, e, "a", ttl)
 	deadline := failAfterLeaderHeartbeat(t, b, e, "a", ta, a.Term, ttl)
 	resign(t, b, e, "a", ta)
-	if d, ok := b.(gateway.ElectionDeleter); ok {
-		err := d.DeleteElection(ctx, e)
-		switch {
-		case errors.Is(err, gateway.ErrElectionNotEmpty):
-		case err == nil:
-			if time.Now().Before(deadline) {
-				t.Fatalf("the election of a failed leader was deleted while its promise held")
-			}
-		default:
-			t.Fatalf("delete during the hold: %v", err)
+	switch err := b.DeleteElection(ctx, e); {
+	case errors.Is(err, gateway.ErrElectionNotEmpty):
+	case err == nil:
+		if time.Now().Before(deadline) {
+			t.Fatalf("the election of a failed leader was deleted while its promise held")
 		}
+	default:
+		t.Fatalf("delete during the hold: %v", err)
 	}
 	tc, st := campaign(t, b, e, "c", 10*time.Second)
 	if st.Candidate.State == gateway.StateLeader && time.Now().Before(deadline) {
@@ -175,7 +168,7 @@ func testFailedLeaderHoldsANewcomerAndDeletion(t *testing.T, b gateway.Backend) 
 // is failed hands over to nobody before the failed leader's promise has
 // lapsed; then the target or the next in line leads (a backend may drop
 // the transfer with the leadership).
-func testFailedLeaderHoldsATransferTarget(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+func testFailedLeaderHoldsATransferTarget(t *testing.T, b gateway.Backend) {
 	ctx := context.Background()
 	e, rec := holdElection(t, b, "failtransfer")
 	ttl := 3 * time.Second
@@ -186,14 +179,10 @@ func testFailedLeaderHoldsATransferTarget(t *testing.T, b gateway.Backend, tr ga
 	if st, err := b.Heartbeat(ctx, e, "a", ta); err != nil || st.Candidate.State != gateway.StateLeader {
 		t.Fatalf("heartbeat of a: %+v, %v", st, err)
 	}
-	if _, err := tr.Transfer(ctx, e, "c", ""); err != nil {
+	if _, err := b.Transfer(ctx, e, "c", ""); err != nil {
 		t.Fatalf("transfer to c: %v", err)
 	}
-	f, ok := b.(gateway.LeaderFailer)
-	if !ok {
-		t.Skipf("%T is not a gateway.LeaderFailer", b)
-	}
-	if _, err := f.FailLeader(ctx, e, "a", ta, a.Term, "leader.begin was not acknowledged"); err != nil {
+	if _, err := b.FailLeader(ctx, e, "a", ta, a.Term, "leader.begin was not acknowledged"); err != nil {
 		t.Fatalf("FailLeader(a): %v", err)
 	}
 	leader, _ := successorAfter(t, b, e, rec, sent.Add(ttl), "a", ta, a.Term, map[string]string{"b": tb, "c": tc})

@@ -18,8 +18,8 @@ import (
 // Holders: an election's holders setting N makes its first N candidates in
 // line hold at once, each holdership with a term of its own (see
 // gateway.MultiHolder). The subtests run with N = 1, 2 and 5 on every
-// backend. A backend that is no gateway.MultiHolder declares so in its
-// Harness (SingleHolder), runs the N = 1 subtests, and must refuse N above
+// backend. A backend whose MaxHolders is 1 declares so in its Harness
+// (SingleHolder), runs the N = 1 subtests, and must refuse N above
 // 1 with gateway.ErrNotSupported, which the other subtests then check.
 
 // holderCounts are the holders settings every backend is tested with.
@@ -27,13 +27,13 @@ var holderCounts = []int{1, 2, 5}
 
 // runHolders runs the holders subtests.
 func runHolders(t *testing.T, h Harness, b gateway.Backend) {
-	_, multi := b.(gateway.MultiHolder)
+	multi := b.MaxHolders() > 1
 	if multi == h.SingleHolder {
 		t.Run("HoldersHarnessAgreesWithTheBackend", func(t *testing.T) {
 			if multi {
-				t.Fatalf("%T is a gateway.MultiHolder: drop SingleHolder from its Harness", b)
+				t.Fatalf("%T takes %d holders: drop SingleHolder from its Harness", b, b.MaxHolders())
 			}
-			t.Fatalf("%T is no gateway.MultiHolder: set SingleHolder in its Harness", b)
+			t.Fatalf("%T takes one holder: set SingleHolder in its Harness", b)
 		})
 		return
 	}
@@ -64,7 +64,7 @@ func runHolders(t *testing.T, h Harness, b gateway.Backend) {
 	}
 }
 
-// testHoldersRefused: a backend that is no MultiHolder refuses holders
+// testHoldersRefused: a backend that takes one holder refuses holders
 // above 1, as a setting and as the defaults of a campaign, and stores
 // nothing that says otherwise.
 func testHoldersRefused(t *testing.T, b gateway.Backend, n int) {
@@ -310,23 +310,10 @@ func testLoweringHolders(t *testing.T, b gateway.Backend, n int) {
 }
 
 func testTransferFromAHolder(t *testing.T, b gateway.Backend, n int) {
-	tr, ok := b.(gateway.Transferer)
-	if !ok {
-		t.Skipf("%T is not a gateway.Transferer", b)
-	}
-	ht, named := b.(gateway.HolderTransferer)
-	if !named && n > 1 {
-		t.Fatalf("%T holds %d but is no gateway.HolderTransferer", b, n)
-	}
 	ctx := context.Background()
 	e, rec := holdersElection(t, b, "htransfer", n, gateway.Settings{})
-	// transfer names the holder where the backend can; with one holder a
-	// Transferer's Transfer asks the leader, which is the same.
 	transfer := func(from, to string) (gateway.Election, error) {
-		if named {
-			return ht.TransferFrom(ctx, e, from, to, "")
-		}
-		return tr.Transfer(ctx, e, to, "")
+		return b.TransferFrom(ctx, e, from, to, "")
 	}
 	const ttl = 10 * time.Second
 	tok := map[string]string{}
@@ -339,17 +326,15 @@ func testTransferFromAHolder(t *testing.T, b gateway.Backend, n int) {
 	}
 	from, to := "c0", fmt.Sprintf("c%d", n+1) // the longest-standing, to the second follower
 	if n > 1 {
-		if _, err := tr.Transfer(ctx, e, to, ""); !errors.Is(err, gateway.ErrInvalid) {
+		if _, err := b.Transfer(ctx, e, to, ""); !errors.Is(err, gateway.ErrInvalid) {
 			t.Fatalf("an operator's transfer naming no holder of %d: %v, want gateway.ErrInvalid", n, err)
 		}
 	}
-	if named {
-		if _, err := ht.TransferFrom(ctx, e, fmt.Sprintf("c%d", n), to, ""); !errors.Is(err, gateway.ErrNotLeader) {
-			t.Fatalf("a transfer from a follower: %v, want gateway.ErrNotLeader", err)
-		}
+	if _, err := transfer(fmt.Sprintf("c%d", n), to); !errors.Is(err, gateway.ErrNotLeader) {
+		t.Fatalf("a transfer from a follower: %v, want gateway.ErrNotLeader", err)
 	}
 	s, err := transfer(from, to)
-	if err != nil || s.Transfer == nil || s.Transfer.To != to || (named && (s.Transfer.From != from || s.Transfer.Term != terms[from])) {
+	if err != nil || s.Transfer == nil || s.Transfer.To != to || s.Transfer.From != from || s.Transfer.Term != terms[from] {
 		t.Fatalf("transfer from %s to %s: %+v, %v", from, to, s.Transfer, err)
 	}
 	refusedForTransfer(t, b, e, from, tok[from], to, gateway.ReasonTransferred)
@@ -359,7 +344,7 @@ func testTransferFromAHolder(t *testing.T, b gateway.Backend, n int) {
 			t.Fatalf("heartbeat of holder %s, not asked: %+v, %v", id, st, err)
 		}
 	}
-	st, err := tr.Handover(ctx, e, from, tok[from])
+	st, err := b.Handover(ctx, e, from, tok[from])
 	if err != nil || st.Candidate.State != gateway.StateFollower {
 		t.Fatalf("handover by %s: %+v, %v", from, st, err)
 	}

@@ -64,10 +64,10 @@ import (
 // modelRun.step), and a promotion held back with nobody in line is not
 // compared (see differ.election).
 //
-// Holders: a configure step sets one, two or three holders (on a
-// gateway.MultiHolder), so transfers name the holder asked to hand over,
-// failures and handovers pick one of the holders, and the snapshots
-// compare every holder and its term.
+// Holders: a configure step sets one, two or three holders (where the
+// backend's MaxHolders allows), so transfers name the holder asked to
+// hand over, failures and handovers pick one of the holders, and the
+// snapshots compare every holder and its term.
 
 // opKind is one kind of step.
 type opKind int
@@ -216,12 +216,10 @@ var modelDefaults = gateway.Settings{ErrorCooldown: shortCooldown}
 // towards its start.
 var candidateIDs = []string{"a", "b", "c", "d", "e"}
 
-// abilities are what a backend can do beyond gateway.Backend, which
-// decides the steps generated.
+// abilities are what a backend's MaxHolders allows, which decides the
+// steps generated.
 type abilities struct {
-	transfer bool // a gateway.Transferer: transfers, priorities, preempt
-	fail     bool // a gateway.LeaderFailer
-	holders  bool // a gateway.MultiHolder: holders above one
+	holders bool // holders above one
 }
 
 // generator draws steps, guided by the reference's state so that most
@@ -259,12 +257,11 @@ func (g *generator) next(r *gateway.Record) op {
 		{opConfigure, 3}, {opSilence, pick(len(shorts) > 0, 6)},
 	}
 	k := r.Holding()
-	if g.can.fail {
-		kinds = append(kinds, weighted{opFailLeader, pick(k > 0, 5)})
-	}
-	if g.can.transfer {
-		kinds = append(kinds, []weighted{{opTransfer, pick(k > 0 && len(r.Line) > k && r.Pending == nil, 7)}, {opHandover, pick(r.Pending != nil, 8)}, {opCancelTransfer, pick(r.Pending != nil, 4)}}...)
-	}
+	kinds = append(kinds,
+		weighted{opFailLeader, pick(k > 0, 5)},
+		weighted{opTransfer, pick(k > 0 && len(r.Line) > k && r.Pending == nil, 7)},
+		weighted{opHandover, pick(r.Pending != nil, 8)},
+		weighted{opCancelTransfer, pick(r.Pending != nil, 4)})
 	total := 0
 	for _, k := range kinds {
 		total += k.w
@@ -287,7 +284,7 @@ func (g *generator) next(r *gateway.Record) op {
 			o.ttl = durLong
 		}
 		o.metadata = g.rng.IntN(3) == 0
-		if g.can.transfer && g.rng.IntN(3) == 0 {
+		if g.rng.IntN(3) == 0 {
 			o.priority = 1 + g.rng.IntN(2)
 		}
 	case opFailLeader:
@@ -318,7 +315,7 @@ func (g *generator) next(r *gateway.Record) op {
 		o.id, o.token = "", tokenOwn
 		o.cooldown = durShort + durationKind(g.rng.IntN(4)/3)                        // short, 1 in 4 long
 		o.delay = []durationKind{durNone, durNone, durShort, durLong}[g.rng.IntN(4)] // mostly none or short
-		o.preempt = g.can.transfer && g.rng.IntN(2) == 0
+		o.preempt = g.rng.IntN(2) == 0
 		if g.can.holders && g.rng.IntN(3) == 0 {
 			o.holders = 2 + g.rng.IntN(2)
 		}

@@ -289,7 +289,6 @@ func (m *modelRun) call(o op, x args) answer {
 		el  gateway.Election
 		err error
 	)
-	tr, _ := b.(gateway.Transferer)
 	switch o.kind {
 	case opCampaign:
 		st, err = b.Campaign(ctx, e, gateway.Candidacy{ID: o.id, Metadata: x.metadata, TTL: o.ttlDuration(), TokenHash: x.tokenHash, Priority: o.priority}, modelDefaults)
@@ -300,18 +299,14 @@ func (m *modelRun) call(o op, x args) answer {
 	case opReportError:
 		st, err = b.ReportError(ctx, e, o.id, x.tokenHash, errorDetail)
 	case opFailLeader:
-		st, err = b.(gateway.LeaderFailer).FailLeader(ctx, e, o.id, x.tokenHash, x.backendTerm, failDetail)
+		st, err = b.FailLeader(ctx, e, o.id, x.tokenHash, x.backendTerm, failDetail)
 	case opTransfer:
-		if ht, ok := b.(gateway.HolderTransferer); ok {
-			el, err = ht.TransferFrom(ctx, e, x.from, o.id, x.tokenHash)
-		} else {
-			el, err = tr.Transfer(ctx, e, o.id, x.tokenHash)
-		}
+		el, err = b.TransferFrom(ctx, e, x.from, o.id, x.tokenHash)
 		return answer{err: err, election: &el}
 	case opHandover:
-		st, err = tr.Handover(ctx, e, o.id, x.tokenHash)
+		st, err = b.Handover(ctx, e, o.id, x.tokenHash)
 	case opCancelTransfer:
-		el, err = tr.CancelTransfer(ctx, e, x.tokenHash)
+		el, err = b.CancelTransfer(ctx, e, x.tokenHash)
 		return answer{err: err, election: &el}
 	case opConfigure:
 		el, err = b.Configure(ctx, e, o.settings())

@@ -122,10 +122,7 @@ func modelConfig(t *testing.T, h Harness) (seed uint64, ops int) {
 }
 
 func abilitiesOf(b gateway.Backend) abilities {
-	_, tr := b.(gateway.Transferer)
-	_, lf := b.(gateway.LeaderFailer)
-	_, mh := b.(gateway.MultiHolder)
-	return abilities{transfer: tr, fail: lf, holders: mh}
+	return abilities{holders: b.MaxHolders() > 1}
 }
 
 // checkAgainstRecord runs one sequence of n steps drawn from seed; on a

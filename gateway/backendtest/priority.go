@@ -17,7 +17,7 @@ import (
 // next leadership back, the line is a line of followers, in priority
 // order like any: a newcomer of higher priority stands ahead of the
 // candidate that was first.
-func testPriorityOrdersALineNobodyLeads(t *testing.T, b gateway.Backend, _ gateway.Transferer) {
+func testPriorityOrdersALineNobodyLeads(t *testing.T, b gateway.Backend) {
 	ctx := context.Background()
 	e := name("prioheld")
 	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second, HandoverDelay: time.Hour}); err != nil {
@@ -44,11 +44,7 @@ func testPriorityOrdersALineNobodyLeads(t *testing.T, b gateway.Backend, _ gatew
 // priority whose cooldown ends while its own promise still holds the next
 // leadership back rejoins ahead of the follower that was next, and leads
 // once the hold ends.
-func testHigherPriorityRejoinsAheadDuringAHold(t *testing.T, b gateway.Backend, _ gateway.Transferer) {
-	f, ok := b.(gateway.LeaderFailer)
-	if !ok {
-		t.Skipf("%T is not a gateway.LeaderFailer", b)
-	}
+func testHigherPriorityRejoinsAheadDuringAHold(t *testing.T, b gateway.Backend) {
 	ctx := context.Background()
 	e := name("priohold")
 	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second}); err != nil {
@@ -62,7 +58,7 @@ func testHigherPriorityRejoinsAheadDuringAHold(t *testing.T, b gateway.Backend, 
 	keepAlive(t, b, e, "a", tha, ttl)
 	thb, _ := campaignPriority(t, b, e, "b", 10*time.Second, 0)
 	keepAlive(t, b, e, "b", thb, 10*time.Second)
-	if _, err := f.FailLeader(ctx, e, "a", tha, a.Term, "leader.begin was not acknowledged"); err != nil {
+	if _, err := b.FailLeader(ctx, e, "a", tha, a.Term, "leader.begin was not acknowledged"); err != nil {
 		t.Fatalf("FailLeader(a): %v", err)
 	}
 	got := rec.wait(t, 30*time.Second, "a leadership after a's", func(ev []gateway.Event) bool {
@@ -81,7 +77,7 @@ func testHigherPriorityRejoinsAheadDuringAHold(t *testing.T, b gateway.Backend, 
 // testPreemptionMovesToAHigherPriority: a pending preemption moves to a
 // follower of still higher priority that arrives, which then leads when
 // the leader hands over.
-func testPreemptionMovesToAHigherPriority(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+func testPreemptionMovesToAHigherPriority(t *testing.T, b gateway.Backend) {
 	ctx := context.Background()
 	e := name("preempt-again")
 	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second, Preempt: true}); err != nil {
@@ -96,7 +92,7 @@ func testPreemptionMovesToAHigherPriority(t *testing.T, b gateway.Backend, tr ga
 		t.Fatalf("after c (priority 2) campaigned: transfer %+v, want the preemption moved to c", st.Transfer)
 	}
 	refusedForTransfer(t, b, e, "a", tha, "c", gateway.ReasonPreempted)
-	hs, err := tr.Handover(ctx, e, "a", tha)
+	hs, err := b.Handover(ctx, e, "a", tha)
 	if err != nil {
 		t.Fatalf("handover: %v", err)
 	}
@@ -117,7 +113,7 @@ func testPreemptionMovesToAHigherPriority(t *testing.T, b gateway.Backend, tr ga
 // testPreemptionIsInTheAnswer: a preemption that a change of settings or
 // a handover starts is in that request's answer, as it is in the
 // transition that caused it.
-func testPreemptionIsInTheAnswer(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+func testPreemptionIsInTheAnswer(t *testing.T, b gateway.Backend) {
 	ctx := context.Background()
 	e := name("preempt-answer")
 	campaignPriority(t, b, e, "a", 10*time.Second, 0)
@@ -136,13 +132,13 @@ func testPreemptionIsInTheAnswer(t *testing.T, b gateway.Backend, tr gateway.Tra
 	thp, _ := campaignPriority(t, b, p, "a", 10*time.Second, 0)
 	campaignPriority(t, b, p, "b", 10*time.Second, 0)
 	campaignPriority(t, b, p, "c", 10*time.Second, 5)
-	if _, err := tr.Transfer(ctx, p, "b", ""); err != nil {
+	if _, err := b.Transfer(ctx, p, "b", ""); err != nil {
 		t.Fatalf("transfer to b: %v", err)
 	}
 	if _, err := b.Configure(ctx, p, gateway.Settings{ErrorCooldown: time.Second, Preempt: true}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := tr.Handover(ctx, p, "a", thp)
+	st, err := b.Handover(ctx, p, "a", thp)
 	if err != nil {
 		t.Fatalf("handover: %v", err)
 	}

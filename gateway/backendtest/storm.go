@@ -56,7 +56,6 @@ func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
 	for i := range n {
 		wg.Go(func() {
 			be := replicas[i%len(replicas)]
-			tr := be.(gateway.Transferer)
 			id := fmt.Sprintf("c%02d", i)
 			silent := i%4 == 0 // never hands over: its transfers complete by expiry
 			th := ""
@@ -73,16 +72,16 @@ func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
 				case p < 60:
 					st, err = be.Heartbeat(ctx, e, id, th)
 					if errors.Is(err, gateway.ErrTransferPending) && !silent {
-						if st, err = tr.Handover(ctx, e, id, th); err == nil {
+						if st, err = be.Handover(ctx, e, id, th); err == nil {
 							handovers.Add(1)
 						}
 					}
 				case p < 72:
-					_, err = tr.Transfer(ctx, e, fmt.Sprintf("c%02d", rand.IntN(n)), "")
+					_, err = be.Transfer(ctx, e, fmt.Sprintf("c%02d", rand.IntN(n)), "")
 				case p < 75:
-					_, err = tr.CancelTransfer(ctx, e, "")
+					_, err = be.CancelTransfer(ctx, e, "")
 				case p < 82:
-					_, err = tr.Transfer(ctx, e, fmt.Sprintf("c%02d", rand.IntN(n)), th)
+					_, err = be.Transfer(ctx, e, fmt.Sprintf("c%02d", rand.IntN(n)), th)
 				case p < 95:
 					err = be.Resign(ctx, e, id, th)
 					th = ""

@@ -63,9 +63,6 @@ func Run(t *testing.T, h Harness) {
 	})
 	t.Run("TransferStormNeverOverlaps", func(t *testing.T) {
 		t.Parallel()
-		if _, ok := b.(gateway.Transferer); !ok {
-			t.Skipf("%T is not a gateway.Transferer", b)
-		}
 		testTransferStorm(t, h, b)
 	})
 }
@@ -460,14 +457,9 @@ func testConfigure(t *testing.T, b gateway.Backend) {
 	}
 }
 
-// testFailLeader: a backend that is a gateway.LeaderFailer puts the leader
-// of a term in error, and refuses, changing nothing, for any other term or
-// a follower.
+// testFailLeader: FailLeader puts the leader of a term in error, and
+// refuses, changing nothing, for any other term or a follower.
 func testFailLeader(t *testing.T, b gateway.Backend) {
-	f, ok := b.(gateway.LeaderFailer)
-	if !ok {
-		t.Skip("the backend is not a gateway.LeaderFailer")
-	}
 	e := name("fail")
 	ctx := context.Background()
 	ta, a := campaign(t, b, e, "a", 10*time.Second)
@@ -481,17 +473,17 @@ func testFailLeader(t *testing.T, b gateway.Backend) {
 		{"a", ta, a.Term - 1}, // an earlier one
 		{"b", tb, a.Term},     // a follower
 	} {
-		if _, err := f.FailLeader(ctx, e, tc.id, tc.token, tc.term, "late"); !errors.Is(err, gateway.ErrNotLeader) {
+		if _, err := b.FailLeader(ctx, e, tc.id, tc.token, tc.term, "late"); !errors.Is(err, gateway.ErrNotLeader) {
 			t.Errorf("FailLeader(%s, term %d): %v, want ErrNotLeader", tc.id, tc.term, err)
 		}
 	}
 	if after := snapshot(t, b, e); after.Leader == nil || after.Leader.ID != "a" || after.Term != before.Term {
 		t.Fatalf("refused FailLeader changed the leader: %+v term %d", after.Leader, after.Term)
 	}
-	if _, err := f.FailLeader(ctx, e, "a", token(), a.Term, "x"); !errors.Is(err, gateway.ErrTokenMismatch) {
+	if _, err := b.FailLeader(ctx, e, "a", token(), a.Term, "x"); !errors.Is(err, gateway.ErrTokenMismatch) {
 		t.Errorf("FailLeader with a wrong token: %v, want ErrTokenMismatch", err)
 	}
-	st, err := f.FailLeader(ctx, e, "a", ta, a.Term, "begin timed out")
+	st, err := b.FailLeader(ctx, e, "a", ta, a.Term, "begin timed out")
 	if err != nil {
 		t.Fatalf("FailLeader of the leader in its term: %v", err)
 	}
@@ -505,32 +497,28 @@ func testFailLeader(t *testing.T, b gateway.Backend) {
 	}
 }
 
-// testDeleteElection: a backend that is a gateway.ElectionDeleter refuses
-// to delete an election with candidates, deletes an empty one (gone from
-// reads and lists), and an election created again under the same name
-// hands out terms above the deleted one's.
+// testDeleteElection: DeleteElection refuses to delete an election with
+// candidates, deletes an empty one (gone from reads and lists), and an
+// election created again under the same name hands out terms above the
+// deleted one's.
 func testDeleteElection(t *testing.T, b gateway.Backend) {
-	d, ok := b.(gateway.ElectionDeleter)
-	if !ok {
-		t.Skip("the backend is not a gateway.ElectionDeleter")
-	}
 	e := name("delete")
 	ctx := context.Background()
-	if err := d.DeleteElection(ctx, e); !errors.Is(err, gateway.ErrElectionNotFound) {
+	if err := b.DeleteElection(ctx, e); !errors.Is(err, gateway.ErrElectionNotFound) {
 		t.Fatalf("deleting an unknown election: %v, want ErrElectionNotFound", err)
 	}
 	th, a := campaign(t, b, e, "a", 30*time.Second)
-	if err := d.DeleteElection(ctx, e); !errors.Is(err, gateway.ErrElectionNotEmpty) {
+	if err := b.DeleteElection(ctx, e); !errors.Is(err, gateway.ErrElectionNotEmpty) {
 		t.Fatalf("deleting an election with a leader: %v, want ErrElectionNotEmpty", err)
 	}
 	if _, err := b.ReportError(ctx, e, "a", th, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.DeleteElection(ctx, e); !errors.Is(err, gateway.ErrElectionNotEmpty) {
+	if err := b.DeleteElection(ctx, e); !errors.Is(err, gateway.ErrElectionNotEmpty) {
 		t.Fatalf("deleting an election with a candidate in cooldown: %v, want ErrElectionNotEmpty", err)
 	}
 	resign(t, b, e, "a", th)
-	if err := d.DeleteElection(ctx, e); err != nil {
+	if err := b.DeleteElection(ctx, e); err != nil {
 		t.Fatalf("deleting an empty election: %v", err)
 	}
 	if _, err := b.Election(ctx, e); !errors.Is(err, gateway.ErrElectionNotFound) {

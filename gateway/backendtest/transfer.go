@@ -10,11 +10,11 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// transferTests are the subtests of backends that are a
-// gateway.Transferer; others skip them.
+// transferTests are the subtests of transfers, priorities and preempt
+// (gateway.Transferer).
 var transferTests = []struct {
 	name string
-	fn   func(t *testing.T, b gateway.Backend, tr gateway.Transferer)
+	fn   func(t *testing.T, b gateway.Backend)
 }{
 	{"TransferWithCooperatingLeaderHandsOverAtOnce", testTransferCooperating},
 	{"TransferWithSilentLeaderWaitsForItsTTL", testTransferSilent},
@@ -35,11 +35,7 @@ func runTransfers(t *testing.T, b gateway.Backend) {
 	for _, tt := range transferTests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tr, ok := b.(gateway.Transferer)
-			if !ok {
-				t.Skipf("%T is not a gateway.Transferer", b)
-			}
-			tt.fn(t, b, tr)
+			tt.fn(t, b)
 		})
 	}
 }
@@ -71,14 +67,14 @@ func refusedForTransfer(t *testing.T, b gateway.Backend, e, id, th, want, reason
 	}
 }
 
-func testTransferCooperating(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+func testTransferCooperating(t *testing.T, b gateway.Backend) {
 	ctx := context.Background()
 	e := name("transfer")
 	rec := watch(t, b, e, "")
 	tha, a := campaign(t, b, e, "a", 10*time.Second)
 	thb, _ := campaign(t, b, e, "b", 10*time.Second)
 	campaign(t, b, e, "c", 10*time.Second)
-	s, err := tr.Transfer(ctx, e, "c", "")
+	s, err := b.Transfer(ctx, e, "c", "")
 	if err != nil {
 		t.Fatalf("transfer to c: %v", err)
 	}
@@ -89,10 +85,10 @@ func testTransferCooperating(t *testing.T, b gateway.Backend, tr gateway.Transfe
 	if st, err := b.Heartbeat(ctx, e, "b", thb); err != nil || st.Transfer == nil || st.Transfer.To != "c" {
 		t.Fatalf("heartbeat of follower b: %+v, %v; want the pending transfer in its status", st.Transfer, err)
 	}
-	if _, err := tr.Handover(ctx, e, "b", thb); !errors.Is(err, gateway.ErrNotLeader) {
+	if _, err := b.Handover(ctx, e, "b", thb); !errors.Is(err, gateway.ErrNotLeader) {
 		t.Fatalf("handover by follower b: %v, want ErrNotLeader", err)
 	}
-	st, err := tr.Handover(ctx, e, "a", tha)
+	st, err := b.Handover(ctx, e, "a", tha)
 	if err != nil {
 		t.Fatalf("handover: %v", err)
 	}
@@ -120,7 +116,7 @@ func testTransferCooperating(t *testing.T, b gateway.Backend, tr gateway.Transfe
 	}
 }
 
-func testTransferSilent(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+func testTransferSilent(t *testing.T, b gateway.Backend) {
 	e := name("silent")
 	rec := watch(t, b, e, "")
 	tha, a := campaign(t, b, e, "a", 2*time.Second)
@@ -128,7 +124,7 @@ func testTransferSilent(t *testing.T, b gateway.Backend, tr gateway.Transferer) 
 	thc, _ := campaign(t, b, e, "c", 2*time.Second)
 	keepAlive(t, b, e, "b", thb, 2*time.Second)
 	keepAlive(t, b, e, "c", thc, 2*time.Second)
-	if _, err := tr.Transfer(context.Background(), e, "c", ""); err != nil {
+	if _, err := b.Transfer(context.Background(), e, "c", ""); err != nil {
 		t.Fatalf("transfer to c: %v", err)
 	}
 	keepAlive(t, b, e, "a", tha, 2*time.Second) // refused from now on: a's life is not extended
@@ -150,13 +146,13 @@ func testTransferSilent(t *testing.T, b gateway.Backend, tr gateway.Transferer) 
 	}
 }
 
-func testTransferCancelled(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+func testTransferCancelled(t *testing.T, b gateway.Backend) {
 	ctx := context.Background()
 	e := name("cancel")
 	rec := watch(t, b, e, "")
 	tha, a := campaign(t, b, e, "a", 10*time.Second)
 	thb, _ := campaign(t, b, e, "b", 10*time.Second)
-	if _, err := tr.Transfer(ctx, e, "b", tha); err != nil { // asked by the leader itself
+	if _, err := b.Transfer(ctx, e, "b", tha); err != nil { // asked by the leader itself
 		t.Fatalf("transfer to b: %v", err)
 	}
 	refusedForTransfer(t, b, e, "a", tha, "b", gateway.ReasonTransferred)
@@ -171,21 +167,21 @@ func testTransferCancelled(t *testing.T, b gateway.Backend, tr gateway.Transfere
 	if err != nil || st.Candidate.State != gateway.StateLeader || st.Term != a.Term || st.Transfer != nil {
 		t.Fatalf("heartbeat of a after the cancellation: %+v, %v; want a leading term %d again", st, err, a.Term)
 	}
-	if _, err := tr.Handover(ctx, e, "a", tha); !errors.Is(err, gateway.ErrNoTransfer) {
+	if _, err := b.Handover(ctx, e, "a", tha); !errors.Is(err, gateway.ErrNoTransfer) {
 		t.Fatalf("handover with no transfer pending: %v, want ErrNoTransfer", err)
 	}
-	if _, err := tr.Transfer(ctx, e, "nobody", ""); !errors.Is(err, gateway.ErrNotFollower) {
+	if _, err := b.Transfer(ctx, e, "nobody", ""); !errors.Is(err, gateway.ErrNotFollower) {
 		t.Fatalf("transfer to an unknown candidate: %v, want ErrNotFollower", err)
 	}
-	if _, err := tr.Transfer(ctx, e, "b", token()); !errors.Is(err, gateway.ErrNotLeader) {
+	if _, err := b.Transfer(ctx, e, "b", token()); !errors.Is(err, gateway.ErrNotLeader) {
 		t.Fatalf("transfer with a token not the leader's: %v, want ErrNotLeader", err)
 	}
-	if _, err := tr.Transfer(ctx, name("none"), "b", ""); !errors.Is(err, gateway.ErrElectionNotFound) {
+	if _, err := b.Transfer(ctx, name("none"), "b", ""); !errors.Is(err, gateway.ErrElectionNotFound) {
 		t.Fatalf("transfer in an unknown election: %v, want ErrElectionNotFound", err)
 	}
 }
 
-func testPrioritiesOrderTheLine(t *testing.T, b gateway.Backend, _ gateway.Transferer) {
+func testPrioritiesOrderTheLine(t *testing.T, b gateway.Backend) {
 	e := name("priority")
 	tok := map[string]string{}
 	for _, c := range []struct {
@@ -207,7 +203,7 @@ func testPrioritiesOrderTheLine(t *testing.T, b gateway.Backend, _ gateway.Trans
 	}
 }
 
-func testPreempt(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+func testPreempt(t *testing.T, b gateway.Backend) {
 	ctx := context.Background()
 	e := name("preempt")
 	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second, Preempt: true}); err != nil {
@@ -221,7 +217,7 @@ func testPreempt(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
 	}
 	campaignPriority(t, b, e, "c", 10*time.Second, 7)
 	refusedForTransfer(t, b, e, "a", tha, "c", gateway.ReasonPreempted)
-	st, err := tr.Handover(ctx, e, "a", tha)
+	st, err := b.Handover(ctx, e, "a", tha)
 	if err != nil {
 		t.Fatalf("handover: %v", err)
 	}
@@ -239,24 +235,24 @@ func testPreempt(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
 	}
 }
 
-func testCancelTransfer(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+func testCancelTransfer(t *testing.T, b gateway.Backend) {
 	ctx := context.Background()
 	e := name("withdraw")
 	rec := watch(t, b, e, "")
 	tha, a := campaign(t, b, e, "a", 10*time.Second)
 	campaign(t, b, e, "b", 10*time.Second)
 	campaign(t, b, e, "c", 10*time.Second)
-	if _, err := tr.CancelTransfer(ctx, e, ""); !errors.Is(err, gateway.ErrNoTransfer) {
+	if _, err := b.CancelTransfer(ctx, e, ""); !errors.Is(err, gateway.ErrNoTransfer) {
 		t.Fatalf("cancel with no transfer pending: %v, want ErrNoTransfer", err)
 	}
-	if _, err := tr.Transfer(ctx, e, "c", ""); err != nil {
+	if _, err := b.Transfer(ctx, e, "c", ""); err != nil {
 		t.Fatalf("transfer to c: %v", err)
 	}
 	refusedForTransfer(t, b, e, "a", tha, "c", gateway.ReasonTransferred)
-	if _, err := tr.CancelTransfer(ctx, e, token()); !errors.Is(err, gateway.ErrNotLeader) {
+	if _, err := b.CancelTransfer(ctx, e, token()); !errors.Is(err, gateway.ErrNotLeader) {
 		t.Fatalf("cancel with a token not the leader's: %v, want ErrNotLeader", err)
 	}
-	s, err := tr.CancelTransfer(ctx, e, tha) // by the leader itself
+	s, err := b.CancelTransfer(ctx, e, tha) // by the leader itself
 	if err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
@@ -267,10 +263,10 @@ func testCancelTransfer(t *testing.T, b gateway.Backend, tr gateway.Transferer) 
 	if err != nil || st.Candidate.State != gateway.StateLeader || st.Term != a.Term || st.Transfer != nil {
 		t.Fatalf("heartbeat of a after the cancellation: %+v, %v; want a leading term %d again", st, err, a.Term)
 	}
-	if _, err := tr.Handover(ctx, e, "a", tha); !errors.Is(err, gateway.ErrNoTransfer) {
+	if _, err := b.Handover(ctx, e, "a", tha); !errors.Is(err, gateway.ErrNoTransfer) {
 		t.Fatalf("handover after the cancellation: %v, want ErrNoTransfer", err)
 	}
-	if _, err := tr.CancelTransfer(ctx, e, ""); !errors.Is(err, gateway.ErrNoTransfer) {
+	if _, err := b.CancelTransfer(ctx, e, ""); !errors.Is(err, gateway.ErrNoTransfer) {
 		t.Fatalf("a second cancellation: %v, want ErrNoTransfer", err)
 	}
 	got := filter(rec.wait(t, 5*time.Second, "the cancellation", func(ev []gateway.Event) bool {
@@ -282,7 +278,7 @@ func testCancelTransfer(t *testing.T, b gateway.Backend, tr gateway.Transferer) 
 	if has(got, gateway.EventLeaderEnd, "a", "") || has(got, gateway.EventLeaderBegin, "c", "") {
 		t.Fatalf("events %s: the cancellation changed the leadership", describe(got))
 	}
-	if _, err := tr.CancelTransfer(ctx, name("none"), ""); !errors.Is(err, gateway.ErrElectionNotFound) {
+	if _, err := b.CancelTransfer(ctx, name("none"), ""); !errors.Is(err, gateway.ErrElectionNotFound) {
 		t.Fatalf("cancel in an unknown election: %v, want ErrElectionNotFound", err)
 	}
 
@@ -294,13 +290,13 @@ func testCancelTransfer(t *testing.T, b gateway.Backend, tr gateway.Transferer) 
 	thp, _ := campaignPriority(t, b, p, "a", 10*time.Second, 0)
 	campaignPriority(t, b, p, "b", 10*time.Second, 3)
 	refusedForTransfer(t, b, p, "a", thp, "b", gateway.ReasonPreempted)
-	if _, err := tr.CancelTransfer(ctx, p, ""); !errors.Is(err, gateway.ErrPreempting) {
+	if _, err := b.CancelTransfer(ctx, p, ""); !errors.Is(err, gateway.ErrPreempting) {
 		t.Fatalf("cancel a preemption with preempt on: %v, want ErrPreempting", err)
 	}
 	if _, err := b.Configure(ctx, p, gateway.Settings{ErrorCooldown: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.CancelTransfer(ctx, p, ""); err != nil {
+	if _, err := b.CancelTransfer(ctx, p, ""); err != nil {
 		t.Fatalf("cancel a preemption with preempt off: %v", err)
 	}
 	if st, err := b.Heartbeat(ctx, p, "a", thp); err != nil || st.Candidate.State != gateway.StateLeader {
@@ -312,19 +308,19 @@ func testCancelTransfer(t *testing.T, b gateway.Backend, tr gateway.Transferer) 
 // at the same time, several times: each round ends with exactly one
 // leader, either the old one in its term with nothing pending, or the
 // target in a later term, and the events agree.
-func testCancelRacingHandover(t *testing.T, b gateway.Backend, tr gateway.Transferer) {
+func testCancelRacingHandover(t *testing.T, b gateway.Backend) {
 	ctx := context.Background()
 	for round := range 6 {
 		e := name("withdraw-race")
 		rec := watch(t, b, e, "")
 		tha, a := campaign(t, b, e, "a", 10*time.Second)
 		campaign(t, b, e, "b", 10*time.Second)
-		if _, err := tr.Transfer(ctx, e, "b", ""); err != nil {
+		if _, err := b.Transfer(ctx, e, "b", ""); err != nil {
 			t.Fatalf("round %d: transfer to b: %v", round, err)
 		}
 		cancelErr, handoverErr := make(chan error, 1), make(chan error, 1)
-		go func() { _, err := tr.CancelTransfer(ctx, e, ""); cancelErr <- err }()
-		go func() { _, err := tr.Handover(ctx, e, "a", tha); handoverErr <- err }()
+		go func() { _, err := b.CancelTransfer(ctx, e, ""); cancelErr <- err }()
+		go func() { _, err := b.Handover(ctx, e, "a", tha); handoverErr <- err }()
 		ce, he := <-cancelErr, <-handoverErr
 		s := snapshot(t, b, e)
 		switch {

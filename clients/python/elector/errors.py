@@ -245,7 +245,7 @@ class TransferBlockedError(ProblemError):
 
 
 class WebhooksUnavailableError(ProblemError):
-    """webhooks-unavailable: the backend cannot keep the webhook outbox."""
+    """webhooks-unavailable: this gateway runs without webhook delivery."""
 
 
 class NotSupportedError(ProblemError):

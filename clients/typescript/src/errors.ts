@@ -215,7 +215,7 @@ export class TransferBlockedError extends ProblemError {
 export class PreemptOnError extends ProblemError {
   override name = "PreemptOnError";
 }
-/** webhooks-unavailable (501): the backend cannot keep the webhook outbox. */
+/** webhooks-unavailable (501): this gateway runs without webhook delivery. */
 export class WebhooksUnavailableError extends ProblemError {
   override name = "WebhooksUnavailableError";
 }
