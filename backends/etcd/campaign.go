@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -13,9 +14,9 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// Campaign implements gateway.Backend: it grants the candidate a lease of
-// its TTL (rounded up to whole seconds, and at least etcd's minimum lease
-// TTL), and in one transaction creates its candidacy key at the back of the
+// Campaign implements gateway.Backend: it takes a lease of the candidate's
+// TTL (rounded up to whole seconds, and at least etcd's minimum lease TTL)
+// from the pool granted ahead (leasePool) or grants one, and in one transaction creates its candidacy key at the back of the
 // line and its id key, both on the lease, plus the election's settings if
 // it has none. If a slot is free (it is among the first N in line, with N
 // holders) it then acknowledges itself as a holder: into an election whose
@@ -28,52 +29,70 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
 	secs := int64((c.TTL + time.Second - 1) / time.Second)
-	sent := time.Now()
-	grant, err := b.cli.Grant(rctx, secs)
-	if err != nil {
-		return gateway.Status{}, translate(ctx, op, err)
-	}
-	now := b.now()
-	b.leases.note(int64(grant.ID), grant.TTL, grant.TTL, sent)
-	hex := leaseHex(int64(grant.ID))
-	val := candidateValue{Elector: 1, ID: c.ID, Metadata: c.Metadata, TTLms: c.TTL.Milliseconds(), TokenHash: c.TokenHash, Priority: c.Priority, At: now}
-	idKey, setKey := b.keys.candidateID(election, c.ID), b.keys.settings(election)
-	settings := settingsOf(defaults, now)
-	lease := clientv3.WithLease(grant.ID)
-	ops := []clientv3.Op{
-		clientv3.OpPut(idKey, hex, lease),
-		clientv3.OpPut(b.keys.candidacy(election, hex), mustJSON(val), lease),
-		// The settings, created if absent, else read: a first holder's
-		// acknowledgement compares their mod revision.
-		clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(setKey), "=", 0)},
-			[]clientv3.Op{clientv3.OpPut(setKey, mustJSON(settings))},
-			[]clientv3.Op{clientv3.OpGet(setKey)}),
-	}
-	if b.looksEmpty(ctx, election) {
-		// Whether, before this transaction, the line was empty and there
-		// was no lead record (etcd evaluates every comparison of a
-		// transaction, nested ones too, before any of its writes). Asked
-		// only when the cache suggests so: the comparison reads the line.
-		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{
-			clientv3.Compare(clientv3.CreateRevision(b.keys.line(election)), "=", 0).WithPrefix(),
-			clientv3.Compare(clientv3.CreateRevision(b.keys.lead(election)), "=", 0),
-		}, nil, nil))
-	}
-	resp, err := b.cli.Txn(rctx).
-		If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).
-		Then(ops...).Commit()
-	if err != nil || !resp.Succeeded {
-		b.revoke(grant.ID)
-		if err != nil {
-			return gateway.Status{}, translate(ctx, op, err)
+	var (
+		resp  *clientv3.TxnResponse
+		lease pooledLease
+		val   candidateValue
+		hex   string
+		set   settingsValue
+	)
+	for attempt := 0; ; attempt++ {
+		// A lease from the pool while it has one (see leasePool), else
+		// one granted now; a pooled lease that etcd ended before the
+		// transaction (revoked early) costs a grant and a second try.
+		var pooled bool
+		if attempt == 0 {
+			lease, pooled = b.pool.take(secs)
 		}
-		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrCandidateExists)
+		if !pooled {
+			sent := time.Now()
+			grant, err := b.cli.Grant(rctx, secs)
+			if err != nil {
+				return gateway.Status{}, translate(ctx, op, err)
+			}
+			lease = pooledLease{id: grant.ID, ttl: grant.TTL, sent: sent}
+		}
+		b.leases.note(int64(lease.id), lease.ttl, lease.ttl, lease.sent)
+		now := b.now()
+		hex = leaseHex(int64(lease.id))
+		val = candidateValue{Elector: 1, ID: c.ID, Metadata: c.Metadata, TTLms: c.TTL.Milliseconds(), TokenHash: c.TokenHash, Priority: c.Priority, At: now}
+		set = settingsOf(defaults, now)
+		var renew sync.WaitGroup
+		if pooled && time.Since(lease.sent) > poolFresh {
+			// Its life counted from the campaign, as a lease granted now.
+			renew.Go(func() {
+				sent := time.Now()
+				if ka, err := b.cli.KeepAliveOnce(rctx, lease.id); err == nil {
+					b.leases.note(int64(lease.id), ka.TTL, ka.TTL, sent)
+				}
+			})
+		}
+		var err error
+		resp, err = b.campaignTxn(ctx, rctx, election, c.ID, hex, lease.id, val, set)
+		renew.Wait()
+		if pooled && leaseGone(err) {
+			b.leases.forget(int64(lease.id))
+			continue
+		}
+		if err == nil && !resp.Succeeded && pooled {
+			// Nothing was put on it: back to the pool.
+			b.leases.forget(int64(lease.id))
+			b.pool.put(secs, lease)
+			return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrCandidateExists)
+		}
+		if err != nil || !resp.Succeeded {
+			b.revoke(lease.id)
+			if err != nil {
+				return gateway.Status{}, translate(ctx, op, err)
+			}
+			return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrCandidateExists)
+		}
+		break
 	}
 	// The candidacy is written: from here on the answer is 201 or, when
 	// this replica cannot tell what became of it, 503; never "not found".
 	rev := resp.Header.Revision
-	if a, ok := b.firstHolder(election, resp, &entry{hex: hex, name: hex, create: rev, mod: rev, lease: int64(grant.ID), value: val}, settings); ok {
+	if a, ok := b.firstHolder(election, resp, &entry{hex: hex, name: hex, create: rev, mod: rev, lease: int64(lease.id), value: val}, set); ok {
 		// A failure leaves the acknowledgement to the reconcile below (or
 		// to Run), as if it had not been tried.
 		if _, err := b.do(ctx, election, a); err != nil {
@@ -94,6 +113,35 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: written at revision %d, gone since: %w", op, election, rev, gateway.ErrUnavailable)
 	}
 	return st, err
+}
+
+// campaignTxn is a campaign's transaction: the candidacy of id at the back
+// of election's line and its id key, both on lease, plus the election's
+// settings if it has none, guarded by the id key's absence.
+func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex string, lease clientv3.LeaseID, val candidateValue, settings settingsValue) (*clientv3.TxnResponse, error) {
+	idKey, setKey := b.keys.candidateID(election, id), b.keys.settings(election)
+	on := clientv3.WithLease(lease)
+	ops := []clientv3.Op{
+		clientv3.OpPut(idKey, hex, on),
+		clientv3.OpPut(b.keys.candidacy(election, hex), mustJSON(val), on),
+		// The settings, created if absent, else read: a first holder's
+		// acknowledgement compares their mod revision.
+		clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(setKey), "=", 0)},
+			[]clientv3.Op{clientv3.OpPut(setKey, mustJSON(settings))},
+			[]clientv3.Op{clientv3.OpGet(setKey)}),
+	}
+	if b.looksEmpty(ctx, election) {
+		// Whether, before this transaction, the line was empty and there
+		// was no lead record (etcd evaluates every comparison of a
+		// transaction, nested ones too, before any of its writes). Asked
+		// only when the cache suggests so: the comparison reads the line.
+		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(b.keys.line(election)), "=", 0).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(b.keys.lead(election)), "=", 0),
+		}, nil, nil))
+	}
+	return b.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).Then(ops...).Commit()
 }
 
 // looksEmpty reports whether the cache, as it is, holds no candidacy and
