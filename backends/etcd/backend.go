@@ -132,7 +132,11 @@ func (b *Backend) Ping(ctx context.Context) error {
 	if _, err := b.cli.Get(rctx, b.keys.settings("_ping"), clientv3.WithCountOnly()); err != nil {
 		return translate(ctx, "ping", err)
 	}
-	return b.cache.read(rctx, func(*state) {})
+	var verr error
+	if err := b.cache.read(rctx, func(st *state) { verr = st.checkVersion() }); err != nil {
+		return err
+	}
+	return verr
 }
 
 // barrierGrace is how long a read waits for the cache to reach the read

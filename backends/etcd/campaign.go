@@ -31,6 +31,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	secs := int64((c.TTL + time.Second - 1) / time.Second)
 	var (
 		resp  *clientv3.TxnResponse
+		one   bool // the transaction acknowledged a first holder itself
 		lease pooledLease
 		val   candidateValue
 		hex   string
@@ -68,7 +69,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 			})
 		}
 		var err error
-		resp, err = b.campaignTxn(ctx, rctx, election, c.ID, hex, lease.id, val, set)
+		resp, one, err = b.campaignTxn(ctx, rctx, election, c.ID, hex, lease.id, val, set)
 		renew.Wait()
 		if pooled && leaseGone(err) {
 			b.leases.forget(int64(lease.id))
@@ -92,7 +93,10 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	// The candidacy is written: from here on the answer is 201 or, when
 	// this replica cannot tell what became of it, 503; never "not found".
 	rev := resp.Header.Revision
-	if a, ok := b.firstHolder(election, resp, &entry{hex: hex, name: hex, create: rev, mod: rev, lease: int64(lease.id), value: val}, set); ok {
+	if one {
+		// Its transaction acknowledged it if its probe held; if not, the
+		// reconcile below does what is due, as for any campaign.
+	} else if a, ok := b.firstHolder(election, resp, &entry{hex: hex, name: hex, create: rev, mod: rev, lease: int64(lease.id), value: val}, set); ok {
 		// A failure leaves the acknowledgement to the reconcile below (or
 		// to Run), as if it had not been tried.
 		if _, err := b.do(ctx, election, a); err != nil {
@@ -118,7 +122,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 // campaignTxn is a campaign's transaction: the candidacy of id at the back
 // of election's line and its id key, both on lease, plus the election's
 // settings if it has none, guarded by the id key's absence.
-func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex string, lease clientv3.LeaseID, val candidateValue, settings settingsValue) (*clientv3.TxnResponse, error) {
+func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex string, lease clientv3.LeaseID, val candidateValue, settings settingsValue) (*clientv3.TxnResponse, bool, error) {
 	idKey, setKey := b.keys.candidateID(election, id), b.keys.settings(election)
 	on := clientv3.WithLease(lease)
 	ops := []clientv3.Op{
@@ -131,31 +135,67 @@ func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex strin
 			[]clientv3.Op{clientv3.OpPut(setKey, mustJSON(settings))},
 			[]clientv3.Op{clientv3.OpGet(setKey)}),
 	}
-	if b.looksEmpty(ctx, election) {
+	empty, one, err := b.looksEmpty(ctx, election)
+	if err != nil {
+		return nil, false, err
+	}
+	if empty {
 		// Whether, before this transaction, the line was empty and there
 		// was no lead record (etcd evaluates every comparison of a
 		// transaction, nested ones too, before any of its writes). Asked
 		// only when the cache suggests so: the comparison reads the line.
+		// With every replica declared to read it (oneWrite), the answer
+		// yes also writes the lead record naming the candidate, term 0
+		// (see firstLead).
+		var then []clientv3.Op
+		if one {
+			then = []clientv3.Op{clientv3.OpPut(b.keys.lead(election), firstLead(hex, val))}
+		}
 		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(b.keys.line(election)), "=", 0).WithPrefix(),
 			clientv3.Compare(clientv3.CreateRevision(b.keys.lead(election)), "=", 0),
-		}, nil, nil))
+		}, then, nil))
 	}
-	return b.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).Then(ops...).Commit()
+	resp, err := b.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).Then(ops...).Commit()
+	return resp, one, err
+}
+
+// firstLead is the lead record that a campaign's transaction writes when
+// its comparisons prove that the election's line was empty and it had no
+// lead record: the candidate (key hex, value val) is then the head of the
+// line with nobody holding, no slot taken and no promise running, the
+// view in which the reconcilers acknowledge it (see firstHolder), and the
+// record is the one they would write, but for the term: its key's create
+// revision, which is this very transaction's revision and unknown before
+// it commits, so it is written 0, "the revision of this write", which
+// version 2 resolves to the record's mod revision (leadValue.resolve). It
+// applies only with that proof: a line with any key, or a lead record,
+// leaves the record unwritten, and the reconcilers acknowledge as ever.
+// No later write leaves the 0: every writer of the record states the
+// terms it read.
+func firstLead(hex string, val candidateValue) string {
+	var l leadValue
+	l.acknowledge(&entry{hex: hex, name: hex, value: val}, val.At) // create 0: term 0
+	l.At = val.At
+	return mustJSON(l)
 }
 
 // looksEmpty reports whether the cache, as it is, holds no candidacy and
 // no lead record of election: a campaign then asks etcd whether that is so
 // (see firstHolder). A cache that lags only costs the question.
-func (b *Backend) looksEmpty(ctx context.Context, election string) bool {
+//
+// It also reports whether every replica was declared to read a lead record
+// written by a campaign's transaction (oneWrite), and fails when this
+// replica is older than a declared version (checkVersion).
+func (b *Backend) looksEmpty(ctx context.Context, election string) (empty, one bool, err error) {
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
-	empty := false
 	_ = b.cache.read(rctx, func(st *state) {
 		e := st.elections[election]
 		empty = e == nil || (len(e.line) == 0 && e.lead == nil)
+		one, err = st.oneWrite(), st.checkVersion()
 	})
-	return empty
+	return empty, one, err
 }
 
 // firstHolder returns the acknowledgement of candidacy x, just created by

@@ -161,19 +161,26 @@ func (b *Backend) Run(ctx context.Context) error {
 		var (
 			views []view
 			rev   int64
+			verr  error
 		)
 		_ = b.cache.read(ctx, func(st *state) {
-			rev = st.rev
+			rev, verr = st.rev, st.checkVersion()
 			if all {
 				clear(failed)
 				for n := range st.elections {
 					names[n] = true
 				}
 			}
+			if verr != nil {
+				return // it acts on nothing (see checkVersion)
+			}
 			for n := range names {
 				views = append(views, st.view(n))
 			}
 		})
+		if verr != nil && ctx.Err() == nil {
+			b.log.LogAttrs(ctx, slog.LevelError, "etcd: reconcile", slog.String("error", verr.Error()))
+		}
 		for _, v := range views {
 			acts, at := b.plan(v, now, mono)
 			if at.IsZero() {
