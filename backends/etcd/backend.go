@@ -235,6 +235,9 @@ func (b *Backend) fresh(ctx context.Context) error {
 // its event: once the cache has applied a revision after rev, it holds
 // every change up to rev.
 func (b *Backend) catchUp(ctx context.Context, rev int64) error {
+	if at, loaded := b.cache.status(); loaded && at >= rev {
+		return nil // there already: no timer to set up (most reads under load)
+	}
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
 	gctx, gcancel := context.WithTimeout(rctx, barrierGrace)
