@@ -16,13 +16,15 @@ import (
 
 // Campaign implements gateway.Backend: it takes a lease of the candidate's
 // TTL (rounded up to whole seconds, and at least etcd's minimum lease TTL)
-// from the pool granted ahead (leasePool) or grants one, and in one transaction creates its candidacy key at the back of the
-// line and its id key, both on the lease, plus the election's settings if
-// it has none. If a slot is free (it is among the first N in line, with N
-// holders) it then acknowledges itself as a holder: into an election whose
-// line was empty and that had no lead record, at once, from what the
-// transaction proved (see firstHolder); otherwise as the reconcilers do,
-// from the cache once it holds the candidacy.
+// from the pool granted ahead (leasePool) or grants one, and in one
+// transaction creates its candidacy key at the back of the line and its id
+// key, both on the lease, plus the election's settings if it has none. If
+// a slot is free (it is among the first N in line, with N holders) it is
+// acknowledged as a holder: into an election whose line was empty and
+// that had no lead record, from what the transaction proved, by that
+// transaction itself once the prefix is declared at data version 2 (see
+// firstLead), else right after it (see firstHolder); otherwise as the
+// reconcilers do, from the cache once it holds the candidacy.
 // Errors: gateway.ErrCandidateExists, gateway.ErrUnavailable.
 func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
 	op := fmt.Sprintf("campaign %q", c.ID)
@@ -31,7 +33,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	secs := int64((c.TTL + time.Second - 1) / time.Second)
 	var (
 		resp  *clientv3.TxnResponse
-		one   bool // the transaction acknowledged a first holder itself
+		one   bool // the transaction was of data version 2: its probe, if it held, acknowledged
 		lease pooledLease
 		val   candidateValue
 		hex   string
