@@ -18,7 +18,8 @@ import (
 // operator would load it, and prints Markdown tables with the ratios that
 // docs/performance.md records. It runs only when ELECTOR_BENCH_FLEET names
 // its parts ("all", or a comma-separated list of heartbeats, campaigns,
-// memory, failover, rolling) and needs etcd (/usr/bin/etcd) and wrk;
+// memory, failover, rolling, etcd: the last the etcd backend, at smaller
+// sizes) and needs etcd (/usr/bin/etcd) and wrk;
 // scripts/perf.sh runs it all:
 //
 //	ELECTOR_BENCH_FLEET=all go test -run TestFleet -v -timeout 90m ./bench/
@@ -42,7 +43,7 @@ import (
 func TestFleet(t *testing.T) {
 	only := os.Getenv("ELECTOR_BENCH_FLEET")
 	if only == "" {
-		t.Skip("set ELECTOR_BENCH_FLEET=all (or heartbeats,campaigns,memory,failover,rolling) to measure at fleet scale")
+		t.Skip("set ELECTOR_BENCH_FLEET=all (or heartbeats,campaigns,memory,failover,rolling,etcd) to measure at fleet scale")
 	}
 	want := func(part string) bool {
 		return only == "all" || only == "1" || slices.Contains(strings.Split(only, ","), part)
@@ -58,6 +59,7 @@ func TestFleet(t *testing.T) {
 		{"memory", fleetMemory},
 		{"failover", fleetFailover},
 		{"rolling", fleetRolling},
+		{"etcd", fleetEtcd},
 	}
 	for _, p := range parts {
 		if want(p.name) {

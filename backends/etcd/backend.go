@@ -24,6 +24,7 @@ type Backend struct {
 	log     *slog.Logger
 	cache   *cache
 	leases  *leaseBook
+	pool    *leasePool
 	// index fetches etcd's revision for linearizable reads, barrier writes
 	// a revision the watch delivers (see catchUp); each coalesces the calls
 	// of concurrent requests.
@@ -84,6 +85,7 @@ func newBackend(cfg Config, mono clock) (*Backend, error) {
 	b := &Backend{cfg: cfg, cli: cli, members: ms, keys: k, log: cfg.Logger, cache: newCache(cli, ms, k, cfg.Logger), leases: newLeaseBook(), now: time.Now, mono: mono,
 		revokes: make(chan clientv3.LeaseID, 1024), revocations: make(chan revocation, 256), revokedBook: newRevokedBook(), done: ctx, stop: stop}
 	b.cache.clock, b.cache.departed = mono.now, b.departed
+	b.pool = newLeasePool(b)
 	b.index, b.barrier = gateway.NewReadIndex(b.head), gateway.NewReadIndex(b.writeBarrier)
 	b.wg.Go(func() { ms.run(ctx) })
 	b.wg.Go(func() { b.cache.run(ctx, cfg.RequestTimeout) })
@@ -93,8 +95,10 @@ func newBackend(cfg Config, mono clock) (*Backend, error) {
 }
 
 // Close stops following etcd and closes the connections. Watch channels
-// close; candidates stay in etcd until their leases expire.
+// close; candidates stay in etcd until their leases expire. Leases granted
+// ahead of campaigns (leasePool) are revoked.
 func (b *Backend) Close() error {
+	b.pool.close()
 	b.stop()
 	b.wg.Wait()
 	_ = b.cli.Close() // ends with the context Close cancelled: its error says so
@@ -128,7 +132,11 @@ func (b *Backend) Ping(ctx context.Context) error {
 	if _, err := b.cli.Get(rctx, b.keys.settings("_ping"), clientv3.WithCountOnly()); err != nil {
 		return translate(ctx, "ping", err)
 	}
-	return b.cache.read(rctx, func(*state) {})
+	var verr error
+	if err := b.cache.read(rctx, func(st *state) { verr = st.checkVersion() }); err != nil {
+		return err
+	}
+	return verr
 }
 
 // barrierGrace is how long a read waits for the cache to reach the read
@@ -227,6 +235,9 @@ func (b *Backend) fresh(ctx context.Context) error {
 // its event: once the cache has applied a revision after rev, it holds
 // every change up to rev.
 func (b *Backend) catchUp(ctx context.Context, rev int64) error {
+	if at, loaded := b.cache.status(); loaded && at >= rev {
+		return nil // there already: no timer to set up (most reads under load)
+	}
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
 	gctx, gcancel := context.WithTimeout(rctx, barrierGrace)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -13,67 +14,91 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// Campaign implements gateway.Backend: it grants the candidate a lease of
-// its TTL (rounded up to whole seconds, and at least etcd's minimum lease
-// TTL), and in one transaction creates its candidacy key at the back of the
-// line and its id key, both on the lease, plus the election's settings if
-// it has none. If a slot is free (it is among the first N in line, with N
-// holders) it then acknowledges itself as a holder: into an election whose
-// line was empty and that had no lead record, at once, from what the
-// transaction proved (see firstHolder); otherwise as the reconcilers do,
-// from the cache once it holds the candidacy.
+// Campaign implements gateway.Backend: it takes a lease of the candidate's
+// TTL (rounded up to whole seconds, and at least etcd's minimum lease TTL)
+// from the pool granted ahead (leasePool) or grants one, and in one
+// transaction creates its candidacy key at the back of the line and its id
+// key, both on the lease, plus the election's settings if it has none. If
+// a slot is free (it is among the first N in line, with N holders) it is
+// acknowledged as a holder: into an election whose line was empty and
+// that had no lead record, from what the transaction proved, by that
+// transaction itself once the prefix is declared at data version 2 (see
+// firstLead), else right after it (see firstHolder); otherwise as the
+// reconcilers do, from the cache once it holds the candidacy.
 // Errors: gateway.ErrCandidateExists, gateway.ErrUnavailable.
 func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
 	op := fmt.Sprintf("campaign %q", c.ID)
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
 	secs := int64((c.TTL + time.Second - 1) / time.Second)
-	sent := time.Now()
-	grant, err := b.cli.Grant(rctx, secs)
-	if err != nil {
-		return gateway.Status{}, translate(ctx, op, err)
-	}
-	now := b.now()
-	b.leases.note(int64(grant.ID), grant.TTL, grant.TTL, sent)
-	hex := leaseHex(int64(grant.ID))
-	val := candidateValue{Elector: 1, ID: c.ID, Metadata: c.Metadata, TTLms: c.TTL.Milliseconds(), TokenHash: c.TokenHash, Priority: c.Priority, At: now}
-	idKey, setKey := b.keys.candidateID(election, c.ID), b.keys.settings(election)
-	settings := settingsOf(defaults, now)
-	lease := clientv3.WithLease(grant.ID)
-	ops := []clientv3.Op{
-		clientv3.OpPut(idKey, hex, lease),
-		clientv3.OpPut(b.keys.candidacy(election, hex), mustJSON(val), lease),
-		// The settings, created if absent, else read: a first holder's
-		// acknowledgement compares their mod revision.
-		clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(setKey), "=", 0)},
-			[]clientv3.Op{clientv3.OpPut(setKey, mustJSON(settings))},
-			[]clientv3.Op{clientv3.OpGet(setKey)}),
-	}
-	if b.looksEmpty(ctx, election) {
-		// Whether, before this transaction, the line was empty and there
-		// was no lead record (etcd evaluates every comparison of a
-		// transaction, nested ones too, before any of its writes). Asked
-		// only when the cache suggests so: the comparison reads the line.
-		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{
-			clientv3.Compare(clientv3.CreateRevision(b.keys.line(election)), "=", 0).WithPrefix(),
-			clientv3.Compare(clientv3.CreateRevision(b.keys.lead(election)), "=", 0),
-		}, nil, nil))
-	}
-	resp, err := b.cli.Txn(rctx).
-		If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).
-		Then(ops...).Commit()
-	if err != nil || !resp.Succeeded {
-		b.revoke(grant.ID)
-		if err != nil {
-			return gateway.Status{}, translate(ctx, op, err)
+	var (
+		resp  *clientv3.TxnResponse
+		one   bool // the transaction was of data version 2: its probe, if it held, acknowledged
+		lease pooledLease
+		val   candidateValue
+		hex   string
+		set   settingsValue
+	)
+	for attempt := 0; ; attempt++ {
+		// A lease from the pool while it has one (see leasePool), else
+		// one granted now; a pooled lease that etcd ended before the
+		// transaction (revoked early) costs a grant and a second try.
+		var pooled bool
+		if attempt == 0 {
+			lease, pooled = b.pool.take(secs)
 		}
-		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrCandidateExists)
+		if !pooled {
+			sent := time.Now()
+			grant, err := b.cli.Grant(rctx, secs)
+			if err != nil {
+				return gateway.Status{}, translate(ctx, op, err)
+			}
+			lease = pooledLease{id: grant.ID, ttl: grant.TTL, sent: sent}
+		}
+		b.leases.note(int64(lease.id), lease.ttl, lease.ttl, lease.sent)
+		now := b.now()
+		hex = leaseHex(int64(lease.id))
+		val = candidateValue{Elector: 1, ID: c.ID, Metadata: c.Metadata, TTLms: c.TTL.Milliseconds(), TokenHash: c.TokenHash, Priority: c.Priority, At: now}
+		set = settingsOf(defaults, now)
+		var renew sync.WaitGroup
+		if pooled && time.Since(lease.sent) > poolFresh {
+			// Its life counted from the campaign, as a lease granted now.
+			renew.Go(func() {
+				sent := time.Now()
+				if ka, err := b.cli.KeepAliveOnce(rctx, lease.id); err == nil {
+					b.leases.note(int64(lease.id), ka.TTL, ka.TTL, sent)
+				}
+			})
+		}
+		var err error
+		resp, one, err = b.campaignTxn(ctx, rctx, election, c.ID, hex, lease.id, val, set)
+		renew.Wait()
+		if pooled && leaseGone(err) {
+			b.leases.forget(int64(lease.id))
+			continue
+		}
+		if err == nil && !resp.Succeeded && pooled {
+			// Nothing was put on it: back to the pool.
+			b.leases.forget(int64(lease.id))
+			b.pool.put(secs, lease)
+			return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrCandidateExists)
+		}
+		if err != nil || !resp.Succeeded {
+			b.revoke(lease.id)
+			if err != nil {
+				return gateway.Status{}, translate(ctx, op, err)
+			}
+			return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrCandidateExists)
+		}
+		break
 	}
 	// The candidacy is written: from here on the answer is 201 or, when
 	// this replica cannot tell what became of it, 503; never "not found".
 	rev := resp.Header.Revision
-	if a, ok := b.firstHolder(election, resp, &entry{hex: hex, name: hex, create: rev, mod: rev, lease: int64(grant.ID), value: val}, settings); ok {
+	if one {
+		// Its transaction acknowledged it if its probe held; if not, the
+		// reconcile below does what is due, as for any campaign.
+	} else if a, ok := b.firstHolder(election, resp, &entry{hex: hex, name: hex, create: rev, mod: rev, lease: int64(lease.id), value: val}, set); ok {
 		// A failure leaves the acknowledgement to the reconcile below (or
 		// to Run), as if it had not been tried.
 		if _, err := b.do(ctx, election, a); err != nil {
@@ -96,18 +121,83 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	return st, err
 }
 
+// campaignTxn is a campaign's transaction: the candidacy of id at the back
+// of election's line and its id key, both on lease, plus the election's
+// settings if it has none, guarded by the id key's absence.
+func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex string, lease clientv3.LeaseID, val candidateValue, settings settingsValue) (*clientv3.TxnResponse, bool, error) {
+	idKey, setKey := b.keys.candidateID(election, id), b.keys.settings(election)
+	on := clientv3.WithLease(lease)
+	ops := []clientv3.Op{
+		clientv3.OpPut(idKey, hex, on),
+		clientv3.OpPut(b.keys.candidacy(election, hex), mustJSON(val), on),
+		// The settings, created if absent, else read: a first holder's
+		// acknowledgement compares their mod revision.
+		clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(setKey), "=", 0)},
+			[]clientv3.Op{clientv3.OpPut(setKey, mustJSON(settings))},
+			[]clientv3.Op{clientv3.OpGet(setKey)}),
+	}
+	empty, one, err := b.looksEmpty(ctx, election)
+	if err != nil {
+		return nil, false, err
+	}
+	if empty {
+		// Whether, before this transaction, the line was empty and there
+		// was no lead record (etcd evaluates every comparison of a
+		// transaction, nested ones too, before any of its writes). Asked
+		// only when the cache suggests so: the comparison reads the line.
+		// With every replica declared to read it (oneWrite), the answer
+		// yes also writes the lead record naming the candidate, term 0
+		// (see firstLead).
+		var then []clientv3.Op
+		if one {
+			then = []clientv3.Op{clientv3.OpPut(b.keys.lead(election), firstLead(hex, val))}
+		}
+		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(b.keys.line(election)), "=", 0).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(b.keys.lead(election)), "=", 0),
+		}, then, nil))
+	}
+	resp, err := b.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).Then(ops...).Commit()
+	return resp, one, err
+}
+
+// firstLead is the lead record that a campaign's transaction writes when
+// its comparisons prove that the election's line was empty and it had no
+// lead record: the candidate (key hex, value val) is then the head of the
+// line with nobody holding, no slot taken and no promise running, the
+// view in which the reconcilers acknowledge it (see firstHolder), and the
+// record is the one they would write, but for the term: its key's create
+// revision, which is this very transaction's revision and unknown before
+// it commits, so it is written 0, "the revision of this write", which
+// version 2 resolves to the record's mod revision (leadValue.resolve). It
+// applies only with that proof: a line with any key, or a lead record,
+// leaves the record unwritten, and the reconcilers acknowledge as ever.
+// No later write leaves the 0: every writer of the record states the
+// terms it read.
+func firstLead(hex string, val candidateValue) string {
+	var l leadValue
+	l.acknowledge(&entry{hex: hex, name: hex, value: val}, val.At) // create 0: term 0
+	l.At = val.At
+	return mustJSON(l)
+}
+
 // looksEmpty reports whether the cache, as it is, holds no candidacy and
 // no lead record of election: a campaign then asks etcd whether that is so
 // (see firstHolder). A cache that lags only costs the question.
-func (b *Backend) looksEmpty(ctx context.Context, election string) bool {
+//
+// It also reports whether every replica was declared to read a lead record
+// written by a campaign's transaction (oneWrite), and fails when this
+// replica is older than a declared version (checkVersion).
+func (b *Backend) looksEmpty(ctx context.Context, election string) (empty, one bool, err error) {
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
-	empty := false
 	_ = b.cache.read(rctx, func(st *state) {
 		e := st.elections[election]
 		empty = e == nil || (len(e.line) == 0 && e.lead == nil)
+		one, err = st.oneWrite(), st.checkVersion()
 	})
-	return empty
+	return empty, one, err
 }
 
 // firstHolder returns the acknowledgement of candidacy x, just created by

@@ -46,3 +46,23 @@ func conformance(ms []*member, candidates, modelOps int) backendtest.Harness {
 		TransferTargetBlocksSlots: true,
 	}
 }
+
+// TestConformanceDeclaredUpgraded is the suite with every replica declared
+// to run this version (DeclareUpgraded), so campaigns into empty elections
+// acknowledge their candidate in their own transaction (the lead record
+// with term 0).
+func TestConformanceDeclaredUpgraded(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 1)
+	h := conformance(ms, 50, modelOpsBeside)
+	declared := func(t *testing.T) gateway.Backend {
+		b := newBackend(t, ms, "elector")
+		if err := b.DeclareUpgraded(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	h.New = declared
+	h.Replica = func(t *testing.T, _ gateway.Backend) gateway.Backend { return declared(t) }
+	backendtest.Run(t, h)
+}

@@ -14,7 +14,13 @@
 //
 // Each candidate has one lease with its TTL; a follower's heartbeat is one
 // keep-alive of the lease, a holder's also writes its promise (see The
-// leader's promise). Under the prefix p (Config.Prefix):
+// leader's promise). A campaign takes its lease from a small pool each
+// replica grants ahead for the TTLs in recent use (at most 4 TTLs of 16
+// leases, dropped and revoked after 10s without a campaign, revoked at
+// Close; leasepool.go), so that its path is one raft write, not two; a
+// pooled lease more than 100ms old is kept alive beside the campaign's
+// transaction, so the candidacy lives its TTL from the campaign. Under the
+// prefix p (Config.Prefix):
 //
 //	p/<election>/<lease-hex>                  candidacy, on the lease: the line
 //	p/<election>/<lease-hex>.moved            the same after a move (see Transfers and priorities)
@@ -31,6 +37,7 @@
 //	p/_elector/cooldown/<election>/<lease-hex> marker of a cooldown, on a lease of its own
 //	p/_elector/kv/<key>                       the gateway.KV (webhooks' endpoints, deliveries…)
 //	p/_elector/barrier                        written only to move the replicas' watches (see below)
+//	p/_elector/version                        the oldest data version every replica runs, as declared
 //
 // The candidacy key is concurrency.Election's layout, so
 // concurrency.NewElection(session, "p/<election>") and
@@ -76,6 +83,7 @@
 //	mark       {"key":"<lease-hex>","reason":"resigned"|"error"|"expired","detail":"…","at":"…"}
 //	promise    {"term":41,"key":"<lease-hex>","ttl_ms":10000,"at":"…"}
 //	revoked    {"id":"node-a","token_hash":"…","rev":512,"at":"…","expires_at":"…"}
+//	version    {"min":2,"at":"…"}
 //
 // "priority", "preempt", "holders", "transfer", "failed" and the lead
 // record's "ttl_ms" are left out when 0, false or none, and values written
@@ -93,6 +101,24 @@
 // one. Otherwise its slots are listed in "holders", and the promises and
 // markers are per term. Only this version reads the list form: set holders
 // above 1 once every replica runs it.
+//
+// Data versions. A lead record in the one-holder form whose "term" is 0
+// names a holdership acknowledged in the transaction that created its
+// key: its term is that transaction's revision, which is the record's mod
+// revision and the key's create revision (see Campaign). Data version 2
+// (this one) reads it so; version 1 (every earlier version) would take the
+// holder's key for one that went, and the holder's later promises for
+// another holdership's, and could acknowledge a second holder while the
+// first still holds. So no replica writes it until
+// p/_elector/version declares {"min":2}: the operator's word, once the
+// last replica runs version 2 (Backend.DeclareUpgraded, or etcdctl put
+// <prefix>/_elector/version '{"min":2}'), that none older runs or will
+// start. Until then every record written is one both versions read alike,
+// so a rolling upgrade mixes versions safely. A replica that finds a
+// declared version above its own (an upgrade it has missed) says so
+// loudly rather than act on what it may misread: its readiness probe
+// (Ping) and its campaigns fail with gateway.ErrUnavailable, and its
+// reconciler acts on nothing and logs an error each pass.
 //
 // # Who holds
 //
@@ -133,12 +159,13 @@
 // Campaign, Configure and Transfer, which make the reconciler's actions at
 // once (a campaign into an election whose line was empty and that had no
 // lead record, as its own transaction proved by a comparison evaluated
-// before its writes, acknowledges itself right after that transaction,
-// without waiting for the watch: the reconciler's acknowledgement of the
-// view etcd held at its revision, under the same guards, so it applies
-// only while that view still holds; it is a second transaction because
-// the record names the term, the first one's revision, which is unknown
-// before it commits); Resign and ReportError, whose transaction deletes the holder's key
+// before its writes, acknowledges itself without waiting for the watch:
+// the reconciler's acknowledgement of the view etcd held at its revision.
+// Once the prefix is declared at data version 2 (see Data versions) the
+// proof's own branch writes the lead record, term 0, in that transaction;
+// before, a second transaction right after it, under the reconciler's
+// guards, so it applies only while that view still holds, names the term,
+// the first one's revision, which is unknown before it commits); Resign and ReportError, whose transaction deletes the holder's key
 // and gives its slot to the first follower when that follower may take it
 // (see Transfers and priorities); FailLeader, which ends the holdership it
 // names, "error", and keeps its slot taken; Configure lowering N, which

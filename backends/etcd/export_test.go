@@ -263,3 +263,27 @@ func (l countedLease) TimeToLive(ctx context.Context, id clientv3.LeaseID, opts 
 	l.r.add("ttl")
 	return l.Lease.TimeToLive(ctx, id, opts...)
 }
+
+// PooledLeases returns how many leases of ttl (rounded up to whole
+// seconds, as Campaign grants them) the pool holds.
+func (b *Backend) PooledLeases(ttl time.Duration) int {
+	secs := int64((ttl + time.Second - 1) / time.Second)
+	b.pool.mu.Lock()
+	defer b.pool.mu.Unlock()
+	if c := b.pool.classes[secs]; c != nil {
+		return len(c.free)
+	}
+	return 0
+}
+
+// AgePooledLeases makes the pooled leases look d older to the pool, as if
+// granted d earlier.
+func (b *Backend) AgePooledLeases(d time.Duration) {
+	b.pool.mu.Lock()
+	defer b.pool.mu.Unlock()
+	for _, c := range b.pool.classes {
+		for i := range c.free {
+			c.free[i].sent = c.free[i].sent.Add(-d)
+		}
+	}
+}

@@ -32,6 +32,7 @@ const internalDir = "_elector"
 //	p/_elector/cooldown/<election>/<lease-hex> marker of a cooldown (on a lease of its own, timers.go)
 //	p/_elector/kv/<key>                       gateway.KV (kv.go), no election's
 //	p/_elector/barrier                        written to move the caches' watches, no election's
+//	p/_elector/version                        the oldest data version the replicas run (version.go), no election's
 type keys struct{ p string }
 
 func (k keys) root() string         { return k.p + "/" }
@@ -85,6 +86,10 @@ func parseTerm(name string) (uint64, bool) {
 // barrier is the key a replica writes to be sure its watch delivers a
 // revision (see Backend.catchUp). It is no election's: parse ignores it.
 func (k keys) barrier() string { return k.p + "/" + internalDir + "/barrier" }
+
+// version is the key that declares the oldest data version every replica
+// runs (version.go). It is no election's: parse ignores it.
+func (k keys) version() string { return k.p + "/" + internalDir + "/version" }
 
 // kvDir is the directory of the KV's keys: p/_elector/kv/. It is no
 // election's and parse ignores it first thing.

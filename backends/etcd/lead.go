@@ -231,11 +231,18 @@ func (l *leadValue) UnmarshalJSON(b []byte) error {
 // resolve gives the slots written with term 0 their term, mod, the
 // revision of the write that stored the record (no later write leaves
 // one at 0: every writer states the terms it read), and puts the slots in
-// term order.
+// term order. A slot of term 0 without "create" (the one-holder form, as
+// a campaign's transaction writes it: firstLead) was acknowledged in the
+// write that created its key, whose create revision is mod as well.
 func (l *leadValue) resolve(mod int64) {
 	for i := range l.Slots {
 		if s := &l.Slots[i]; s.Term == 0 {
 			s.Term = uint64(mod)
+			if s.Create == 0 {
+				// Acknowledged in the transaction that created its key
+				// (firstLead): the key's create revision is that write's.
+				s.Create = mod
+			}
 		}
 		l.Term = max(l.Term, l.Slots[i].Term)
 	}

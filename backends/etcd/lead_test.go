@@ -129,3 +129,30 @@ func TestLeadRecordListsSeveralHolders(t *testing.T) {
 		t.Fatalf("after d: %+v, want d holding term 120, its key's create revision", got)
 	}
 }
+
+// TestFirstLead: the record a campaign's transaction writes (data version
+// 2) is in the one-holder form with term 0, and reads as its candidate
+// holding the term of the write's revision, on a key of that create
+// revision; written again, it states that term as every version reads it.
+func TestFirstLead(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	raw := firstLead("694e", candidateValue{Elector: 1, ID: "a", TTLms: 10000, At: t0})
+	if !strings.Contains(raw, `"term":0,"key":"694e"`) || strings.Contains(raw, `"holders"`) {
+		t.Fatalf("written as %s: want the one-holder form with term 0", raw)
+	}
+	var got leadValue
+	if err := json.Unmarshal([]byte(raw), &got); err != nil {
+		t.Fatal(err)
+	}
+	got.resolve(77)
+	if s := got.slot(77); got.Term != 77 || s == nil || s.ID != "a" || s.Create != 77 || s.Key != "694e" || s.TTLms != 10000 {
+		t.Fatalf("read %+v: want a holding term 77 on its key of create revision 77", got)
+	}
+	again, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(again), `"term":77,"key":"694e"`) {
+		t.Fatalf("written again as %s: want term 77 stated", again)
+	}
+}

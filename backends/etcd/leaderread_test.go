@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
 )
@@ -111,7 +113,9 @@ func TestElectionLeaderAgreesWithSnapshot(t *testing.T) {
 // election a lease grant and two transactions (the candidacy, then its
 // acknowledgement, sent at once from what the first proved), no read
 // index (the limits count from the cache); behind a holder a grant and
-// one transaction.
+// one transaction. Once the pool holds leases of the TTL, no grant: a
+// pooled lease older than a moment is kept alive beside the transaction
+// instead (a keep-alive is no raft write).
 func TestCampaignRoundTrips(t *testing.T) {
 	t.Parallel()
 	ms := startCluster(t, 1)
@@ -122,18 +126,31 @@ func TestCampaignRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := gateway.New(b, gateway.Config{MaxCandidates: 1000, MaxElections: 100_000, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	const ttl = 20 * time.Second
+	n.Take()
+	if _, _, err := g.Campaign(ctx, "first", gateway.CampaignRequest{ID: "a", TTL: ttl}); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Take(); got["grant"] < 1 || got["txn"] != 2 {
+		t.Errorf("first campaign of its TTL: requests %v, want a grant of its own and 2 transactions", got)
+	}
+	if !eventually(time.Minute, func() bool { return b.PooledLeases(ttl) == 16 }) {
+		t.Fatalf("the pool holds %d leases, want 16", b.PooledLeases(ttl))
+	}
+	b.AgePooledLeases(time.Second)
 	tests := []struct {
 		name, election, id string
 		leads              bool
 		want               map[string]int
 	}{
-		{"fresh election", "fresh", "a", true, map[string]int{"grant": 1, "txn": 2}},
-		{"behind a holder", "fresh", "b", false, map[string]int{"grant": 1, "txn": 1}},
-		{"another fresh election", "other", "a", true, map[string]int{"grant": 1, "txn": 2}},
+		{"fresh election", "fresh", "a", true, map[string]int{"keepalive": 1, "txn": 2}},
+		{"behind a holder", "fresh", "b", false, map[string]int{"keepalive": 1, "txn": 1}},
+		{"another fresh election", "other", "a", true, map[string]int{"keepalive": 1, "txn": 2}},
 	}
 	for _, tt := range tests {
 		n.Take()
-		st, _, err := g.Campaign(ctx, tt.election, gateway.CampaignRequest{ID: tt.id, TTL: 20 * time.Second})
+		start := time.Now()
+		st, _, err := g.Campaign(ctx, tt.election, gateway.CampaignRequest{ID: tt.id, TTL: ttl})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -143,6 +160,53 @@ func TestCampaignRoundTrips(t *testing.T) {
 		if got := n.Take(); !maps.Equal(got, tt.want) {
 			t.Errorf("%s: requests %v, want %v", tt.name, got, tt.want)
 		}
+		// Kept alive by the campaign: its life counts from then, not from
+		// the pool's grant a second earlier.
+		if exp := st.Candidate.ExpiresAt; exp.Before(start.Add(ttl)) {
+			t.Errorf("%s: expires at %s, before a TTL from the campaign (%s)", tt.name, exp, start.Add(ttl))
+		}
+	}
+	if got, want := b.PooledLeases(ttl), 13; got != want {
+		t.Errorf("the pool holds %d leases after 3 campaigns took from it, want %d", got, want)
+	}
+}
+
+// TestCloseRevokesPooledLeases: the leases granted ahead of campaigns do
+// not outlive the backend; its candidates' leases do (they expire at
+// their TTL).
+func TestCloseRevokesPooledLeases(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 1)
+	b := newBackend(t, ms, "pool")
+	ctx := context.Background()
+	const ttl = 30 * time.Second
+	if _, err := b.Campaign(ctx, "e", gateway.Candidacy{ID: "a", TTL: ttl, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(time.Minute, func() bool { return b.PooledLeases(ttl) == 16 }) {
+		t.Fatalf("the pool holds %d leases, want 16", b.PooledLeases(ttl))
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints(ms), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	count := func() int {
+		t.Helper()
+		l, err := cli.Leases(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Leases)
+	}
+	if got := count(); got < 17 {
+		t.Fatalf("%d leases in etcd before Close, want the candidate's and 16 pooled", got)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != 1 {
+		t.Errorf("%d leases in etcd after Close, want 1 (the candidate's)", got)
 	}
 }
 

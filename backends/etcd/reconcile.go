@@ -126,11 +126,12 @@ func (b *Backend) Run(ctx context.Context) error {
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	due := map[string]time.Time{} // election → when its next action is due, on the promise clock
-	failed := map[string]int64{}  // election → cache revision at which its action's comparison failed
-	retry := map[string]bool{}    // elections whose action failed with an error
-	replan := map[string]bool{}   // elections whose action's comparison failed: planned again at the next revision
+	due := newDueSet()           // election → when its next action is due, on the promise clock
+	failed := map[string]int64{} // election → cache revision at which its action's comparison failed
+	retry := map[string]bool{}   // elections whose action failed with an error
+	replan := map[string]bool{}  // elections whose action's comparison failed: planned again at the next revision
 	backoff := time.Duration(0)
+	refused := false // the last pass acted on nothing (checkVersion)
 	for {
 		changed := b.cache.changes()
 		seen, _ := b.cache.status() // every election changed up to seen is dirty or planned
@@ -141,11 +142,9 @@ func (b *Backend) Run(ctx context.Context) error {
 			names[n] = true
 			delete(failed, n)
 		}
-		for n, t := range due {
-			if !t.After(mono) {
-				names[n] = true
-				delete(failed, n) // time moved: what failed may be due now
-			}
+		for _, n := range due.popDue(mono) {
+			names[n] = true
+			delete(failed, n) // time moved: what failed may be due now
 		}
 		for n := range retry {
 			names[n] = true
@@ -161,26 +160,32 @@ func (b *Backend) Run(ctx context.Context) error {
 		var (
 			views []view
 			rev   int64
+			verr  error
 		)
 		_ = b.cache.read(ctx, func(st *state) {
-			rev = st.rev
-			if all {
+			rev, verr = st.rev, st.checkVersion()
+			if all || refused {
 				clear(failed)
 				for n := range st.elections {
 					names[n] = true
 				}
 			}
+			if verr != nil {
+				return // it acts on nothing (see checkVersion)
+			}
 			for n := range names {
 				views = append(views, st.view(n))
 			}
 		})
+		// A pass that refused planned nothing: once this replica may act
+		// again, it plans every election.
+		refused = verr != nil
+		if verr != nil && ctx.Err() == nil {
+			b.log.LogAttrs(ctx, slog.LevelError, "etcd: reconcile", slog.String("error", verr.Error()))
+		}
 		for _, v := range views {
 			acts, at := b.plan(v, now, mono)
-			if at.IsZero() {
-				delete(due, v.name)
-			} else {
-				due[v.name] = at
-			}
+			due.set(v.name, at)
 			if len(acts) == 0 || failed[v.name] == rev {
 				continue
 			}
@@ -203,7 +208,7 @@ func (b *Backend) Run(ctx context.Context) error {
 		}
 		b.lastPass.Store(&pass{rev: seen, mono: mono})
 		wait := time.Hour
-		for _, t := range due {
+		if t, ok := due.next(); ok {
 			wait = min(wait, max(t.Sub(b.mono.now()), 0))
 		}
 		if len(retry) > 0 {

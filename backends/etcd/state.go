@@ -26,6 +26,9 @@ type state struct {
 	last      string
 	elections map[string]*estate
 	count     int // elections that exist (estate.exists)
+	// minVersion is the data version p/_elector/version declares that
+	// every replica runs, 0 without one (version.go).
+	minVersion int
 	// dirty, when set, collects the names of the elections that put and
 	// del touch (the cache's list of elections the reconciler must look at).
 	dirty map[string]bool
@@ -106,7 +109,7 @@ func newEstate() *estate {
 // clone returns a deep enough copy: entries and values are never mutated
 // in place, only replaced.
 func (s *state) clone() *state {
-	c := &state{keys: s.keys, rev: s.rev, last: s.last, count: s.count, elections: make(map[string]*estate, len(s.elections))}
+	c := &state{keys: s.keys, rev: s.rev, last: s.last, count: s.count, minVersion: s.minVersion, elections: make(map[string]*estate, len(s.elections))}
 	for n, e := range s.elections {
 		x := *e
 		x.line, x.cooling, x.ids, x.cooldowns = maps.Clone(e.line), maps.Clone(e.cooling), maps.Clone(e.ids), maps.Clone(e.cooldowns)
@@ -127,6 +130,10 @@ func (s *state) election(name string, create bool) *estate {
 
 // put applies one key's new value; it returns the election it touched, or "".
 func (s *state) put(kv *mvccpb.KeyValue) string {
+	if string(kv.Key) == s.keys.version() {
+		s.minVersion = parseVersion(kv.Value)
+		return ""
+	}
 	pk := s.keys.parse(string(kv.Key))
 	if pk.kind == kindOther {
 		return ""
@@ -244,6 +251,10 @@ func (s *state) putQuiet(e *estate, pk parsedKey, kv *mvccpb.KeyValue) {
 
 // del applies the deletion of one key; it returns the election it touched.
 func (s *state) del(key []byte) string {
+	if string(key) == s.keys.version() {
+		s.minVersion = 0
+		return ""
+	}
 	pk := s.keys.parse(string(key))
 	e := s.election(pk.election, false)
 	if pk.kind == kindOther || e == nil {
@@ -320,7 +331,7 @@ func (e *estate) touch(at time.Time) {
 
 // load replaces the state with the keys of a range response at rev.
 func (s *state) load(kvs []*mvccpb.KeyValue, rev int64) {
-	s.elections, s.count = map[string]*estate{}, 0
+	s.elections, s.count, s.minVersion = map[string]*estate{}, 0, 0
 	for _, kv := range kvs {
 		s.put(kv)
 	}
