@@ -14,6 +14,7 @@ import (
 
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestElectionLeaderAgreesWithSnapshot: ElectionLeader is Election
@@ -134,9 +135,7 @@ func TestCampaignRoundTrips(t *testing.T) {
 	if got := n.Take(); got["grant"] < 1 || got["txn"] != 2 {
 		t.Errorf("first campaign of its TTL: requests %v, want a grant of its own and 2 transactions", got)
 	}
-	if !eventually(time.Minute, func() bool { return b.PooledLeases(ttl) == 16 }) {
-		t.Fatalf("the pool holds %d leases, want 16", b.PooledLeases(ttl))
-	}
+	eventually.True(t, time.Minute, "16 pooled leases", func() bool { return b.PooledLeases(ttl) == 16 })
 	b.AgePooledLeases(time.Second)
 	tests := []struct {
 		name, election, id string
@@ -183,9 +182,7 @@ func TestCloseRevokesPooledLeases(t *testing.T) {
 	if _, err := b.Campaign(ctx, "e", gateway.Candidacy{ID: "a", TTL: ttl, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings()); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(time.Minute, func() bool { return b.PooledLeases(ttl) == 16 }) {
-		t.Fatalf("the pool holds %d leases, want 16", b.PooledLeases(ttl))
-	}
+	eventually.True(t, time.Minute, "16 pooled leases", func() bool { return b.PooledLeases(ttl) == 16 })
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints(ms), DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

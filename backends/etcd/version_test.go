@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestCampaignOneWrite: once every replica is declared to run this
@@ -90,17 +91,12 @@ func TestNewerDeclaredVersionRefused(t *testing.T) {
 	if _, err := b.Client().Put(ctx, "newer/_elector/version", `{"min":3}`); err != nil {
 		t.Fatal(err)
 	}
-	var err error
-	if !eventually(time.Minute, func() bool { err = b.Ping(ctx); return err != nil }) || !errors.Is(err, gateway.ErrUnavailable) {
-		t.Fatalf("ping: %v, want unavailable", err)
-	}
+	eventually.True(t, time.Minute, "ping to answer unavailable", func() bool { return errors.Is(b.Ping(ctx), gateway.ErrUnavailable) })
 	if _, err := b.Campaign(ctx, "e", gateway.Candidacy{ID: "a", TTL: 20 * time.Second, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings()); !errors.Is(err, gateway.ErrUnavailable) {
 		t.Fatalf("campaign: %v, want unavailable", err)
 	}
 	if _, err := b.Client().Put(ctx, "newer/_elector/version", `{"min":2}`); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(time.Minute, func() bool { return b.Ping(ctx) == nil }) {
-		t.Fatal("ping still fails at a version it runs")
-	}
+	eventually.NoError(t, time.Minute, "ping at a version it runs", func() error { return b.Ping(ctx) })
 }
