@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -201,9 +202,11 @@ func (r *recorder) all() []gateway.Event {
 func (r *recorder) wait(t *testing.T, timeout time.Duration, what string, match func([]gateway.Event) bool) []gateway.Event {
 	t.Helper()
 	var got []gateway.Event
-	eventually.True(t, timeout, what+"; events: "+describe(r.all()), func() bool {
-		got = r.all()
-		return match(got)
+	eventually.NoError(t, timeout, what, func() error {
+		if got = r.all(); match(got) {
+			return nil
+		}
+		return fmt.Errorf("events: %s", describe(got))
 	})
 	return got
 }
