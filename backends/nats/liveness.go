@@ -329,9 +329,9 @@ func (b *Backend) expiryOf(k beatKey) (time.Time, bool) {
 // renewed returns when subject's live message expires if that is at least
 // ttl from now on this process's clock, and the server is a standalone
 // embedded one in this process (localHead is set), which times the
-// message on the same clock: then a
-// heartbeat of ttl needs no write (quickHeartbeat), because what it would
-// write expires no sooner than the message the server already holds.
+// message on the same clock: then a heartbeat of ttl needs no write
+// (quickHeartbeat), because the message the server already holds expires
+// no sooner than what the heartbeat promises.
 //
 // Why a heartbeat answered without a write still extends the candidacy as
 // far as every replica and a restarted server will see it, so no replica
@@ -344,7 +344,10 @@ func (b *Backend) expiryOf(k beatKey) (time.Time, bool) {
 //     expiry deletes nothing (it deletes only a message expired on the
 //     server's clock), and no conditional heartbeat or grant replaces it
 //     with an earlier expiry: every liveness message of a candidacy has the
-//     same TTL, lifeTTL, so a later one expires later. A resignation
+//     same TTL, lifeTTL, so a later one expires later. (Versions before
+//     lifeTTL wrote the plain TTL: replicas sharing an embedded server
+//     through its client listener upgrade together, as records already
+//     require.) A resignation
 //     removes the candidate from the record before it purges the message,
 //     and the answer reads the record at a read index fetched after the
 //     heartbeat arrived, as for a written heartbeat.
