@@ -19,7 +19,7 @@ import (
 // whose expiry is not processed yet is expired first.
 func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
 	subject := b.aliveSubject(election, nonce(c.TokenHash))
-	exp, err := b.beat(ctx, subject, c.TTL, nil)
+	exp, err := b.beat(ctx, subject, lifeTTL(c.TTL), nil)
 	if err != nil {
 		return gateway.Status{}, fmt.Errorf("nats: campaign %q: %w", election, translate(err))
 	}
@@ -88,7 +88,7 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 			// nothing (see gateway.Record.Transfer).
 			return gateway.Status{}, fmt.Errorf("nats: heartbeat %q: %w", election, err)
 		}
-		exp, err := b.beat(ctx, subject, e.TTL, &seq)
+		exp, err := b.beat(ctx, subject, lifeTTL(e.TTL), &seq)
 		if isConflict(err) {
 			continue // a concurrent heartbeat, or the expiry marker: look again
 		}
@@ -137,7 +137,12 @@ func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, i
 	} else {
 		ticket = b.readIndex.Start(ctx)
 	}
-	exp, err := b.beat(ctx, subject, e.TTL, &seq)
+	var exp time.Time
+	if at, ok := b.renewed(subject, e.TTL); ok {
+		exp = at // no write: the live message already outlives this heartbeat's TTL
+	} else {
+		exp, err = b.beat(ctx, subject, lifeTTL(e.TTL), &seq)
+	}
 	if b.commit == nil {
 		rev, ierr = ticket.Wait(ctx)
 	}

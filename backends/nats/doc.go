@@ -70,7 +70,8 @@
 // subject on the liveness stream (AllowMsgTTL, MaxMsgsPerSubject 1,
 // SubjectDeleteMarkerTTL). Campaign and every heartbeat publish a message
 // with Nats-TTL set to the candidate's TTL, rounded up to whole seconds
-// (the server's unit), which replaces the previous one. When heartbeats
+// (the server's unit), plus 1% of it in whole seconds for TTLs of 100 s
+// and more (lifeTTL), which replaces the previous one. When heartbeats
 // stop, the server removes the last message at its TTL and writes a delete
 // marker on the subject. The reconciler (Run) follows the liveness stream
 // and, on a marker, applies Record.Expire with compare-and-set; whichever
@@ -269,8 +270,8 @@
 //
 // # Heartbeats
 //
-// With Run running a heartbeat is one JetStream request on its path: it
-// takes the candidate (id, token hash, TTL) from the view and the
+// With Run running a heartbeat is at most one JetStream request on its
+// path: it takes the candidate (id, token hash, TTL) from the view and the
 // sequence of its live message from the followed liveness stream or from
 // the ack of this replica's last beat, publishes the next liveness message
 // with Nats-Expected-Last-Subject-Sequence set to it, and meanwhile fetches
@@ -302,6 +303,14 @@
 //     match, or whose live message the replica has not seen, takes the slow
 //     path: the view is trusted for nothing but a faster route to the same
 //     conditional publish.
+//   - On a standalone embedded server (in this process, on its clock) a
+//     heartbeat whose candidacy's live message already expires at least a
+//     TTL from now publishes nothing and answers that expiry: the extra 1%
+//     a long TTL's message lives makes a candidate that heartbeats many
+//     times a TTL cost one write per 1% of its TTL. The message is the
+//     server's, so what the answer rests on survives a crash of the
+//     replica; Backend.renewed says why no replica or restarted server
+//     expires it sooner.
 //   - A leader asked to hand over (a pending transfer in its record) is
 //     refused before anything is published, so its liveness is not renewed
 //     and the transfer completes at its expiry at the latest. A transfer

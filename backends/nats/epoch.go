@@ -72,7 +72,7 @@ func (b *Backend) grant(ctx context.Context) error {
 	granted := 0
 	for _, s := range recs {
 		for _, e := range slices.Concat(s.rec.Line, s.rec.Cooling) {
-			_, err := b.beat(ctx, b.aliveSubject(s.rec.Name, nonce(e.TokenHash)), e.TTL, &none)
+			_, err := b.beat(ctx, b.aliveSubject(s.rec.Name, nonce(e.TokenHash)), lifeTTL(e.TTL), &none)
 			switch {
 			case err == nil:
 				granted++

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestHeartbeatNeverTellsADeposedLeaderItLeads deposes a leader through
@@ -85,5 +86,96 @@ func TestHeartbeatAnswersExpiry(t *testing.T) {
 	}
 	if st.Leader == nil || st.Leader.ID != "lead" || st.Leader.ExpiresAt.Before(start.Add(50*time.Minute)) {
 		t.Errorf("leader %+v, want lead expiring in about an hour", st.Leader)
+	}
+}
+
+// TestHeartbeatWritesOnlyWhenItMovesTheExpiry: on a standalone embedded
+// server a heartbeat whose candidacy's live message already outlives the
+// heartbeat's TTL writes nothing and answers that message's expiry, which
+// the server holds; a candidacy without renewal slack (TTL under 100 s)
+// and a replica over a connection to a server elsewhere write every
+// heartbeat.
+func TestHeartbeatWritesOnlyWhenItMovesTheExpiry(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		embedded bool
+		ttl      time.Duration
+		writes   bool
+	}{
+		{"standalone, an hour", true, time.Hour, false},
+		{"standalone, a minute", true, time.Minute, true},
+		{"over a connection, an hour", false, time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b *Backend
+			if tc.embedded {
+				b = openEmbedded(t, EmbeddedConfig{}, Config{})
+			} else {
+				e := startServer(t, t.TempDir())
+				t.Cleanup(e.Shutdown)
+				b = open(t, e, freshConfig())
+				run(t, b)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			th, _ := campaignT(t, b, "renew", "a", tc.ttl)
+			subject := b.aliveSubject("renew", nonce(th))
+			eventually.NoErrorUntil(ctx, t, "the view to know the candidacy and its live message", func() error {
+				r := b.running()
+				if r == nil || !r.isFilled() {
+					return fmt.Errorf("the view is not filled")
+				}
+				if s, ok := r.latest("renew"); !ok || s.rec.Find("a") == nil {
+					return fmt.Errorf("the view has no candidate a")
+				}
+				if _, ok := b.expiry(subject); !ok {
+					return fmt.Errorf("no live message known")
+				}
+				return nil
+			})
+			last := func() uint64 {
+				t.Helper()
+				m, err := b.alive.GetLastMsgForSubject(ctx, subject)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m.Sequence
+			}
+			for i := range 5 {
+				before := last()
+				sent := time.Now()
+				st, err := b.Heartbeat(ctx, "renew", "a", th)
+				if err != nil || st.Candidate.State != gateway.StateLeader {
+					t.Fatalf("heartbeat %d: %+v, %v", i, st, err)
+				}
+				if wrote := last() != before; wrote != tc.writes {
+					t.Fatalf("heartbeat %d wrote a liveness message: %t, want %t", i, wrote, tc.writes)
+				}
+				// What the server holds outlives the heartbeat's TTL from
+				// before it was sent, and the answer says when it ends.
+				_, exp, alive, err := b.lastBeat(ctx, subject)
+				if err != nil || !alive {
+					t.Fatalf("heartbeat %d: the live message: alive %t, %v", i, alive, err)
+				}
+				if exp.Before(sent.Add(tc.ttl)) {
+					t.Fatalf("heartbeat %d: the server expires the candidacy at %s, before %s", i, exp, sent.Add(tc.ttl))
+				}
+				if got := st.Candidate.ExpiresAt; got.Before(sent.Add(tc.ttl)) || got.After(exp) {
+					t.Fatalf("heartbeat %d answered expiry %s, want between %s and the server's %s", i, got, sent.Add(tc.ttl), exp)
+				}
+			}
+		})
+	}
+}
+
+func TestLifeTTLAddsOnePercentInWholeSeconds(t *testing.T) {
+	for in, want := range map[time.Duration]time.Duration{
+		time.Second: time.Second, 1500 * time.Millisecond: 2 * time.Second,
+		99 * time.Second: 99 * time.Second, 100 * time.Second: 101 * time.Second,
+		150 * time.Second: 151 * time.Second, time.Hour: time.Hour + 36*time.Second,
+	} {
+		if got := lifeTTL(in); got != want {
+			t.Errorf("lifeTTL(%s) = %s, want %s", in, got, want)
+		}
 	}
 }

@@ -25,7 +25,27 @@ func liveTTL(ttl time.Duration) time.Duration {
 	return max(s, 1) * time.Second
 }
 
-// beat publishes a liveness message for one candidacy. With expect set it
+// lifeTTL is the TTL of a candidacy's liveness message: its TTL rounded up
+// to whole seconds (liveTTL), plus renewalSlack. That much is the most a
+// candidate that stops heartbeating outlives its TTL.
+func lifeTTL(ttl time.Duration) time.Duration {
+	return liveTTL(ttl) + renewalSlack(ttl)
+}
+
+// renewalSlack is 1% of ttl in whole seconds (none below 100 s, 36 s at
+// the longest TTL, an hour): what a candidacy's liveness message lives
+// past its TTL, so that a heartbeat that would move the expiry by no more
+// than that writes nothing (quickHeartbeat): a candidate heartbeating far
+// more often than its TTL needs costs a read, not a write, for most of
+// its heartbeats. Whole seconds because the server counts message TTLs in
+// seconds; none for short TTLs, whose failover time it would lengthen by
+// much of the TTL.
+func renewalSlack(ttl time.Duration) time.Duration {
+	return ttl / 100 / time.Second * time.Second
+}
+
+// beat publishes a liveness message for one candidacy (or timer marker) of
+// ttl, rounded up to whole seconds. With expect set it
 // is conditional on the subject's last sequence being *expect, so that a
 // heartbeat cannot revive a candidacy whose expiry marker is already
 // written. It returns when the message expires.
@@ -303,6 +323,60 @@ func (b *Backend) expiryOf(k beatKey) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.Unix(0, bi.expires), true
+}
+
+// renewed returns when subject's live message expires if that is at least
+// ttl from now on this process's clock, and the server is a standalone
+// embedded one in this process (localHead is set), which times the
+// message on the same clock: then a heartbeat of ttl needs no write
+// (quickHeartbeat), because the message the server already holds expires
+// no sooner than what the heartbeat promises.
+//
+// Why a heartbeat answered without a write still extends the candidacy as
+// far as every replica and a restarted server will see it, so no replica
+// can promote a successor while a leader holds such an answer:
+//   - The message is on the server. Its expiry here is the one this
+//     process gave it (the time before its publish plus its TTL, which the
+//     server counts from when it stored the message, later) or read from
+//     the server (its timestamp plus its TTL); either is no later than the
+//     server's own. Until then the server writes no marker, Run's prompt
+//     expiry deletes nothing (it deletes only a message expired on the
+//     server's clock), and no conditional heartbeat or grant replaces it
+//     with an earlier expiry: every liveness message of a candidacy has the
+//     same TTL, lifeTTL, so a later one expires later. (Versions before
+//     lifeTTL wrote the plain TTL: replicas sharing an embedded server
+//     through its client listener upgrade together, as records already
+//     require.) A resignation
+//     removes the candidate from the record before it purges the message,
+//     and the answer reads the record at a read index fetched after the
+//     heartbeat arrived, as for a written heartbeat.
+//   - Liveness is not leadership, as for every heartbeat: the answer's
+//     state and term come from the record chain, which the skipped write
+//     would not have touched.
+//   - A crash of this process loses nothing the answer relied on: the
+//     message is the server's, not this replica's memory. The in-memory
+//     liveness stream lost with a restart of the server gives every
+//     recorded candidacy a grant of lifeTTL after the loss (epoch.go),
+//     which expires later than any message before the loss, and an empty
+//     subject expires no one while the epoch is not there (the grant
+//     comes first). A known message whose sequence a lost stream reuses
+//     lower is kept over the newer one (remember), so the expiry here can
+//     only be earlier than the server's.
+//   - On a server elsewhere (an external NATS, an embedded cluster's other
+//     members) the message's timestamp is another clock's, so every
+//     heartbeat writes, as before.
+//
+// The client's step-down rule counts its TTL from when it sent the
+// heartbeat, which is before now: the message outlives that too.
+func (b *Backend) renewed(subject string, ttl time.Duration) (time.Time, bool) {
+	if b.localHead == nil {
+		return time.Time{}, false // not a standalone server in this process
+	}
+	at, ok := b.expiry(subject)
+	if !ok || at.Before(time.Now().Add(ttl)) {
+		return time.Time{}, false
+	}
+	return at, true
 }
 
 // liveSeq returns the sequence of subject's live message, if one is known.
