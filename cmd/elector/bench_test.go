@@ -28,7 +28,7 @@ func benchReplicas(t *testing.T, n int) []string {
 
 func TestBenchDrivesEveryModeThenResignsEveryCandidate(t *testing.T) {
 	urls := benchReplicas(t, 2)
-	var stdout, stderr syncBuffer
+	var stdout, stderr servertest.SyncBuffer
 	code := run(context.Background(), []string{"bench",
 		"--gateway", strings.Join(urls, ","), "--output", "json", "--prefix", "t",
 		"--candidates", "12", "--elections", "3", "--ttl", "6s", "--connections", "4",
@@ -86,7 +86,7 @@ func TestBenchDrivesEveryModeThenResignsEveryCandidate(t *testing.T) {
 
 func TestBenchTextSummaryNamesOperationsAndErrors(t *testing.T) {
 	urls := benchReplicas(t, 1)
-	var stdout, stderr syncBuffer
+	var stdout, stderr servertest.SyncBuffer
 	code := run(context.Background(), []string{"bench", "--gateway", urls[0], "--candidates", "0",
 		"--subscribers", "0", "--burst", "4", "--duration", "1m"}, &stdout, &stderr)
 	out := stdout.String()
@@ -112,7 +112,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{[]string{"--gateway", "http://127.0.0.1:1", "--candidates", "0", "--subscribers", "0"}, "nothing to do"},
 	} {
 		t.Setenv(envGateway, "")
-		var stdout, stderr syncBuffer
+		var stdout, stderr servertest.SyncBuffer
 		code := run(context.Background(), append([]string{"bench"}, c.args...), &stdout, &stderr)
 		if code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("bench %v: exit %d, %q; want 2 and %q", c.args, code, stderr.String(), c.want)

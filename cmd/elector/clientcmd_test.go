@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // cli runs one client command in-process and returns its exit code and
 // output.
 func cli(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var stdout, stderr syncBuffer
+	var stdout, stderr servertest.SyncBuffer
 	code := run(context.Background(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
@@ -64,7 +65,7 @@ func TestWatchCommandPrintsOneLinePerEvent(t *testing.T) {
 	g := newTestGateway(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut servertest.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"watch", "--gateway", g.srv.URL, "--election", "e"}, &out, &errOut) }()
 	// Every stream opens with a reset, even of an election not created yet.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/servertest"
 	"github.com/electorhq/elector/internal/testnet"
 )
 
@@ -96,7 +97,7 @@ type member struct {
 	name   string
 	base   string // http://host:port, from its configuration
 	cmd    *exec.Cmd
-	logs   *syncBuffer
+	logs   *servertest.SyncBuffer
 	exited chan struct{}
 }
 
@@ -116,7 +117,7 @@ func startMember(t *testing.T, dir string, args []string) *member {
 	if listen == nil {
 		t.Fatalf("configuration of %q has no listen", args)
 	}
-	m := &member{name: strings.Join(args, " "), base: "http://" + string(listen[1]), logs: &syncBuffer{}, exited: make(chan struct{})}
+	m := &member{name: strings.Join(args, " "), base: "http://" + string(listen[1]), logs: &servertest.SyncBuffer{}, exited: make(chan struct{})}
 	m.cmd = exec.Command(bin, args...)
 	m.cmd.Dir = dir
 	for _, kv := range os.Environ() {
@@ -307,7 +308,7 @@ func TestEmbeddedClusterFormsInAnyStartOrder(t *testing.T) {
 func TestServeWaitingForPeersAnswersProbesAndStopsCleanly(t *testing.T) {
 	isolate(t)
 	listen := testnet.FreeAddr(t)
-	logs := &syncBuffer{}
+	logs := &servertest.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	args := []string{"serve", "--listen", listen, "--log-format", "json",

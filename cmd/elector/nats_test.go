@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/electorhq/elector/internal/testnet"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -12,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/servertest"
+	"github.com/electorhq/elector/internal/testnet"
 
 	"github.com/electorhq/elector/api"
 )
@@ -180,7 +182,7 @@ func TestEmbeddedClusterSurvivesOneMember(t *testing.T) {
 	routes := []string{testnet.FreeAddr(t), testnet.FreeAddr(t), testnet.FreeAddr(t)}
 	type member struct {
 		base string
-		logs *syncBuffer
+		logs *servertest.SyncBuffer
 		stop func() int
 	}
 	members := make([]member, 3)
@@ -198,7 +200,7 @@ func TestEmbeddedClusterSurvivesOneMember(t *testing.T) {
 			"--embedded-cluster-listen", routes[i],
 			"--embedded-routes", strings.Join(others, ","),
 		}
-		logs := &syncBuffer{}
+		logs := &servertest.SyncBuffer{}
 		ctx, cancel := context.WithCancel(context.Background())
 		code := make(chan int, 1)
 		wg.Go(func() { code <- run(ctx, args, io.Discard, logs) })

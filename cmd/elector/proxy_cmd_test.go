@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // TestSidecarProxyReachesTheLeaderAndThenItself: each candidate's sidecar
@@ -19,7 +20,7 @@ import (
 func TestSidecarProxyReachesTheLeaderAndThenItself(t *testing.T) {
 	g := newTestGateway(t)
 	a, b := newUpstream(t, "a"), newUpstream(t, "b")
-	start := func(id string, u *upstream) (*syncBuffer, func() int, string) {
+	start := func(id string, u *upstream) (*servertest.SyncBuffer, func() int, string) {
 		logs, stop := inProcess(t, "--gateway", g.srv.URL, "--election", "e", "--id", id, "--ttl", "3s",
 			"--metadata", string(u.addr()), "--proxy-listen", "127.0.0.1:0")
 		re := regexp.MustCompile(`msg="proxy listening" addr=(\S+)`)
@@ -68,7 +69,7 @@ func TestProxyCommandServesUntilStoppedAndExitsOnARefusal(t *testing.T) {
 	isolateClient(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var logs syncBuffer
+	var logs servertest.SyncBuffer
 	code := make(chan int, 1)
 	go func() {
 		code <- run(ctx, []string{"proxy", "--gateway", g.srv.URL, "--election", "e", "--listen", "127.0.0.1:0"}, &logs, &logs)
@@ -105,7 +106,7 @@ func TestProxyCommandServesUntilStoppedAndExitsOnARefusal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			var out syncBuffer
+			var out servertest.SyncBuffer
 			if c := run(context.Background(), append([]string{"proxy"}, tt.args...), &out, &out); c != tt.code || !strings.Contains(out.String(), tt.want) {
 				t.Fatalf("exit %d, %q; want %d and %q", c, out.String(), tt.code, tt.want)
 			}

@@ -9,9 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/electorhq/elector/client"
 	"github.com/electorhq/elector/internal/proxy"
 )
 
@@ -62,23 +60,4 @@ func campaign(t *testing.T, g *testGateway, id string, metadata json.RawMessage)
 		t.Fatalf("campaign %s: %v", id, err)
 	}
 	return token
-}
-
-// nextEvent returns the next event of a leader's kind (begin, end, error).
-func nextEvent(t *testing.T, events <-chan client.Event) client.Event {
-	t.Helper()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				t.Fatal("the event stream ended")
-			}
-			switch ev.Type {
-			case client.EventLeaderBegin, client.EventLeaderEnd, client.EventLeaderError:
-				return ev
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("no leader event within 20s")
-		}
-	}
 }

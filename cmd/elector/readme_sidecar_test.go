@@ -16,6 +16,7 @@ import (
 
 	"github.com/electorhq/elector/client"
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // readmeExample returns the shell block of README.md after the marker
@@ -36,7 +37,7 @@ func readmeExample(t *testing.T, name string) (script, prints string) {
 // readmeShell runs script with bash, the built elector first on PATH and
 // the test gateway as $ELECTOR_GATEWAY, in its own process group, which
 // the test's cleanup kills with what the script left in the background.
-func readmeShell(t *testing.T, g *testGateway, dir, script string, needs ...string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+func readmeShell(t *testing.T, g *testGateway, dir, script string, needs ...string) (*exec.Cmd, *servertest.SyncBuffer, *servertest.SyncBuffer) {
 	t.Helper()
 	for _, tool := range append([]string{"bash"}, needs...) {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -56,7 +57,7 @@ func readmeShell(t *testing.T, g *testGateway, dir, script string, needs ...stri
 		envGateway+"="+g.srv.URL, envAPIToken+"=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 5 * time.Second // what the script left running holds its output open
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &servertest.SyncBuffer{}, &servertest.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func TestREADMEHealth(t *testing.T) {
 	}
 	var failed client.Event
 	for failed.Type != client.EventLeaderError {
-		failed = nextEvent(t, events)
+		failed = servertest.NextLeaderEvent(t, events)
 	}
 	if want := "health check failed 3 times in a row: exit status 1: " + ok + " is gone"; failed.Data.Detail != want {
 		t.Fatalf("leader.error detail %q; want %q", failed.Data.Detail, want)

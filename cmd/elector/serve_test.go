@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,34 +18,16 @@ import (
 
 	"github.com/electorhq/elector/api"
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/servertest"
 )
-
-// syncBuffer is an io.Writer that several goroutines may write while a
-// test reads what was written.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // startServe runs `elector serve` in-process with JSON logs on a free
 // loopback port and returns the base URL, the logs, and a function that
 // sends the shutdown signal and returns the exit code.
-func startServe(t *testing.T, extra ...string) (base string, logs *syncBuffer, stop func() int) {
+func startServe(t *testing.T, extra ...string) (base string, logs *servertest.SyncBuffer, stop func() int) {
 	t.Helper()
 	isolate(t)
-	logs = &syncBuffer{}
+	logs = &servertest.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
 	code := make(chan int, 1)
@@ -209,7 +189,7 @@ func TestServeExitsWithStatus1WhenTheAddressIsTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	var stderr syncBuffer
+	var stderr servertest.SyncBuffer
 	code := run(context.Background(), []string{"serve", "--listen", ln.Addr().String()}, io.Discard, &stderr)
 	if code != 1 {
 		t.Errorf("exit code %d, want 1", code)

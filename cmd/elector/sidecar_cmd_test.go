@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/servertest"
 	"github.com/electorhq/elector/internal/sidecar"
 )
 
@@ -33,7 +34,7 @@ func TestSidecarRefusesHealthAndProxyFlagsThatCannotWork(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			var stderr syncBuffer
+			var stderr servertest.SyncBuffer
 			code := runSidecar(context.Background(), append([]string{"--gateway", "127.0.0.1:1", "--election", "e", "--id", "a"}, tt.args...), strings.NewReader(""), &stderr, &stderr)
 			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
 				t.Fatalf("exit %d, %q; want 2 and %q", code, stderr.String(), tt.want)
@@ -43,7 +44,7 @@ func TestSidecarRefusesHealthAndProxyFlagsThatCannotWork(t *testing.T) {
 }
 
 // statusAddr waits for the status server's address in logs.
-func statusAddr(t *testing.T, logs *syncBuffer) string {
+func statusAddr(t *testing.T, logs *servertest.SyncBuffer) string {
 	t.Helper()
 	re := regexp.MustCompile(`status server listening" addr=(\S+)`)
 	var addr string
@@ -150,7 +151,7 @@ func TestRunFlagsMapOntoTheSidecarConfig(t *testing.T) {
 // TestRunExitsWithStatus1WhenTheEndCommandFailsEveryAttempt: the host may
 // still act as leader, and elector run says so with its exit status.
 func TestRunExitsWithStatus1WhenTheEndCommandFailsEveryAttempt(t *testing.T) {
-	var out syncBuffer
+	var out servertest.SyncBuffer
 	args := []string{"--console", "--id", "me", "--leader-end-command", "exit 1", "--end-retries", "1", "--end-retry-interval", "1ms"}
 	if code := runSidecar(context.Background(), args, strings.NewReader("LEADER\n"), &out, &out); code != 1 {
 		t.Fatalf("exit code %d, want 1; output:\n%s", code, &out)

@@ -55,9 +55,9 @@ func hookArgs(log string) []string {
 
 // inProcess runs `elector run args…` in-process; stop cancels its context
 // (as SIGTERM would) and returns the exit code.
-func inProcess(t *testing.T, args ...string) (logs *syncBuffer, stop func() int) {
+func inProcess(t *testing.T, args ...string) (logs *servertest.SyncBuffer, stop func() int) {
 	t.Helper()
-	logs = &syncBuffer{}
+	logs = &servertest.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	go func() { code <- runSidecar(ctx, args, strings.NewReader(""), logs, logs) }()
@@ -106,13 +106,13 @@ func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
 // startProcess starts the built elector with args; its output goes to the
 // returned buffer.
-func startProcess(t testing.TB, args ...string) (*exec.Cmd, *syncBuffer) {
+func startProcess(t testing.TB, args ...string) (*exec.Cmd, *servertest.SyncBuffer) {
 	t.Helper()
 	bin, err := builtElector()
 	if err != nil {
 		t.Fatalf("go build: %v", err)
 	}
-	out := &syncBuffer{}
+	out := &servertest.SyncBuffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

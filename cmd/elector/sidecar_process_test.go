@@ -14,6 +14,7 @@ import (
 
 	"github.com/electorhq/elector/client"
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // readPid reads a pid a command wrote to path.
@@ -80,7 +81,7 @@ func TestSidecarKilledLeaderIsReplacedAfterTheTTLAndItsChildDies(t *testing.T) {
 	g := newTestGateway(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
 	logA, logB := filepath.Join(dirA, "log"), filepath.Join(dirB, "log")
-	start := func(id, dir, log string) (*syncBuffer, func() error) {
+	start := func(id, dir, log string) (*servertest.SyncBuffer, func() error) {
 		args := append([]string{"run", "--gateway", g.srv.URL, "--election", "e", "--id", id, "--ttl", "1s"}, hookArgs(log)...)
 		cmd, out := startProcess(t, append(append(args, "--"), supervised(dir)...)...)
 		return out, func() error { return cmd.Process.Signal(syscall.SIGKILL) }

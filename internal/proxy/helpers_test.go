@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,25 +38,6 @@ func newTestGateway(t *testing.T) *testGateway {
 		c.API.RetryHint = api.MinRetryHint // the proxy's stream reconnects at once
 	}))
 	return &testGateway{srv: srv, c: client.New(srv.URL)}
-}
-
-// syncBuffer is an io.Writer that several goroutines may write while a
-// test reads what was written.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // upstream is a leader's application: it answers its name and records the
@@ -200,9 +180,9 @@ func (c *countingGateway) cut(down bool) {
 }
 
 // startProxy serves a proxy of election e following gateways.
-func startProxy(t *testing.T, staleAfter time.Duration, gateways ...string) (*Proxy, *Server, *syncBuffer) {
+func startProxy(t *testing.T, staleAfter time.Duration, gateways ...string) (*Proxy, *Server, *servertest.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &servertest.SyncBuffer{}
 	p := New(Config{Election: "e", Key: "addr", StaleAfter: staleAfter, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	ps, err := Serve(context.Background(), "127.0.0.1:0", p, gateways, nil, time.Second)
 	if err != nil {
@@ -243,25 +223,6 @@ func campaign(t *testing.T, g *testGateway, id string, metadata json.RawMessage)
 		t.Fatalf("campaign %s: %v", id, err)
 	}
 	return token
-}
-
-// nextEvent returns the next event of a leader's kind (begin, end, error).
-func nextEvent(t *testing.T, events <-chan client.Event) client.Event {
-	t.Helper()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				t.Fatal("the event stream ended")
-			}
-			switch ev.Type {
-			case client.EventLeaderBegin, client.EventLeaderEnd, client.EventLeaderError:
-				return ev
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("no leader event within 20s")
-		}
-	}
 }
 
 // dialUpgrade opens a websocket-style upgrade of path through the proxy

@@ -17,6 +17,7 @@ import (
 
 	"github.com/electorhq/elector/client"
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // TestProxyFollowsAHandoverFromTheEventStream: the proxy learns of the new
@@ -61,7 +62,7 @@ func TestProxyFollowsAHandoverFromTheEventStream(t *testing.T) {
 	}
 	var seen []string
 	for len(seen) == 0 || !strings.HasPrefix(seen[len(seen)-1], client.EventLeaderBegin) {
-		ev := nextEvent(t, events)
+		ev := servertest.NextLeaderEvent(t, events)
 		id := ""
 		if ev.Data.Candidate != nil {
 			id = ev.Data.Candidate.ID

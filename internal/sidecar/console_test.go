@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // runConsole runs the console sidecar c until its input ends, and returns
 // its logs and commands' output with Run's error.
-func runConsole(c Config) (*syncBuffer, error) {
-	out := &syncBuffer{}
+func runConsole(c Config) (*servertest.SyncBuffer, error) {
+	out := &servertest.SyncBuffer{}
 	c.Logger = slog.New(slog.NewTextHandler(out, nil))
 	c.Stdout, c.Stderr = out, out
 	s, err := New(c)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/electorhq/elector/client"
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // healthFile is a health command that passes while path exists and
@@ -66,7 +67,7 @@ func TestSidecarFailingHealthCheckHandsLeadershipToTheNextCandidate(t *testing.T
 	var seen []string
 	var failed client.Event
 	for len(seen) == 0 || !strings.HasPrefix(seen[len(seen)-1], client.EventLeaderBegin+" b") {
-		ev := nextEvent(t, events)
+		ev := servertest.NextLeaderEvent(t, events)
 		if ev.Type == client.EventLeaderError {
 			failed = ev
 		}

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -65,25 +64,6 @@ func newTestGateway(t testing.TB) *testGateway {
 	return g
 }
 
-// syncBuffer is an io.Writer that several goroutines may write while a
-// test reads what was written.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // readLines returns the lines of a file the commands append to.
 func readLines(path string) []string {
 	b, _ := os.ReadFile(path)
@@ -121,7 +101,7 @@ func candidate(gateway, id string, ttl time.Duration, log string) Config {
 // running is a sidecar that runs in-process.
 type running struct {
 	*Sidecar
-	logs *syncBuffer // its logs and its commands' output
+	logs *servertest.SyncBuffer // its logs and its commands' output
 	// stop cancels its context (as SIGTERM does to elector run) and
 	// returns what Run returned; it may be called more than once.
 	stop func() error
@@ -131,7 +111,7 @@ type running struct {
 // into the returned logs; the test's cleanup stops it.
 func start(t *testing.T, c Config) *running {
 	t.Helper()
-	r := &running{logs: &syncBuffer{}}
+	r := &running{logs: &servertest.SyncBuffer{}}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(r.logs, nil))
 	}
@@ -162,23 +142,4 @@ func start(t *testing.T, c Config) *running {
 	}
 	t.Cleanup(func() { _ = r.stop() })
 	return r
-}
-
-// nextEvent returns the next event of a leader's kind (begin, end, error).
-func nextEvent(t *testing.T, events <-chan client.Event) client.Event {
-	t.Helper()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				t.Fatal("the event stream ended")
-			}
-			switch ev.Type {
-			case client.EventLeaderBegin, client.EventLeaderEnd, client.EventLeaderError:
-				return ev
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("no leader event within 20s")
-		}
-	}
 }

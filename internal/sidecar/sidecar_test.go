@@ -14,6 +14,7 @@ import (
 
 	"github.com/electorhq/elector/client"
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 func TestSidecarBeginsOnceAndEndsAndResignsOnShutdown(t *testing.T) {
@@ -195,7 +196,7 @@ func TestSidecarSupervisedCommandExitingWhileLeadingIsAnError(t *testing.T) {
 func TestSidecarBacksOffWhileTheGatewayIsUnreachable(t *testing.T) {
 	g := newTestGateway(t)
 	g.blocked.Store(true)
-	logs := &syncBuffer{}
+	logs := &servertest.SyncBuffer{}
 	c := candidate(g.proxy.URL, "a", time.Second, "")
 	c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a := start(t, c)
