@@ -89,7 +89,7 @@ func testConcurrency(t *testing.T, h Harness, b gateway.Backend) {
 				}
 			}
 			if th != "" {
-				if err := be.Resign(ctx, e, id, th); err != nil && !errors.Is(err, gateway.ErrCandidateNotFound) {
+				if err := resignAtLast(be, e, id, th); err != nil {
 					fail("final resign %s: %v", id, err)
 				}
 			}

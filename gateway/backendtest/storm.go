@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // testTransferStorm has candidates of random priorities campaign,
@@ -105,7 +106,7 @@ func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
 				}
 			}
 			if th != "" {
-				if err := be.Resign(ctx, e, id, th); err != nil && !errors.Is(err, gateway.ErrCandidateNotFound) {
+				if err := resignAtLast(be, e, id, th); err != nil {
 					fail("final resign %s: %v", id, err)
 				}
 			}
@@ -137,4 +138,23 @@ func testTransferStorm(t *testing.T, h Harness, b gateway.Backend) {
 		t.Logf("no leadership ended by handover in %s: every leader asked to hand over expired, resigned or failed first", time.Since(begin))
 	}
 	t.Logf("%d candidates over %d replica(s) for %s: %d events; %v", n, len(replicas), time.Since(begin).Round(time.Millisecond), len(streams[0]), counts)
+}
+
+// resignAtLast resigns a storm's candidate once the storm is over, trying
+// again, as a client does after a 503, while the backend answers that it
+// is unavailable (the election contended by the other candidates' last
+// writes, say), for up to a minute. A candidate already gone is resigned.
+func resignAtLast(be gateway.Backend, election, id, tokenHash string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return eventually.Poll(ctx, func() error {
+		err := be.Resign(ctx, election, id, tokenHash)
+		if err == nil || errors.Is(err, gateway.ErrCandidateNotFound) {
+			return nil
+		}
+		if !errors.Is(err, gateway.ErrUnavailable) {
+			cancel() // an answer that waiting will not change
+		}
+		return err
+	})
 }
