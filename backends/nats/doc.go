@@ -208,20 +208,22 @@
 //     the old and granted (epoch.go) before anyone reads it, and replicas
 //     upgrade together, as records already require.
 //
-// A narrower fix, for the standalone embedded server in this process only
-// (localHead set: the server's clock is this process's): a beat answers as
-// a renewal only if its acknowledgement arrived before the replaced
-// message's expiry as this replica knows it (its publish start or stream
-// timestamp plus its TTL, never later than the server's). The beat was
-// stored before its acknowledgement, so before that expiry, so before the
-// check, which then finds the message gone. A later acknowledgement is a
-// revival: the heartbeat deletes its beat by sequence (a marker that
-// removed it first makes that fail, harmlessly), expires the candidacy
-// with Record.Expire, and answers that it has expired. In a cluster the
-// stream leader stamps a message when it proposes it and stores it when
-// the proposal commits, later, so neither the acknowledgement's time nor
-// the message's timestamp orders the store before the check; only step 2
-// above does.
+// A narrower fix looks possible for the standalone embedded server in this
+// process (localHead set: the server's clock is this process's): answer a
+// beat as a renewal only if its acknowledgement arrived before the
+// replaced message's expiry as this replica knows it (never later than
+// the server's), since the beat was then stored before the check; treat a
+// later one as a revival (delete it by sequence, Record.Expire, answer
+// expired). It is not enough on its own: a marker in flight removes every
+// message on the subject, so a second beat conditional on the revived one
+// (a concurrent heartbeat, or the quick path trusting the revived message
+// the tail delivered) passes that test against the revived message's
+// expiry and is removed all the same. Being safe is a property of the
+// subject's history since the last message that expired, which no single
+// acknowledgement shows. In a cluster the stream leader stamps a message
+// when it proposes it and stores it when the proposal commits, later, so
+// neither the acknowledgement's time nor the message's timestamp orders
+// the store before the check at all. Step 2 above needs neither.
 //
 // # Records durability: group commit
 //
