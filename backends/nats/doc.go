@@ -154,8 +154,9 @@
 // (publishBeat), usually within its 30 rounds of 300 subjects, and
 // TestLeaderAnsweredByAHeartbeatKeepsItsLeadershipUntilTheAnswersExpiry
 // through Heartbeat and Run: a leader answered "leader until X" has no
-// leadership half a TTL before X, usually in its first rounds of 150
-// elections (ELECTOR_KNOWN_RACES=1 runs both; they are skipped otherwise). Only a beat
+// leadership half a TTL before X, within 17 of its 30 rounds of 150
+// elections in each of 8 runs (ELECTOR_KNOWN_RACES=1 runs both; they are
+// skipped otherwise). Only a beat
 // stored at or after S's expiry on the server's clock is exposed: the
 // check runs only once S has expired (the timed wheel compares its expiry
 // with the server's clock, and the liveness stream has no MaxAge), and a
