@@ -172,9 +172,49 @@
 // the subject holds only the marker, nothing on the server tells a raced
 // marker from a plain one), or remembering acknowledged beats in the
 // replica (a crash of the replica loses that, and a replica that starts
-// later never saw H: it rebuilds its view from the marker). So the marker
-// cannot stay the proof of death; the decision has to be a write ordered
-// with the heartbeats. The fix this backend should make:
+// later never saw H: it rebuilds its view from the marker). Two fixes
+// hold; neither is built yet.
+//
+// The smaller one keeps the layout and makes a marker prove death only
+// when the replica can vouch for its subject. Every beat a marker M
+// removes was stored before M, so its sequence lies between that of the
+// last message x the replica knows on the subject and M's, and the
+// server stamped it no later than M (one server's clock; in a cluster the
+// stream leader's, up to the skew between members across a change of
+// leader, as for every expiry here). The liveness stream's sequences are
+// dense and Run's tail follows the whole stream in order, so a sequence
+// between x and M that the tail never delivered is a message removed
+// before it was delivered: a beat the marker took, or a message of
+// another subject replaced or purged in time. So:
+//   - the tail records the ranges of sequences it skipped (none on a
+//     healthy consumer: a message is delivered within milliseconds and
+//     replaced seconds later; the load of the last message per subject
+//     when Run starts skips everything before it, which vouches for
+//     nothing earlier);
+//   - a marker whose subject has no skipped sequence between x and M is
+//     x's own expiry: x, and every earlier beat, expired before M was
+//     written, so the candidacy is expired at once, as now (a leader's
+//     prompt expiry, expiry.go, is unchanged: its delete by sequence is
+//     ordered with the beats, see below);
+//   - any other marker, one that Run meets while loading, or one that the
+//     sweep or a heartbeat's slow path (owned, checkAlive) reads from the
+//     stream leader, ends the candidacy only at M's timestamp plus the
+//     candidacy's lifeTTL on the server's clock (read as expiry.go reads
+//     it): no beat it removed promised more. A replica that restarts
+//     rebuilds nothing else and needs nothing it lost;
+//   - an empty subject (the marker aged out after Config.MarkerTTL, under
+//     an unchanged epoch) is dead at once when lifeTTL is at most
+//     MarkerTTL (the marker's age then covers the promise), and otherwise
+//     a lifeTTL after the replica first found it empty.
+//
+// It costs a TTL of failover only where a beat may have been taken, and a
+// heartbeat's slow path still answers the leader that it has expired (its
+// next beat is refused: the marker is the subject's last), so the client
+// stops at once and campaigns again while its old candidacy holds the
+// slot until the promise lapses.
+//
+// The larger one stops relying on the server's markers for candidacies:
+// the decision becomes a write ordered with the heartbeats.
 //
 //  1. Candidacies' liveness moves to a stream without
 //     SubjectDeleteMarkerTTL (timers stay on this one: a timer's subject
@@ -227,7 +267,7 @@
 // acknowledgement shows. In a cluster the stream leader stamps a message
 // when it proposes it and stores it when the proposal commits, later, so
 // neither the acknowledgement's time nor the message's timestamp orders
-// the store before the check at all. Step 2 above needs neither.
+// the store before the check at all. The two fixes above need neither.
 //
 // # Records durability: group commit
 //
