@@ -151,12 +151,12 @@
 // changes nothing (H's store removes S, but after the check).
 // TestAcknowledgedBeatOutlivesTheMarkerOfTheMessageItReplaced reproduces
 // it against an embedded server with the heartbeat's own publish
-// (publishBeat), usually within its 30 rounds of 300 subjects, and
+// (publishBeat), and
 // TestLeaderAnsweredByAHeartbeatKeepsItsLeadershipUntilTheAnswersExpiry
 // through Heartbeat and Run: a leader answered "leader until X" has no
-// leadership half a TTL before X, within 17 of its 30 rounds of 150
-// elections in each of 8 runs (ELECTOR_KNOWN_RACES=1 runs both; they are
-// skipped otherwise). Only a beat
+// leadership half a TTL before X. Each usually fails within its 40 rounds
+// (the second failed in each of 9 runs, after 1 to 19 rounds of 150
+// elections); ELECTOR_KNOWN_RACES=1 runs both, they are skipped otherwise. Only a beat
 // stored at or after S's expiry on the server's clock is exposed: the
 // check runs only once S has expired (the timed wheel compares its expiry
 // with the server's clock, and the liveness stream has no MaxAge), and a

@@ -43,7 +43,7 @@ func TestAcknowledgedBeatOutlivesTheMarkerOfTheMessageItReplaced(t *testing.T) {
 
 	const (
 		subjects = 300
-		rounds   = 30
+		rounds   = 40
 		workers  = 4
 		ttl      = time.Second
 	)
@@ -62,28 +62,14 @@ func TestAcknowledgedBeatOutlivesTheMarkerOfTheMessageItReplaced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The server is in this process: its clock is this one. The
-		// stream is new, so the server's first expiry pass runs when the
+		// The stream is new, so the server's first expiry pass runs when the
 		// first message expires and removes it alone (the others expire
 		// later), and the next pass, which finds all the others expired,
 		// runs 250 ms after it (the least spacing of the passes). Beats
 		// start shortly before that, in the pass's order, and the pass,
 		// faster than they are, catches up with them and crosses its
 		// window on the way.
-		time.Sleep(time.Until(first.Time.Add(ttl)))
-		var pass1 time.Time
-		for {
-			m, err := b.alive.GetLastMsgForSubject(ctx, subject(0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Header.Get(jetstream.MarkerReasonHeader) != "" {
-				pass1 = m.Time
-				break
-			}
-		}
-		lead := time.Duration(round%4+1) * time.Millisecond
-		time.Sleep(time.Until(pass1.Add(250*time.Millisecond - lead)))
+		awaitSecondPass(ctx, t, b, subject(0), first.Time.Add(ttl), round)
 
 		next := make(chan int, subjects)
 		for i := 1; i < subjects; i++ {
@@ -180,7 +166,7 @@ func TestLeaderAnsweredByAHeartbeatKeepsItsLeadershipUntilTheAnswersExpiry(t *te
 
 	const (
 		elections = 150
-		rounds    = 30
+		rounds    = 40
 		workers   = 4
 		ttl       = time.Second
 	)
@@ -199,20 +185,7 @@ func TestLeaderAnsweredByAHeartbeatKeepsItsLeadershipUntilTheAnswersExpiry(t *te
 		// As above: the first expiry pass takes the first leader's message
 		// alone, the next comes 250 ms later; heartbeats start shortly
 		// before it, in the order of the leaders' messages.
-		time.Sleep(time.Until(first.Time.Add(ttl)))
-		var pass1 time.Time
-		for {
-			m, err := b.alive.GetLastMsgForSubject(ctx, b.aliveSubject(election(0), nonce(tokens[0])))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Header.Get(jetstream.MarkerReasonHeader) != "" {
-				pass1 = m.Time
-				break
-			}
-		}
-		lead := time.Duration(round%4+1) * time.Millisecond
-		time.Sleep(time.Until(pass1.Add(250*time.Millisecond - lead)))
+		pass1 := awaitSecondPass(ctx, t, b, b.aliveSubject(election(0), nonce(tokens[0])), first.Time.Add(ttl), round)
 
 		next := make(chan int, elections)
 		for i := 1; i < elections; i++ {
@@ -275,6 +248,28 @@ func TestLeaderAnsweredByAHeartbeatKeepsItsLeadershipUntilTheAnswersExpiry(t *te
 		t.Logf("round %d: %d heartbeats answered leader, every one still leading", round, answered)
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// awaitSecondPass waits until the server's first expiry pass of a new
+// liveness stream has written the marker of subject, whose message (the
+// stream's first with a TTL) expires at expires, and then until shortly
+// before the next pass, 250 ms later: 1 to 4 ms before it, by round. It
+// returns when the marker was stored. The server is in this process, so
+// its clock is this one.
+func awaitSecondPass(ctx context.Context, t *testing.T, b *Backend, subject string, expires time.Time, round int) time.Time {
+	t.Helper()
+	time.Sleep(time.Until(expires))
+	for {
+		m, err := b.alive.GetLastMsgForSubject(ctx, subject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Header.Get(jetstream.MarkerReasonHeader) != "" {
+			lead := time.Duration(round%4+1) * time.Millisecond
+			time.Sleep(time.Until(m.Time.Add(250*time.Millisecond - lead)))
+			return m.Time
 		}
 	}
 }
