@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestElectionLeaderIsElectionWithoutCandidates reads through one replica
@@ -45,8 +46,18 @@ func TestElectionLeaderIsElectionWithoutCandidates(t *testing.T) {
 			t.Fatalf("%s:\n got %+v\nwant %+v", step, got, want)
 		}
 	}
+	// Each read takes a leader's expiry from the liveness replica b has
+	// followed, or from the server when b has not seen the message yet:
+	// the same instant to within the publish, not to the nanosecond. So
+	// the reads begin once b follows both candidacies' messages.
 	x, _ := campaignT(t, a, "lead", "x", time.Minute)
-	campaignT(t, a, "lead", "y", time.Minute)
+	y, _ := campaignT(t, a, "lead", "y", time.Minute)
+	for id, th := range map[string]string{"x": x, "y": y} {
+		eventually.True(t, time.Minute, "replica b following "+id+"'s liveness", func() bool {
+			_, ok := b.expiry(b.aliveSubject("lead", nonce(th)))
+			return ok
+		})
+	}
 	check("x leads", "lead", "x")
 	if _, err := a.ReportError(ctx, "lead", "x", x, "broken"); err != nil {
 		t.Fatal(err)
