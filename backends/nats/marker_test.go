@@ -30,12 +30,11 @@ import (
 // expired, fires a conditional beat on each in the pass's order (by
 // sequence), from several goroutines at once (awaitSecondPass says how
 // the pass is timed); then it looks for a beat that was acknowledged and
-// whose message is gone, replaced by a marker, long before its TTL. It is skipped unless ELECTOR_KNOWN_RACES is set,
-// since it fails while the limit stands.
+// whose message is gone, replaced by a marker, long before its TTL. It
+// is skipped unless ELECTOR_KNOWN_RACES is set, since it fails while the
+// limit stands.
 func TestAcknowledgedBeatOutlivesTheMarkerOfTheMessageItReplaced(t *testing.T) {
-	if os.Getenv("ELECTOR_KNOWN_RACES") == "" {
-		t.Skip("known open race (doc.go, Known limit: a marker racing a heartbeat); set ELECTOR_KNOWN_RACES=1 to run it")
-	}
+	skipKnownRace(t)
 	e := startServer(t, t.TempDir())
 	defer e.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -156,9 +155,7 @@ func TestAcknowledgedBeatOutlivesTheMarkerOfTheMessageItReplaced(t *testing.T) {
 // acknowledged beat is missing then, and any candidate that campaigned
 // would have led. Skipped unless ELECTOR_KNOWN_RACES is set, as above.
 func TestLeaderAnsweredByAHeartbeatKeepsItsLeadershipUntilTheAnswersExpiry(t *testing.T) {
-	if os.Getenv("ELECTOR_KNOWN_RACES") == "" {
-		t.Skip("known open race (doc.go, Known limit: a marker racing a heartbeat); set ELECTOR_KNOWN_RACES=1 to run it")
-	}
+	skipKnownRace(t)
 	e := startServer(t, t.TempDir())
 	defer e.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -271,5 +268,16 @@ func awaitSecondPass(ctx context.Context, t *testing.T, b *Backend, subject stri
 			time.Sleep(time.Until(m.Time.Add(250*time.Millisecond - lead)))
 			return m.Time
 		}
+	}
+}
+
+// skipKnownRace skips a reproduction of the open race of a heartbeat with
+// the server's expiry marker unless ELECTOR_KNOWN_RACES is set: it fails
+// while the limit stands (doc.go, Known limit: a marker racing a
+// heartbeat).
+func skipKnownRace(t *testing.T) {
+	t.Helper()
+	if os.Getenv("ELECTOR_KNOWN_RACES") == "" {
+		t.Skip("known open race (doc.go, Known limit: a marker racing a heartbeat); set ELECTOR_KNOWN_RACES=1 to run it")
 	}
 }
