@@ -29,7 +29,8 @@ type Backend struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	records jetstream.Stream   // election records and their events
-	alive   jetstream.Stream   // liveness messages with per-message TTLs
+	alive   jetstream.Stream   // candidacies' liveness messages with per-message TTLs, no delete markers
+	timers  jetstream.Stream   // timers' markers with per-message TTLs, and the server's delete markers
 	kv      jetstream.KeyValue // the gateway.KV, bucket Stream+"_KV"
 
 	ownConn  bool            // Close closes nc
@@ -116,9 +117,8 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	if err != nil {
 		return nil, fmt.Errorf("nats: jetstream: %w: %w", gateway.ErrUnavailable, err)
 	}
-	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, beats: map[beatKey]beatInfo{}, lease: newQuorumLease()}
-	b.beatSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-	b.watched, b.watchWake = map[beatKey]*watchedLeader{}, make(chan struct{}, 1)
+	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, lease: newQuorumLease()}
+	b.initBeats()
 	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	parent := ctx
@@ -130,7 +130,11 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	}
 	if b.alive, err = b.openAlive(ctx); err != nil {
 		b.cancel()
-		return nil, fmt.Errorf("nats: stream %s_ALIVE: %w", cfg.Stream, translate(err))
+		return nil, fmt.Errorf("nats: stream %s: %w", b.aliveStream(), translate(err))
+	}
+	if b.timers, err = js.CreateOrUpdateStream(ctx, b.timerStreamConfig()); err != nil {
+		b.cancel()
+		return nil, fmt.Errorf("nats: stream %s: %w", b.timerStream(), translate(err))
 	}
 	if err := b.grant(parent); err != nil { // each of its requests bounded by OpTimeout
 		b.cancel()
@@ -141,6 +145,13 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 		return nil, fmt.Errorf("nats: kv bucket %s: %w", b.kvBucket(), err)
 	}
 	return b, nil
+}
+
+// initBeats makes what the backend knows of liveness subjects empty.
+func (b *Backend) initBeats() {
+	b.beats = map[beatKey]beatInfo{}
+	b.beatSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	b.watched, b.watchWake = map[beatKey]*watchedLeader{}, make(chan struct{}, 1)
 }
 
 func newOptions(opts []Option) options {
@@ -170,16 +181,35 @@ func (b *Backend) recordStreamConfig() jetstream.StreamConfig {
 }
 
 // aliveStreamConfig keeps one liveness message per candidacy. Each message
-// carries its candidate's TTL (Nats-TTL); when the last one of a subject
-// expires the server replaces it with a delete marker, which Run sees. It
-// is kept in memory: a heartbeat waits for no disk, and a lost liveness
-// stream costs every candidate one more TTL, never a second leader (see
-// "Liveness durability" in the package doc).
+// carries its candidate's TTL (Nats-TTL), at which the server removes it
+// and writes nothing in its place: the stream has no delete markers, whose
+// store races heartbeats (see "Liveness" in the package doc), so a message
+// leaves it only by its TTL, by a later message on its subject, or by a
+// write of this backend. It is kept in memory: a heartbeat waits for no
+// disk, and a lost liveness stream costs every candidate one more TTL,
+// never a second leader (see "Liveness durability" in the package doc).
 func (b *Backend) aliveStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:                   b.cfg.Stream + "_ALIVE",
-		Description:            "elector: candidate liveness, one message per candidacy with its TTL",
-		Subjects:               []string{b.aliveSubject("*", "*")},
+		Name:              b.aliveStream(),
+		Description:       "elector: candidate liveness, one message per candidacy with its TTL",
+		Subjects:          []string{b.aliveSubject("*", "*")},
+		Storage:           jetstream.MemoryStorage,
+		Replicas:          b.cfg.Replicas,
+		Retention:         jetstream.LimitsPolicy,
+		MaxMsgsPerSubject: 1,
+		AllowMsgTTL:       true,
+	}
+}
+
+// timerStreamConfig keeps one marker per running timer (timers.go) with
+// the timer's length as its TTL; when it expires the server writes a
+// delete marker, which ends the timer. In memory, like the liveness
+// stream: a lost timer runs again whole (sweepTimers).
+func (b *Backend) timerStreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:                   b.timerStream(),
+		Description:            "elector: handover delays, holds and cooldowns, one marker per running timer with its length as TTL",
+		Subjects:               []string{b.timerSubject("*", "*")},
 		Storage:                jetstream.MemoryStorage,
 		Replicas:               b.cfg.Replicas,
 		Retention:              jetstream.LimitsPolicy,
@@ -189,17 +219,22 @@ func (b *Backend) aliveStreamConfig() jetstream.StreamConfig {
 	}
 }
 
-// openAlive creates or updates the liveness stream. One kept on disk by an
-// older version is deleted first, since a stream cannot change its
-// storage: the new one starts without an epoch, so every recorded
-// candidate is granted a full TTL (grant) before anything is decided on
-// it.
+func (b *Backend) aliveStream() string { return b.cfg.Stream + "_ALIVE" }
+func (b *Backend) timerStream() string { return b.cfg.Stream + "_TIMERS" }
+
+// openAlive creates or updates the liveness stream. One an older version
+// made is deleted first: kept on disk (a stream cannot change its
+// storage), or writing delete markers (which held the timers too, and
+// whose markers could remove an acknowledged heartbeat). The new one
+// starts without an epoch, so every recorded candidate is granted a full
+// TTL (grant) before anything is decided on it, and the timers it held
+// run again whole on their own stream (sweepTimers).
 func (b *Backend) openAlive(ctx context.Context) (jetstream.Stream, error) {
 	cfg := b.aliveStreamConfig()
 	old, err := b.js.Stream(ctx, cfg.Name)
 	switch {
-	case err == nil && old.CachedInfo().Config.Storage != cfg.Storage:
-		b.log.LogAttrs(ctx, slog.LevelInfo, "nats: moving the liveness stream to memory storage", slog.String("stream", cfg.Name))
+	case err == nil && (old.CachedInfo().Config.Storage != cfg.Storage || old.CachedInfo().Config.SubjectDeleteMarkerTTL != 0):
+		b.log.LogAttrs(ctx, slog.LevelInfo, "nats: making the liveness stream again, in memory and without delete markers", slog.String("stream", cfg.Name))
 		if err := b.js.DeleteStream(ctx, cfg.Name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil, err
 		}
@@ -217,6 +252,21 @@ func (b *Backend) aliveSubject(election, nonce string) string {
 	return b.cfg.SubjectPrefix + ".alive." + election + "." + nonce
 }
 
+// timerSubject is the subject of a running timer's marker; token names the
+// timer (timers.go).
+func (b *Backend) timerSubject(election, token string) string {
+	return b.cfg.SubjectPrefix + ".timer." + election + "." + token
+}
+
+// livenessOf returns the stream that holds subject, a liveness or a timer
+// subject, and its name.
+func (b *Backend) livenessOf(subject string) (jetstream.Stream, string) {
+	if strings.HasPrefix(subject, b.cfg.SubjectPrefix+".timer.") {
+		return b.timers, b.timerStream()
+	}
+	return b.alive, b.aliveStream()
+}
+
 // electionOf returns the election of a record subject.
 func (b *Backend) electionOf(subject string) string {
 	return strings.TrimPrefix(subject, b.cfg.SubjectPrefix+".election.")
@@ -224,7 +274,16 @@ func (b *Backend) electionOf(subject string) string {
 
 // aliveParts splits a liveness subject into its election and nonce.
 func (b *Backend) aliveParts(subject string) (election, nonce string, ok bool) {
-	rest, ok := strings.CutPrefix(subject, b.cfg.SubjectPrefix+".alive.")
+	return b.subjectParts(subject, ".alive.")
+}
+
+// timerParts splits a timer subject into its election and token.
+func (b *Backend) timerParts(subject string) (election, token string, ok bool) {
+	return b.subjectParts(subject, ".timer.")
+}
+
+func (b *Backend) subjectParts(subject, kind string) (election, last string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, b.cfg.SubjectPrefix+kind)
 	if !ok {
 		return "", "", false
 	}
@@ -265,12 +324,16 @@ func (b *Backend) connected() error {
 }
 
 // Ping reports whether the backend can serve writes now: connected to NATS
-// and able to reach the leaders of both streams every write goes through,
-// the records stream and the liveness stream (a campaign writes both, a
-// heartbeat the liveness stream). On a cluster each has its own leader: a
+// and able to reach the leaders of the streams writes go through, the
+// records stream, the liveness stream and the timers stream (a campaign
+// writes the first two, a heartbeat the liveness stream, a transition that
+// starts a timer the third). On a cluster each has its own leader: a
 // member that led only the liveness stream can be gone while the records
 // stream answers, and every heartbeat then times out until the others
-// elect a new one. Errors: gateway.ErrUnavailable.
+// elect a new one. It also refuses a liveness stream that writes delete
+// markers (an older version's layout, or one changed by hand): its expiries
+// could not be trusted (see "Liveness" in the package doc). Errors:
+// gateway.ErrUnavailable.
 func (b *Backend) Ping(ctx context.Context) error {
 	if b.isClosed() {
 		return fmt.Errorf("nats: ping: backend closed: %w", gateway.ErrUnavailable)
@@ -281,20 +344,25 @@ func (b *Backend) Ping(ctx context.Context) error {
 	for _, s := range []struct {
 		stream jetstream.Stream
 		name   string
-	}{{b.records, b.cfg.Stream}, {b.alive, b.cfg.Stream + "_ALIVE"}} {
+	}{{b.records, b.cfg.Stream}, {b.alive, b.aliveStream()}, {b.timers, b.timerStream()}} {
+		ictx, cancel := b.opContext(ctx)
+		info, err := s.stream.Info(ictx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("nats: ping: stream %s: %w", s.name, translate(err))
+		}
+		if s.stream == b.alive && info.Config.SubjectDeleteMarkerTTL != 0 {
+			return fmt.Errorf("nats: ping: stream %s writes delete markers (subject_delete_marker_ttl %s), which can remove an acknowledged heartbeat: "+
+				"it was made or changed by another version; stop every replica of the older version and restart this one, which makes it again: %w",
+				s.name, info.Config.SubjectDeleteMarkerTTL, gateway.ErrUnavailable)
+		}
 		if b.cfg.Replicas == 1 {
-			ictx, cancel := b.opContext(ctx)
-			_, err := s.stream.Info(ictx)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("nats: ping: stream %s: %w", s.name, translate(err))
-			}
 			continue
 		}
 		// A member cut off from the others still answers the stream info
 		// itself while it thinks it leads: ready only if its leader hears
 		// from a quorum (quorum.go), as reads and writes require.
-		heard, err := b.streamHeard(ctx, s.stream, s.name)
+		heard, err := quorumSilence(info.Cluster, s.name)
 		if err != nil {
 			return fmt.Errorf("nats: ping: %w", err)
 		}

@@ -54,8 +54,9 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 
 // Heartbeat implements gateway.Backend. It republishes the candidacy's
 // liveness message, conditional on the subject's last message being the
-// live one it knows of: if the server has written the expiry marker in
-// between, the heartbeat fails and the candidate is gone.
+// live one it knows of: if the message expired and left meanwhile (or a
+// replica deleted it, deciding the candidacy's expiry: expiry.go), the
+// heartbeat fails and the candidate is gone.
 //
 // With Run running, a heartbeat is one publish (quick): the candidate and
 // the live message's sequence come from the view, and the answer from the
@@ -90,7 +91,7 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 		}
 		exp, err := b.beat(ctx, subject, lifeTTL(e.TTL), &seq)
 		if isConflict(err) {
-			continue // a concurrent heartbeat, or the expiry marker: look again
+			continue // a concurrent heartbeat, or the message left: look again
 		}
 		if err != nil {
 			return gateway.Status{}, fmt.Errorf("nats: heartbeat %q: %w", election, translate(err))
@@ -148,7 +149,7 @@ func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, i
 	}
 	switch {
 	case isConflict(err):
-		return gateway.Status{}, false, nil // a marker, or a beat through another replica
+		return gateway.Status{}, false, nil // the message left, or a beat through another replica
 	case err != nil:
 		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, translate(err))
 	case ierr != nil:

@@ -53,8 +53,8 @@ type Config struct {
 	CertFile, KeyFile string
 
 	// Stream is the name of the stream holding election records; the
-	// liveness stream is named Stream+"_ALIVE" and the KV bucket
-	// Stream+"_KV". Default "ELECTOR".
+	// liveness stream is named Stream+"_ALIVE", the timers stream
+	// Stream+"_TIMERS" and the KV bucket Stream+"_KV". Default "ELECTOR".
 	Stream string
 	// SubjectPrefix is the first token of every subject the backend uses.
 	// Default "elector".
@@ -65,12 +65,13 @@ type Config struct {
 	// History is how many records of each election the stream keeps, and so
 	// how far back a watcher can resume. Default 1000.
 	History int
-	// MarkerTTL is how long the server keeps the marker it writes when a
-	// candidate's liveness, or a timer's marker, expires. Default one
-	// minute.
+	// MarkerTTL is how long the server keeps the delete marker it writes
+	// when a timer's marker expires, and how long a deleted key's marker
+	// stays in the KV bucket. Default one minute.
 	MarkerTTL time.Duration
 	// SweepInterval is how often Run checks that every candidate still has
-	// a liveness message, in case a marker was missed. Default 5s.
+	// a liveness message, in case its expiry was missed, and that every
+	// running timer still has its marker. Default 5s.
 	SweepInterval time.Duration
 	// OpTimeout bounds each JetStream request made without a deadline of
 	// its own. Default 5s.

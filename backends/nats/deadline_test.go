@@ -11,7 +11,9 @@ import (
 // earliest over every election's latest record, moves when a record moves
 // it, and a taken deadline is not taken twice.
 func TestDeadlinesFollowTheLatestRecord(t *testing.T) {
-	r := newReconciler(&Backend{})
+	b := &Backend{}
+	b.initBeats()
+	r := newReconciler(b)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cooling := func(name string, seq uint64, until time.Time) stored {
 		rec := gateway.NewRecord(name, gateway.DefaultSettings())

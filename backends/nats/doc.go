@@ -21,12 +21,12 @@
 //
 // # Layout
 //
-// Two streams, named after Config.Stream (default ELECTOR) with subjects
+// Three streams, named after Config.Stream (default ELECTOR) with subjects
 // under Config.SubjectPrefix (default elector):
 //
-//	ELECTOR        elector.election.<election>         one message per transition
-//	ELECTOR_ALIVE  elector.alive.<election>.<nonce>    one liveness message per candidacy
-//	               elector.alive.<election>._<timer>   one marker per running timer (see Timers)
+//	ELECTOR         elector.election.<election>         one message per transition
+//	ELECTOR_ALIVE   elector.alive.<election>.<nonce>    one liveness message per candidacy
+//	ELECTOR_TIMERS  elector.timer.<election>._<timer>   one marker per running timer (see Timers)
 //
 // A record message is JSON {"v":2,"record":{…},"events":[…],"prev":<seq>}
 // (values.go describes the form; version 1 records are still read, but
@@ -67,34 +67,63 @@
 //
 // NATS KV's per-key TTL is set at create time only, so it cannot carry a
 // lease that each heartbeat renews. Instead each candidacy has its own
-// subject on the liveness stream (AllowMsgTTL, MaxMsgsPerSubject 1,
-// SubjectDeleteMarkerTTL). Campaign and every heartbeat publish a message
-// with Nats-TTL set to the candidate's TTL, rounded up to whole seconds
-// (the server's unit), plus 1% of it in whole seconds for TTLs of 100 s
-// and more (lifeTTL), which replaces the previous one. When heartbeats
-// stop, the server removes the last message at its TTL and writes a delete
-// marker on the subject. The reconciler (Run) follows the liveness stream
-// and, on a marker, applies Record.Expire with compare-and-set; whichever
-// replica gets there first wins, the others find nothing left to do. The
-// server's clock, not a replica's, decides when a candidate is dead. The
-// server's expiry timer can run up to 250 ms late; for a leader with a
-// follower in line, Run does not wait for it: once the leader's message
-// has expired on the server's clock it deletes the message by its
-// sequence, which a heartbeat that replaced it makes fail, and expires the
-// candidacy itself (expiry.go says why that is as safe as the marker).
-// Entry.ExpiresAt is therefore zero in stored records; snapshots fill it
-// from the liveness message.
+// subject on the liveness stream (AllowMsgTTL, MaxMsgsPerSubject 1, no
+// delete markers). Campaign and every heartbeat publish a message with
+// Nats-TTL set to the candidate's TTL, rounded up to whole seconds (the
+// server's unit), plus 1% of it in whole seconds for TTLs of 100 s and
+// more (lifeTTL), which replaces the previous one. When heartbeats stop,
+// the server removes the last message at its TTL, and writes nothing in
+// its place.
 //
-// The nonce in the subject is a hash of the candidacy's token hash: a late
-// marker of a resigned candidacy cannot expire a new candidacy with the
-// same id, and the subject reveals nothing that checks a token. A
+// A candidacy is dead only once a write ordered with its heartbeats says
+// so. Run times every candidacy of the records by its last message's
+// expiry (timestamp plus TTL) and then asks the server (expiry.go): a
+// message still there and expired on the server's clock is deleted by its
+// sequence, and the candidacy expired once the delete succeeded; an empty
+// subject (under an unchanged epoch, see below) is dead at once. Every
 // heartbeat publishes with Nats-Expected-Last-Subject-Sequence set to the
-// live message it read, so it cannot revive a candidacy whose marker is
-// already written. Campaign publishes the liveness message before the
-// record, so a candidate in a record always had one; every
-// Config.SweepInterval Run reads the liveness of candidates it does not
-// know to be alive and expires those whose message is gone, which covers
-// markers missed while no replica ran.
+// live message it read, and the stream checks it in the same order as the
+// delete: a heartbeat stored first makes the delete fail, a delete stored
+// first makes every later heartbeat on that sequence fail. So no heartbeat
+// the server acknowledged is outlived by the expiry of its candidacy, and
+// Record.Expire (under compare-and-set, whichever replica gets there
+// first) promotes no successor while a leader's answer still holds. The
+// server's clock, not a replica's, decides when a candidate is dead; a
+// replica's only says when to ask. Entry.ExpiresAt is therefore zero in
+// stored records; snapshots fill it from the liveness message.
+//
+// Why the liveness stream has no delete markers (SubjectDeleteMarkerTTL),
+// as it had in earlier versions, whose Run expired a candidacy on the
+// server's marker: nats-server (v2.15.2, both stores) decides under its
+// store's lock that an expired message is its subject's last, releases
+// the lock, and only then stores the marker, with Nats-Rollup: sub, which
+// removes every message on the subject. A heartbeat conditional on the
+// expired message that is checked and stored in between (under the
+// stream's isolation lock, not the store's) is acknowledged, "leader
+// until now plus a TTL", and then removed by the marker, on which the
+// next candidate was promoted: two leaders. The window is microseconds
+// standalone and a raft round trip in a cluster, and only a beat stored
+// at or after the expiry (two heartbeats missed) is exposed; nothing on
+// the server tells such a marker from a plain one afterwards. Without
+// markers the server removes an expired message under its store's lock
+// and writes nothing, so only this backend's own conditional writes end
+// a candidacy. TestLeaderAnsweredByAHeartbeatKeepsItsLeadershipUntilTheAnswersExpiry
+// and TestAcknowledgedBeatOutlivesItsTTL aim heartbeats at the server's
+// expiry pass. A liveness stream of the earlier layout is made again
+// without markers when a replica of this version starts (openAlive, then
+// granted: every candidate gets a full TTL), Ping refuses one that has
+// markers again (another version changed it back), and a marker found on
+// a candidacy's subject decides nothing. Timers keep markers on a stream
+// of their own (see Timers), where no conditional writer races them.
+//
+// The nonce in the subject is a hash of the candidacy's token hash: a
+// resigned candidacy's late expiry cannot touch a new candidacy with the
+// same id, and the subject reveals nothing that checks a token. Campaign
+// publishes the liveness message before the record, so a candidate in a
+// record always had one; every Config.SweepInterval Run reads the
+// liveness of candidates it does not know to be alive and expires those
+// whose subject is empty, which covers expiries missed while no replica
+// ran.
 //
 // # Liveness durability
 //
@@ -123,151 +152,8 @@
 // not safety. A client never acts as leader on the gateway's word alone:
 // its step-down rule runs on its own clock from its last successful
 // heartbeat, so a leader cut off during the loss has stepped down by
-// itself, and if it comes back it is told the term it holds. Markers (an
-// expiry that happened in the current stream) are acted on as before.
-//
-// # Known limit: a marker racing a heartbeat
-//
-// The argument above takes the server's delete marker as proof that the
-// candidacy's last message expired. It is not, and today this can make two
-// leaders. nats-server (v2.15.2, both stores: memStore.expireMsgs and
-// fileStore.expireMsgs) expires a message S of a stream with
-// SubjectDeleteMarkerTTL in three steps: under the store's lock it loads S
-// and asks shouldProcessSdmLocked whether S is its subject's last message;
-// it releases the lock; then handleRemovalOrSdm stores a marker on the
-// subject, unconditionally, with Nats-Rollup: sub, through the stream's
-// ordinary publish path (processJetStreamMsg on a standalone server,
-// processClusteredInboundMsg, a raft proposal of the stream leader, in a
-// cluster). The rollup removes every message on the subject. A heartbeat
-// H conditional on S whose check and store (under the stream's isolation
-// lock, not the store's) fall between the first and the last step is
-// stored and acknowledged, and then removed by the marker. The candidate
-// was answered with an expiry a TTL ahead; Run sees the marker and expires
-// it; the next candidate is promoted while the old leader acts on its
-// answer. The window is the time from the check to the marker's store:
-// microseconds standalone (a marker waits for the isolation lock that H
-// holds), a raft round trip in a cluster. The fileStore path is the same
-// code, so a liveness stream on disk would not help; MaxMsgsPerSubject 1
-// changes nothing (H's store removes S, but after the check).
-// TestAcknowledgedBeatOutlivesTheMarkerOfTheMessageItReplaced reproduces
-// it against an embedded server with the heartbeat's own publish
-// (publishBeat), and
-// TestLeaderAnsweredByAHeartbeatKeepsItsLeadershipUntilTheAnswersExpiry
-// through Heartbeat and Run: a leader answered "leader until X" has no
-// leadership half a TTL before X. Each usually fails within its 40 rounds
-// (the second failed in each of 9 runs, after 1 to 19 rounds of 150
-// elections); ELECTOR_KNOWN_RACES=1 runs both, they are skipped otherwise. Only a beat
-// stored at or after S's expiry on the server's clock is exposed: the
-// check runs only once S has expired (the timed wheel compares its expiry
-// with the server's clock, and the liveness stream has no MaxAge), and a
-// beat stored before the check removed S under the store's lock, so the
-// check finds S gone and writes no marker. So a leader that heartbeats
-// at TTL/3 is exposed only after two missed heartbeats, when its client
-// is already close to its own step-down deadline; the answer it gets still
-// promises a whole TTL more. The quick path (renewed) is exposed the same
-// way, through the message it trusts: that message can itself be a beat a
-// marker of its predecessor removed.
-//
-// What does not fix it: checking the subject after the marker (H is gone,
-// the subject holds only the marker, nothing on the server tells a raced
-// marker from a plain one), or remembering acknowledged beats in the
-// replica (a crash of the replica loses that, and a replica that starts
-// later never saw H: it rebuilds its view from the marker). Two fixes
-// hold; neither is built yet.
-//
-// The smaller one keeps the layout and makes a marker prove death only
-// when the replica can vouch for its subject. Every beat a marker M
-// removes was stored before M, so its sequence lies between that of the
-// last message x the replica knows on the subject and M's, and the
-// server stamped it no later than M (one server's clock; in a cluster the
-// stream leader's, up to the skew between members across a change of
-// leader, as for every expiry here). The liveness stream's sequences are
-// dense and Run's tail follows the whole stream in order, so a sequence
-// between x and M that the tail never delivered is a message removed
-// before it was delivered: a beat the marker took, or a message of
-// another subject replaced or purged in time. So:
-//   - the tail records the ranges of sequences it skipped (none on a
-//     healthy consumer: a message is delivered within milliseconds and
-//     replaced seconds later; the load of the last message per subject
-//     when Run starts skips everything before it, which vouches for
-//     nothing earlier);
-//   - a marker whose subject has no skipped sequence between x and M is
-//     x's own expiry: x, and every earlier beat, expired before M was
-//     written, so the candidacy is expired at once, as now (a leader's
-//     prompt expiry, expiry.go, is unchanged: its delete by sequence is
-//     ordered with the beats, see below);
-//   - any other marker, one that Run meets while loading, or one that the
-//     sweep or a heartbeat's slow path (owned, checkAlive) reads from the
-//     stream leader, ends the candidacy only at M's timestamp plus the
-//     candidacy's lifeTTL on the server's clock (read as expiry.go reads
-//     it): no beat it removed promised more. A replica that restarts
-//     rebuilds nothing else and needs nothing it lost;
-//   - an empty subject (the marker aged out after Config.MarkerTTL, under
-//     an unchanged epoch) is dead at once when lifeTTL is at most
-//     MarkerTTL (the marker's age then covers the promise), and otherwise
-//     a lifeTTL after the replica first found it empty.
-//
-// It costs a TTL of failover only where a beat may have been taken, and a
-// heartbeat's slow path still answers the leader that it has expired (its
-// next beat is refused: the marker is the subject's last), so the client
-// stops at once and campaigns again while its old candidacy holds the
-// slot until the promise lapses.
-//
-// The larger one stops relying on the server's markers for candidacies:
-// the decision becomes a write ordered with the heartbeats.
-//
-//  1. Candidacies' liveness moves to a stream without
-//     SubjectDeleteMarkerTTL (timers stay on this one: a timer's subject
-//     has no conditional writer that a marker could race, and racing
-//     writers of one transition publish the same <until>, so the same
-//     expiry). There the server removes an expired message under its
-//     store's lock and writes nothing; no acknowledged message is ever
-//     removed before its TTL except by a write of this backend.
-//  2. A candidacy is dead only once a replica has stored a death mark on
-//     its subject, conditional (Nats-Expected-Last-Subject-Sequence) on the
-//     subject's last sequence being that of a message expired on the
-//     server's clock, or 0 when the subject is empty, with Nats-TTL
-//     Config.MarkerTTL; Record.Expire follows only a stored mark. A
-//     conditional publish is checked and stored under the stream's
-//     isolation lock (standalone) or in the stream leader's proposal order
-//     with its in-flight subject sequences (cluster), the same order the
-//     records chain relies on, and a heartbeat is the same kind of write:
-//     a mark stored first makes every later beat conditional on the older
-//     message fail, and a beat stored first makes the mark fail, since the
-//     subject's last sequence is then the beat's. So no beat acknowledged
-//     before the mark is outlived by a promotion. expiry.go's delete by
-//     sequence already decides this way for leaders with a follower in
-//     line; it becomes the only way.
-//  3. Run learns of expiries by timing every candidacy it watches from
-//     the view (timestamp plus TTL of its last message, as expiry.go does
-//     for leaders) and asking the server then; the sweep covers the rest
-//     every SweepInterval. A replica that restarts and rebuilds its view
-//     decides nothing from what it did not see: it finds a live message
-//     (alive), a death mark (dead, someone decided), or an empty subject
-//     (dead only under an unchanged epoch, and only once its own mark
-//     conditional on 0 is stored, which a beat stored meanwhile makes
-//     fail). A lost in-memory stream is the epoch's grant, as now.
-//  4. Upgrade: replicas of the old layout expire on markers of the old
-//     stream and would not see the new one; the new stream is made beside
-//     the old and granted (epoch.go) before anyone reads it, and replicas
-//     upgrade together, as records already require.
-//
-// A narrower fix looks possible for the standalone embedded server in this
-// process (localHead set: the server's clock is this process's): answer a
-// beat as a renewal only if its acknowledgement arrived before the
-// replaced message's expiry as this replica knows it (never later than
-// the server's), since the beat was then stored before the check; treat a
-// later one as a revival (delete it by sequence, Record.Expire, answer
-// expired). It is not enough on its own: a marker in flight removes every
-// message on the subject, so a second beat conditional on the revived one
-// (a concurrent heartbeat, or the quick path trusting the revived message
-// the tail delivered) passes that test against the revived message's
-// expiry and is removed all the same. Being safe is a property of the
-// subject's history since the last message that expired, which no single
-// acknowledgement shows. In a cluster the stream leader stamps a message
-// when it proposes it and stores it when the proposal commits, later, so
-// neither the acknowledgement's time nor the message's timestamp orders
-// the store before the check at all. The two fixes above need neither.
+// itself, and if it comes back it is told the term it holds. Expiries in
+// the current stream are decided as before.
 //
 // # Records durability: group commit
 //
@@ -299,12 +185,11 @@
 // reads and writes are gateway.Record.EngineTimed, whose Advance leaves
 // them alone, and HandoverUntil and CooldownUntil are kept only as the
 // (approximate) times shown to users. Instead each running timer has a
-// marker on the liveness stream, on a subject no candidacy can have
-// (timers.go):
+// marker on the timers stream, which writes delete markers (timers.go):
 //
-//	elector.alive.<election>._h<term>-<until>          a handover delay
-//	elector.alive.<election>._p<term>-<until>          a failed or demoted holder's promise
-//	elector.alive.<election>._c<nonce>-<until>         a candidate's cooldown
+//	elector.timer.<election>._h<term>-<until>          a handover delay
+//	elector.timer.<election>._p<term>-<until>          a failed or demoted holder's promise
+//	elector.timer.<election>._c<nonce>-<until>         a candidate's cooldown
 //
 // where <until> is the recorded end in Unix nanoseconds, so a late marker
 // of an earlier timer never ends a later one, and <term> is that of the
@@ -335,9 +220,10 @@
 //     SweepInterval for a marker it does not know alive) and ends the
 //     timer then: late, never early. After Config.MarkerTTL the delete
 //     marker is gone too, and the next point applies.
-//   - A marker that is gone altogether (the in-memory liveness stream lost
-//     with a restart of the NATS servers, or a record written by a version
-//     without markers) ends nothing: the sweep publishes a new marker of
+//   - A marker that is gone altogether (the in-memory timers stream lost
+//     with a restart of the NATS servers, made again by the sweep; a
+//     record written by a version without markers, or whose markers were
+//     on the liveness stream) ends nothing: the sweep publishes a new marker of
 //     the full delay, or of what the record says is left if that is
 //     longer, conditional on the subject being empty. The timer then ends
 //     at most one full delay and a sweep interval later than it would
@@ -380,8 +266,8 @@
 // watch delivered, which are the stream's state at the last sequence it
 // delivered, and the records this replica wrote that it has not delivered
 // yet. It follows the liveness stream the same way and keeps, per
-// candidacy, its live message's sequence and expiry (or that its marker
-// came). Election, ElectionLeader, Elections, CountElections,
+// candidacy, its live message's sequence and expiry (or that it was
+// deleted at its expiry); and the timers stream, for the timers' ends. Election, ElectionLeader, Elections, CountElections,
 // CountCandidates and heartbeat answers read the view; nothing per
 // request creates a consumer.
 //
@@ -425,15 +311,14 @@
 // Why this neither revives a dead candidate nor tells a deposed leader it
 // leads:
 //   - The publish is conditional on the live message the replica knows
-//     being still the subject's last. If the server has since written the
-//     expiry marker (or a purge removed the message, or a beat through
-//     another replica replaced it), the publish is refused and the
+//     being still the subject's last. If the message has since left (by
+//     its TTL, a replica's delete at its expiry, a purge), or a beat
+//     through another replica replaced it, the publish is refused and the
 //     heartbeat takes the slow path, which reads the subject from the
 //     stream leader and finds the candidate expired. A stale sequence only
-//     costs the slow path; it can never make a refused beat succeed.
-//     A beat stored after the server decided to write the marker, before
-//     the marker is stored, is acknowledged and then removed by it: see
-//     Known limit below.
+//     costs the slow path; it can never make a refused beat succeed. A
+//     beat the server stored stays until its own TTL unless a later beat
+//     replaces it (see Liveness: no delete marker removes it).
 //   - Liveness is not leadership. The leader slot and the term are in the
 //     record, written only by compare-and-set on the record chain (see
 //     above); a heartbeat writes no record except, when a deadline passed,

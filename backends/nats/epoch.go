@@ -41,7 +41,7 @@ func (b *Backend) epoch(ctx context.Context) (string, error) {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return "", nil
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		b.log.LogAttrs(ctx, slog.LevelWarn, "nats: liveness stream gone; creating it again", slog.String("stream", b.cfg.Stream+"_ALIVE"))
+		b.log.LogAttrs(ctx, slog.LevelWarn, "nats: liveness stream gone; creating it again", slog.String("stream", b.aliveStream()))
 		if _, err := b.js.CreateOrUpdateStream(ctx, b.aliveStreamConfig()); err != nil {
 			return "", translate(err)
 		}
@@ -86,7 +86,7 @@ func (b *Backend) grant(ctx context.Context) error {
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
 	_, err = b.js.Publish(ctx, b.epochSubject(), []byte(hex.EncodeToString(id)),
-		jetstream.WithExpectStream(b.cfg.Stream+"_ALIVE"), jetstream.WithExpectLastSequencePerSubject(0))
+		jetstream.WithExpectStream(b.aliveStream()), jetstream.WithExpectLastSequencePerSubject(0))
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("nats: grant: epoch: %w", translate(err))
 	}
@@ -96,14 +96,18 @@ func (b *Backend) grant(ctx context.Context) error {
 }
 
 // checkAlive reads a candidacy's liveness from the stream leader for a
-// decision that may expire it. alive is false when its last message is
-// the expiry marker (seq is then the marker's), or when the subject is
+// decision that may expire it. alive is false only when the subject is
 // empty in a liveness stream whose epoch was there before the read and is
-// the same after it; a liveness stream without an epoch is granted first,
-// and the subject read again. Errors: gateway.ErrUnavailable.
+// the same after it: every message the subject had then left by its TTL
+// or by a write of this backend made after that TTL (expiry.go), never
+// by the server's delete marker (the liveness stream writes none), so no
+// heartbeat acknowledged on it promised more. A liveness stream without
+// an epoch is granted first, and the subject read again. seq is the
+// subject's last sequence while alive. Errors: gateway.ErrUnavailable,
+// also for a delete marker on the subject (errMarker).
 func (b *Backend) checkAlive(ctx context.Context, subject string) (seq uint64, alive bool, err error) {
-	seq, _, alive, err = b.lastBeat(ctx, subject)
-	if err != nil || alive || seq > 0 {
+	seq, alive, err = b.candidacyBeat(ctx, subject)
+	if err != nil || alive {
 		return seq, alive, err
 	}
 	for range 3 {
@@ -117,8 +121,8 @@ func (b *Backend) checkAlive(ctx context.Context, subject string) (seq uint64, a
 			}
 			continue
 		}
-		seq, _, alive, err := b.lastBeat(ctx, subject)
-		if err != nil || alive || seq > 0 {
+		seq, alive, err := b.candidacyBeat(ctx, subject)
+		if err != nil || alive {
 			return seq, alive, err
 		}
 		after, err := b.epoch(ctx)
@@ -131,3 +135,20 @@ func (b *Backend) checkAlive(ctx context.Context, subject string) (seq uint64, a
 	}
 	return 0, false, fmt.Errorf("nats: liveness of %s: the liveness stream keeps changing: %w", subject, gateway.ErrUnavailable)
 }
+
+// candidacyBeat is lastBeat for a candidacy's subject, where a delete
+// marker is no answer (errMarker): it could have removed a heartbeat that
+// was acknowledged, so neither its presence nor the empty subject it
+// leaves behind shows that the candidacy's last promise lapsed.
+func (b *Backend) candidacyBeat(ctx context.Context, subject string) (seq uint64, alive bool, err error) {
+	seq, _, alive, err = b.lastBeat(ctx, subject)
+	if err == nil && !alive && seq > 0 {
+		return 0, false, fmt.Errorf("nats: liveness of %s: %w", subject, errMarker)
+	}
+	return seq, alive, err
+}
+
+// errMarker is a delete marker found on a candidacy's liveness subject,
+// which only a liveness stream of another version's layout has (Ping
+// refuses it, openAlive makes it again).
+var errMarker = fmt.Errorf("a delete marker on a liveness subject: the liveness stream has another version's layout: %w", gateway.ErrUnavailable)

@@ -12,52 +12,65 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// Prompt expiry of leaders.
+// Expiry of candidacies.
 //
-// The server removes a liveness message at its TTL by a timer that, once it
-// has fired, does not fire again for at least 250 ms (nats-server's memory
-// store spaces its expiry checks so). When it fires at the expiry of a
-// message that a heartbeat has since replaced, and the next expiry is
-// nearer than that, the next one is handled up to 250 ms late: a leader
-// that heartbeated within 250 ms of its campaign and then crashed (the
-// first failover after a start, in every run of the failover benchmark),
-// or one whose expiry falls just after another candidacy's replaced one,
-// was expired up to 250 ms past its TTL. For a follower nothing waits on
-// it; for a leader with a follower in line it is the failover time.
+// The liveness stream writes no delete markers (see "Liveness" in the
+// package doc), so nothing tells a replica that a candidacy's last
+// message expired: Run times every candidacy of the records it holds, by
+// the expiry of its last liveness message (its timestamp plus its TTL, as
+// the followed stream or a publish's acknowledgement tells), and when
+// that passes asks the server and decides:
+//   - the subject's last message is still there, and has expired on the
+//     server's clock (read from the timestamp of a message it publishes on
+//     the clock subject; the server's own removal runs up to 250 ms late):
+//     Run deletes it by its sequence, and expires the candidacy once the
+//     delete succeeded;
+//   - the subject is empty in a liveness stream whose epoch was the same
+//     before the read and after it (epoch.go): the message left by its
+//     TTL, or by another replica's delete, and the candidacy is expired;
+//   - a newer message: the candidacy heartbeated, and is timed again by it.
 //
-// So Run watches the liveness of every holder with a follower in line (the
-// view tells who holds, the followed liveness stream when its message
-// expires) and, when that expiry passes without a marker, asks the server:
-// it reads the leader's last liveness message from the stream leader and,
-// if that has expired on the server's clock (read from the timestamp of a
-// message it publishes on the clock subject), deletes it by its sequence
-// and expires the candidacy as a marker would.
-//
-// Why this neither expires a leader early nor revives one:
-//   - The decision compares the server's clock with the expiry the server
-//     gave the message (its timestamp plus its TTL), as the server's own
-//     timer does; the replica's clock only says when to ask.
-//   - The delete names the message's sequence. A heartbeat that replaced
-//     the message removed it (one message per subject), and the delete
-//     fails; a delete that succeeds leaves the subject empty, so that a
-//     heartbeat conditional on that sequence is refused from then on, as
-//     after a marker. A heartbeat and the expiry are still ordered by the
-//     subject, whoever carries the expiry out.
-//   - An empty subject is dead only under an unchanged epoch (epoch.go), and
-//     a replica that did not see the delete finds the subject empty at its
-//     next sweep; the expiry itself is Record.Expire under compare-and-set,
-//     as on a marker.
+// Why no candidacy is expired while a heartbeat answered for it may still
+// be relied on, whichever replica decides:
+//   - Every answer promises at most its message's expiry, which is no
+//     earlier on the server's clock (the message's TTL, lifeTTL, counts
+//     from when the server stored it; the promise from before the
+//     publish). The decision compares the server's clock with that expiry,
+//     as the server's own removal does; the replica's clock only says when
+//     to ask.
+//   - A message leaves the liveness stream only by a later message on its
+//     subject (MaxMsgsPerSubject 1), by its TTL, by a purge of a candidacy
+//     that already left its record (Resign), or by a delete of this
+//     backend: the stream has no delete markers, which the server writes
+//     after it let go of its store's lock and which remove every message
+//     on the subject, a heartbeat stored in between included.
+//   - The delete names the message's sequence, and a heartbeat is a
+//     publish conditional on the same sequence (the last one it knows on
+//     the subject). Both are checked and carried out in the stream's one
+//     order of writes (its isolation lock standalone, the stream leader's
+//     proposals in a cluster): a heartbeat stored first replaced the
+//     message and the delete fails; a delete stored first leaves the
+//     subject empty, and every heartbeat conditional on that sequence is
+//     refused from then on. So each acknowledged heartbeat either made the
+//     delete fail or came before a message that had not expired when it
+//     was replaced.
+//   - An empty subject shows the same: every message the subject had left
+//     it by its TTL or by such a delete, under an unchanged epoch (a
+//     liveness stream lost and made again is granted before anything is
+//     decided on it), and every heartbeat it could have renewed is
+//     refused from then on.
+//   - The expiry itself is Record.Expire under compare-and-set, like every
+//     write: replicas racing to it write it once.
 
-// expirySlack is how long past a watched leader's expiry Run waits for the
-// server's marker before it asks the server itself: the marker usually
-// comes within a millisecond or two.
+// expirySlack is how long past a candidacy's expiry Run waits before it
+// asks the server: the server's own clock and removal lag a little.
 const expirySlack = 5 * time.Millisecond
 
 // expiryRetry is when a check that could not be made (NATS did not answer,
 // or the delete was refused while no newer message is known) is made again.
 const expiryRetry = 250 * time.Millisecond
 
-// watchedLeader is a leader whose liveness Run watches, found in the beats
+// watchedLeader is a candidacy whose liveness Run times, found in the beats
 // map's key space (Backend.watched) and queued by expiry (Backend.watchQ).
 type watchedLeader struct {
 	election, nonce string
@@ -65,7 +78,7 @@ type watchedLeader struct {
 	idx             int   // index in the queue; -1 while not queued
 }
 
-// watchQueue is a min-heap of watched leaders by expiry.
+// watchQueue is a min-heap of watched candidacies by expiry.
 type watchQueue []*watchedLeader
 
 func (q watchQueue) Len() int           { return len(q) }
@@ -112,9 +125,9 @@ func (b *Backend) queueLocked(w *watchedLeader, at int64) {
 }
 
 // rewatchLocked follows a change of what is known of the liveness subject
-// of key k: a watched leader is queued at its message's new expiry, and no
-// longer watched once its liveness ended (a marker, a purge). Callers hold
-// beatsMu.
+// of key k: a watched candidacy is queued at its message's new expiry, and
+// taken out of the queue while no live message of it is known (until one
+// is, or the sweep finds it). Callers hold beatsMu.
 func (b *Backend) rewatchLocked(k beatKey) {
 	w := b.watched[k]
 	if w == nil {
@@ -123,44 +136,57 @@ func (b *Backend) rewatchLocked(k beatKey) {
 	bi, ok := b.beats[k]
 	if !ok || bi.dead {
 		b.queueLocked(w, 0)
-		delete(b.watched, k)
 		return
 	}
 	b.queueLocked(w, bi.expires)
 }
 
-// watchLeader watches the liveness of rec's holders (its leader, or each of
-// its N holders) while a follower waits in line behind them. Those that no
-// longer hold (or no longer have a follower) are dropped when their expiry
-// comes, or when their liveness ends.
-func (b *Backend) watchLeader(rec *gateway.Record) {
-	k := rec.Holding()
-	if k == 0 || len(rec.Line) <= k {
-		return
+// rewatch follows a change of an election's latest record in the view,
+// from prev (nil: none) to cur: each of cur's candidacies is watched, and
+// those of prev that cur no longer has are not.
+func (b *Backend) rewatch(prev, cur *gateway.Record) {
+	var nb [24]byte
+	in := func(rec *gateway.Record) map[beatKey]string {
+		if rec == nil {
+			return nil
+		}
+		m := make(map[beatKey]string, len(rec.Line)+len(rec.Cooling))
+		for _, line := range [...][]gateway.Entry{rec.Line, rec.Cooling} {
+			for i := range line {
+				n := appendNonce(nb[:0], line[i].TokenHash)
+				m[b.aliveKey(rec.Name, n)] = string(n)
+			}
+		}
+		return m
 	}
+	was, now := in(prev), in(cur)
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
-	for _, e := range rec.Line[:k] {
-		n := nonce(e.TokenHash)
-		key := b.beatKey(b.aliveSubject(rec.Name, n))
-		if b.watched[key] != nil {
-			continue
+	for k := range was {
+		if _, ok := now[k]; !ok {
+			if w := b.watched[k]; w != nil {
+				b.queueLocked(w, 0)
+				delete(b.watched, k)
+			}
 		}
-		b.watched[key] = &watchedLeader{election: rec.Name, nonce: n, idx: -1}
-		b.rewatchLocked(key)
+	}
+	for k, n := range now {
+		if b.watched[k] == nil {
+			b.watched[k] = &watchedLeader{election: cur.Name, nonce: n, idx: -1}
+			b.rewatchLocked(k)
+		}
 	}
 }
 
-// holdsWithFollower reports whether the candidacy of nonce n holds in rec
-// while a follower waits behind the holders.
-func holdsWithFollower(rec *gateway.Record, n string) bool {
-	k := rec.Holding()
-	if len(rec.Line) <= k {
-		return false
-	}
-	for _, e := range rec.Line[:k] {
-		if nonce(e.TokenHash) == n {
-			return true
+// inRecord reports whether the candidacy of nonce n is in rec, in line or
+// cooling down.
+func inRecord(rec *gateway.Record, n string) bool {
+	var nb [24]byte
+	for _, line := range [...][]gateway.Entry{rec.Line, rec.Cooling} {
+		for i := range line {
+			if string(appendNonce(nb[:0], line[i].TokenHash)) == n {
+				return true
+			}
 		}
 	}
 	return false
@@ -185,7 +211,7 @@ func (b *Backend) hold(w *watchedLeader) {
 }
 
 // requeue checks w again at at, unless something was learned of it
-// meanwhile that queued it already.
+// meanwhile that queued it already, or it is no longer watched.
 func (b *Backend) requeue(w *watchedLeader, at time.Time) {
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
@@ -194,8 +220,8 @@ func (b *Backend) requeue(w *watchedLeader, at time.Time) {
 	}
 }
 
-// dueLeaders takes the watched leaders whose expiry is at or before t out
-// of the queue, and says how long until the next one is due.
+// dueLeaders takes the watched candidacies whose expiry is at or before t
+// out of the queue, and says how long until the next one is due.
 func (b *Backend) dueLeaders(t time.Time) ([]*watchedLeader, time.Duration) {
 	b.beatsMu.Lock()
 	defer b.beatsMu.Unlock()
@@ -211,15 +237,15 @@ func (b *Backend) dueLeaders(t time.Time) ([]*watchedLeader, time.Duration) {
 	return due, time.Duration(b.watchQ[0].at - t.UnixNano())
 }
 
-// expireLeaders checks each watched leader when its expiry has passed by
+// expireDue checks each watched candidacy when its expiry has passed by
 // expirySlack, until ctx ends.
-func (r *reconciler) expireLeaders(ctx context.Context) {
+func (r *reconciler) expireDue(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		due, wait := r.b.dueLeaders(time.Now().Add(-expirySlack))
 		if len(due) > 0 {
-			r.checkLeaders(ctx, due)
+			r.checkDue(ctx, due)
 			continue
 		}
 		timer.Reset(wait)
@@ -232,63 +258,91 @@ func (r *reconciler) expireLeaders(ctx context.Context) {
 	}
 }
 
-// checkLeaders expires the leaders of due whose liveness message has
-// expired on the server's clock, and queues the others again.
-func (r *reconciler) checkLeaders(ctx context.Context, due []*watchedLeader) {
+// checkDue expires the candidacies of due whose liveness ended (see
+// "Expiry of candidacies" above), and queues the others again.
+func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
+	retry := func(ws ...*watchedLeader) {
+		for _, w := range ws {
+			r.b.requeue(w, time.Now().Add(expiryRetry))
+		}
+	}
+	// The epoch read before any subject, for the empty ones.
+	before, err := r.b.epoch(ctx)
+	if err != nil || before == "" {
+		retry(due...) // no epoch: the sweep grants
+		return
+	}
 	type expired struct {
-		w       *watchedLeader
-		subject string
-		seq     uint64
-		at      time.Time
+		w   *watchedLeader
+		seq uint64
+		at  time.Time
 	}
 	var gone []expired
+	var empty, dead []*watchedLeader
 	for _, w := range due {
 		s, ok := r.latest(w.election)
-		if !ok || !holdsWithFollower(s.rec, w.nonce) {
-			r.b.unwatch(w) // no longer a holder with a follower
+		if !ok || !inRecord(s.rec, w.nonce) {
+			r.b.unwatch(w) // no longer a candidacy
 			continue
 		}
-		subject := r.b.aliveSubject(w.election, w.nonce)
-		seq, exp, alive, err := r.b.lastBeat(ctx, subject) // queues w at exp, if alive
+		seq, exp, alive, err := r.b.lastBeat(ctx, r.b.aliveSubject(w.election, w.nonce)) // queues w at exp, if alive
 		switch {
 		case err != nil:
-			r.b.requeue(w, time.Now().Add(expiryRetry))
+			retry(w)
 		case alive && time.Until(exp) <= 0:
 			r.b.hold(w) // queued again only by what follows
-			gone = append(gone, expired{w, subject, seq, exp})
+			gone = append(gone, expired{w, seq, exp})
+		case alive:
+			// lastBeat queued it at its expiry.
+		case seq > 0:
+			// A delete marker: another version's layout, which decides
+			// nothing (Run logs it as it comes).
+			r.b.requeue(w, time.Now().Add(time.Minute))
+		default:
+			empty = append(empty, w)
 		}
-		// Not alive: a marker (expired as it is delivered) or an empty
-		// subject (the sweep decides, under the epoch); alive and not
-		// expired yet: lastBeat queued it at its expiry.
 	}
-	if len(gone) == 0 {
-		return
-	}
-	now, err := r.b.serverNow(ctx)
-	if err != nil {
+	if len(gone) > 0 {
+		now, err := r.b.serverNow(ctx)
 		for _, g := range gone {
-			r.b.requeue(g.w, time.Now().Add(expiryRetry))
+			subject := r.b.aliveSubject(g.w.election, g.w.nonce)
+			switch {
+			case err != nil:
+				retry(g.w)
+			case now.Before(g.at):
+				// This replica's clock runs ahead of the server's.
+				r.b.requeue(g.w, time.Now().Add(g.at.Sub(now)))
+			case r.b.deleteBeat(ctx, g.seq) == nil:
+				r.b.buried(subject, g.seq)
+				dead = append(dead, g.w)
+			default:
+				// Replaced by a heartbeat, or removed by the server (or
+				// another replica) meanwhile: look again.
+				seq, _, alive, err := r.b.lastBeat(ctx, subject)
+				switch {
+				case err != nil || (!alive && seq > 0):
+					retry(g.w)
+				case alive:
+					r.b.requeue(g.w, time.Now().Add(expiryRetry)) // in case it is not queued by that
+				default:
+					empty = append(empty, g.w)
+				}
+			}
 		}
-		return
 	}
-	for _, g := range gone {
-		if now.Before(g.at) {
-			// This replica's clock runs ahead of the server's.
-			r.b.requeue(g.w, time.Now().Add(g.at.Sub(now)))
-			continue
+	if len(empty) > 0 {
+		if after, err := r.b.epoch(ctx); err != nil || after != before {
+			retry(empty...)
+		} else {
+			dead = append(dead, empty...)
 		}
-		if err := r.b.deleteBeat(ctx, g.seq); err != nil {
-			// Replaced by a heartbeat, or expired by the server meanwhile:
-			// the followed stream tells which. Should it tell nothing,
-			// look again.
-			r.b.requeue(g.w, time.Now().Add(expiryRetry))
-			continue
-		}
-		r.b.buried(g.subject, g.seq)
-		s, err := r.b.expireCandidacy(ctx, g.w.election, g.w.nonce)
+	}
+	for _, w := range dead {
+		r.b.unwatch(w)
+		s, err := r.b.expireCandidacy(ctx, w.election, w.nonce)
 		if err != nil {
 			if ctx.Err() == nil {
-				r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: expire", slog.String("election", g.w.election), slog.Any("err", err))
+				r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: expire", slog.String("election", w.election), slog.Any("err", err))
 			}
 			continue // the sweep finds the empty subject
 		}

@@ -47,9 +47,9 @@ func TestFailedLeaderHoldIsTimedByTheServerAfterItsRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		subject := b.aliveSubject(election, holdToken(s.rec.Held[0]))
+		subject := b.timerSubject(election, holdToken(s.rec.Held[0]))
 		eventually.True(t, 10*time.Second, "the hold's marker", func() bool {
-			marker, err = b.alive.GetLastMsgForSubject(ctx, subject)
+			marker, err = b.timers.GetLastMsgForSubject(ctx, subject)
 			return err == nil
 		})
 		if marker.Time.Before(rec.Time) {
@@ -77,7 +77,7 @@ func TestFailedLeaderHoldIsTimedByTheServerAfterItsRecord(t *testing.T) {
 	t.Run("LostMarker", func(t *testing.T) {
 		t.Parallel()
 		marker, events := fail(t, "lost")
-		if err := b.alive.Purge(ctx, jetstream.WithPurgeSubject(marker.Subject)); err != nil {
+		if err := b.timers.Purge(ctx, jetstream.WithPurgeSubject(marker.Subject)); err != nil {
 			t.Fatal(err)
 		}
 		lost := time.Now()

@@ -47,8 +47,7 @@ func renewalSlack(ttl time.Duration) time.Duration {
 // beat publishes a liveness message for one candidacy (or timer marker) of
 // ttl, rounded up to whole seconds. With expect set it
 // is conditional on the subject's last sequence being *expect, so that a
-// heartbeat cannot revive a candidacy whose expiry marker is already
-// written. It returns when the message expires.
+// heartbeat cannot revive a candidacy whose message already left. It returns when the message expires.
 func (b *Backend) beat(ctx context.Context, subject string, ttl time.Duration, expect *uint64) (time.Time, error) {
 	if err := b.connected(); err != nil {
 		return time.Time{}, err
@@ -71,7 +70,8 @@ func (b *Backend) publishBeat(ctx context.Context, subject string, ttl time.Dura
 	if expect != nil {
 		hdr[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(*expect, 10)}
 	}
-	return b.publish(ctx, &nats.Msg{Subject: subject, Header: hdr}, b.cfg.Stream+"_ALIVE")
+	_, stream := b.livenessOf(subject)
+	return b.publish(ctx, &nats.Msg{Subject: subject, Header: hdr}, stream)
 }
 
 // publish sends m to JetStream and returns the sequence stream stored it
@@ -163,16 +163,20 @@ func jsonUint(data []byte, member string) (uint64, bool) {
 	return v, err == nil
 }
 
-// lastBeat reads the last liveness message of a candidacy from the stream
-// leader. alive is false when there is none or when it is an expiry
-// marker; seq is the subject's last sequence either way (0 if empty).
+// lastBeat reads the last message of a liveness or timer subject from its
+// stream's leader. alive is false when there is none or when it is the
+// server's delete marker; seq is the subject's last sequence either way (0
+// if empty). The liveness stream has no delete markers (a marker there
+// means another version's layout: Ping refuses it, and the callers that
+// decide a candidacy's death on what this returns treat it as no answer).
 func (b *Backend) lastBeat(ctx context.Context, subject string) (seq uint64, expires time.Time, alive bool, err error) {
 	if err := b.connected(); err != nil {
 		return 0, time.Time{}, false, err
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	m, err := b.alive.GetLastMsgForSubject(ctx, subject)
+	stream, _ := b.livenessOf(subject)
+	m, err := stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		b.forget(subject)
 		return 0, time.Time{}, false, nil
@@ -199,21 +203,22 @@ func msgTTL(h string) time.Duration {
 }
 
 // purgeBeats removes a candidacy's liveness message after it resigned.
-// Failure is logged, not returned: the message then expires by itself and
-// its marker matches no candidacy.
+// Failure is logged, not returned: the message then expires by itself,
+// and its candidacy is no longer in the record.
 func (b *Backend) purgeBeats(ctx context.Context, subject string) {
 	b.forget(subject)
 	ctx, cancel := b.opContext(context.WithoutCancel(ctx))
 	defer cancel()
-	if err := b.alive.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+	stream, _ := b.livenessOf(subject)
+	if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
 		b.log.Warn("nats: purge liveness", "subject", subject, "err", err)
 	}
 }
 
 // beatInfo is what this replica knows of a candidacy's liveness subject:
 // its last message's sequence and when that message expires (Unix
-// nanoseconds), or, once the expiry marker at seq is seen, that it is
-// dead. Sequences only grow on a subject, so older news never overwrites
+// nanoseconds), or, once its message at seq is known deleted (or a
+// delete marker at seq seen), that it is dead. Sequences only grow on a subject, so older news never overwrites
 // newer.
 type beatInfo struct {
 	seq     uint64
@@ -274,8 +279,9 @@ func (b *Backend) learned(subject string, seq uint64, expires time.Time) {
 	b.rewatchLocked(k)
 }
 
-// buried notes the expiry marker at seq of subject: no heartbeat may take
-// the fast path on it, and a late ack of an older beat cannot revive it.
+// buried notes that subject's message at seq is gone (deleted at its
+// expiry, or a timer's delete marker): no heartbeat may take the fast
+// path on it, and a late ack of an older beat cannot revive it.
 func (b *Backend) buried(subject string, seq uint64) {
 	k := b.beatKey(subject)
 	b.beatsMu.Lock()
@@ -339,7 +345,7 @@ func (b *Backend) expiryOf(k beatKey) (time.Time, bool) {
 //     process gave it (the time before its publish plus its TTL, which the
 //     server counts from when it stored the message, later) or read from
 //     the server (its timestamp plus its TTL); either is no later than the
-//     server's own. Until then the server writes no marker, Run's prompt
+//     server's own. Until then the server does not remove it, Run's
 //     expiry deletes nothing (it deletes only a message expired on the
 //     server's clock), and no conditional heartbeat or grant replaces it
 //     with an earlier expiry: every liveness message of a candidacy has the

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"hash/maphash"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestLostLivenessGrantsEveryCandidateAFullTTL restarts the embedded
@@ -110,34 +112,90 @@ func TestLivenessLostWhileRunningIsGranted(t *testing.T) {
 	}
 }
 
-// TestLivenessMovesToMemory opens a store whose liveness stream an older
-// version kept on disk: it is made again in memory and its candidates are
-// granted, so none is expired by the move.
-func TestLivenessMovesToMemory(t *testing.T) {
+// TestLivenessOfAnOlderLayoutIsMadeAgain opens a store whose liveness
+// stream an older version made (on disk; with delete markers, which also
+// held the timers): it is made again in memory without markers and its
+// candidates are granted, so none is expired by the move.
+func TestLivenessOfAnOlderLayoutIsMadeAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		older func(*jetstream.StreamConfig)
+	}{
+		{"OnDisk", func(c *jetstream.StreamConfig) { c.Storage = jetstream.FileStorage }},
+		{"DeleteMarkers", func(c *jetstream.StreamConfig) { c.SubjectDeleteMarkerTTL = time.Minute }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startServer(t, t.TempDir())
+			t.Cleanup(e.Shutdown)
+			old := open(t, e, freshConfig())
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			x, _ := campaignT(t, old, "move", "x", time.Minute)
+			cfg := old.aliveStreamConfig()
+			tc.older(&cfg)
+			if err := old.js.DeleteStream(ctx, cfg.Name); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.js.CreateStream(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			b := open(t, e, old.cfg)
+			info, err := b.alive.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Config.Storage != jetstream.MemoryStorage || info.Config.SubjectDeleteMarkerTTL != 0 {
+				t.Fatalf("liveness stream in %s with delete markers kept %s, want memory and none", info.Config.Storage, info.Config.SubjectDeleteMarkerTTL)
+			}
+			if st, err := b.Heartbeat(ctx, "move", "x", x); err != nil || st.Candidate.State != gateway.StateLeader {
+				t.Fatalf("heartbeat after the move: %+v, %v", st, err)
+			}
+			if err := b.Ping(ctx); err != nil {
+				t.Fatalf("ping after the move: %v", err)
+			}
+		})
+	}
+}
+
+// TestDeleteMarkersOnTheLivenessStreamAreRefused changes the liveness
+// stream back to writing delete markers, as a replica of an older version
+// starting beside this one would: Ping refuses it, naming why, and a
+// candidacy whose message the server replaced by a marker is not expired
+// on it (the marker may have removed an acknowledged heartbeat).
+func TestDeleteMarkersOnTheLivenessStreamAreRefused(t *testing.T) {
 	e := startServer(t, t.TempDir())
 	t.Cleanup(e.Shutdown)
-	old := open(t, e, freshConfig())
+	b := open(t, e, freshConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	x, _ := campaignT(t, old, "move", "x", time.Minute)
-	cfg := old.aliveStreamConfig()
-	cfg.Storage = jetstream.FileStorage
-	if err := old.js.DeleteStream(ctx, cfg.Name); err != nil {
+	if err := b.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.js.CreateStream(ctx, cfg); err != nil {
+	cfg := b.aliveStreamConfig()
+	cfg.SubjectDeleteMarkerTTL = time.Minute
+	if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	b := open(t, e, old.cfg)
-	info, err := b.alive.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
+	err := b.Ping(ctx)
+	if !errors.Is(err, gateway.ErrUnavailable) || !strings.Contains(err.Error(), "delete markers") {
+		t.Fatalf("ping of a liveness stream with delete markers: %v, want ErrUnavailable naming them", err)
 	}
-	if info.Config.Storage != jetstream.MemoryStorage {
-		t.Fatalf("liveness storage %s, want memory", info.Config.Storage)
+
+	x, _ := campaignT(t, b, "marked", "x", time.Second)
+	subject := b.aliveSubject("marked", nonce(x))
+	eventually.True(t, 10*time.Second, "the server's delete marker on the candidacy", func() bool {
+		m, err := b.alive.GetLastMsgForSubject(ctx, subject)
+		return err == nil && m.Header.Get(jetstream.MarkerReasonHeader) != ""
+	})
+	if _, _, err := b.checkAlive(ctx, subject); !errors.Is(err, errMarker) {
+		t.Fatalf("checkAlive of a subject with a delete marker: %v, want errMarker", err)
 	}
-	if st, err := b.Heartbeat(ctx, "move", "x", x); err != nil || st.Candidate.State != gateway.StateLeader {
-		t.Fatalf("heartbeat after the move: %+v, %v", st, err)
+	if _, err := b.Heartbeat(ctx, "marked", "x", x); !errors.Is(err, gateway.ErrUnavailable) {
+		t.Fatalf("heartbeat of a candidacy whose message a delete marker replaced: %v, want ErrUnavailable", err)
+	}
+	el, err := b.Election(ctx, "marked")
+	if err != nil || el.Leader == nil || el.Leader.ID != "x" {
+		t.Fatalf("election after the marker: %+v, %v; want x still leading", el, err)
 	}
 }
 

@@ -30,7 +30,7 @@ func consumers(t *testing.T, b *Backend) map[string]int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out := map[string]int{}
-	for _, s := range []jetstream.Stream{b.records, b.alive} {
+	for _, s := range []jetstream.Stream{b.records, b.alive, b.timers} {
 		info, err := s.Info(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -12,17 +12,16 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// Run implements gateway.Runner: the reconciler. It follows both streams
-// with tails (tail.go) and
-//   - expires a candidacy when the server's expiry marker for its liveness
-//     message arrives (and, every SweepInterval, any candidacy whose
-//     liveness message is gone without a marker having been seen);
+// Run implements gateway.Runner: the reconciler. It follows the three
+// streams with tails (tail.go) and
+//   - expires a candidacy once its liveness message has expired on the
+//     server's clock, deciding it by a write ordered with the candidacy's
+//     heartbeats (expiry.go); every SweepInterval it also reads the
+//     liveness of candidacies it does not know to be alive, and expires
+//     those whose subject is empty;
 //   - ends a handover delay or an error cooldown when the server's delete
 //     marker for its timer's marker arrives (timers.go; and, every
 //     SweepInterval, checks the markers of timers it has not seen alive);
-//   - expires a leader with a follower in line as soon as its liveness
-//     message has expired on the server's clock, when the server's marker
-//     is late (expiry.go);
 //   - applies Record.Advance at each election's NextDeadline, if a record
 //     has one (records this backend reads and writes are EngineTimed, so
 //     neither cooldowns nor handover delays give one).
@@ -43,9 +42,10 @@ func (b *Backend) Run(ctx context.Context) error {
 	defer r.endFeeds()
 	var wg sync.WaitGroup
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, r.resume, r.record) })
-	wg.Go(func() { b.follow(ctx, b.cfg.Stream+"_ALIVE", b.aliveSubject("*", "*"), true, nil, r.liveness) })
+	wg.Go(func() { b.follow(ctx, b.aliveStream(), b.aliveSubject("*", "*"), true, nil, r.liveness) })
+	wg.Go(func() { b.follow(ctx, b.timerStream(), b.timerSubject("*", "*"), true, nil, r.timerMarker) })
 	wg.Go(func() { r.fill(ctx) })
-	wg.Go(func() { r.expireLeaders(ctx) })
+	wg.Go(func() { r.expireDue(ctx) })
 	r.loop(ctx)
 	wg.Wait()
 	return nil
@@ -98,30 +98,20 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 	}
 }
 
-// liveness notes when a candidacy's liveness message expires, and expires
-// the candidacy when the server's marker says it has.
+// liveness notes when a candidacy's liveness message expires; expireDue
+// (expiry.go) acts on it then. A delete marker here is another version's
+// layout (Ping refuses it): it is no proof that the candidacy's last
+// heartbeat lapsed, so it decides nothing.
 func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
-	election, n, ok := r.b.aliveParts(m.Subject())
-	if !ok || m.Subject() == r.b.epochSubject() || m.Subject() == r.b.clockSubject() {
+	if _, _, ok := r.b.aliveParts(m.Subject()); !ok || m.Subject() == r.b.epochSubject() || m.Subject() == r.b.clockSubject() {
 		return
 	}
-	if isTimerToken(n) {
-		r.timerMarker(ctx, m, md, election, n)
+	if reason := m.Headers().Get(jetstream.MarkerReasonHeader); reason != "" {
+		r.b.log.LogAttrs(ctx, slog.LevelError, "nats: a delete marker on the liveness stream, which this version makes without them; nothing is expired on it",
+			slog.String("subject", m.Subject()), slog.String("reason", reason))
 		return
 	}
-	if m.Headers().Get(jetstream.MarkerReasonHeader) == "" {
-		r.b.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
-		return
-	}
-	r.b.buried(m.Subject(), md.Sequence.Stream)
-	s, err := r.b.expireCandidacy(ctx, election, n)
-	if err != nil {
-		if !errors.Is(err, gateway.ErrElectionNotFound) && ctx.Err() == nil {
-			r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: expire", slog.String("election", election), slog.Any("err", err))
-		}
-		return
-	}
-	r.put(s)
+	r.b.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
 }
 
 // loop fires at each election's next deadline and sweeps periodically.
@@ -178,14 +168,20 @@ func (r *reconciler) advanceDue(ctx context.Context) bool {
 	return okAll
 }
 
-// sweep expires candidacies whose liveness message is gone although no
-// marker was seen (a replica was down while the marker lived, or a
-// campaign's record write outlived its first liveness message). Only
+// sweep expires candidacies whose liveness message is gone although this
+// replica did not see it expire (no replica ran then, the view learned of
+// the candidacy after its message, or a campaign's record write outlived
+// its first liveness message), and makes a lost timers stream again. Only
 // candidacies not known to be alive are read from the stream leader.
 func (r *reconciler) sweep(ctx context.Context) {
 	const grace = 2 * time.Second // the server's expiry timer may run late
 	now := time.Now()
 	r.b.pruneBeats(now.Add(-grace))
+	if err := r.b.ensureTimers(ctx); err != nil {
+		if ctx.Err() == nil {
+			r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: timers stream", slog.Any("err", err))
+		}
+	}
 	// A liveness stream lost (a restart of the NATS servers) is made again
 	// and granted here, within a sweep interval, even if no request asks.
 	if id, err := r.b.epoch(ctx); err != nil {

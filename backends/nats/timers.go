@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,10 +15,10 @@ import (
 
 // Handover delays and error cooldowns end when the NATS server says so,
 // not when a replica's clock says so (see "Timers" in the package doc).
-// Each running timer has a marker: a message on the liveness stream, on a
-// subject of its own that no candidacy can have, whose Nats-TTL is the
-// timer's length rounded up to whole seconds. The timer ends when the
-// server's delete marker for it is seen.
+// Each running timer has a marker: a message on the timers stream, on a
+// subject of its own, whose Nats-TTL is the timer's length rounded up to
+// whole seconds. The timer ends when the server's delete marker for it is
+// seen.
 
 // errNoTimer is what a timer's end finds when the record no longer runs
 // that timer (it ended already, the candidate left, the election moved
@@ -48,10 +47,6 @@ func holdToken(h gateway.Hold) string {
 func cooldownToken(e *gateway.Entry) string {
 	return "_c" + nonce(e.TokenHash) + "-" + strconv.FormatInt(e.CooldownUntil.UnixNano(), 10)
 }
-
-// isTimerToken reports whether the last token of a liveness subject names
-// a timer marker rather than a candidacy (whose nonce is hex).
-func isTimerToken(tok string) bool { return strings.HasPrefix(tok, "_") }
 
 // timer is a running handover delay, hold or cooldown of a record: its
 // marker's token and how long the delay is in full. A hold's marker is
@@ -119,7 +114,7 @@ func (b *Backend) startTimers(ctx context.Context, rec *gateway.Record, before [
 		if afterRecord {
 			ttl = t.full
 		}
-		if _, err := b.beat(ctx, b.aliveSubject(rec.Name, t.token), ttl, nil); err != nil {
+		if _, err := b.beat(ctx, b.timerSubject(rec.Name, t.token), ttl, nil); err != nil {
 			return fmt.Errorf("nats: timer %s of %q: %w", t.token, rec.Name, translate(err))
 		}
 	}
@@ -186,7 +181,7 @@ func (r *reconciler) sweepTimers(ctx context.Context, s stored, now time.Time, g
 		return
 	}
 	for _, t := range timers(s.rec) {
-		subject := r.b.aliveSubject(s.rec.Name, t.token)
+		subject := r.b.timerSubject(s.rec.Name, t.token)
 		if exp, ok := r.b.expiry(subject); ok && now.Before(exp.Add(grace)) {
 			continue
 		}
@@ -205,10 +200,32 @@ func (r *reconciler) sweepTimers(ctx context.Context, s stored, now time.Time, g
 	}
 }
 
-// timerMarker handles a message of the liveness stream on a timer's
-// subject: a marker notes its expiry (so the sweep leaves it alone), the
-// server's delete marker ends the timer.
-func (r *reconciler) timerMarker(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata, election, token string) {
+// ensureTimers makes the timers stream again if it is gone (a restart of
+// the NATS servers loses it, like the liveness stream): its timers then
+// run again whole (sweepTimers).
+func (b *Backend) ensureTimers(ctx context.Context) error {
+	if err := b.connected(); err != nil {
+		return err
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	_, err := b.timers.Info(ctx)
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return translate(err)
+	}
+	b.log.LogAttrs(ctx, slog.LevelWarn, "nats: timers stream gone; creating it again", slog.String("stream", b.timerStream()))
+	_, err = b.js.CreateOrUpdateStream(ctx, b.timerStreamConfig())
+	return translate(err)
+}
+
+// timerMarker handles a message of the timers stream: a marker notes its
+// expiry (so the sweep leaves it alone), the server's delete marker ends
+// the timer.
+func (r *reconciler) timerMarker(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
+	election, token, ok := r.b.timerParts(m.Subject())
+	if !ok {
+		return
+	}
 	if m.Headers().Get(jetstream.MarkerReasonHeader) == "" {
 		r.b.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
 		return

@@ -167,7 +167,7 @@ func TestLostTimerMarkerRunsTheTimerAgainWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	until := s.rec.Delays[0].Until // by this process's clock, which is the real one
-	if err := b.alive.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+	if err := b.timers.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
 		t.Fatal(err)
 	}
 	nextOf(t, events, func(ev gateway.Event) bool { return ev.Type == gateway.EventLeaderBegin })
@@ -251,7 +251,7 @@ func handoverSubject(t *testing.T, b *Backend, election string) string {
 		if err != nil || len(s.rec.Delays) == 0 {
 			return false
 		}
-		subject = b.aliveSubject(election, handoverToken(s.rec.Delays[0]))
+		subject = b.timerSubject(election, handoverToken(s.rec.Delays[0]))
 		_, _, alive, err := b.lastBeat(context.Background(), subject)
 		return err == nil && alive
 	})

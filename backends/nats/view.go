@@ -97,6 +97,7 @@ func (r *reconciler) record(ctx context.Context, m jetstream.Msg, md *jetstream.
 	}
 	r.mu.Lock()
 	if err == nil {
+		prev := r.latestLocked(s.rec.Name)
 		if old, ok := r.recs[s.rec.Name]; !ok || s.seq > old.seq {
 			if !ok {
 				r.order = append(r.order, s.rec.Name)
@@ -108,10 +109,12 @@ func (r *reconciler) record(ctx context.Context, m jetstream.Msg, md *jetstream.
 				r.tombstones++
 			}
 			r.recs[s.rec.Name] = s.viewed()
-			r.b.watchLeader(s.rec)
 		}
 		if a, ok := r.ahead[s.rec.Name]; ok && a.seq <= s.seq {
 			delete(r.ahead, s.rec.Name)
+		}
+		if cur := r.latestLocked(s.rec.Name); cur.seq != prev.seq {
+			r.b.rewatch(prev.rec, cur.rec)
 		}
 		r.replan(s.rec.Name)
 		for f := range r.feeds {
@@ -169,9 +172,9 @@ func (r *reconciler) resume() uint64 {
 // of the watch, unless the view already has it or a later one.
 func (r *reconciler) put(s stored) {
 	r.mu.Lock()
-	if s.seq > r.latestLocked(s.rec.Name).seq {
+	if prev := r.latestLocked(s.rec.Name); s.seq > prev.seq {
 		r.ahead[s.rec.Name] = s.viewed()
-		r.b.watchLeader(s.rec)
+		r.b.rewatch(prev.rec, s.rec)
 		r.replan(s.rec.Name)
 	}
 	r.mu.Unlock()
