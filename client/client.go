@@ -20,6 +20,10 @@ const (
 	// MaxReconnectDelay caps the back-off of Watch between failed
 	// reconnection attempts.
 	MaxReconnectDelay = 30 * time.Second
+	// DefaultWatchIdleTimeout is how long a Watch's connection may stay
+	// silent before it is taken for dead and reopened. The gateway sends
+	// a comment every 15 s (sse.keep_alive) on a stream with no events.
+	DefaultWatchIdleTimeout = 60 * time.Second
 )
 
 // TokenHeader carries a candidate's token on heartbeat, resign and error
@@ -34,6 +38,7 @@ type Client struct {
 	userAgent      string
 	apiToken       string
 	reconnectDelay time.Duration
+	idleTimeout    time.Duration
 	log            *slog.Logger
 }
 
@@ -59,6 +64,17 @@ func WithReconnectDelay(d time.Duration) Option {
 	return func(c *Client) { c.reconnectDelay = d }
 }
 
+// WithWatchIdleTimeout sets how long a Watch's connection may go without a
+// byte (an event or the gateway's keep-alive comment) before Watch takes
+// it for dead, as a connection whose peer vanished without closing it
+// (a stopped replica, a dropped NAT entry) is, closes it and reconnects,
+// resuming after the last event. Keep it well above the gateway's
+// sse.keep_alive (15 s by default). Zero or less: never. Default
+// DefaultWatchIdleTimeout.
+func WithWatchIdleTimeout(d time.Duration) Option {
+	return func(c *Client) { c.idleTimeout = d }
+}
+
 // WithLogger receives Watch's reconnections. Default: discard.
 func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
 
@@ -70,6 +86,7 @@ func New(baseURL string, opts ...Option) *Client {
 		hc:             &http.Client{},
 		userAgent:      DefaultUserAgent,
 		reconnectDelay: DefaultReconnectDelay,
+		idleTimeout:    DefaultWatchIdleTimeout,
 		log:            slog.New(discard{}),
 	}
 	u, err := url.Parse(strings.TrimSuffix(baseURL, "/"))

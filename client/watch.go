@@ -3,9 +3,11 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,7 +21,9 @@ import (
 // background after the stream's `retry:` hint (WithReconnectDelay until
 // the stream sends one, doubling up to MaxReconnectDelay while attempts
 // fail), resuming from the last id received, so that every event arrives
-// once. A 4xx answer to a reconnection ends the watch.
+// once. A connection silent for longer than the idle timeout
+// (WithWatchIdleTimeout) counts as dropped. A 4xx answer to a
+// reconnection ends the watch.
 //
 // The channel closes when ctx ends or the watch ends; the goroutine that
 // feeds it returns then too. Events that do not decode are skipped.
@@ -119,15 +123,21 @@ func (w *watcher) run(ctx context.Context, body io.ReadCloser, out chan<- Event)
 	}
 }
 
-// read delivers the events of one connection until it ends.
-func (w *watcher) read(ctx context.Context, body io.Reader, out chan<- Event) error {
-	r := newSSEReader(body, w.lastID)
+// read delivers the events of one connection until it ends, or until it
+// stays silent for the idle timeout, which closes body.
+func (w *watcher) read(ctx context.Context, body io.ReadCloser, out chan<- Event) error {
+	idle := newIdleReader(body, w.c.idleTimeout)
+	defer idle.stop()
+	r := newSSEReader(idle, w.lastID)
 	for {
 		f, err := r.next()
 		if r.retry > 0 {
 			w.delay = r.retry
 		}
 		if err != nil {
+			if idle.fired.Load() {
+				return fmt.Errorf("no byte for %s: %w", w.c.idleTimeout, errIdle)
+			}
 			return err
 		}
 		ev, derr := decodeEvent(f)
@@ -138,10 +148,60 @@ func (w *watcher) read(ctx context.Context, body io.Reader, out chan<- Event) er
 			w.c.log.LogAttrs(ctx, slog.LevelWarn, "skipping an event that does not decode", slog.Any("err", derr))
 			continue
 		}
+		// A receiver that takes its time is no silence of the stream.
+		idle.pause()
 		select {
 		case out <- ev:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		idle.resume()
 	}
 }
+
+// errIdle is a connection closed for its silence.
+var errIdle = errors.New("event stream idle")
+
+// idleReader reads a connection's body and closes it once no byte came
+// for d, so that a read blocked on a peer that vanished returns.
+type idleReader struct {
+	body  io.ReadCloser
+	d     time.Duration
+	timer *time.Timer // nil: no idle timeout
+	fired atomic.Bool
+}
+
+func newIdleReader(body io.ReadCloser, d time.Duration) *idleReader {
+	r := &idleReader{body: body, d: d}
+	if d > 0 {
+		r.timer = time.AfterFunc(d, func() {
+			r.fired.Store(true)
+			_ = body.Close()
+		})
+	}
+	return r
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.body.Read(p)
+	if n > 0 {
+		r.resume()
+	}
+	return n, err
+}
+
+// pause stops the clock while nothing is read on purpose.
+func (r *idleReader) pause() {
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+}
+
+// resume starts the clock again from now.
+func (r *idleReader) resume() {
+	if r.timer != nil && !r.fired.Load() {
+		r.timer.Reset(r.d)
+	}
+}
+
+func (r *idleReader) stop() { r.pause() }
