@@ -28,6 +28,12 @@ export const DEFAULT_USER_AGENT = "elector-client-ts";
 export const DEFAULT_RECONNECT_DELAY_MS = 2000;
 /** MAX_RECONNECT_DELAY_MS caps a watch's back-off between failed reconnections. */
 export const MAX_RECONNECT_DELAY_MS = 30_000;
+/**
+ * DEFAULT_WATCH_IDLE_TIMEOUT_MS: how long a watch's connection may stay
+ * silent before it is taken for dead and reopened. The gateway sends a
+ * comment every 15 s (sse.keep_alive) on a stream with no events.
+ */
+export const DEFAULT_WATCH_IDLE_TIMEOUT_MS = 60_000;
 /** TOKEN_HEADER carries a candidate's token on heartbeat, resign, error report and handover. */
 export const TOKEN_HEADER = "Elector-Candidate-Token";
 
@@ -55,6 +61,15 @@ export interface ClientOptions {
   fetch?: Fetch;
   /** How long a watch waits before reconnecting until the stream's retry hint says otherwise. Default DEFAULT_RECONNECT_DELAY_MS. */
   reconnectDelayMs?: number;
+  /**
+   * How long a watch's connection may go without a byte (an event or the
+   * gateway's keep-alive comment) before the watch closes it and
+   * reconnects, resuming after the last event: a peer that vanished
+   * without closing the connection leaves it silent. Keep it well above
+   * the gateway's sse.keep_alive (15 s by default). 0: never. Default
+   * DEFAULT_WATCH_IDLE_TIMEOUT_MS.
+   */
+  watchIdleTimeoutMs?: number;
   /** Receives a watch's reconnections. Default: silent. */
   logger?: Logger;
 }
@@ -117,6 +132,8 @@ export class Client {
   /** @internal */
   readonly reconnectDelayMs: number;
   /** @internal */
+  readonly watchIdleTimeoutMs: number;
+  /** @internal */
   readonly logger: Logger;
 
   /** new Client("http://127.0.0.1:8080") talks to that gateway. It throws InvalidConfigError for a URL that is not absolute http(s). */
@@ -136,6 +153,7 @@ export class Client {
     const f = options.fetch;
     this.#fetch = f ? (input, init) => f(input, init) : (input, init) => fetch(input, init);
     this.reconnectDelayMs = options.reconnectDelayMs && options.reconnectDelayMs > 0 ? options.reconnectDelayMs : DEFAULT_RECONNECT_DELAY_MS;
+    this.watchIdleTimeoutMs = options.watchIdleTimeoutMs === undefined ? DEFAULT_WATCH_IDLE_TIMEOUT_MS : Math.max(options.watchIdleTimeoutMs, 0);
     this.logger = options.logger ?? silentLogger;
   }
 

@@ -121,7 +121,11 @@ export class EventStream implements AsyncIterable<WatchEvent> {
     }
   }
 
-  /** #read delivers the events of one connection until it ends. */
+  /**
+   * #read delivers the events of one connection until it ends, or until it
+   * stays silent for the client's watchIdleTimeoutMs, which cancels it
+   * (and throws, for #run to reconnect).
+   */
   async *#read({ res, scope }: Connection): AsyncGenerator<WatchEvent, void, undefined> {
     if (!res.body) {
       scope.dispose();
@@ -129,10 +133,26 @@ export class EventStream implements AsyncIterable<WatchEvent> {
     }
     const reader = res.body.getReader();
     const parser = new SSEParser(this.#lastId);
+    const idleMs = this.#client.watchIdleTimeoutMs;
+    let idled = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const arm = (): void => {
+      if (idleMs <= 0) return;
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        idled = true;
+        reader.cancel().catch(() => {});
+      }, idleMs);
+    };
     try {
+      arm();
       for (;;) {
         const { done, value } = await reader.read();
-        if (done) return;
+        if (done) {
+          if (idled) throw new Error(`elector: the event stream was silent for ${idleMs} ms`);
+          return;
+        }
+        arm();
         const frames = value ? parser.push(value) : [];
         if (parser.retryMs > 0) this.#delayMs = parser.retryMs;
         for (const frame of frames) {
@@ -147,12 +167,16 @@ export class EventStream implements AsyncIterable<WatchEvent> {
             continue;
           }
           this.#lastId = frame.id;
+          // A consumer that takes its time is no silence of the stream.
+          clearTimeout(timer);
           yield ev;
+          arm();
         }
         // Ids of messages without data move the cursor too.
         this.#lastId = parser.lastId;
       }
     } finally {
+      clearTimeout(timer);
       reader.cancel().catch(() => {});
       scope.dispose();
     }

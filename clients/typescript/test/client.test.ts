@@ -24,7 +24,7 @@ import {
   type ObservedLeader,
   type WatchEvent,
 } from "../dist/index.js";
-import { freePort, Proxy, startGateway, waitFor, type Gateway } from "./helpers.js";
+import { freePort, memoryLogger, Proxy, startGateway, waitFor, type Gateway } from "./helpers.js";
 
 let gw: Gateway;
 let c: Client;
@@ -185,6 +185,32 @@ test("a watch starts with a reset and resumes after a dropped connection with no
     assert.ok(getEventListeners(ac.signal, "abort").length <= 2, `${getEventListeners(ac.signal, "abort").length} listeners`);
     assert.deepEqual(viaProxy.items.map(idOf), direct.items.map(idOf));
     assert.ok(viaProxy.items.slice(1).every((e) => e.id !== ""), "every transition has an id");
+  } finally {
+    ac.abort();
+    await proxy.close();
+  }
+});
+
+test("a watch whose connection goes silent reconnects after its idle timeout and resumes", async () => {
+  const ac = new AbortController();
+  const proxy = await Proxy.start(gw.url);
+  try {
+    // An election with events, so that the reset names one to resume after.
+    const first = await c.campaign("idle", { id: "first", ttl: "1m" });
+    const logger = memoryLogger();
+    const events = collect(await new Client(proxy.url, { watchIdleTimeoutMs: 500, reconnectDelayMs: 20, logger }).watch("idle", { signal: ac.signal }));
+    await waitFor("the reset", () => events.items.length > 0);
+    const before = proxy.connections;
+    proxy.stall(); // open connections pass nothing more, and stay open
+    const x = await c.campaign("idle", { id: "x", ttl: "1m" });
+    // Only the idle timeout closes a stalled connection.
+    await waitFor("a reconnection while stalled", () => proxy.connections > before);
+    proxy.heal();
+    await waitFor("x's events after the silence", () => events.items.some((e) => e.type === "candidate.joined"), 15_000).catch((err) => {
+      throw new Error(`${err}; events ${JSON.stringify(events.items.map(idOf))}; log ${JSON.stringify(logger.lines)}; connections ${proxy.connections}`);
+    });
+    await c.resign("idle", "x", x.token);
+    await c.resign("idle", "first", first.token);
   } finally {
     ac.abort();
     await proxy.close();
