@@ -17,6 +17,7 @@ func main() {
 	// After the first signal, restore the default handling so that a second
 	// one kills a shutdown that takes too long.
 	context.AfterFunc(ctx, stop)
+	serveProfiles(os.Stderr)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
