@@ -48,7 +48,9 @@ type cache struct {
 	ordered bool          // every member sends progress notifications in order (ordersProgress)
 	changed chan struct{} // closed and replaced whenever st moves
 	dirty   map[string]bool
-	all     bool // every election is dirty (after a load)
+	all     bool           // every election is dirty (after a load)
+	feeds   map[*feed]bool // the Watches fed the events derived here (feed.go)
+	backlog int            // of each feed; 0 for feedBacklog (tests set it)
 
 	// clock is the promise clock of the states it loads (promise.go);
 	// departed, if set, is called under mu with the elector candidacies
@@ -82,7 +84,7 @@ func (c *cache) apply(wr clientv3.WatchResponse) {
 	for _, batch := range byRevision(wr.Events) {
 		rev := batch[0].Kv.ModRevision
 		c.st.dirty, c.st.departed = c.dirty, &gone
-		c.st.applyRevision(rev, batch, true) // derives the events only to know st.last
+		c.publish(c.st.applyRevision(rev, batch, true)) // to the feeds, and to know st.last
 		c.st.dirty, c.st.departed = nil, nil
 		c.applied = max(c.applied, rev)
 	}
