@@ -217,6 +217,25 @@ func (c *cache) read(ctx context.Context, f func(st *state)) error {
 	}
 }
 
+// tryRead runs f under the cache's lock if the state is loaded, and
+// reports whether it was.
+func (c *cache) tryRead(f func(st *state)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.loaded {
+		f(c.st)
+	}
+	return c.loaded
+}
+
+// holds reports whether the state is loaded and has applied the events of
+// revision rev (as waitApplied waits for).
+func (c *cache) holds(rev int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loaded && c.applied >= rev
+}
+
 // waitApplied waits until the cache has applied the events of revision
 // rev, which must be the revision of a write under the prefix (its events
 // come on the watch). Progress notifications do not count.
