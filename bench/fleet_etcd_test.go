@@ -21,8 +21,12 @@ import (
 // 8 connections, beside etcd's /v3/election/campaign, at 0 elections, at
 // 0 again once the prefix is declared upgraded (p/_elector/version, so a
 // campaign into an empty election is one transaction: see the etcd
-// backend's version.go), and at 5,000. Sizes that fit a CI run: a few
-// minutes with the default 10 s loads.
+// backend's version.go), and at 5,000. Beside each of elector's loads it
+// reports what etcd's process and wrk spent, and etcd's gRPC calls, per
+// request; the gateway's ceiling (GET /healthz of the same process); and
+// last, etcd alone under the requests of a campaign from bare clients
+// (etcdFloor). Sizes that fit a CI run: a few minutes with the default
+// 10 s loads.
 func fleetEtcd(t *testing.T) string {
 	const candidates, elections, conns, clients, existing = 300, 100, 32, 8, 5000
 	d := fleetSeconds(t)
@@ -125,6 +129,11 @@ func fleetEtcd(t *testing.T) string {
 	if _, err := electorCampaign(c, srv.URL, "after-load", "a", "1h"); err != nil {
 		right = short(err.Error())
 	}
+	// Last, as its grants leave thousands of leases in etcd.
+	var floor []floorLoad
+	if !skipEtcd() {
+		floor = etcdFloor(t, etcd, d)
+	}
 
 	var b strings.Builder
 	name := "elector serve (etcd backend)"
@@ -144,6 +153,16 @@ func fleetEtcd(t *testing.T) string {
 	fmt.Fprintf(&b, "elector's server CPU is the gateway process alone. Beside it, per request of elector's loads: etcd's process %s (reads), %s / %s / %s (campaigns at 0 / declared / at %d); wrk %s (reads; %s for etcd's), %s / %s / %s (campaigns).\n",
 		rdBeside.etcdPer(rd), m0Beside.etcdPer(m0), m0vBeside.etcdPer(m0v), m5Beside.etcdPer(m5), existing,
 		rdBeside.wrkPer(rd), erBeside.wrkPer(er), m0Beside.wrkPer(m0), m0vBeside.wrkPer(m0v), m5Beside.wrkPer(m5))
+	if len(floor) > 0 {
+		fmt.Fprintf(&b, "etcd alone under a campaign's requests from bare gRPC clients, 8 at a time, one watch: ")
+		for i, l := range floor {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(l.String())
+		}
+		b.WriteString(".\n")
+	}
 	fmt.Fprintf(&b, "etcd's gRPC calls per request: elector's reads %s; etcd's own reads %s; elector's campaigns at 0 %s; declared %s; at %d %s.\n",
 		rdBeside.callsPer(rd), erBeside.callsPer(er), m0Beside.callsPer(m0), m0vBeside.callsPer(m0v), existing, m5Beside.callsPer(m5))
 	return b.String()
