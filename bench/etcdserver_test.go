@@ -56,6 +56,10 @@ func startEtcd(tb testing.TB) *etcdServer {
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "bench="+peer,
 		"--logger", "zap", "--log-level", "error")
+	if os.Getenv("ELECTOR_BENCH_PROFILE") != "" {
+		// For profiles of etcd's own work under a load (etcdProfileDuring).
+		cmd.Args = append(cmd.Args, "--enable-pprof")
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start %s: %v", bin, err)

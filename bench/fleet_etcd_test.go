@@ -2,8 +2,16 @@ package bench
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // fleetEtcd: `elector serve` of a release build with the etcd backend, on
@@ -13,8 +21,12 @@ import (
 // 8 connections, beside etcd's /v3/election/campaign, at 0 elections, at
 // 0 again once the prefix is declared upgraded (p/_elector/version, so a
 // campaign into an empty election is one transaction: see the etcd
-// backend's version.go), and at 5,000. Sizes that fit a CI run: a few
-// minutes with the default 10 s loads.
+// backend's version.go), and at 5,000. Beside each of elector's loads it
+// reports what etcd's process and wrk spent, and etcd's gRPC calls, per
+// request; the gateway's ceiling (GET /healthz of the same process); and
+// last, etcd alone under the requests of a campaign from bare clients
+// (etcdFloor). Sizes that fit a CI run: a few minutes with the default
+// 10 s loads.
 func fleetEtcd(t *testing.T) string {
 	const candidates, elections, conns, clients, existing = 300, 100, 32, 8, 5000
 	d := fleetSeconds(t)
@@ -61,13 +73,28 @@ func fleetEtcd(t *testing.T) string {
 		reads = append(reads, wrkRequest{method: "GET", path: fmt.Sprintf("/v1/elections/e-%03d/leader", i)})
 	}
 	var rd wrkResult
-	profileDuring(t, "etcd-leader", d, func() { rd = wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, reads) })
+	var rdBeside, erBeside beside
+	etcdProfileDuring(t, etcd.URL, "etcd-leader", d, func() {
+		rdBeside = besideLoad(t, etcd, func() { rd = wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, reads) })
+	})
+	// The gateway's own ceiling on this machine: GET /healthz of the same
+	// process, which touches no backend.
+	var ceil wrkResult
+	var ceilBeside beside
+	etcdProfileDuring(t, etcd.URL, "etcd-healthz", d, func() {
+		ceilBeside = besideLoad(t, etcd, func() {
+			ceil = wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, []wrkRequest{{method: "GET", path: "/healthz"}})
+		})
+	})
 	if !skipEtcd() {
-		er = wrkCycle(t, etcd.URL, etcd.pid, conns, d, etcdReads)
+		erBeside = besideLoad(t, etcd, func() { er = wrkCycle(t, etcd.URL, etcd.pid, conns, d, etcdReads) })
 		n0 = runWrk(t, etcd.URL, etcd.pid, clients, d, "etcd", append([]string{"c0"}, leases...)...)
 	}
 	var m0, m0v, m5 wrkResult
-	profileDuring(t, "etcd-campaign0", d, func() { m0 = runWrk(t, srv.URL, srv.cmd.Process.Pid, clients, d, "elector", "c0") })
+	var m0Beside, m0vBeside, m5Beside beside
+	etcdProfileDuring(t, etcd.URL, "etcd-campaign0", d, func() {
+		m0Beside = besideLoad(t, etcd, func() { m0 = runWrk(t, srv.URL, srv.cmd.Process.Pid, clients, d, "elector", "c0") })
+	})
 	// What an operator does once every replica runs this version:
 	// etcdctl put <prefix>/_elector/version '{"min":2}'.
 	if err := call(c, "POST", etcd.URL+"/v3/kv/put", nil, map[string]any{"key": b64(prefix + "/_elector/version"), "value": b64(`{"min":2}`)}, nil); err != nil {
@@ -78,14 +105,18 @@ func fleetEtcd(t *testing.T) string {
 	if _, err := electorCampaign(c, srv.URL, "declared", "a", "1h"); err != nil {
 		t.Fatal(err)
 	}
-	profileDuring(t, "etcd-campaign0v", d, func() { m0v = runWrk(t, srv.URL, srv.cmd.Process.Pid, clients, d, "elector", "c0v") })
+	etcdProfileDuring(t, etcd.URL, "etcd-campaign0v", d, func() {
+		m0vBeside = besideLoad(t, etcd, func() { m0v = runWrk(t, srv.URL, srv.cmd.Process.Pid, clients, d, "elector", "c0v") })
+	})
 	if err := parallel(existing, 16, func(i int) error {
 		_, err := electorCampaign(c, srv.URL, fmt.Sprintf("pre-%d", i), "a", "1h")
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	profileDuring(t, "etcd-campaign5k", d, func() { m5 = runWrk(t, srv.URL, srv.cmd.Process.Pid, clients, d, "elector", "c5k") })
+	etcdProfileDuring(t, etcd.URL, "etcd-campaign5k", d, func() {
+		m5Beside = besideLoad(t, etcd, func() { m5 = runWrk(t, srv.URL, srv.cmd.Process.Pid, clients, d, "elector", "c5k") })
+	})
 	if !skipEtcd() {
 		if err := parallel(existing, 16, func(i int) error {
 			return call(c, "POST", etcd.URL+"/v3/election/campaign", nil, map[string]any{"name": b64(fmt.Sprintf("pre/%d", i)), "lease": leases[0], "value": b64("x")}, nil)
@@ -98,13 +129,18 @@ func fleetEtcd(t *testing.T) string {
 	if _, err := electorCampaign(c, srv.URL, "after-load", "a", "1h"); err != nil {
 		right = short(err.Error())
 	}
+	// Last, as its grants leave thousands of leases in etcd.
+	var floor []floorLoad
+	if !skipEtcd() {
+		floor = etcdFloor(t, etcd, d)
+	}
 
 	var b strings.Builder
 	name := "elector serve (etcd backend)"
 	tb := &table{title: fmt.Sprintf("etcd backend, leader reads: %d elections of %d candidates, %d connections", elections, candidates/elections, conns)}
-	tb.add("system", "reads/s", "p50", "p99", "non-2xx", "vs etcd leader", "server CPU / request")
-	tb.add("etcd "+etcd.Version+" HTTP `/v3/election/leader`", perSecond(er), ms(er.p50()), ms(er.p99()), fails(er), "1.00×", us(er))
-	tb.add(name, perSecond(rd), ms(rd.p50()), ms(rd.p99()), fails(rd), ratio(rd.rate(), er.rate()), us(rd))
+	tb.add("system", "reads/s", "p50", "p99", "non-2xx", "vs etcd leader", "share of ceiling", "server CPU / request")
+	tb.add("etcd "+etcd.Version+" HTTP `/v3/election/leader`", perSecond(er), ms(er.p50()), ms(er.p99()), fails(er), "1.00×", "–", us(er))
+	tb.add(name, perSecond(rd), ms(rd.p50()), ms(rd.p99()), fails(rd), ratio(rd.rate(), er.rate()), pct(rd.rate(), ceil.rate()), us(rd))
 	b.WriteString(tb.String())
 	tb = &table{title: fmt.Sprintf("etcd backend, campaigns into fresh elections, %d connections", clients)}
 	tb.add("system", "at 0 /s", "p99", "declared upgraded, at 0 /s", "p99", fmt.Sprintf("declared, at %d /s", existing), "p99", "non-2xx", "vs etcd at 0", fmt.Sprintf("vs etcd at %d", existing), "server CPU / request at 0 / declared / at 5,000", "campaign right after")
@@ -112,6 +148,137 @@ func fleetEtcd(t *testing.T) string {
 	tb.add(name, perSecond(m0), ms(m0.p99()), perSecond(m0v), ms(m0v.p99()), perSecond(m5), ms(m5.p99()), fails(m0)+" / "+fails(m0v)+" / "+fails(m5),
 		ratio(m0.rate(), n0.rate())+" / "+ratio(m0v.rate(), n0.rate()), ratio(m5.rate(), n5.rate()), us(m0)+" / "+us(m0v)+" / "+us(m5), right)
 	b.WriteString(tb.String())
-	b.WriteString("\nelector's server CPU is the gateway process alone; etcd's work for it is in etcd's process.\n")
+	fmt.Fprintf(&b, "\nCeiling: `GET /healthz` of the same process, %d connections: %s/s (p99 %s, %s non-2xx, %s of CPU per request, wrk %s).\n",
+		conns, perSecond(ceil), ms(ceil.p99()), fails(ceil), us(ceil), ceilBeside.wrkPer(ceil))
+	fmt.Fprintf(&b, "elector's server CPU is the gateway process alone. Beside it, per request of elector's loads: etcd's process %s (reads), %s / %s / %s (campaigns at 0 / declared / at %d); wrk %s (reads; %s for etcd's), %s / %s / %s (campaigns).\n",
+		rdBeside.etcdPer(rd), m0Beside.etcdPer(m0), m0vBeside.etcdPer(m0v), m5Beside.etcdPer(m5), existing,
+		rdBeside.wrkPer(rd), erBeside.wrkPer(er), m0Beside.wrkPer(m0), m0vBeside.wrkPer(m0v), m5Beside.wrkPer(m5))
+	if len(floor) > 0 {
+		fmt.Fprintf(&b, "etcd alone under a campaign's requests from bare gRPC clients, 8 at a time, one watch: ")
+		for i, l := range floor {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(l.String())
+		}
+		b.WriteString(".\n")
+	}
+	fmt.Fprintf(&b, "etcd's gRPC calls per request: elector's reads %s; etcd's own reads %s; elector's campaigns at 0 %s; declared %s; at %d %s.\n",
+		rdBeside.callsPer(rd), erBeside.callsPer(er), m0Beside.callsPer(m0), m0vBeside.callsPer(m0v), existing, m5Beside.callsPer(m5))
 	return b.String()
+}
+
+// beside is the CPU time that the other processes of a load used during
+// it: the etcd process serving the gateway, and wrk.
+type beside struct {
+	etcd, wrk time.Duration
+	calls     map[string]float64 // etcd's gRPC calls begun, by method
+}
+
+// besideLoad runs load (one wrk run) and returns the CPU time etcd's
+// process pid and wrk used meanwhile (wrk's: the children of this
+// process that ended, which during a load is wrk alone).
+func besideLoad(tb testing.TB, etcd *etcdServer, load func()) beside {
+	tb.Helper()
+	children := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+			tb.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	e0, w0, c0 := cpuOf(tb, etcd.pid), children(), etcdCalls(tb, etcd.URL)
+	load()
+	s := beside{etcd: cpuOf(tb, etcd.pid) - e0, wrk: children() - w0, calls: etcdCalls(tb, etcd.URL)}
+	for m, n := range c0 {
+		s.calls[m] -= n
+	}
+	return s
+}
+
+// etcdCalls reads etcd's count of gRPC calls begun, by method, from its
+// metrics.
+func etcdCalls(tb testing.TB, base string) map[string]float64 {
+	tb.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		tb.Fatalf("etcd metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("etcd metrics: %v", err)
+	}
+	calls := map[string]float64{}
+	for line := range strings.Lines(string(body)) {
+		rest, ok := strings.CutPrefix(line, "grpc_server_started_total{")
+		if !ok {
+			continue
+		}
+		_, m, _ := strings.Cut(rest, `grpc_method="`)
+		m, _, _ = strings.Cut(m, `"`)
+		var n float64
+		if i := strings.LastIndexByte(rest, ' '); i >= 0 {
+			_, _ = fmt.Sscan(rest[i+1:], &n)
+		}
+		calls[m] += n
+	}
+	return calls
+}
+
+// callsPer is what etcd's gRPC calls of s were per request of r, the
+// most frequent first.
+func (s beside) callsPer(r wrkResult) string {
+	if r.Requests == 0 {
+		return "–"
+	}
+	var parts []string
+	for m, n := range s.calls {
+		if n/float64(r.Requests) >= 0.005 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", m, n/float64(r.Requests)))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+func (s beside) etcdPer(r wrkResult) string { return perRequest(s.etcd, r) }
+func (s beside) wrkPer(r wrkResult) string  { return perRequest(s.wrk, r) }
+
+func perRequest(cpu time.Duration, r wrkResult) string {
+	if r.Requests == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f µs", float64(cpu.Microseconds())/float64(r.Requests))
+}
+
+// etcdProfileDuring is profileDuring that, when profiles are asked for
+// (ELECTOR_BENCH_PROFILE), also takes a CPU profile of the etcd process
+// at base meanwhile, as <dir>/<name>.etcd.cpu.pprof: etcd's share of the
+// gateway's work is in etcd's process.
+func etcdProfileDuring(tb testing.TB, base, name string, d time.Duration, load func()) {
+	tb.Helper()
+	dir := os.Getenv("ELECTOR_BENCH_PROFILE")
+	if dir == "" {
+		profileDuring(tb, name, d, load)
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, max(1, int(d.Seconds())-1)))
+		if err != nil {
+			tb.Errorf("etcd profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(dir, name+".etcd.cpu.pprof"))
+		if err != nil {
+			tb.Error(err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
+	})
+	profileDuring(tb, name, d, load)
+	wg.Wait()
 }

@@ -72,12 +72,16 @@ type result[T any] struct {
 // It returns the answer that settles the request, etcd's error refusing
 // it, or, when ctx ends first, an error wrapping ctx's. Every attempt has
 // ended when do returns.
+//
+// The first attempt runs on the caller's goroutine, whose stack has grown
+// already, while another goroutine (with a shallow stack) starts the
+// others as above and decides: a new goroutine for every request would
+// grow its stack again through gRPC's calls (4% of a gateway's CPU under
+// campaigns).
 func do[T any](ctx context.Context, p *members, r repeat, applied func(T) bool, f func(context.Context, *clientv3.Client) (T, error)) (T, error) {
 	var zero T
 	cctx, cancelAll := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancelAll()
 	maxAttempts := 16 * len(p.list)
 	results := make(chan result[T])
 	var (
@@ -88,6 +92,8 @@ func do[T any](ctx context.Context, p *members, r repeat, applied func(T) bool, 
 		return slices.ContainsFunc(pending, func(a *attempt) bool { return a.m == m && !a.dropped })
 	}
 	launched := 0
+	var first func() // the first attempt, if launched before deciding: the caller runs it
+	deciding := false
 	launch := func() bool {
 		if launched == maxAttempts {
 			return false
@@ -102,89 +108,113 @@ func do[T any](ctx context.Context, p *members, r repeat, applied func(T) bool, 
 		pending = append(pending, a)
 		launched++
 		cli := m.cli.Load()
-		wg.Go(func() {
+		run := func() {
 			v, err := f(actx, cli)
 			cancel()
 			select {
 			case results <- result[T]{a, v, err}:
-			case <-cctx.Done(): // do has returned
+			case <-cctx.Done(): // decided
 			}
-		})
+		}
+		if !deciding {
+			first = run
+		} else {
+			wg.Go(run)
+		}
 		return true
 	}
-
-	var (
-		hedge   <-chan time.Time
-		retry   <-chan time.Time
-		unknown bool // a guarded attempt ended without an answer
-		lastErr error
-		refused *T // a guarded answer that did not apply
-	)
-	if r == idempotent {
-		t := time.NewTicker(p.timeout)
-		defer t.Stop()
-		hedge = t.C
-	}
-	for {
-		if refused == nil && retry == nil && !live(pending) && !launch() {
-			failed = failed[:0]
-			retry = time.After(p.retryPause())
+	// decide waits for the attempts' results, starts new attempts when
+	// due, and returns what settles the request, once every attempt it
+	// started itself has ended.
+	decide := func() (T, error) {
+		defer wg.Wait()
+		defer cancelAll()
+		var (
+			hedge   <-chan time.Time
+			retry   <-chan time.Time
+			unknown bool // a guarded attempt ended without an answer
+			lastErr error
+			refused *T // a guarded answer that did not apply
+		)
+		if r == idempotent {
+			t := time.NewTicker(p.timeout)
+			defer t.Stop()
+			hedge = t.C
 		}
-		select {
-		case <-ctx.Done():
-			if r == guarded && (unknown || len(pending) > 0) {
-				return zero, fmt.Errorf("etcd: no member answered in time, the transaction's outcome is unknown: %w", ctx.Err())
+		for {
+			if refused == nil && retry == nil && !live(pending) && !launch() {
+				failed = failed[:0]
+				retry = time.After(p.retryPause())
 			}
-			if lastErr != nil {
-				return zero, fmt.Errorf("%w (last member's error: %v)", ctx.Err(), lastErr)
-			}
-			return zero, ctx.Err()
-		case <-retry:
-			retry = nil
-		case <-hedge:
-			if refused == nil {
-				launch()
-			}
-		case <-p.changes():
-			for _, a := range pending {
-				up, term := a.m.state()
-				if a.moved || (up && (a.term == 0 || term == a.term)) {
-					continue
+			select {
+			case <-ctx.Done():
+				if r == guarded && (unknown || len(pending) > 0) {
+					return zero, fmt.Errorf("etcd: no member answered in time, the transaction's outcome is unknown: %w", ctx.Err())
 				}
-				a.moved = true
-				if r == idempotent {
-					a.dropped = true
-					a.cancel()
+				if lastErr != nil {
+					return zero, fmt.Errorf("%w (last member's error: %v)", ctx.Err(), lastErr)
 				}
+				return zero, ctx.Err()
+			case <-retry:
+				retry = nil
+			case <-hedge:
 				if refused == nil {
 					launch()
 				}
+			case <-p.changes():
+				for _, a := range pending {
+					up, term := a.m.state()
+					if a.moved || (up && (a.term == 0 || term == a.term)) {
+						continue
+					}
+					a.moved = true
+					if r == idempotent {
+						a.dropped = true
+						a.cancel()
+					}
+					if refused == nil {
+						launch()
+					}
+				}
+			case res := <-results:
+				pending = slices.DeleteFunc(pending, func(a *attempt) bool { return a == res.a })
+				if res.a.dropped {
+					continue
+				}
+				switch {
+				case res.err == nil && (r == idempotent || applied(res.v)):
+					return res.v, nil
+				case res.err == nil:
+					refused = &res.v
+				case !retriable(res.err) || ctx.Err() != nil:
+					return zero, res.err
+				default:
+					lastErr = res.err
+					failed = append(failed, res.a.m)
+					unknown = unknown || r == guarded
+				}
 			}
-		case res := <-results:
-			pending = slices.DeleteFunc(pending, func(a *attempt) bool { return a == res.a })
-			if res.a.dropped {
-				continue
+			if refused != nil && !waiting(pending) {
+				if unknown || len(pending) > 0 {
+					return zero, fmt.Errorf("etcd: a member stopped answering, the transaction's outcome is unknown: %w", errOutcomeUnknown)
+				}
+				return *refused, nil
 			}
-			switch {
-			case res.err == nil && (r == idempotent || applied(res.v)):
-				return res.v, nil
-			case res.err == nil:
-				refused = &res.v
-			case !retriable(res.err) || ctx.Err() != nil:
-				return zero, res.err
-			default:
-				lastErr = res.err
-				failed = append(failed, res.a.m)
-				unknown = unknown || r == guarded
-			}
-		}
-		if refused != nil && !waiting(pending) {
-			if unknown || len(pending) > 0 {
-				return zero, fmt.Errorf("etcd: a member stopped answering, the transaction's outcome is unknown: %w", errOutcomeUnknown)
-			}
-			return *refused, nil
 		}
 	}
+	launch()
+	deciding = true
+	if first == nil { // no member to try now
+		return decide()
+	}
+	decided := make(chan result[T], 1)
+	go func() {
+		v, err := decide()
+		decided <- result[T]{v: v, err: err}
+	}()
+	first()
+	d := <-decided
+	return d.v, d.err
 }
 
 // errOutcomeUnknown is wrapped when a guarded request may or may not have

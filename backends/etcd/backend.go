@@ -180,10 +180,8 @@ func (b *Backend) Head(ctx context.Context) (string, error) {
 	if err := b.fresh(ctx); err != nil {
 		return "", err
 	}
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
 	var last string
-	err := b.cache.read(rctx, func(st *state) { last = st.last })
+	err := b.readCache(ctx, func(st *state) { last = st.last })
 	return last, err
 }
 
@@ -197,10 +195,8 @@ func (b *Backend) MaxCursor(ctx context.Context) (string, error) {
 	if err := b.fresh(ctx); err != nil {
 		return "", err
 	}
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
 	var rev int64
-	err := b.cache.read(rctx, func(st *state) { rev = st.rev })
+	err := b.readCache(ctx, func(st *state) { rev = st.rev })
 	return revCursor(rev), err
 }
 
@@ -208,10 +204,8 @@ func (b *Backend) MaxCursor(ctx context.Context) (string, error) {
 // keeps the count as it applies changes: no election is built, and no
 // request is made to etcd.
 func (b *Backend) CountElections(ctx context.Context) (int, error) {
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
 	var n int
-	err := b.cache.read(rctx, func(st *state) { n = st.count })
+	err := b.readCache(ctx, func(st *state) { n = st.count })
 	return n, err
 }
 
@@ -253,9 +247,24 @@ func (b *Backend) catchUp(ctx context.Context, rev int64) error {
 	return b.cache.waitApplied(rctx, int64(bar))
 }
 
+// readCache runs f on the cache's state once it is loaded, waiting for
+// the load at most RequestTimeout. A loaded cache, which every request
+// after the first few finds, sets up no timer.
+func (b *Backend) readCache(ctx context.Context, f func(st *state)) error {
+	if b.cache.tryRead(f) {
+		return nil
+	}
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	return b.cache.read(rctx, f)
+}
+
 // waitApplied waits until the cache holds rev, the revision of a write
 // under the prefix that etcd acknowledged.
 func (b *Backend) waitApplied(ctx context.Context, rev int64) error {
+	if b.cache.holds(rev) {
+		return nil // there already (the write's events came first): no timer
+	}
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
 	return b.cache.waitApplied(rctx, rev)
@@ -266,9 +275,7 @@ func (b *Backend) waitApplied(ctx context.Context, rev int64) error {
 // cursor is the cursor of a snapshot of the view: the revision it was
 // read at (see MaxCursor).
 func (b *Backend) cached(ctx context.Context, election string) (v view, cursor string, err error) {
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
-	err = b.cache.read(rctx, func(st *state) { v, cursor = st.view(election), revCursor(st.rev) })
+	err = b.readCache(ctx, func(st *state) { v, cursor = st.view(election), revCursor(st.rev) })
 	return v, cursor, err
 }
 
@@ -306,10 +313,8 @@ func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, er
 		out    []gateway.Election
 		cursor string
 	)
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
 	now := b.now()
-	err := b.cache.read(rctx, func(st *state) {
+	err := b.readCache(ctx, func(st *state) {
 		cursor = revCursor(st.rev)
 		for _, n := range st.names() {
 			out = append(out, b.snapshot(st.view(n), cursor, now))
@@ -473,9 +478,7 @@ func (b *Backend) status(ctx context.Context, op, election, id, tokenHash string
 		st standing
 		ok bool
 	)
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
-	if err := b.cache.read(rctx, func(s *state) { st, ok = s.standing(election, id) }); err != nil {
+	if err := b.readCache(ctx, func(s *state) { st, ok = s.standing(election, id) }); err != nil {
 		return gateway.Status{}, err
 	}
 	if !ok {

@@ -48,7 +48,9 @@ type cache struct {
 	ordered bool          // every member sends progress notifications in order (ordersProgress)
 	changed chan struct{} // closed and replaced whenever st moves
 	dirty   map[string]bool
-	all     bool // every election is dirty (after a load)
+	all     bool           // every election is dirty (after a load)
+	feeds   map[*feed]bool // the Watches fed the events derived here (feed.go)
+	backlog int            // of each feed; 0 for feedBacklog (tests set it)
 
 	// clock is the promise clock of the states it loads (promise.go);
 	// departed, if set, is called under mu with the elector candidacies
@@ -82,7 +84,7 @@ func (c *cache) apply(wr clientv3.WatchResponse) {
 	for _, batch := range byRevision(wr.Events) {
 		rev := batch[0].Kv.ModRevision
 		c.st.dirty, c.st.departed = c.dirty, &gone
-		c.st.applyRevision(rev, batch, true) // derives the events only to know st.last
+		c.publish(c.st.applyRevision(rev, batch, true)) // to the feeds, and to know st.last
 		c.st.dirty, c.st.departed = nil, nil
 		c.applied = max(c.applied, rev)
 	}
@@ -213,6 +215,25 @@ func (c *cache) read(ctx context.Context, f func(st *state)) error {
 			return fmt.Errorf("etcd: election state not loaded: %w", gateway.ErrUnavailable)
 		}
 	}
+}
+
+// tryRead runs f under the cache's lock if the state is loaded, and
+// reports whether it was.
+func (c *cache) tryRead(f func(st *state)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.loaded {
+		f(c.st)
+	}
+	return c.loaded
+}
+
+// holds reports whether the state is loaded and has applied the events of
+// revision rev (as waitApplied waits for).
+func (c *cache) holds(rev int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loaded && c.applied >= rev
 }
 
 // waitApplied waits until the cache has applied the events of revision

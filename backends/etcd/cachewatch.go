@@ -59,6 +59,7 @@ func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error 
 	st.load(kvs, rev)
 	c.mu.Lock()
 	c.st, c.applied, c.loaded, c.ordered, c.all = st, rev, true, ordered, true
+	c.endFeeds()
 	c.signal()
 	c.mu.Unlock()
 

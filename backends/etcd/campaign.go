@@ -190,9 +190,7 @@ func firstLead(hex string, val candidateValue) string {
 // written by a campaign's transaction (oneWrite), and fails when this
 // replica is older than a declared version (checkVersion).
 func (b *Backend) looksEmpty(ctx context.Context, election string) (empty, one bool, err error) {
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
-	_ = b.cache.read(rctx, func(st *state) {
+	_ = b.readCache(ctx, func(st *state) {
 		e := st.elections[election]
 		empty = e == nil || (len(e.line) == 0 && e.lead == nil)
 		one, err = st.oneWrite(), st.checkVersion()

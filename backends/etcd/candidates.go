@@ -164,9 +164,7 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 // (in line or cooling), or nil, and whether it holds, without deriving the
 // election's view.
 func (b *Backend) find(ctx context.Context, election, id string) (x *entry, leads bool, err error) {
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
-	err = b.cache.read(rctx, func(s *state) {
+	err = b.readCache(ctx, func(s *state) {
 		if st, ok := s.standing(election, id); ok {
 			x, leads = st.x, st.own != nil
 		}

@@ -550,6 +550,16 @@
 // candidates in cooldown), an expiry is stamped with elector's last write
 // in the election, which may be much older.
 //
+// A Watch from where this replica's cache is (after "", or after its Head,
+// as the gateway's hub starts) takes the events the cache derives as it
+// applies its watch (feed.go): the replica's one watch feeds its reads
+// and its hub, so etcd sends each event once and the replica decodes it
+// once. A Watch from any other cursor derives the events with a watch of
+// its own from etcd's history; both give the same bytes for each id. A
+// fed Watch that falls more than 8,192 events behind, or whose cache must
+// load the state afresh (a compaction), closes after what it was given,
+// and its receiver resumes from the last event it got.
+//
 // Snapshots carry "<revision>" as their cursor. A cursor older than etcd's
 // last compaction, in the future, or not one of ours gives
 // gateway.ErrCursorExpired.

@@ -287,3 +287,19 @@ func (b *Backend) AgePooledLeases(d time.Duration) {
 		}
 	}
 }
+
+// Feeds is how many Watches the cache feeds (feed.go).
+func (b *Backend) Feeds() int {
+	b.cache.mu.Lock()
+	defer b.cache.mu.Unlock()
+	return len(b.cache.feeds)
+}
+
+// SetFeedBacklog sets how far behind the cache a Watch it feeds may fall
+// before its channel closes (feedBacklog by default), for the feeds
+// subscribed from now on.
+func (b *Backend) SetFeedBacklog(n int) {
+	b.cache.mu.Lock()
+	defer b.cache.mu.Unlock()
+	b.cache.backlog = n
+}

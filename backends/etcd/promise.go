@@ -141,9 +141,7 @@ func (b *Backend) promise(ctx context.Context, election, id string) (uint64, err
 		st standing
 		ok bool
 	)
-	rctx, cancel := b.reqCtx(ctx)
-	err := b.cache.read(rctx, func(s *state) { st, ok = s.standing(election, id) })
-	cancel()
+	err := b.readCache(ctx, func(s *state) { st, ok = s.standing(election, id) })
 	if err != nil {
 		return 0, err
 	}
@@ -155,7 +153,7 @@ func (b *Backend) promise(ctx context.Context, election, id string) (uint64, err
 	x, term := st.x, st.own.Term
 	key := b.keys.promiseOf(election, st.promise)
 	val := promiseValue{Term: term, Key: x.hex, TTLms: x.value.TTLms, At: b.now()}
-	rctx, cancel = b.reqCtx(ctx)
+	rctx, cancel := b.reqCtx(ctx)
 	resp, err := b.cli.Txn(rctx).
 		If(clientv3.Compare(clientv3.ModRevision(b.keys.lead(election)), "=", st.leadMod),
 			clientv3.Compare(clientv3.CreateRevision(b.keyOf(election, x)), "=", x.create),

@@ -18,14 +18,12 @@ func (b *Backend) ElectionLeader(ctx context.Context, election string) (gateway.
 	if err := b.fresh(ctx); err != nil {
 		return gateway.Election{}, err
 	}
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
 	var (
 		e      gateway.Election
 		exists bool
 	)
 	now := b.now()
-	err := b.cache.read(rctx, func(st *state) {
+	err := b.readCache(ctx, func(st *state) {
 		v := st.leaderView(election) // shares the state's maps: used only here, under the lock
 		if exists = v.exists; exists {
 			e = b.leaderSnapshot(v, revCursor(st.rev), now)
@@ -47,10 +45,8 @@ func (b *Backend) ElectionLeader(ctx context.Context, election string) (gateway.
 // campaign through. Errors: gateway.ErrElectionNotFound,
 // gateway.ErrUnavailable.
 func (b *Backend) CountCandidates(ctx context.Context, election string) (int, error) {
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
 	n := -1
-	err := b.cache.read(rctx, func(st *state) {
+	err := b.readCache(ctx, func(st *state) {
 		if e := st.elections[election]; e != nil && e.exists() {
 			n = len(e.line) + len(e.cooling)
 		}

@@ -127,9 +127,7 @@ func (b *Backend) notFound(ctx context.Context, err error, election, id, tokenHa
 		v     revokedValue
 		found bool
 	)
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
-	_ = b.cache.read(rctx, func(s *state) {
+	_ = b.readCache(ctx, func(s *state) {
 		if e := s.elections[election]; e != nil {
 			for _, r := range e.revoked {
 				if r.ID == id && gateway.TokenMatches(r.TokenHash, tokenHash) {

@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"encoding/json"
-	"maps"
 	"strings"
 	"time"
 
@@ -104,19 +103,6 @@ func newState(k keys) *state {
 func newEstate() *estate {
 	return &estate{line: map[string]*entry{}, cooling: map[string]*entry{}, ids: map[string]idEntry{}, cooldowns: map[string]bool{}, revoked: map[string]revokedValue{},
 		handovers: map[string]uint64{}, promises: map[string]promiseRecord{}, promised: map[uint64]time.Time{}}
-}
-
-// clone returns a deep enough copy: entries and values are never mutated
-// in place, only replaced.
-func (s *state) clone() *state {
-	c := &state{keys: s.keys, rev: s.rev, last: s.last, count: s.count, minVersion: s.minVersion, elections: make(map[string]*estate, len(s.elections))}
-	for n, e := range s.elections {
-		x := *e
-		x.line, x.cooling, x.ids, x.cooldowns = maps.Clone(e.line), maps.Clone(e.cooling), maps.Clone(e.ids), maps.Clone(e.cooldowns)
-		x.revoked, x.handovers, x.promises, x.promised = maps.Clone(e.revoked), maps.Clone(e.handovers), maps.Clone(e.promises), maps.Clone(e.promised)
-		c.elections[n] = &x
-	}
-	return c
 }
 
 func (s *state) election(name string, create bool) *estate {

@@ -407,9 +407,7 @@ func leaseGone(err error) bool {
 // holdership is pending.
 func (b *Backend) handoverDue(ctx context.Context, election, id string) error {
 	var err error
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
-	if rerr := b.cache.read(rctx, func(s *state) {
+	if rerr := b.readCache(ctx, func(s *state) {
 		if st, ok := s.standing(election, id); ok && st.own != nil && st.transfer != nil && st.transfer.FromTerm == st.own.Term {
 			err = &gateway.TransferPendingError{Election: election, Transfer: *st.transfer.gateway()}
 		}
