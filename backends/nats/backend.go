@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"slices"
 	"strings"
@@ -43,15 +42,7 @@ type Backend struct {
 
 	grantMu sync.Mutex // one grant at a time (epoch.go)
 
-	beatsMu   sync.Mutex
-	beats     map[beatKey]beatInfo // liveness subject (hashed, see beatKey) → its last message, as last seen
-	beatSeeds [2]maphash.Seed
-	// watched are the leaders whose liveness Run watches, and watchQ
-	// them by expiry (expiry.go); both guarded by beatsMu. watchWake
-	// tells Run the queue's first changed.
-	watched   map[beatKey]*watchedLeader
-	watchQ    watchQueue
-	watchWake chan struct{}
+	live *liveness // what this replica knows of liveness subjects (liveness.go)
 
 	runsMu sync.Mutex
 	runs   map[*reconciler]struct{} // the reconcilers of running Run calls
@@ -117,8 +108,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	if err != nil {
 		return nil, fmt.Errorf("nats: jetstream: %w: %w", gateway.ErrUnavailable, err)
 	}
-	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, lease: newQuorumLease()}
-	b.initBeats()
+	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, lease: newQuorumLease(), live: newLiveness(cfg.SubjectPrefix)}
 	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	parent := ctx
@@ -145,13 +135,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 		return nil, fmt.Errorf("nats: kv bucket %s: %w", b.kvBucket(), err)
 	}
 	return b, nil
-}
-
-// initBeats makes what the backend knows of liveness subjects empty.
-func (b *Backend) initBeats() {
-	b.beats = map[beatKey]beatInfo{}
-	b.beatSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-	b.watched, b.watchWake = map[beatKey]*watchedLeader{}, make(chan struct{}, 1)
 }
 
 func newOptions(opts []Option) options {

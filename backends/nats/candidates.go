@@ -124,7 +124,7 @@ func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, i
 		return gateway.Status{}, false, nil // refused on the stream leader's record, without a publish
 	}
 	subject := b.aliveSubject(election, nonce(e.TokenHash))
-	seq, ok := b.liveSeq(subject)
+	seq, ok := b.live.liveSeq(subject)
 	if !ok {
 		return gateway.Status{}, false, nil
 	}
@@ -245,4 +245,36 @@ func (b *Backend) status(ctx context.Context, op string, s stored, id string, ow
 		return gateway.Status{}, fmt.Errorf("nats: %s %q: %w", op, s.rec.Name, err)
 	}
 	return st, nil
+}
+
+// owned loads election and checks that candidate id is in it, holds
+// tokenHash and is still alive. A candidate whose liveness has ended is
+// expired on the spot. Errors: gateway.ErrCandidateNotFound,
+// gateway.ErrTokenMismatch, gateway.ErrUnavailable.
+func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string) (s stored, e *gateway.Entry, subject string, seq uint64, err error) {
+	s, found, err := b.load(ctx, election)
+	if err != nil {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q: %w", op, election, err)
+	}
+	if found {
+		e = s.rec.Find(id)
+	}
+	if e == nil {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: %w", op, id, election, gateway.ErrCandidateNotFound)
+	}
+	if !gateway.TokenMatches(e.TokenHash, tokenHash) {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: %w", op, id, election, gateway.ErrTokenMismatch)
+	}
+	subject = b.aliveSubject(election, nonce(e.TokenHash))
+	seq, alive, err := b.checkAlive(ctx, subject)
+	if err != nil {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q: %w", op, election, err)
+	}
+	if !alive {
+		if _, err := b.expireCandidacy(ctx, election, nonce(e.TokenHash)); err != nil {
+			return stored{}, nil, "", 0, err
+		}
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: expired: %w", op, id, election, gateway.ErrCandidateNotFound)
+	}
+	return s, e, subject, seq, nil
 }

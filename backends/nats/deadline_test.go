@@ -11,8 +11,7 @@ import (
 // earliest over every election's latest record, moves when a record moves
 // it, and a taken deadline is not taken twice.
 func TestDeadlinesFollowTheLatestRecord(t *testing.T) {
-	b := &Backend{}
-	b.initBeats()
+	b := &Backend{live: newLiveness("elector")}
 	r := newReconciler(b)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cooling := func(name string, seq uint64, until time.Time) stored {

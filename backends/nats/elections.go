@@ -271,7 +271,7 @@ func (b *Backend) show(ctx context.Context, s stored) (gateway.Election, error) 
 func (b *Backend) expiresAt(ctx context.Context, election, tokenHash string) (time.Time, error) {
 	var nb [24]byte
 	n := appendNonce(nb[:0], tokenHash)
-	if exp, ok := b.expiryOf(b.aliveKey(election, n)); ok {
+	if exp, ok := b.live.expiryOf(b.live.aliveKey(election, n)); ok {
 		return exp, nil // the subject is not even built
 	}
 	_, exp, _, err := b.lastBeat(ctx, b.aliveSubject(election, string(n)))

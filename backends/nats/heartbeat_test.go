@@ -128,7 +128,7 @@ func TestHeartbeatWritesOnlyWhenItMovesTheExpiry(t *testing.T) {
 				if s, ok := r.latest("renew"); !ok || s.rec.Find("a") == nil {
 					return fmt.Errorf("the view has no candidate a")
 				}
-				if _, ok := b.expiry(subject); !ok {
+				if _, ok := b.live.expiry(subject); !ok {
 					return fmt.Errorf("no live message known")
 				}
 				return nil

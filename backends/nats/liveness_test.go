@@ -3,7 +3,6 @@ package nats
 import (
 	"context"
 	"errors"
-	"hash/maphash"
 	"strings"
 	"testing"
 	"time"
@@ -203,21 +202,21 @@ func TestDeleteMarkersOnTheLivenessStreamAreRefused(t *testing.T) {
 // building its subject: the key must be the subject's, and making it must
 // allocate nothing.
 func TestAliveKeyIsTheSubjectsKeyAndAllocatesNothing(t *testing.T) {
-	b := &Backend{cfg: Config{SubjectPrefix: "elector"}, beatSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+	b := &Backend{cfg: Config{SubjectPrefix: "elector"}, live: newLiveness("elector")}
 	hash := gateway.HashToken(gateway.NewToken())
 	n := nonce(hash)
 	if len(n) != 24 || string(appendNonce(nil, hash)) != n {
 		t.Fatalf("nonce %q, appendNonce %q", n, appendNonce(nil, hash))
 	}
-	if b.aliveKey("e1", []byte(n)) != b.beatKey(b.aliveSubject("e1", n)) {
+	if b.live.aliveKey("e1", []byte(n)) != b.live.key(b.aliveSubject("e1", n)) {
 		t.Fatal("aliveKey differs from the key of the subject")
 	}
-	if b.aliveKey("e1", []byte(n)) == b.beatKey(b.aliveSubject("e2", n)) {
+	if b.live.aliveKey("e1", []byte(n)) == b.live.key(b.aliveSubject("e2", n)) {
 		t.Fatal("two elections' subjects have one key")
 	}
 	allocs := testing.AllocsPerRun(100, func() {
 		var nb [24]byte
-		_ = b.aliveKey("e1", appendNonce(nb[:0], hash))
+		_ = b.live.aliveKey("e1", appendNonce(nb[:0], hash))
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per key", allocs)

@@ -111,7 +111,7 @@ func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg, md *jetstrea
 			slog.String("subject", m.Subject()), slog.String("reason", reason))
 		return
 	}
-	r.b.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
+	r.b.live.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
 }
 
 // loop fires at each election's next deadline and sweeps periodically.
@@ -176,7 +176,7 @@ func (r *reconciler) advanceDue(ctx context.Context) bool {
 func (r *reconciler) sweep(ctx context.Context) {
 	const grace = 2 * time.Second // the server's expiry timer may run late
 	now := time.Now()
-	r.b.pruneBeats(now.Add(-grace))
+	r.b.live.prune(now.Add(-grace))
 	if err := r.b.ensureTimers(ctx); err != nil {
 		if ctx.Err() == nil {
 			r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: timers stream", slog.Any("err", err))
@@ -211,7 +211,7 @@ func (r *reconciler) sweep(ctx context.Context) {
 			for _, line := range [...][]gateway.Entry{s.rec.Line, s.rec.Cooling} {
 				for i := range line {
 					n := appendNonce(nb[:0], line[i].TokenHash)
-					if exp, ok := r.b.expiryOf(r.b.aliveKey(s.rec.Name, n)); ok && now.Before(exp.Add(grace)) {
+					if exp, ok := r.b.live.expiryOf(r.b.live.aliveKey(s.rec.Name, n)); ok && now.Before(exp.Add(grace)) {
 						continue
 					}
 					subject := r.b.aliveSubject(s.rec.Name, string(n))

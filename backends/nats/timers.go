@@ -182,7 +182,7 @@ func (r *reconciler) sweepTimers(ctx context.Context, s stored, now time.Time, g
 	}
 	for _, t := range timers(s.rec) {
 		subject := r.b.timerSubject(s.rec.Name, t.token)
-		if exp, ok := r.b.expiry(subject); ok && now.Before(exp.Add(grace)) {
+		if exp, ok := r.b.live.expiry(subject); ok && now.Before(exp.Add(grace)) {
 			continue
 		}
 		seq, _, alive, err := r.b.lastBeat(ctx, subject)
@@ -227,9 +227,9 @@ func (r *reconciler) timerMarker(ctx context.Context, m jetstream.Msg, md *jetst
 		return
 	}
 	if m.Headers().Get(jetstream.MarkerReasonHeader) == "" {
-		r.b.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
+		r.b.live.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
 		return
 	}
-	r.b.buried(m.Subject(), md.Sequence.Stream)
+	r.b.live.buried(m.Subject(), md.Sequence.Stream)
 	r.timerEnded(ctx, election, token)
 }

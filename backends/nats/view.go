@@ -114,7 +114,7 @@ func (r *reconciler) record(ctx context.Context, m jetstream.Msg, md *jetstream.
 			delete(r.ahead, s.rec.Name)
 		}
 		if cur := r.latestLocked(s.rec.Name); cur.seq != prev.seq {
-			r.b.rewatch(prev.rec, cur.rec)
+			r.b.live.rewatch(prev.rec, cur.rec)
 		}
 		r.replan(s.rec.Name)
 		for f := range r.feeds {
@@ -174,7 +174,7 @@ func (r *reconciler) put(s stored) {
 	r.mu.Lock()
 	if prev := r.latestLocked(s.rec.Name); s.seq > prev.seq {
 		r.ahead[s.rec.Name] = s.viewed()
-		r.b.rewatch(prev.rec, s.rec)
+		r.b.live.rewatch(prev.rec, s.rec)
 		r.replan(s.rec.Name)
 	}
 	r.mu.Unlock()
