@@ -40,7 +40,7 @@ type Backend struct {
 	closed   bool
 	watchers sync.WaitGroup
 
-	grantMu sync.Mutex // one grant at a time (epoch.go)
+	epochs *epochs // the liveness stream's epoch (epoch.go)
 
 	live *liveness // what this replica knows of liveness subjects (liveness.go)
 
@@ -109,6 +109,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 		return nil, fmt.Errorf("nats: jetstream: %w: %w", gateway.ErrUnavailable, err)
 	}
 	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, lease: newQuorumLease(), live: newLiveness(cfg.SubjectPrefix)}
+	b.epochs = &epochs{b: b}
 	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	parent := ctx
@@ -126,7 +127,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 		b.cancel()
 		return nil, fmt.Errorf("nats: stream %s: %w", b.timerStream(), translate(err))
 	}
-	if err := b.grant(parent); err != nil { // each of its requests bounded by OpTimeout
+	if err := b.epochs.grant(parent); err != nil { // each of its requests bounded by OpTimeout
 		b.cancel()
 		return nil, err
 	}
@@ -210,7 +211,7 @@ func (b *Backend) timerStream() string { return b.cfg.Stream + "_TIMERS" }
 // storage), or writing delete markers (which held the timers too, and
 // whose markers could remove an acknowledged heartbeat). The new one
 // starts without an epoch, so every recorded candidate is granted a full
-// TTL (grant) before anything is decided on it, and the timers it held
+// TTL (epochs.grant) before anything is decided on it, and the timers it held
 // run again whole on their own stream (sweepTimers).
 func (b *Backend) openAlive(ctx context.Context) (jetstream.Stream, error) {
 	cfg := b.aliveStreamConfig()

@@ -233,7 +233,7 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 		}
 	}
 	// The epoch read before any subject, for the empty ones.
-	before, err := r.b.epoch(ctx)
+	before, err := r.b.epochs.current(ctx)
 	if err != nil || before == "" {
 		retry(due...) // no epoch: the sweep grants
 		return
@@ -297,7 +297,7 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 		}
 	}
 	if len(empty) > 0 {
-		if after, err := r.b.epoch(ctx); err != nil || after != before {
+		if after, err := r.b.epochs.current(ctx); err != nil || after != before {
 			retry(empty...)
 		} else {
 			dead = append(dead, empty...)

@@ -33,7 +33,7 @@ func TestLostLivenessGrantsEveryCandidateAFullTTL(t *testing.T) {
 	stopRun := runUntil(b)
 	campaignT(t, b, "grant", "x", ttl)
 	y, _ := campaignT(t, b, "grant", "y", ttl)
-	before, err := b.epoch(ctx)
+	before, err := b.epochs.current(ctx)
 	if err != nil || before == "" {
 		t.Fatalf("epoch of the first liveness stream: %q, %v", before, err)
 	}
@@ -46,7 +46,7 @@ func TestLostLivenessGrantsEveryCandidateAFullTTL(t *testing.T) {
 	b = openAt()
 	defer b.Close()
 	defer runUntil(b)()
-	if after, err := b.epoch(ctx); err != nil || after == "" || after == before {
+	if after, err := b.epochs.current(ctx); err != nil || after == "" || after == before {
 		t.Fatalf("epoch after the restart: %q (before %q), %v; want a new one", after, before, err)
 	}
 	el, err := b.Election(ctx, "grant")

@@ -103,7 +103,7 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 // layout (Ping refuses it): it is no proof that the candidacy's last
 // heartbeat lapsed, so it decides nothing.
 func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
-	if _, _, ok := r.b.aliveParts(m.Subject()); !ok || m.Subject() == r.b.epochSubject() || m.Subject() == r.b.clockSubject() {
+	if _, _, ok := r.b.aliveParts(m.Subject()); !ok || m.Subject() == r.b.epochs.subject() || m.Subject() == r.b.clockSubject() {
 		return
 	}
 	if reason := m.Headers().Get(jetstream.MarkerReasonHeader); reason != "" {
@@ -184,10 +184,10 @@ func (r *reconciler) sweep(ctx context.Context) {
 	}
 	// A liveness stream lost (a restart of the NATS servers) is made again
 	// and granted here, within a sweep interval, even if no request asks.
-	if id, err := r.b.epoch(ctx); err != nil {
+	if id, err := r.b.epochs.current(ctx); err != nil {
 		return
 	} else if id == "" {
-		if err := r.b.grant(ctx); err != nil {
+		if err := r.b.epochs.grant(ctx); err != nil {
 			if ctx.Err() == nil {
 				r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: grant", slog.Any("err", err))
 			}
