@@ -45,7 +45,7 @@ type Backend struct {
 	live *liveness // what this replica knows of liveness subjects (liveness.go)
 
 	runsMu sync.Mutex
-	runs   map[*reconciler]struct{} // the reconcilers of running Run calls
+	runs   map[*view]struct{} // the views of running Run calls
 
 	readIndex *gateway.ReadIndex // the records stream's last sequence, for reads from the view
 	// localHead, when set, reads that sequence from the server's own

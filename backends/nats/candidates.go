@@ -66,8 +66,8 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 // leaders, publish, answer from the record read. See "Heartbeats" in the
 // package doc for why neither can tell a deposed leader that it leads.
 func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
-	if r := b.running(); r != nil && r.isFilled() {
-		st, done, err := b.quickHeartbeat(ctx, r, election, id, tokenHash)
+	if v := b.running(); v != nil && v.isFilled() {
+		st, done, err := b.quickHeartbeat(ctx, v, election, id, tokenHash)
 		if done {
 			return st, err
 		}
@@ -111,8 +111,8 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 // caller is to take the slow path instead: the view does not know the
 // candidacy or its live message, the publish conflicted, or the view did
 // not catch up in time.
-func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, id, tokenHash string) (st gateway.Status, done bool, err error) {
-	cur, ok := r.latest(election)
+func (b *Backend) quickHeartbeat(ctx context.Context, v *view, election, id, tokenHash string) (st gateway.Status, done bool, err error) {
+	cur, ok := v.latest(election)
 	if !ok {
 		return gateway.Status{}, false, nil
 	}
@@ -155,14 +155,14 @@ func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, i
 	case ierr != nil:
 		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, translate(ierr))
 	}
-	if v, err := b.caughtUpTo(ctx, r, rev); err != nil {
+	if caught, err := b.caughtUpTo(ctx, v, rev); err != nil {
 		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, err)
-	} else if v == nil {
+	} else if caught == nil {
 		return gateway.Status{}, false, nil
 	}
 	// The view now holds the election as of a sequence fetched after the
 	// heartbeat arrived: every write acknowledged before it is reflected.
-	s, _ := r.latest(election)
+	s, _ := v.latest(election)
 	now := s.rec.Find(id)
 	switch {
 	case now == nil:

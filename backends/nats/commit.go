@@ -30,7 +30,7 @@ import (
 // waits for it:
 //   - a write (publishRecord) waits before it returns, so before the
 //     gateway answers the request that made it;
-//   - the view (reconciler.record) waits before it takes a record in, so
+//   - the view (view.record) waits before it takes a record in, so
 //     reads, heartbeat answers and the writes that start from the view
 //     never see a record that a power loss could take back;
 //   - watches (and the hub's feed of events, webhooks and event streams)

@@ -246,7 +246,7 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 	var gone []expired
 	var empty, dead []*watchedLeader
 	for _, w := range due {
-		s, ok := r.latest(w.election)
+		s, ok := r.view.latest(w.election)
 		if !ok || !inRecord(s.rec, w.nonce) {
 			r.b.live.unwatch(w) // no longer a candidacy
 			continue
@@ -312,7 +312,7 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 			}
 			continue // the sweep finds the empty subject
 		}
-		r.put(s)
+		r.view.put(s)
 	}
 }
 

@@ -160,7 +160,7 @@ func (r *reconciler) timerEnded(ctx context.Context, election, token string) {
 	s, err := r.b.endTimer(ctx, election, token)
 	switch {
 	case err == nil:
-		r.put(s)
+		r.view.put(s)
 	case errors.Is(err, errNoTimer), errors.Is(err, gateway.ErrElectionNotFound), ctx.Err() != nil:
 	default:
 		r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: end timer", slog.String("election", election), slog.String("timer", token), slog.Any("err", err))
