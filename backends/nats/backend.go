@@ -2,8 +2,6 @@ package nats
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +21,7 @@ import (
 // New or OpenEmbedded; all methods are safe for concurrent use.
 type Backend struct {
 	cfg     Config
+	subj    subjects // the names of its streams and subjects
 	log     *slog.Logger
 	now     func() time.Time
 	nc      *nats.Conn
@@ -108,7 +107,10 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	if err != nil {
 		return nil, fmt.Errorf("nats: jetstream: %w: %w", gateway.ErrUnavailable, err)
 	}
-	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, lease: newQuorumLease(), live: newLiveness(cfg.SubjectPrefix)}
+	b := &Backend{
+		cfg: cfg, subj: subjects{stream: cfg.Stream, prefix: cfg.SubjectPrefix}, log: o.log, now: o.now, nc: nc, js: js,
+		lease: newQuorumLease(), live: newLiveness(cfg.SubjectPrefix),
+	}
 	b.epochs = &epochs{b: b}
 	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -121,11 +123,11 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	}
 	if b.alive, err = b.openAlive(ctx); err != nil {
 		b.cancel()
-		return nil, fmt.Errorf("nats: stream %s: %w", b.aliveStream(), translate(err))
+		return nil, fmt.Errorf("nats: stream %s: %w", b.subj.aliveStream(), translate(err))
 	}
 	if b.timers, err = js.CreateOrUpdateStream(ctx, b.timerStreamConfig()); err != nil {
 		b.cancel()
-		return nil, fmt.Errorf("nats: stream %s: %w", b.timerStream(), translate(err))
+		return nil, fmt.Errorf("nats: stream %s: %w", b.subj.timerStream(), translate(err))
 	}
 	if err := b.epochs.grant(parent); err != nil { // each of its requests bounded by OpTimeout
 		b.cancel()
@@ -133,7 +135,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	}
 	if err := b.openKV(ctx); err != nil {
 		b.cancel()
-		return nil, fmt.Errorf("nats: kv bucket %s: %w", b.kvBucket(), err)
+		return nil, fmt.Errorf("nats: kv bucket %s: %w", b.subj.kvBucket(), err)
 	}
 	return b, nil
 }
@@ -153,7 +155,7 @@ func (b *Backend) recordStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              b.cfg.Stream,
 		Description:       "elector: election records and their events",
-		Subjects:          []string{b.recordSubject("*")},
+		Subjects:          []string{b.subj.record("*")},
 		Storage:           jetstream.FileStorage,
 		Replicas:          b.cfg.Replicas,
 		Retention:         jetstream.LimitsPolicy,
@@ -174,9 +176,9 @@ func (b *Backend) recordStreamConfig() jetstream.StreamConfig {
 // never a second leader (see "Liveness durability" in the package doc).
 func (b *Backend) aliveStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:              b.aliveStream(),
+		Name:              b.subj.aliveStream(),
 		Description:       "elector: candidate liveness, one message per candidacy with its TTL",
-		Subjects:          []string{b.aliveSubject("*", "*")},
+		Subjects:          []string{b.subj.alive("*", "*")},
 		Storage:           jetstream.MemoryStorage,
 		Replicas:          b.cfg.Replicas,
 		Retention:         jetstream.LimitsPolicy,
@@ -191,9 +193,9 @@ func (b *Backend) aliveStreamConfig() jetstream.StreamConfig {
 // stream: a lost timer runs again whole (sweepTimers).
 func (b *Backend) timerStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:                   b.timerStream(),
+		Name:                   b.subj.timerStream(),
 		Description:            "elector: handover delays, holds and cooldowns, one marker per running timer with its length as TTL",
-		Subjects:               []string{b.timerSubject("*", "*")},
+		Subjects:               []string{b.subj.timer("*", "*")},
 		Storage:                jetstream.MemoryStorage,
 		Replicas:               b.cfg.Replicas,
 		Retention:              jetstream.LimitsPolicy,
@@ -202,9 +204,6 @@ func (b *Backend) timerStreamConfig() jetstream.StreamConfig {
 		SubjectDeleteMarkerTTL: b.cfg.MarkerTTL,
 	}
 }
-
-func (b *Backend) aliveStream() string { return b.cfg.Stream + "_ALIVE" }
-func (b *Backend) timerStream() string { return b.cfg.Stream + "_TIMERS" }
 
 // openAlive creates or updates the liveness stream. One an older version
 // made is deleted first: kept on disk (a stream cannot change its
@@ -226,68 +225,6 @@ func (b *Backend) openAlive(ctx context.Context) (jetstream.Stream, error) {
 		return nil, err
 	}
 	return b.js.CreateOrUpdateStream(ctx, cfg)
-}
-
-func (b *Backend) recordSubject(election string) string {
-	return b.cfg.SubjectPrefix + ".election." + election
-}
-
-func (b *Backend) aliveSubject(election, nonce string) string {
-	return b.cfg.SubjectPrefix + ".alive." + election + "." + nonce
-}
-
-// timerSubject is the subject of a running timer's marker; token names the
-// timer (timers.go).
-func (b *Backend) timerSubject(election, token string) string {
-	return b.cfg.SubjectPrefix + ".timer." + election + "." + token
-}
-
-// livenessOf returns the stream that holds subject, a liveness or a timer
-// subject, and its name.
-func (b *Backend) livenessOf(subject string) (jetstream.Stream, string) {
-	if strings.HasPrefix(subject, b.cfg.SubjectPrefix+".timer.") {
-		return b.timers, b.timerStream()
-	}
-	return b.alive, b.aliveStream()
-}
-
-// electionOf returns the election of a record subject.
-func (b *Backend) electionOf(subject string) string {
-	return strings.TrimPrefix(subject, b.cfg.SubjectPrefix+".election.")
-}
-
-// aliveParts splits a liveness subject into its election and nonce.
-func (b *Backend) aliveParts(subject string) (election, nonce string, ok bool) {
-	return b.subjectParts(subject, ".alive.")
-}
-
-// timerParts splits a timer subject into its election and token.
-func (b *Backend) timerParts(subject string) (election, token string, ok bool) {
-	return b.subjectParts(subject, ".timer.")
-}
-
-func (b *Backend) subjectParts(subject, kind string) (election, last string, ok bool) {
-	rest, ok := strings.CutPrefix(subject, b.cfg.SubjectPrefix+kind)
-	if !ok {
-		return "", "", false
-	}
-	return strings.Cut(rest, ".")
-}
-
-// nonce names one candidacy in liveness subjects: a hash of its token hash,
-// so that a resigned candidacy's late marker cannot expire a new candidacy
-// with the same id, and so that subjects reveal nothing that checks a token.
-func nonce(tokenHash string) string {
-	var buf [24]byte
-	return string(appendNonce(buf[:0], tokenHash))
-}
-
-// appendNonce appends nonce(tokenHash) to dst, allocating nothing for a
-// token hash of the usual size.
-func appendNonce(dst []byte, tokenHash string) []byte {
-	var buf [128]byte
-	sum := sha256.Sum256(append(append(buf[:0], "elector liveness\x00"...), tokenHash...))
-	return hex.AppendEncode(dst, sum[:12])
 }
 
 // opContext bounds ctx by OpTimeout unless it has an earlier deadline.
@@ -328,7 +265,7 @@ func (b *Backend) Ping(ctx context.Context) error {
 	for _, s := range []struct {
 		stream jetstream.Stream
 		name   string
-	}{{b.records, b.cfg.Stream}, {b.alive, b.aliveStream()}, {b.timers, b.timerStream()}} {
+	}{{b.records, b.cfg.Stream}, {b.alive, b.subj.aliveStream()}, {b.timers, b.subj.timerStream()}} {
 		ictx, cancel := b.opContext(ctx)
 		info, err := s.stream.Info(ictx)
 		cancel()

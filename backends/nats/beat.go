@@ -118,3 +118,12 @@ func (b *Backend) purgeBeats(ctx context.Context, subject string) {
 		b.log.Warn("nats: purge liveness", "subject", subject, "err", err)
 	}
 }
+
+// livenessOf returns the stream that holds subject, a liveness or a timer
+// subject, and its name.
+func (b *Backend) livenessOf(subject string) (jetstream.Stream, string) {
+	if b.subj.isTimer(subject) {
+		return b.timers, b.subj.timerStream()
+	}
+	return b.alive, b.subj.aliveStream()
+}

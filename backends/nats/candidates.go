@@ -18,7 +18,7 @@ import (
 // candidate with the same id is gateway.ErrCandidateExists; a dead one
 // whose expiry is not processed yet is expired first.
 func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
-	subject := b.aliveSubject(election, nonce(c.TokenHash))
+	subject := b.subj.alive(election, nonce(c.TokenHash))
 	exp, err := b.beat(ctx, subject, lifeTTL(c.TTL), nil)
 	if err != nil {
 		return gateway.Status{}, fmt.Errorf("nats: campaign %q: %w", election, translate(err))
@@ -26,7 +26,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	s, err := b.apply(ctx, "campaign", election, &defaults, writeOnSuccess, func(ctx context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
 		var ev []gateway.Event
 		if old := r.Find(c.ID); old != nil {
-			_, alive, err := b.checkAlive(ctx, b.aliveSubject(election, nonce(old.TokenHash)))
+			_, alive, err := b.checkAlive(ctx, b.subj.alive(election, nonce(old.TokenHash)))
 			if err != nil {
 				return nil, err
 			}
@@ -123,7 +123,7 @@ func (b *Backend) quickHeartbeat(ctx context.Context, v *view, election, id, tok
 	if cur.rec.HandoverDue(id) != nil {
 		return gateway.Status{}, false, nil // refused on the stream leader's record, without a publish
 	}
-	subject := b.aliveSubject(election, nonce(e.TokenHash))
+	subject := b.subj.alive(election, nonce(e.TokenHash))
 	seq, ok := b.live.liveSeq(subject)
 	if !ok {
 		return gateway.Status{}, false, nil
@@ -265,7 +265,7 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string)
 	if !gateway.TokenMatches(e.TokenHash, tokenHash) {
 		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: %w", op, id, election, gateway.ErrTokenMismatch)
 	}
-	subject = b.aliveSubject(election, nonce(e.TokenHash))
+	subject = b.subj.alive(election, nonce(e.TokenHash))
 	seq, alive, err := b.checkAlive(ctx, subject)
 	if err != nil {
 		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q: %w", op, election, err)

@@ -194,7 +194,7 @@ func (b *Backend) scan(ctx context.Context) (map[string]stored, stored, error) {
 		return recs, stored{seq: info.State.LastSeq}, nil
 	}
 	c, err := b.js.OrderedConsumer(ctx, b.cfg.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{b.recordSubject("*")},
+		FilterSubjects:    []string{b.subj.record("*")},
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 		InactiveThreshold: consumerIdle,
 	})
@@ -222,7 +222,7 @@ func (b *Backend) scan(ctx context.Context) (map[string]stored, stored, error) {
 		if err != nil {
 			return nil, stored{}, err
 		}
-		s, err := decode(b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
+		s, err := decode(b.subj.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
 		if err != nil {
 			return nil, stored{}, err
 		}
@@ -274,7 +274,7 @@ func (b *Backend) expiresAt(ctx context.Context, election, tokenHash string) (ti
 	if exp, ok := b.live.expiryOf(b.live.aliveKey(election, n)); ok {
 		return exp, nil // the subject is not even built
 	}
-	_, exp, _, err := b.lastBeat(ctx, b.aliveSubject(election, string(n)))
+	_, exp, _, err := b.lastBeat(ctx, b.subj.alive(election, string(n)))
 	return exp, err
 }
 

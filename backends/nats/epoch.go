@@ -19,7 +19,7 @@ import (
 // package doc): a restart of the NATS servers may lose it whole, while the
 // records, which hold the terms, stay on disk. A candidacy whose subject
 // has no message at all is therefore dead only in a liveness stream known
-// to have been granted: its epoch message (epochs.subject, no TTL) is
+// to have been granted: its epoch message (subjects.epoch, no TTL) is
 // written after every candidacy of the records was given a liveness
 // message of its full TTL (epochs.grant). A liveness stream without its epoch is
 // new or was lost; whoever finds it so grants before deciding anything.
@@ -31,10 +31,6 @@ type epochs struct {
 	mu sync.Mutex // one grant at a time
 }
 
-// subject is the liveness subject of the epoch message. Election names
-// start with a letter or digit, so "_" names no election.
-func (e *epochs) subject() string { return e.b.aliveSubject("_", "epoch") }
-
 // current returns the id of the liveness stream's epoch, or "" when the
 // stream has none (it is new, or lost its messages). A liveness stream
 // that is gone altogether is created again, empty.
@@ -45,12 +41,12 @@ func (e *epochs) current(ctx context.Context) (string, error) {
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	m, err := b.alive.GetLastMsgForSubject(ctx, e.subject())
+	m, err := b.alive.GetLastMsgForSubject(ctx, b.subj.epoch())
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return "", nil
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		b.log.LogAttrs(ctx, slog.LevelWarn, "nats: liveness stream gone; creating it again", slog.String("stream", b.aliveStream()))
+		b.log.LogAttrs(ctx, slog.LevelWarn, "nats: liveness stream gone; creating it again", slog.String("stream", b.subj.aliveStream()))
 		if _, err := b.js.CreateOrUpdateStream(ctx, b.aliveStreamConfig()); err != nil {
 			return "", translate(err)
 		}
@@ -82,7 +78,7 @@ func (e *epochs) grant(ctx context.Context) error {
 	granted := 0
 	for _, s := range recs {
 		for _, c := range slices.Concat(s.rec.Line, s.rec.Cooling) {
-			_, err := b.beat(ctx, b.aliveSubject(s.rec.Name, nonce(c.TokenHash)), lifeTTL(c.TTL), &none)
+			_, err := b.beat(ctx, b.subj.alive(s.rec.Name, nonce(c.TokenHash)), lifeTTL(c.TTL), &none)
 			switch {
 			case err == nil:
 				granted++
@@ -95,8 +91,8 @@ func (e *epochs) grant(ctx context.Context) error {
 	_, _ = rand.Read(id)
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	_, err = b.js.Publish(ctx, e.subject(), []byte(hex.EncodeToString(id)),
-		jetstream.WithExpectStream(b.aliveStream()), jetstream.WithExpectLastSequencePerSubject(0))
+	_, err = b.js.Publish(ctx, b.subj.epoch(), []byte(hex.EncodeToString(id)),
+		jetstream.WithExpectStream(b.subj.aliveStream()), jetstream.WithExpectLastSequencePerSubject(0))
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("nats: grant: epoch: %w", translate(err))
 	}

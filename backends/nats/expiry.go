@@ -251,7 +251,7 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 			r.b.live.unwatch(w) // no longer a candidacy
 			continue
 		}
-		seq, exp, alive, err := r.b.lastBeat(ctx, r.b.aliveSubject(w.election, w.nonce)) // queues w at exp, if alive
+		seq, exp, alive, err := r.b.lastBeat(ctx, r.b.subj.alive(w.election, w.nonce)) // queues w at exp, if alive
 		switch {
 		case err != nil:
 			retry(w)
@@ -271,7 +271,7 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 	if len(gone) > 0 {
 		now, err := r.b.serverNow(ctx)
 		for _, g := range gone {
-			subject := r.b.aliveSubject(g.w.election, g.w.nonce)
+			subject := r.b.subj.alive(g.w.election, g.w.nonce)
 			switch {
 			case err != nil:
 				retry(g.w)
@@ -316,10 +316,6 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 	}
 }
 
-// clockSubject is the liveness subject of the messages that read the
-// server's clock (serverNow); "_" names no election.
-func (b *Backend) clockSubject() string { return b.aliveSubject("_", "clock") }
-
 // serverNow reads the clock of the liveness stream's leader: the timestamp
 // it gives a message published now on the clock subject (which keeps only
 // the last one).
@@ -329,7 +325,7 @@ func (b *Backend) serverNow(ctx context.Context) (time.Time, error) {
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	ack, err := b.js.Publish(ctx, b.clockSubject(), nil)
+	ack, err := b.js.Publish(ctx, b.subj.clock(), nil)
 	if err != nil {
 		return time.Time{}, translate(err)
 	}

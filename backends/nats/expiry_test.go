@@ -40,7 +40,7 @@ func TestLeaderThatCrashesAfterAQuickHeartbeatIsReplaced(t *testing.T) {
 		}
 		return nil
 	})
-	m, err := b.alive.GetLastMsgForSubject(ctx, b.aliveSubject("quick", nonce(th)))
+	m, err := b.alive.GetLastMsgForSubject(ctx, b.subj.alive("quick", nonce(th)))
 	if err == nil && m.Header.Get(jetstream.MarkerReasonHeader) == "" {
 		t.Fatalf("the expired leader still has a live message: %+v", m)
 	}
@@ -68,7 +68,7 @@ func TestLeaderIsNotExpiredBeforeTheServerSaysSo(t *testing.T) {
 
 	th, _ := campaignT(t, b, "early", "old", time.Hour)
 	campaignT(t, b, "early", "new", time.Hour)
-	subject := b.aliveSubject("early", nonce(th))
+	subject := b.subj.alive("early", nonce(th))
 	seq, exp, alive, err := b.lastBeat(ctx, subject)
 	if err != nil || !alive {
 		t.Fatalf("the leader's liveness: alive %v, %v", alive, err)

@@ -64,7 +64,7 @@ func (l *liveness) key(subject string) beatKey {
 	return beatKey{maphash.String(l.seeds[0], subject), maphash.String(l.seeds[1], subject)}
 }
 
-// aliveKey is key(b.aliveSubject(election, nonce)), made without
+// aliveKey is key(subjects.alive(election, nonce)), made without
 // building the subject.
 func (l *liveness) aliveKey(election string, nonce []byte) beatKey {
 	var k beatKey

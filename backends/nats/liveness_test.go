@@ -181,7 +181,7 @@ func TestDeleteMarkersOnTheLivenessStreamAreRefused(t *testing.T) {
 	}
 
 	x, _ := campaignT(t, b, "marked", "x", time.Second)
-	subject := b.aliveSubject("marked", nonce(x))
+	subject := b.subj.alive("marked", nonce(x))
 	eventually.True(t, 10*time.Second, "the server's delete marker on the candidacy", func() bool {
 		m, err := b.alive.GetLastMsgForSubject(ctx, subject)
 		return err == nil && m.Header.Get(jetstream.MarkerReasonHeader) != ""
@@ -202,16 +202,16 @@ func TestDeleteMarkersOnTheLivenessStreamAreRefused(t *testing.T) {
 // building its subject: the key must be the subject's, and making it must
 // allocate nothing.
 func TestAliveKeyIsTheSubjectsKeyAndAllocatesNothing(t *testing.T) {
-	b := &Backend{cfg: Config{SubjectPrefix: "elector"}, live: newLiveness("elector")}
+	b := &Backend{subj: subjects{prefix: "elector"}, live: newLiveness("elector")}
 	hash := gateway.HashToken(gateway.NewToken())
 	n := nonce(hash)
 	if len(n) != 24 || string(appendNonce(nil, hash)) != n {
 		t.Fatalf("nonce %q, appendNonce %q", n, appendNonce(nil, hash))
 	}
-	if b.live.aliveKey("e1", []byte(n)) != b.live.key(b.aliveSubject("e1", n)) {
+	if b.live.aliveKey("e1", []byte(n)) != b.live.key(b.subj.alive("e1", n)) {
 		t.Fatal("aliveKey differs from the key of the subject")
 	}
-	if b.live.aliveKey("e1", []byte(n)) == b.live.key(b.aliveSubject("e2", n)) {
+	if b.live.aliveKey("e1", []byte(n)) == b.live.key(b.subj.alive("e2", n)) {
 		t.Fatal("two elections' subjects have one key")
 	}
 	allocs := testing.AllocsPerRun(100, func() {

@@ -97,7 +97,7 @@ func (v *view) lookBack(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		name := b.electionOf(m.Subject)
+		name := b.subj.electionOf(m.Subject)
 		s, err := decode(name, seq, m.Data)
 		if err != nil {
 			continue // no watch shows its events either

@@ -185,7 +185,7 @@ func (r *reconciler) sweep(ctx context.Context) {
 					if exp, ok := r.b.live.expiryOf(r.b.live.aliveKey(s.rec.Name, n)); ok && now.Before(exp.Add(grace)) {
 						continue
 					}
-					subject := r.b.aliveSubject(s.rec.Name, string(n))
+					subject := r.b.subj.alive(s.rec.Name, string(n))
 					_, alive, err := r.b.checkAlive(ctx, subject)
 					if err != nil || alive {
 						continue

@@ -126,7 +126,7 @@ func (b *Backend) load(ctx context.Context, election string) (s stored, found bo
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	m, err := b.records.GetLastMsgForSubject(ctx, b.recordSubject(election))
+	m, err := b.records.GetLastMsgForSubject(ctx, b.subj.record(election))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return stored{}, false, b.confirmQuorum(ctx)
 	}
@@ -276,7 +276,7 @@ func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Ev
 	if err != nil {
 		return stored{}, err
 	}
-	m := &nats.Msg{Subject: b.recordSubject(cur.rec.Name), Data: data,
+	m := &nats.Msg{Subject: b.subj.record(cur.rec.Name), Data: data,
 		Header: nats.Header{jetstream.ExpectedLastSubjSeqHeader: {strconv.FormatUint(cur.seq, 10)}}}
 	seq, err := b.publish(ctx, m, b.cfg.Stream)
 	if err != nil {

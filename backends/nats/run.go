@@ -40,9 +40,9 @@ func (b *Backend) Run(ctx context.Context) error {
 	defer close(v.done)
 	defer v.endFeeds()
 	var wg sync.WaitGroup
-	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.recordSubject("*"), false, v.resume, v.record) })
-	wg.Go(func() { b.follow(ctx, b.aliveStream(), b.aliveSubject("*", "*"), true, nil, r.liveness) })
-	wg.Go(func() { b.follow(ctx, b.timerStream(), b.timerSubject("*", "*"), true, nil, r.timerMarker) })
+	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.subj.record("*"), false, v.resume, v.record) })
+	wg.Go(func() { b.follow(ctx, b.subj.aliveStream(), b.subj.alive("*", "*"), true, nil, r.liveness) })
+	wg.Go(func() { b.follow(ctx, b.subj.timerStream(), b.subj.timer("*", "*"), true, nil, r.timerMarker) })
 	wg.Go(func() { v.fill(ctx) })
 	wg.Go(func() { r.expireDue(ctx) })
 	r.loop(ctx)
@@ -102,7 +102,7 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 // layout (Ping refuses it): it is no proof that the candidacy's last
 // heartbeat lapsed, so it decides nothing.
 func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
-	if _, _, ok := r.b.aliveParts(m.Subject()); !ok || m.Subject() == r.b.epochs.subject() || m.Subject() == r.b.clockSubject() {
+	if _, _, ok := r.b.subj.aliveParts(m.Subject()); !ok || m.Subject() == r.b.subj.epoch() || m.Subject() == r.b.subj.clock() {
 		return
 	}
 	if reason := m.Headers().Get(jetstream.MarkerReasonHeader); reason != "" {

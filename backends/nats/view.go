@@ -88,7 +88,7 @@ func (v *view) record(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMet
 	if !v.onDisk(ctx, md.Sequence.Stream) {
 		return // ctx ended: the next watch starts again at this record
 	}
-	s, err := decode(v.b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
+	s, err := decode(v.b.subj.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
 	if err != nil {
 		v.b.log.Error("nats: reconciler: bad record", "err", err)
 	}

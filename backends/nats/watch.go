@@ -37,7 +37,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 	if election != "" {
 		filter = election
 	}
-	cfg := jetstream.ConsumerConfig{FilterSubject: b.recordSubject(filter)}
+	cfg := jetstream.ConsumerConfig{FilterSubject: b.subj.record(filter)}
 	w := &watcher{b: b, election: election, start: 1, last: map[string]uint64{}}
 	var cursor gateway.Position
 	if after == "" {
@@ -169,7 +169,7 @@ func (w *watcher) fromTail(tl *tail, until uint64, bounded bool) bool {
 			}
 			return false
 		}
-		name := b.electionOf(m.Subject())
+		name := b.subj.electionOf(m.Subject())
 		s, err := decode(name, seq, m.Data())
 		if err != nil {
 			b.log.LogAttrs(w.ctx, slog.LevelError, "nats: watch: bad record", slog.Any("err", err))
