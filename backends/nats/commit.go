@@ -225,3 +225,14 @@ func (g *groupCommit) Run() {
 		g.mu.Unlock()
 	}
 }
+
+// durable returns once the record at seq, which the records stream holds,
+// is on disk (groupCommit.Wait); at once when the stream syncs or
+// replicates every record before acknowledging it. Errors:
+// gateway.ErrUnavailable.
+func (b *Backend) durable(ctx context.Context, seq uint64) error {
+	if b.commit == nil {
+		return nil
+	}
+	return b.commit.Wait(ctx, seq)
+}

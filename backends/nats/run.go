@@ -41,7 +41,7 @@ func (b *Backend) Run(ctx context.Context) error {
 	defer v.endFeeds()
 	var wg sync.WaitGroup
 	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.subj.record("*"), false, v.resume, v.record) })
-	wg.Go(func() { b.follow(ctx, b.subj.aliveStream(), b.subj.alive("*", "*"), true, nil, r.liveness) })
+	wg.Go(func() { b.follow(ctx, b.subj.aliveStream(), b.subj.alive("*", "*"), true, nil, r.aliveMessage) })
 	wg.Go(func() { b.follow(ctx, b.subj.timerStream(), b.subj.timer("*", "*"), true, nil, r.timerMarker) })
 	wg.Go(func() { v.fill(ctx) })
 	wg.Go(func() { r.expireDue(ctx) })
@@ -97,11 +97,11 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 	}
 }
 
-// liveness notes when a candidacy's liveness message expires; expireDue
+// aliveMessage notes when a candidacy's liveness message expires; expireDue
 // (expiry.go) acts on it then. A delete marker here is another version's
 // layout (Ping refuses it): it is no proof that the candidacy's last
 // heartbeat lapsed, so it decides nothing.
-func (r *reconciler) liveness(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
+func (r *reconciler) aliveMessage(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
 	if _, _, ok := r.b.subj.aliveParts(m.Subject()); !ok || m.Subject() == r.b.subj.epoch() || m.Subject() == r.b.subj.clock() {
 		return
 	}
