@@ -12,9 +12,10 @@ import (
 // liveness messages and timers' markers), from its own publishes and
 // reads and from Run's tails of the liveness and timers streams: each
 // subject's last message, as last seen (beats), and the candidacies of
-// Run's view whose expiry Run times (watched, queue: expiry.go). It is a
-// faster route to the server's answers, never a decision of its own: a
-// heartbeat's publish is conditional on the sequence known here, and a
+// Run's view whose expiry Run times (watched, queue: expiry.go). It
+// decides nothing alone: a heartbeat's publish is conditional on the
+// sequence known here, a heartbeat answered without a write relies on an
+// expiry here no later than the server's (Backend.renewed), and a
 // candidacy is expired only on what the server says (expiry.go).
 type liveness struct {
 	prefix string          // Config.SubjectPrefix, for aliveKey

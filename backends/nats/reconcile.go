@@ -44,10 +44,10 @@ func (r *reconciler) changed(prev, cur stored) {
 		r.b.live.rewatch(prev.rec, cur.rec)
 	}
 	at, ok := cur.rec.NextDeadline()
-	r.mu.Lock()
 	if !ok {
-		at = time.Time{} // none
+		at = time.Time{} // none: out of the queue
 	}
+	r.mu.Lock()
 	r.deadlines.Set(cur.rec.Name, at)
 	r.mu.Unlock()
 	r.poke()

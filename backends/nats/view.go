@@ -69,7 +69,8 @@ type view struct {
 	// record before and after each record the view takes in from its
 	// watch (the same record when it was not the latest), and with each
 	// record put ahead of the watch: Run's reconciler follows the
-	// elections' deadlines and candidacies with it.
+	// elections' deadlines and candidacies with it. It may take the
+	// reconciler's and the liveness' locks, which never wait for mu.
 	changed func(prev, cur stored)
 
 	done chan struct{} // closed when Run returns
