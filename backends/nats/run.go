@@ -24,6 +24,10 @@ import (
 //     has one (records this backend reads and writes are EngineTimed, so
 //     neither cooldowns nor handover delays give one).
 //
+// Each Run has a view of its own (view.go), which its tail of the records
+// stream feeds and reads answer from, and a reconciler (reconcile.go),
+// which does the above over that view.
+//
 // Every such write is a compare-and-set like any other: when several
 // replicas run Run, they race, exactly one write wins and the others find
 // nothing left to do when they reload. Run returns nil when ctx ends or the
