@@ -76,8 +76,8 @@ func (b *Backend) DeleteElection(ctx context.Context, election string) error {
 			return fmt.Errorf("nats: delete %q: %w", election, translate(err))
 		}
 		next.deleted = true
-		if r := b.running(); r != nil {
-			r.put(next)
+		if v := b.running(); v != nil {
+			v.put(next)
 		}
 		return nil
 	}

@@ -2,13 +2,8 @@ package nats
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +19,7 @@ import (
 // New or OpenEmbedded; all methods are safe for concurrent use.
 type Backend struct {
 	cfg     Config
+	subj    subjects // the names of its streams and subjects
 	log     *slog.Logger
 	now     func() time.Time
 	nc      *nats.Conn
@@ -41,20 +37,12 @@ type Backend struct {
 	closed   bool
 	watchers sync.WaitGroup
 
-	grantMu sync.Mutex // one grant at a time (epoch.go)
+	epochs *epochs // the liveness stream's epoch (epoch.go)
 
-	beatsMu   sync.Mutex
-	beats     map[beatKey]beatInfo // liveness subject (hashed, see beatKey) → its last message, as last seen
-	beatSeeds [2]maphash.Seed
-	// watched are the leaders whose liveness Run watches, and watchQ
-	// them by expiry (expiry.go); both guarded by beatsMu. watchWake
-	// tells Run the queue's first changed.
-	watched   map[beatKey]*watchedLeader
-	watchQ    watchQueue
-	watchWake chan struct{}
+	live *liveness // what this replica knows of liveness subjects (liveness.go)
 
 	runsMu sync.Mutex
-	runs   map[*reconciler]struct{} // the reconcilers of running Run calls
+	runs   map[*view]struct{} // the views of running Run calls
 
 	readIndex *gateway.ReadIndex // the records stream's last sequence, for reads from the view
 	// localHead, when set, reads that sequence from the server's own
@@ -117,8 +105,11 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	if err != nil {
 		return nil, fmt.Errorf("nats: jetstream: %w: %w", gateway.ErrUnavailable, err)
 	}
-	b := &Backend{cfg: cfg, log: o.log, now: o.now, nc: nc, js: js, lease: newQuorumLease()}
-	b.initBeats()
+	b := &Backend{
+		cfg: cfg, subj: subjects{stream: cfg.Stream, prefix: cfg.SubjectPrefix}, log: o.log, now: o.now, nc: nc, js: js,
+		lease: newQuorumLease(), live: newLiveness(cfg.SubjectPrefix),
+	}
+	b.epochs = &epochs{b: b}
 	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	parent := ctx
@@ -130,28 +121,21 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 	}
 	if b.alive, err = b.openAlive(ctx); err != nil {
 		b.cancel()
-		return nil, fmt.Errorf("nats: stream %s: %w", b.aliveStream(), translate(err))
+		return nil, fmt.Errorf("nats: stream %s: %w", b.subj.aliveStream(), translate(err))
 	}
 	if b.timers, err = js.CreateOrUpdateStream(ctx, b.timerStreamConfig()); err != nil {
 		b.cancel()
-		return nil, fmt.Errorf("nats: stream %s: %w", b.timerStream(), translate(err))
+		return nil, fmt.Errorf("nats: stream %s: %w", b.subj.timerStream(), translate(err))
 	}
-	if err := b.grant(parent); err != nil { // each of its requests bounded by OpTimeout
+	if err := b.epochs.grant(parent); err != nil { // each of its requests bounded by OpTimeout
 		b.cancel()
 		return nil, err
 	}
 	if err := b.openKV(ctx); err != nil {
 		b.cancel()
-		return nil, fmt.Errorf("nats: kv bucket %s: %w", b.kvBucket(), err)
+		return nil, fmt.Errorf("nats: kv bucket %s: %w", b.subj.kvBucket(), err)
 	}
 	return b, nil
-}
-
-// initBeats makes what the backend knows of liveness subjects empty.
-func (b *Backend) initBeats() {
-	b.beats = map[beatKey]beatInfo{}
-	b.beatSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-	b.watched, b.watchWake = map[beatKey]*watchedLeader{}, make(chan struct{}, 1)
 }
 
 func newOptions(opts []Option) options {
@@ -160,150 +144,6 @@ func newOptions(opts []Option) options {
 		f(&o)
 	}
 	return o
-}
-
-// recordStreamConfig keeps History records per election and never ages
-// them out: the latest record of an idle election holds its term, and
-// terms must never restart.
-func (b *Backend) recordStreamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:              b.cfg.Stream,
-		Description:       "elector: election records and their events",
-		Subjects:          []string{b.recordSubject("*")},
-		Storage:           jetstream.FileStorage,
-		Replicas:          b.cfg.Replicas,
-		Retention:         jetstream.LimitsPolicy,
-		Discard:           jetstream.DiscardOld,
-		MaxMsgsPerSubject: int64(b.cfg.History),
-		DenyDelete:        true,
-		DenyPurge:         true,
-	}
-}
-
-// aliveStreamConfig keeps one liveness message per candidacy. Each message
-// carries its candidate's TTL (Nats-TTL), at which the server removes it
-// and writes nothing in its place: the stream has no delete markers, whose
-// store races heartbeats (see "Liveness" in the package doc), so a message
-// leaves it only by its TTL, by a later message on its subject, or by a
-// write of this backend. It is kept in memory: a heartbeat waits for no
-// disk, and a lost liveness stream costs every candidate one more TTL,
-// never a second leader (see "Liveness durability" in the package doc).
-func (b *Backend) aliveStreamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:              b.aliveStream(),
-		Description:       "elector: candidate liveness, one message per candidacy with its TTL",
-		Subjects:          []string{b.aliveSubject("*", "*")},
-		Storage:           jetstream.MemoryStorage,
-		Replicas:          b.cfg.Replicas,
-		Retention:         jetstream.LimitsPolicy,
-		MaxMsgsPerSubject: 1,
-		AllowMsgTTL:       true,
-	}
-}
-
-// timerStreamConfig keeps one marker per running timer (timers.go) with
-// the timer's length as its TTL; when it expires the server writes a
-// delete marker, which ends the timer. In memory, like the liveness
-// stream: a lost timer runs again whole (sweepTimers).
-func (b *Backend) timerStreamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:                   b.timerStream(),
-		Description:            "elector: handover delays, holds and cooldowns, one marker per running timer with its length as TTL",
-		Subjects:               []string{b.timerSubject("*", "*")},
-		Storage:                jetstream.MemoryStorage,
-		Replicas:               b.cfg.Replicas,
-		Retention:              jetstream.LimitsPolicy,
-		MaxMsgsPerSubject:      1,
-		AllowMsgTTL:            true,
-		SubjectDeleteMarkerTTL: b.cfg.MarkerTTL,
-	}
-}
-
-func (b *Backend) aliveStream() string { return b.cfg.Stream + "_ALIVE" }
-func (b *Backend) timerStream() string { return b.cfg.Stream + "_TIMERS" }
-
-// openAlive creates or updates the liveness stream. One an older version
-// made is deleted first: kept on disk (a stream cannot change its
-// storage), or writing delete markers (which held the timers too, and
-// whose markers could remove an acknowledged heartbeat). The new one
-// starts without an epoch, so every recorded candidate is granted a full
-// TTL (grant) before anything is decided on it, and the timers it held
-// run again whole on their own stream (sweepTimers).
-func (b *Backend) openAlive(ctx context.Context) (jetstream.Stream, error) {
-	cfg := b.aliveStreamConfig()
-	old, err := b.js.Stream(ctx, cfg.Name)
-	switch {
-	case err == nil && (old.CachedInfo().Config.Storage != cfg.Storage || old.CachedInfo().Config.SubjectDeleteMarkerTTL != 0):
-		b.log.LogAttrs(ctx, slog.LevelInfo, "nats: making the liveness stream again, in memory and without delete markers", slog.String("stream", cfg.Name))
-		if err := b.js.DeleteStream(ctx, cfg.Name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			return nil, err
-		}
-	case err != nil && !errors.Is(err, jetstream.ErrStreamNotFound):
-		return nil, err
-	}
-	return b.js.CreateOrUpdateStream(ctx, cfg)
-}
-
-func (b *Backend) recordSubject(election string) string {
-	return b.cfg.SubjectPrefix + ".election." + election
-}
-
-func (b *Backend) aliveSubject(election, nonce string) string {
-	return b.cfg.SubjectPrefix + ".alive." + election + "." + nonce
-}
-
-// timerSubject is the subject of a running timer's marker; token names the
-// timer (timers.go).
-func (b *Backend) timerSubject(election, token string) string {
-	return b.cfg.SubjectPrefix + ".timer." + election + "." + token
-}
-
-// livenessOf returns the stream that holds subject, a liveness or a timer
-// subject, and its name.
-func (b *Backend) livenessOf(subject string) (jetstream.Stream, string) {
-	if strings.HasPrefix(subject, b.cfg.SubjectPrefix+".timer.") {
-		return b.timers, b.timerStream()
-	}
-	return b.alive, b.aliveStream()
-}
-
-// electionOf returns the election of a record subject.
-func (b *Backend) electionOf(subject string) string {
-	return strings.TrimPrefix(subject, b.cfg.SubjectPrefix+".election.")
-}
-
-// aliveParts splits a liveness subject into its election and nonce.
-func (b *Backend) aliveParts(subject string) (election, nonce string, ok bool) {
-	return b.subjectParts(subject, ".alive.")
-}
-
-// timerParts splits a timer subject into its election and token.
-func (b *Backend) timerParts(subject string) (election, token string, ok bool) {
-	return b.subjectParts(subject, ".timer.")
-}
-
-func (b *Backend) subjectParts(subject, kind string) (election, last string, ok bool) {
-	rest, ok := strings.CutPrefix(subject, b.cfg.SubjectPrefix+kind)
-	if !ok {
-		return "", "", false
-	}
-	return strings.Cut(rest, ".")
-}
-
-// nonce names one candidacy in liveness subjects: a hash of its token hash,
-// so that a resigned candidacy's late marker cannot expire a new candidacy
-// with the same id, and so that subjects reveal nothing that checks a token.
-func nonce(tokenHash string) string {
-	var buf [24]byte
-	return string(appendNonce(buf[:0], tokenHash))
-}
-
-// appendNonce appends nonce(tokenHash) to dst, allocating nothing for a
-// token hash of the usual size.
-func appendNonce(dst []byte, tokenHash string) []byte {
-	var buf [128]byte
-	sum := sha256.Sum256(append(append(buf[:0], "elector liveness\x00"...), tokenHash...))
-	return hex.AppendEncode(dst, sum[:12])
 }
 
 // opContext bounds ctx by OpTimeout unless it has an earlier deadline.
@@ -344,7 +184,7 @@ func (b *Backend) Ping(ctx context.Context) error {
 	for _, s := range []struct {
 		stream jetstream.Stream
 		name   string
-	}{{b.records, b.cfg.Stream}, {b.alive, b.aliveStream()}, {b.timers, b.timerStream()}} {
+	}{{b.records, b.cfg.Stream}, {b.alive, b.subj.aliveStream()}, {b.timers, b.subj.timerStream()}} {
 		ictx, cancel := b.opContext(ctx)
 		info, err := s.stream.Info(ictx)
 		cancel()
@@ -397,60 +237,3 @@ func (b *Backend) Close() error {
 }
 
 func (b *Backend) isClosed() bool { return b.ctx.Err() != nil }
-
-// durable returns once the record at seq, which the records stream holds,
-// is on disk (groupCommit.Wait); at once when the stream syncs or
-// replicates every record before acknowledging it. Errors:
-// gateway.ErrUnavailable.
-func (b *Backend) durable(ctx context.Context, seq uint64) error {
-	if b.commit == nil {
-		return nil
-	}
-	return b.commit.Wait(ctx, seq)
-}
-
-// translate maps NATS errors onto the gateway's sentinels: anything that
-// means NATS could not be reached, did not answer in time or refused the
-// work for lack of room (refusals) is ErrUnavailable.
-func translate(err error) error {
-	if err == nil {
-		return nil
-	}
-	var apiErr *jetstream.APIError
-	switch {
-	case errors.Is(err, gateway.ErrUnavailable):
-		return err
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
-		errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders),
-		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining),
-		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionReconnecting),
-		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
-		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount), errors.Is(err, jetstream.ErrStreamNotFound):
-		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
-	case errors.As(err, &apiErr) && (apiErr.Code == 503 || slices.Contains(refusals, apiErr.ErrorCode)):
-		return fmt.Errorf("%w: %w", gateway.ErrUnavailable, err)
-	}
-	return err
-}
-
-// refusals are the JetStream API errors by which a server declines work it
-// has no room for now (too many consumers, no storage or memory left):
-// overload, which ends when the load does, so the gateway answers 503 with
-// Retry-After rather than 500.
-var refusals = []jetstream.ErrorCode{
-	10002, // JSAccountResourcesExceededErr
-	10023, // JSInsufficientResourcesErr
-	jetstream.JSErrCodeMaximumConsumersLimit,
-	jetstream.JSErrCodeStreamNotFound, // a stream lost with a restart, until it is made again
-	10028,                             // JSMemoryResourcesExceededErr
-	10047,                             // JSStorageResourcesExceededErr
-}
-
-// isConflict reports whether err is JetStream's compare-and-set failure:
-// the subject's last sequence was not the one expected.
-func isConflict(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) &&
-		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
-}

@@ -18,7 +18,7 @@ import (
 // candidate with the same id is gateway.ErrCandidateExists; a dead one
 // whose expiry is not processed yet is expired first.
 func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
-	subject := b.aliveSubject(election, nonce(c.TokenHash))
+	subject := b.subj.alive(election, nonce(c.TokenHash))
 	exp, err := b.beat(ctx, subject, lifeTTL(c.TTL), nil)
 	if err != nil {
 		return gateway.Status{}, fmt.Errorf("nats: campaign %q: %w", election, translate(err))
@@ -26,7 +26,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 	s, err := b.apply(ctx, "campaign", election, &defaults, writeOnSuccess, func(ctx context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
 		var ev []gateway.Event
 		if old := r.Find(c.ID); old != nil {
-			_, alive, err := b.checkAlive(ctx, b.aliveSubject(election, nonce(old.TokenHash)))
+			_, alive, err := b.checkAlive(ctx, b.subj.alive(election, nonce(old.TokenHash)))
 			if err != nil {
 				return nil, err
 			}
@@ -66,8 +66,8 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 // leaders, publish, answer from the record read. See "Heartbeats" in the
 // package doc for why neither can tell a deposed leader that it leads.
 func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
-	if r := b.running(); r != nil && r.isFilled() {
-		st, done, err := b.quickHeartbeat(ctx, r, election, id, tokenHash)
+	if v := b.running(); v != nil && v.isFilled() {
+		st, done, err := b.quickHeartbeat(ctx, v, election, id, tokenHash)
 		if done {
 			return st, err
 		}
@@ -111,8 +111,8 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 // caller is to take the slow path instead: the view does not know the
 // candidacy or its live message, the publish conflicted, or the view did
 // not catch up in time.
-func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, id, tokenHash string) (st gateway.Status, done bool, err error) {
-	cur, ok := r.latest(election)
+func (b *Backend) quickHeartbeat(ctx context.Context, v *view, election, id, tokenHash string) (st gateway.Status, done bool, err error) {
+	cur, ok := v.latest(election)
 	if !ok {
 		return gateway.Status{}, false, nil
 	}
@@ -123,8 +123,8 @@ func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, i
 	if cur.rec.HandoverDue(id) != nil {
 		return gateway.Status{}, false, nil // refused on the stream leader's record, without a publish
 	}
-	subject := b.aliveSubject(election, nonce(e.TokenHash))
-	seq, ok := b.liveSeq(subject)
+	subject := b.subj.alive(election, nonce(e.TokenHash))
+	seq, ok := b.live.liveSeq(subject)
 	if !ok {
 		return gateway.Status{}, false, nil
 	}
@@ -155,14 +155,14 @@ func (b *Backend) quickHeartbeat(ctx context.Context, r *reconciler, election, i
 	case ierr != nil:
 		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, translate(ierr))
 	}
-	if v, err := b.caughtUpTo(ctx, r, rev); err != nil {
+	if caught, err := b.caughtUpTo(ctx, v, rev); err != nil {
 		return gateway.Status{}, true, fmt.Errorf("nats: heartbeat %q: %w", election, err)
-	} else if v == nil {
+	} else if caught == nil {
 		return gateway.Status{}, false, nil
 	}
 	// The view now holds the election as of a sequence fetched after the
 	// heartbeat arrived: every write acknowledged before it is reflected.
-	s, _ := r.latest(election)
+	s, _ := v.latest(election)
 	now := s.rec.Find(id)
 	switch {
 	case now == nil:
@@ -245,4 +245,36 @@ func (b *Backend) status(ctx context.Context, op string, s stored, id string, ow
 		return gateway.Status{}, fmt.Errorf("nats: %s %q: %w", op, s.rec.Name, err)
 	}
 	return st, nil
+}
+
+// owned loads election and checks that candidate id is in it, holds
+// tokenHash and is still alive. A candidate whose liveness has ended is
+// expired on the spot. Errors: gateway.ErrCandidateNotFound,
+// gateway.ErrTokenMismatch, gateway.ErrUnavailable.
+func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string) (s stored, e *gateway.Entry, subject string, seq uint64, err error) {
+	s, found, err := b.load(ctx, election)
+	if err != nil {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q: %w", op, election, err)
+	}
+	if found {
+		e = s.rec.Find(id)
+	}
+	if e == nil {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: %w", op, id, election, gateway.ErrCandidateNotFound)
+	}
+	if !gateway.TokenMatches(e.TokenHash, tokenHash) {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: %w", op, id, election, gateway.ErrTokenMismatch)
+	}
+	subject = b.subj.alive(election, nonce(e.TokenHash))
+	seq, alive, err := b.checkAlive(ctx, subject)
+	if err != nil {
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q: %w", op, election, err)
+	}
+	if !alive {
+		if _, err := b.expireCandidacy(ctx, election, nonce(e.TokenHash)); err != nil {
+			return stored{}, nil, "", 0, err
+		}
+		return stored{}, nil, "", 0, fmt.Errorf("nats: %s %q in %q: expired: %w", op, id, election, gateway.ErrCandidateNotFound)
+	}
+	return s, e, subject, seq, nil
 }

@@ -9,31 +9,15 @@ import (
 
 var _ gateway.CatchUpReporter = (*Backend)(nil)
 
-// addRun and removeRun track the reconcilers of running Run calls.
-func (b *Backend) addRun(r *reconciler) {
-	b.runsMu.Lock()
-	defer b.runsMu.Unlock()
-	if b.runs == nil {
-		b.runs = map[*reconciler]struct{}{}
-	}
-	b.runs[r] = struct{}{}
-}
-
-func (b *Backend) removeRun(r *reconciler) {
-	b.runsMu.Lock()
-	defer b.runsMu.Unlock()
-	delete(b.runs, r)
-}
-
 // runSeen returns the highest records stream sequence that a running Run's
 // watch has delivered, and whether Run is running at all.
 func (b *Backend) runSeen() (seen uint64, running bool) {
 	b.runsMu.Lock()
 	defer b.runsMu.Unlock()
-	for r := range b.runs {
-		r.mu.Lock()
-		seen = max(seen, r.seen)
-		r.mu.Unlock()
+	for v := range b.runs {
+		v.mu.Lock()
+		seen = max(seen, v.seen)
+		v.mu.Unlock()
 	}
 	return seen, len(b.runs) > 0
 }
@@ -68,11 +52,11 @@ func (b *Backend) CaughtUp(ctx context.Context) error {
 		return seen, nil
 	}
 	err = gateway.WaitCaughtUp(ctx, "sequence", want, func(ctx context.Context) error {
-		r := b.running()
-		if r == nil {
+		v := b.running()
+		if v == nil {
 			return errViewBehind
 		}
-		return r.waitSeen(ctx, want)
+		return v.waitSeen(ctx, want)
 	}, delivered)
 	if err != nil {
 		return fmt.Errorf("nats: catch-up of stream %s: %w", b.cfg.Stream, err)

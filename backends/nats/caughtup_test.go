@@ -40,10 +40,10 @@ func TestCaughtUp(t *testing.T) {
 		t.Fatalf("CaughtUp after more campaigns: %v", err)
 	}
 
-	// A reconciler whose watch has delivered nothing is behind; the error
+	// A view whose watch has delivered nothing is behind; the error
 	// names both sequences.
 	stop()
-	lag := &reconciler{b: b, recs: map[string]viewed{}, wake: make(chan struct{}, 1)}
+	lag := newView(b)
 	b.addRun(lag)
 	sctx, scancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	err := b.CaughtUp(sctx)
@@ -88,7 +88,7 @@ func TestALaggingViewServesNoStaleLeader(t *testing.T) {
 	}
 	// A view that has loaded the stream up to a's leadership and receives
 	// nothing more.
-	lag := newReconciler(b)
+	lag := newView(b)
 	lag.recs["e"], lag.seen, lag.filled = old.viewed(), old.seq, true
 	b.addRun(lag)
 	defer b.removeRun(lag)
@@ -136,7 +136,7 @@ func TestAViewThatMayHaveMissedRecordsIsNotUsed(t *testing.T) {
 	}
 	// The view says it delivered the head, with History records pending
 	// after it, and holds e as it was before a resigned.
-	lag := newReconciler(b)
+	lag := newView(b)
 	lag.recs["e"], lag.seen, lag.pending, lag.filled = old.viewed(), head, uint64(cfg.History), true
 	b.addRun(lag)
 	defer b.removeRun(lag)

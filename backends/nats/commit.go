@@ -30,7 +30,7 @@ import (
 // waits for it:
 //   - a write (publishRecord) waits before it returns, so before the
 //     gateway answers the request that made it;
-//   - the view (reconciler.record) waits before it takes a record in, so
+//   - the view (view.record) waits before it takes a record in, so
 //     reads, heartbeat answers and the writes that start from the view
 //     never see a record that a power loss could take back;
 //   - watches (and the hub's feed of events, webhooks and event streams)
@@ -224,4 +224,15 @@ func (g *groupCommit) Run() {
 		g.changed = make(chan struct{})
 		g.mu.Unlock()
 	}
+}
+
+// durable returns once the record at seq, which the records stream holds,
+// is on disk (groupCommit.Wait); at once when the stream syncs or
+// replicates every record before acknowledging it. Errors:
+// gateway.ErrUnavailable.
+func (b *Backend) durable(ctx context.Context, seq uint64) error {
+	if b.commit == nil {
+		return nil
+	}
+	return b.commit.Wait(ctx, seq)
 }

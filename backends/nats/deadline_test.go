@@ -11,9 +11,8 @@ import (
 // earliest over every election's latest record, moves when a record moves
 // it, and a taken deadline is not taken twice.
 func TestDeadlinesFollowTheLatestRecord(t *testing.T) {
-	b := &Backend{}
-	b.initBeats()
-	r := newReconciler(b)
+	b := &Backend{live: newLiveness("elector")}
+	r := newReconciler(b, newView(b))
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cooling := func(name string, seq uint64, until time.Time) stored {
 		rec := gateway.NewRecord(name, gateway.DefaultSettings())
@@ -23,15 +22,15 @@ func TestDeadlinesFollowTheLatestRecord(t *testing.T) {
 	if _, ok := r.nextDeadline(); ok {
 		t.Fatal("a deadline with no elections")
 	}
-	r.put(cooling("x", 1, t0.Add(3*time.Second)))
-	r.put(cooling("y", 2, t0.Add(5*time.Second)))
+	r.view.put(cooling("x", 1, t0.Add(3*time.Second)))
+	r.view.put(cooling("y", 2, t0.Add(5*time.Second)))
 	for i := range 200 { // moves of y's deadline leave stale entries behind
-		r.put(cooling("y", uint64(3+i), t0.Add(time.Duration(6+i)*time.Second)))
+		r.view.put(cooling("y", uint64(3+i), t0.Add(time.Duration(6+i)*time.Second)))
 	}
 	if at, ok := r.nextDeadline(); !ok || !at.Equal(t0.Add(3*time.Second)) {
 		t.Fatalf("next deadline %s %v, want x's at +3s", at, ok)
 	}
-	r.put(cooling("x", 300, t0.Add(time.Hour))) // x's cooldown was moved on
+	r.view.put(cooling("x", 300, t0.Add(time.Hour))) // x's cooldown was moved on
 	if at, _ := r.nextDeadline(); !at.Equal(t0.Add(205 * time.Second)) {
 		t.Fatalf("next deadline %s, want y's latest at +205s", at)
 	}
@@ -45,7 +44,7 @@ func TestDeadlinesFollowTheLatestRecord(t *testing.T) {
 	if at, _ := r.nextDeadline(); !at.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("next deadline %s, want x's at +1h", at)
 	}
-	if n := len(r.deadlines); n > 2*len(r.due)+64 {
-		t.Fatalf("%d heap entries for %d deadlines", n, len(r.due))
+	if n := r.deadlines.Len(); n != 1 {
+		t.Fatalf("%d deadlines queued, want x's only", n)
 	}
 }

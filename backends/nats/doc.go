@@ -38,6 +38,32 @@
 // ages them out, and denies deletes and purges, so the latest record of an
 // idle election, which holds its term, is never lost.
 //
+// # Parts
+//
+// Backend (backend.go) is the gateway's contract and the wiring of these
+// parts, one idea per file:
+//
+//	subjects     subjects.go                the names of streams and subjects (the table above)
+//	streams      streams.go                 their configurations, and the liveness stream made again
+//	records      record.go, values.go       load, apply (the compare-and-set chain), the message form
+//	view         view.go, newest.go         Run's read cache: every election's latest record, the newest event
+//	feed         feed.go                    a watch of every election fed by the view
+//	reconciler   reconcile.go, run.go       Run: follows the streams, applies deadlines, sweeps
+//	timers       timers.go                  handover delays, holds and cooldowns, ended by the server's markers
+//	liveness     liveness.go, beat.go       what a replica knows of liveness subjects; publishing and reading them
+//	expiry       expiry.go                  the candidacies Run times, and how one is decided expired
+//	epochs       epoch.go                   the liveness stream's epoch, and the grant of a new one
+//	read index   readindex.go, caughtup.go  the records stream's last sequence, and whether the view reached it
+//	tail         tail.go, watch.go          consumers that follow a stream; Watch and Head
+//	groupCommit  commit.go, storeaccess.go  records made durable in groups on an embedded server
+//	quorumLease  quorum.go                  reads used only while the stream leader hears a quorum
+//	KV           kv.go                      the gateway.KV
+//
+// Campaign, Heartbeat and Resign are in candidates.go, the reads in
+// elections.go, the other transitions in abilities.go, publishing in
+// publish.go, NATS errors onto the gateway's in errors.go, and the
+// embedded server in embedded.go.
+//
 // # Why two replicas can never promote two leaders
 //
 // gateway.Record has one leader slot (N slots, with the holders setting
@@ -132,7 +158,7 @@
 // durability below). Liveness is not: the liveness stream is kept in memory, so a heartbeat
 // waits for no disk. A restart of the NATS servers (all of them, for R3)
 // may lose it whole. The rule that makes that safe: after a loss every
-// recorded candidate gets a fresh full TTL (epoch.go). A liveness stream
+// recorded candidate gets a fresh full TTL (epochs, epoch.go). A liveness stream
 // carries an epoch message, written only after every candidacy in the
 // records was given a liveness message of its full TTL (a "grant"; each
 // publish conditional on its subject being empty). A candidacy whose
@@ -262,12 +288,15 @@
 //
 // Run follows the records stream with one tail per replica (tail.go: a
 // server consumer it makes again, from the message after the last one it
-// read, when the consumer is lost) and keeps the latest record of every election (view.go): the records the
-// watch delivered, which are the stream's state at the last sequence it
-// delivered, and the records this replica wrote that it has not delivered
-// yet. It follows the liveness stream the same way and keeps, per
-// candidacy, its live message's sequence and expiry (or that it was
-// deleted at its expiry); and the timers stream, for the timers' ends. Election, ElectionLeader, Elections, CountElections,
+// read, when the consumer is lost) into its view (view.go), which keeps
+// the latest record of every election: the records the watch delivered,
+// which are the stream's state at the last sequence it delivered, and the
+// records this replica wrote that it has not delivered yet. Its
+// reconciler (reconcile.go) acts on the view. Run follows the liveness
+// stream the same way into the Backend's liveness (liveness.go), which
+// keeps, per candidacy, its live message's sequence and expiry (or that
+// it was deleted at its expiry); and the timers stream, for the timers'
+// ends. Election, ElectionLeader, Elections, CountElections,
 // CountCandidates and heartbeat answers read the view; nothing per
 // request creates a consumer.
 //

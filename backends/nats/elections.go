@@ -14,7 +14,7 @@ import (
 
 // Election implements gateway.Backend. With Run running it answers from
 // the replica's view, caught up with a read index fetched after the call
-// (see reconciler); otherwise, or while the view lags, from the stream
+// (see view); otherwise, or while the view lags, from the stream
 // leader. Either way it reflects every write acknowledged before it
 // began. Errors: gateway.ErrElectionNotFound, gateway.ErrUnavailable.
 func (b *Backend) Election(ctx context.Context, election string) (gateway.Election, error) {
@@ -80,9 +80,9 @@ func (b *Backend) holdersExpiry(ctx context.Context, rec *gateway.Record, leader
 // otherwise from a linearizable read.
 func (b *Backend) CountCandidates(ctx context.Context, election string) (int, error) {
 	var s stored
-	if r := b.running(); r != nil && r.isFilled() {
+	if v := b.running(); v != nil && v.isFilled() {
 		var ok bool
-		if s, ok = r.latest(election); !ok || s.deleted {
+		if s, ok = v.latest(election); !ok || s.deleted {
 			return 0, fmt.Errorf("nats: election %q: %w", election, gateway.ErrElectionNotFound)
 		}
 	} else {
@@ -97,15 +97,15 @@ func (b *Backend) CountCandidates(ctx context.Context, election string) (int, er
 // read returns election's latest record, linearizably: from the view
 // caught up with a read index, or from the stream leader.
 func (b *Backend) read(ctx context.Context, election string) (stored, error) {
-	r, err := b.view(ctx)
+	v, err := b.view(ctx)
 	if err != nil {
 		return stored{}, fmt.Errorf("nats: election %q: %w", election, err)
 	}
 	var s stored
 	found := false
-	if r != nil {
-		s, found = r.latest(election)
-		s = r.newestCursor(s)
+	if v != nil {
+		s, found = v.latest(election)
+		s = v.newestCursor(s)
 	} else if s, found, err = b.load(ctx, election); err != nil {
 		return stored{}, fmt.Errorf("nats: election %q: %w", election, err)
 	}
@@ -138,23 +138,23 @@ func (b *Backend) Configure(ctx context.Context, election string, set gateway.Se
 // consumer (deliver last per subject, deleted afterwards) until nothing
 // is pending.
 func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, error) {
-	r, err := b.view(ctx)
+	v, err := b.view(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("nats: elections: %w", err)
 	}
 	var recs []stored
 	var cursor string
-	if r != nil {
-		r.mu.Lock()
-		recs = make([]stored, 0, len(r.recs))
-		for _, s := range r.recs {
+	if v != nil {
+		v.mu.Lock()
+		recs = make([]stored, 0, len(v.recs))
+		for _, s := range v.recs {
 			recs = append(recs, s.stored())
 		}
 		// Not "<seen>", past Head whenever the latest record has events:
 		// newest is the same point of the event stream (no event lies
 		// between them) and one Head reaches.
-		cursor = r.newest.String()
-		r.mu.Unlock()
+		cursor = v.newest.String()
+		v.mu.Unlock()
 	} else {
 		all, last, err := b.scan(ctx)
 		if err != nil {
@@ -194,7 +194,7 @@ func (b *Backend) scan(ctx context.Context) (map[string]stored, stored, error) {
 		return recs, stored{seq: info.State.LastSeq}, nil
 	}
 	c, err := b.js.OrderedConsumer(ctx, b.cfg.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{b.recordSubject("*")},
+		FilterSubjects:    []string{b.subj.record("*")},
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 		InactiveThreshold: consumerIdle,
 	})
@@ -222,7 +222,7 @@ func (b *Backend) scan(ctx context.Context) (map[string]stored, stored, error) {
 		if err != nil {
 			return nil, stored{}, err
 		}
-		s, err := decode(b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
+		s, err := decode(b.subj.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
 		if err != nil {
 			return nil, stored{}, err
 		}
@@ -271,9 +271,30 @@ func (b *Backend) show(ctx context.Context, s stored) (gateway.Election, error) 
 func (b *Backend) expiresAt(ctx context.Context, election, tokenHash string) (time.Time, error) {
 	var nb [24]byte
 	n := appendNonce(nb[:0], tokenHash)
-	if exp, ok := b.expiryOf(b.aliveKey(election, n)); ok {
+	if exp, ok := b.live.expiryOf(b.live.aliveKey(election, n)); ok {
 		return exp, nil // the subject is not even built
 	}
-	_, exp, _, err := b.lastBeat(ctx, b.aliveSubject(election, string(n)))
+	_, exp, _, err := b.lastBeat(ctx, b.subj.alive(election, string(n)))
 	return exp, err
+}
+
+// CountElections implements gateway.ElectionCounter: the elections in the
+// view, or, while Run is not running or its view is still loading, the
+// records stream's subject count (one request). Either may lag other
+// replicas by a write in flight; the limit it serves is best-effort.
+// Errors: gateway.ErrUnavailable.
+func (b *Backend) CountElections(ctx context.Context) (int, error) {
+	if v := b.running(); v != nil && v.isFilled() {
+		return v.count(), nil
+	}
+	if err := b.connected(); err != nil {
+		return 0, fmt.Errorf("nats: count elections: %w", err)
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	info, err := b.records.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("nats: count elections: %w", translate(err))
+	}
+	return int(info.State.NumSubjects), nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -18,30 +19,34 @@ import (
 // package doc): a restart of the NATS servers may lose it whole, while the
 // records, which hold the terms, stay on disk. A candidacy whose subject
 // has no message at all is therefore dead only in a liveness stream known
-// to have been granted: its epoch message (epochSubject, no TTL) is
+// to have been granted: its epoch message (subjects.epoch, no TTL) is
 // written after every candidacy of the records was given a liveness
-// message of its full TTL (grant). A liveness stream without its epoch is
+// message of its full TTL (epochs.grant). A liveness stream without its epoch is
 // new or was lost; whoever finds it so grants before deciding anything.
 
-// epochSubject is the liveness subject of the epoch message. Election
-// names start with a letter or digit, so "_" names no election.
-func (b *Backend) epochSubject() string { return b.aliveSubject("_", "epoch") }
+// epochs reads the liveness stream's epoch and grants a new one where
+// there is none.
+type epochs struct {
+	b  *Backend
+	mu sync.Mutex // one grant at a time
+}
 
-// epoch returns the id of the liveness stream's epoch, or "" when the
+// current returns the id of the liveness stream's epoch, or "" when the
 // stream has none (it is new, or lost its messages). A liveness stream
 // that is gone altogether is created again, empty.
-func (b *Backend) epoch(ctx context.Context) (string, error) {
+func (e *epochs) current(ctx context.Context) (string, error) {
+	b := e.b
 	if err := b.connected(); err != nil {
 		return "", err
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	m, err := b.alive.GetLastMsgForSubject(ctx, b.epochSubject())
+	m, err := b.alive.GetLastMsgForSubject(ctx, b.subj.epoch())
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return "", nil
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		b.log.LogAttrs(ctx, slog.LevelWarn, "nats: liveness stream gone; creating it again", slog.String("stream", b.aliveStream()))
+		b.log.LogAttrs(ctx, slog.LevelWarn, "nats: liveness stream gone; creating it again", slog.String("stream", b.subj.aliveStream()))
 		if _, err := b.js.CreateOrUpdateStream(ctx, b.aliveStreamConfig()); err != nil {
 			return "", translate(err)
 		}
@@ -58,10 +63,11 @@ func (b *Backend) epoch(ctx context.Context) (string, error) {
 // or others, are harmless: each publish is conditional on the subject
 // being empty, so a candidacy gets at most one granted message, and never
 // one over a message or marker of its own.
-func (b *Backend) grant(ctx context.Context) error {
-	b.grantMu.Lock()
-	defer b.grantMu.Unlock()
-	if id, err := b.epoch(ctx); err != nil || id != "" {
+func (e *epochs) grant(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b := e.b
+	if id, err := e.current(ctx); err != nil || id != "" {
 		return err
 	}
 	recs, _, err := b.scan(ctx)
@@ -71,8 +77,8 @@ func (b *Backend) grant(ctx context.Context) error {
 	none := uint64(0)
 	granted := 0
 	for _, s := range recs {
-		for _, e := range slices.Concat(s.rec.Line, s.rec.Cooling) {
-			_, err := b.beat(ctx, b.aliveSubject(s.rec.Name, nonce(e.TokenHash)), lifeTTL(e.TTL), &none)
+		for _, c := range slices.Concat(s.rec.Line, s.rec.Cooling) {
+			_, err := b.beat(ctx, b.subj.alive(s.rec.Name, nonce(c.TokenHash)), lifeTTL(c.TTL), &none)
 			switch {
 			case err == nil:
 				granted++
@@ -85,8 +91,8 @@ func (b *Backend) grant(ctx context.Context) error {
 	_, _ = rand.Read(id)
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	_, err = b.js.Publish(ctx, b.epochSubject(), []byte(hex.EncodeToString(id)),
-		jetstream.WithExpectStream(b.aliveStream()), jetstream.WithExpectLastSequencePerSubject(0))
+	_, err = b.js.Publish(ctx, b.subj.epoch(), []byte(hex.EncodeToString(id)),
+		jetstream.WithExpectStream(b.subj.aliveStream()), jetstream.WithExpectLastSequencePerSubject(0))
 	if err != nil && !isConflict(err) {
 		return fmt.Errorf("nats: grant: epoch: %w", translate(err))
 	}
@@ -111,12 +117,12 @@ func (b *Backend) checkAlive(ctx context.Context, subject string) (seq uint64, a
 		return seq, alive, err
 	}
 	for range 3 {
-		before, err := b.epoch(ctx)
+		before, err := b.epochs.current(ctx)
 		if err != nil {
 			return 0, false, err
 		}
 		if before == "" {
-			if err := b.grant(ctx); err != nil {
+			if err := b.epochs.grant(ctx); err != nil {
 				return 0, false, err
 			}
 			continue
@@ -125,7 +131,7 @@ func (b *Backend) checkAlive(ctx context.Context, subject string) (seq uint64, a
 		if err != nil || alive {
 			return seq, alive, err
 		}
-		after, err := b.epoch(ctx)
+		after, err := b.epochs.current(ctx)
 		if err != nil {
 			return 0, false, err
 		}

@@ -1,10 +1,10 @@
 package nats
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -70,55 +70,23 @@ const expirySlack = 5 * time.Millisecond
 // or the delete was refused while no newer message is known) is made again.
 const expiryRetry = 250 * time.Millisecond
 
-// watchedLeader is a candidacy whose liveness Run times, found in the beats
-// map's key space (Backend.watched) and queued by expiry (Backend.watchQ).
+// watchedLeader is a candidacy whose liveness Run times, found in the
+// beats map's key space (liveness.watched) and queued by expiry
+// (liveness.queue).
 type watchedLeader struct {
 	election, nonce string
-	at              int64 // when its live message expires, Unix nanoseconds; 0 while not queued
-	idx             int   // index in the queue; -1 while not queued
+	key             beatKey // of its liveness subject
 }
 
-// watchQueue is a min-heap of watched candidacies by expiry.
-type watchQueue []*watchedLeader
-
-func (q watchQueue) Len() int           { return len(q) }
-func (q watchQueue) Less(i, j int) bool { return q[i].at < q[j].at }
-func (q watchQueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].idx, q[j].idx = i, j
-}
-func (q *watchQueue) Push(x any) {
-	w := x.(*watchedLeader)
-	w.idx = len(*q)
-	*q = append(*q, w)
-}
-func (q *watchQueue) Pop() any {
-	old := *q
-	w := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	w.idx = -1
-	return w
-}
-
-// queueLocked queues w to be checked at at (0: not at all). Callers hold
-// beatsMu.
-func (b *Backend) queueLocked(w *watchedLeader, at int64) {
-	first := len(b.watchQ) > 0 && b.watchQ[0] == w
-	switch {
-	case at == 0 && w.idx >= 0:
-		heap.Remove(&b.watchQ, w.idx)
-	case at != 0 && w.idx >= 0:
-		w.at = at
-		heap.Fix(&b.watchQ, w.idx)
-	case at != 0:
-		w.at = at
-		heap.Push(&b.watchQ, w)
-	}
-	w.at = at
-	if first || (len(b.watchQ) > 0 && b.watchQ[0] == w) {
+// queueLocked queues w to be checked at at (zero: not at all). Callers
+// hold l.mu.
+func (l *liveness) queueLocked(w *watchedLeader, at time.Time) {
+	head, _, ok := l.queue.Next()
+	first := ok && head == w
+	l.queue.Set(w, at)
+	if head, _, ok := l.queue.Next(); first || (ok && head == w) {
 		select {
-		case b.watchWake <- struct{}{}:
+		case l.wake <- struct{}{}:
 		default:
 		}
 	}
@@ -127,24 +95,24 @@ func (b *Backend) queueLocked(w *watchedLeader, at int64) {
 // rewatchLocked follows a change of what is known of the liveness subject
 // of key k: a watched candidacy is queued at its message's new expiry, and
 // taken out of the queue while no live message of it is known (until one
-// is, or the sweep finds it). Callers hold beatsMu.
-func (b *Backend) rewatchLocked(k beatKey) {
-	w := b.watched[k]
+// is, or the sweep finds it). Callers hold l.mu.
+func (l *liveness) rewatchLocked(k beatKey) {
+	w := l.watched[k]
 	if w == nil {
 		return
 	}
-	bi, ok := b.beats[k]
+	bi, ok := l.beats[k]
 	if !ok || bi.dead {
-		b.queueLocked(w, 0)
+		l.queueLocked(w, time.Time{})
 		return
 	}
-	b.queueLocked(w, bi.expires)
+	l.queueLocked(w, time.Unix(0, bi.expires))
 }
 
 // rewatch follows a change of an election's latest record in the view,
 // from prev (nil: none) to cur: each of cur's candidacies is watched, and
 // those of prev that cur no longer has are not.
-func (b *Backend) rewatch(prev, cur *gateway.Record) {
+func (l *liveness) rewatch(prev, cur *gateway.Record) {
 	var nb [24]byte
 	in := func(rec *gateway.Record) map[beatKey]string {
 		if rec == nil {
@@ -154,26 +122,26 @@ func (b *Backend) rewatch(prev, cur *gateway.Record) {
 		for _, line := range [...][]gateway.Entry{rec.Line, rec.Cooling} {
 			for i := range line {
 				n := appendNonce(nb[:0], line[i].TokenHash)
-				m[b.aliveKey(rec.Name, n)] = string(n)
+				m[l.aliveKey(rec.Name, n)] = string(n)
 			}
 		}
 		return m
 	}
 	was, now := in(prev), in(cur)
-	b.beatsMu.Lock()
-	defer b.beatsMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for k := range was {
 		if _, ok := now[k]; !ok {
-			if w := b.watched[k]; w != nil {
-				b.queueLocked(w, 0)
-				delete(b.watched, k)
+			if w := l.watched[k]; w != nil {
+				l.queueLocked(w, time.Time{})
+				delete(l.watched, k)
 			}
 		}
 	}
 	for k, n := range now {
-		if b.watched[k] == nil {
-			b.watched[k] = &watchedLeader{election: cur.Name, nonce: n, idx: -1}
-			b.rewatchLocked(k)
+		if l.watched[k] == nil {
+			l.watched[k] = &watchedLeader{election: cur.Name, nonce: n, key: k}
+			l.rewatchLocked(k)
 		}
 	}
 }
@@ -193,48 +161,46 @@ func inRecord(rec *gateway.Record, n string) bool {
 }
 
 // unwatch stops watching w.
-func (b *Backend) unwatch(w *watchedLeader) {
-	k := b.beatKey(b.aliveSubject(w.election, w.nonce))
-	b.beatsMu.Lock()
-	defer b.beatsMu.Unlock()
-	if b.watched[k] == w {
-		b.queueLocked(w, 0)
-		delete(b.watched, k)
+func (l *liveness) unwatch(w *watchedLeader) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watched[w.key] == w {
+		l.queueLocked(w, time.Time{})
+		delete(l.watched, w.key)
 	}
 }
 
 // hold takes w out of the queue while it is being checked.
-func (b *Backend) hold(w *watchedLeader) {
-	b.beatsMu.Lock()
-	defer b.beatsMu.Unlock()
-	b.queueLocked(w, 0)
+func (l *liveness) hold(w *watchedLeader) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queueLocked(w, time.Time{})
 }
 
 // requeue checks w again at at, unless something was learned of it
 // meanwhile that queued it already, or it is no longer watched.
-func (b *Backend) requeue(w *watchedLeader, at time.Time) {
-	b.beatsMu.Lock()
-	defer b.beatsMu.Unlock()
-	if w.idx < 0 && b.watched[b.beatKey(b.aliveSubject(w.election, w.nonce))] == w {
-		b.queueLocked(w, at.UnixNano())
+func (l *liveness) requeue(w *watchedLeader, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, queued := l.queue.At(w); !queued && l.watched[w.key] == w {
+		l.queueLocked(w, at)
 	}
 }
 
 // dueLeaders takes the watched candidacies whose expiry is at or before t
 // out of the queue, and says how long until the next one is due.
-func (b *Backend) dueLeaders(t time.Time) ([]*watchedLeader, time.Duration) {
-	b.beatsMu.Lock()
-	defer b.beatsMu.Unlock()
+func (l *liveness) dueLeaders(t time.Time) ([]*watchedLeader, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var due []*watchedLeader
-	for len(b.watchQ) > 0 && b.watchQ[0].at <= t.UnixNano() {
-		w := heap.Pop(&b.watchQ).(*watchedLeader)
-		w.at = 0
+	for w, _, ok := l.queue.PopDue(t); ok; w, _, ok = l.queue.PopDue(t) {
 		due = append(due, w)
 	}
-	if len(b.watchQ) == 0 {
+	_, next, ok := l.queue.Next()
+	if !ok {
 		return due, time.Hour
 	}
-	return due, time.Duration(b.watchQ[0].at - t.UnixNano())
+	return due, next.Sub(t)
 }
 
 // expireDue checks each watched candidacy when its expiry has passed by
@@ -243,7 +209,7 @@ func (r *reconciler) expireDue(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		due, wait := r.b.dueLeaders(time.Now().Add(-expirySlack))
+		due, wait := r.b.live.dueLeaders(time.Now().Add(-expirySlack))
 		if len(due) > 0 {
 			r.checkDue(ctx, due)
 			continue
@@ -252,7 +218,7 @@ func (r *reconciler) expireDue(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.b.watchWake:
+		case <-r.b.live.wake:
 		case <-timer.C:
 		}
 	}
@@ -263,11 +229,11 @@ func (r *reconciler) expireDue(ctx context.Context) {
 func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 	retry := func(ws ...*watchedLeader) {
 		for _, w := range ws {
-			r.b.requeue(w, time.Now().Add(expiryRetry))
+			r.b.live.requeue(w, time.Now().Add(expiryRetry))
 		}
 	}
 	// The epoch read before any subject, for the empty ones.
-	before, err := r.b.epoch(ctx)
+	before, err := r.b.epochs.current(ctx)
 	if err != nil || before == "" {
 		retry(due...) // no epoch: the sweep grants
 		return
@@ -280,24 +246,24 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 	var gone []expired
 	var empty, dead []*watchedLeader
 	for _, w := range due {
-		s, ok := r.latest(w.election)
+		s, ok := r.view.latest(w.election)
 		if !ok || !inRecord(s.rec, w.nonce) {
-			r.b.unwatch(w) // no longer a candidacy
+			r.b.live.unwatch(w) // no longer a candidacy
 			continue
 		}
-		seq, exp, alive, err := r.b.lastBeat(ctx, r.b.aliveSubject(w.election, w.nonce)) // queues w at exp, if alive
+		seq, exp, alive, err := r.b.lastBeat(ctx, r.b.subj.alive(w.election, w.nonce)) // queues w at exp, if alive
 		switch {
 		case err != nil:
 			retry(w)
 		case alive && time.Until(exp) <= 0:
-			r.b.hold(w) // queued again only by what follows
+			r.b.live.hold(w) // queued again only by what follows
 			gone = append(gone, expired{w, seq, exp})
 		case alive:
 			// lastBeat queued it at its expiry.
 		case seq > 0:
 			// A delete marker: another version's layout, which decides
 			// nothing (Run logs it as it comes).
-			r.b.requeue(w, time.Now().Add(time.Minute))
+			r.b.live.requeue(w, time.Now().Add(time.Minute))
 		default:
 			empty = append(empty, w)
 		}
@@ -305,15 +271,15 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 	if len(gone) > 0 {
 		now, err := r.b.serverNow(ctx)
 		for _, g := range gone {
-			subject := r.b.aliveSubject(g.w.election, g.w.nonce)
+			subject := r.b.subj.alive(g.w.election, g.w.nonce)
 			switch {
 			case err != nil:
 				retry(g.w)
 			case now.Before(g.at):
 				// This replica's clock runs ahead of the server's.
-				r.b.requeue(g.w, time.Now().Add(g.at.Sub(now)))
+				r.b.live.requeue(g.w, time.Now().Add(g.at.Sub(now)))
 			case r.b.deleteBeat(ctx, g.seq) == nil:
-				r.b.buried(subject, g.seq)
+				r.b.live.buried(subject, g.seq)
 				dead = append(dead, g.w)
 			default:
 				// Replaced by a heartbeat, or removed by the server (or
@@ -323,7 +289,7 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 				case err != nil || (!alive && seq > 0):
 					retry(g.w)
 				case alive:
-					r.b.requeue(g.w, time.Now().Add(expiryRetry)) // in case it is not queued by that
+					r.b.live.requeue(g.w, time.Now().Add(expiryRetry)) // in case it is not queued by that
 				default:
 					empty = append(empty, g.w)
 				}
@@ -331,14 +297,14 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 		}
 	}
 	if len(empty) > 0 {
-		if after, err := r.b.epoch(ctx); err != nil || after != before {
+		if after, err := r.b.epochs.current(ctx); err != nil || after != before {
 			retry(empty...)
 		} else {
 			dead = append(dead, empty...)
 		}
 	}
 	for _, w := range dead {
-		r.b.unwatch(w)
+		r.b.live.unwatch(w)
 		s, err := r.b.expireCandidacy(ctx, w.election, w.nonce)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -346,13 +312,9 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 			}
 			continue // the sweep finds the empty subject
 		}
-		r.put(s)
+		r.view.put(s)
 	}
 }
-
-// clockSubject is the liveness subject of the messages that read the
-// server's clock (serverNow); "_" names no election.
-func (b *Backend) clockSubject() string { return b.aliveSubject("_", "clock") }
 
 // serverNow reads the clock of the liveness stream's leader: the timestamp
 // it gives a message published now on the clock subject (which keeps only
@@ -363,7 +325,7 @@ func (b *Backend) serverNow(ctx context.Context) (time.Time, error) {
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	ack, err := b.js.Publish(ctx, b.clockSubject(), nil)
+	ack, err := b.js.Publish(ctx, b.subj.clock(), nil)
 	if err != nil {
 		return time.Time{}, translate(err)
 	}
@@ -387,4 +349,17 @@ func (b *Backend) deleteBeat(ctx context.Context, seq uint64) error {
 		return err
 	}
 	return translate(err)
+}
+
+// expireCandidacy removes the candidacy with nonce n from election, if it
+// is still there, as expired; another replica may have done it already.
+func (b *Backend) expireCandidacy(ctx context.Context, election, n string) (stored, error) {
+	return b.apply(ctx, "expire", election, nil, writeOnEvents, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+		for _, e := range slices.Concat(r.Line, r.Cooling) {
+			if nonce(e.TokenHash) == n {
+				return r.Expire(now, e.ID), nil
+			}
+		}
+		return r.Advance(now), nil
+	})
 }

@@ -40,7 +40,7 @@ func TestLeaderThatCrashesAfterAQuickHeartbeatIsReplaced(t *testing.T) {
 		}
 		return nil
 	})
-	m, err := b.alive.GetLastMsgForSubject(ctx, b.aliveSubject("quick", nonce(th)))
+	m, err := b.alive.GetLastMsgForSubject(ctx, b.subj.alive("quick", nonce(th)))
 	if err == nil && m.Header.Get(jetstream.MarkerReasonHeader) == "" {
 		t.Fatalf("the expired leader still has a live message: %+v", m)
 	}
@@ -68,30 +68,31 @@ func TestLeaderIsNotExpiredBeforeTheServerSaysSo(t *testing.T) {
 
 	th, _ := campaignT(t, b, "early", "old", time.Hour)
 	campaignT(t, b, "early", "new", time.Hour)
-	subject := b.aliveSubject("early", nonce(th))
+	subject := b.subj.alive("early", nonce(th))
 	seq, exp, alive, err := b.lastBeat(ctx, subject)
 	if err != nil || !alive {
 		t.Fatalf("the leader's liveness: alive %v, %v", alive, err)
 	}
-	k := b.beatKey(subject)
+	k := b.live.key(subject)
 	eventually.NoErrorUntil(ctx, t, "Run to watch the leader", func() error {
-		b.beatsMu.Lock()
-		defer b.beatsMu.Unlock()
-		if b.watched[k] == nil {
+		b.live.mu.Lock()
+		defer b.live.mu.Unlock()
+		if b.live.watched[k] == nil {
 			return errors.New("not watched")
 		}
 		return nil
 	})
-	b.learned(subject, seq, time.Now().Add(-time.Second)) // the wrong belief
+	b.live.learned(subject, seq, time.Now().Add(-time.Second)) // the wrong belief
 	eventually.NoErrorUntil(ctx, t, "Run to watch the leader at its real expiry", func() error {
-		b.beatsMu.Lock()
-		defer b.beatsMu.Unlock()
-		w := b.watched[k]
+		b.live.mu.Lock()
+		defer b.live.mu.Unlock()
+		w := b.live.watched[k]
 		if w == nil {
 			return errors.New("no longer watched")
 		}
-		if d := time.Duration(w.at - exp.UnixNano()); w.idx < 0 || d < -time.Second || d > time.Second {
-			return fmt.Errorf("queued %v at %v, the message expires at %v", w.idx >= 0, time.Unix(0, w.at), exp)
+		at, queued := b.live.queue.At(w)
+		if d := at.Sub(exp); !queued || d < -time.Second || d > time.Second {
+			return fmt.Errorf("queued %v at %v, the message expires at %v", queued, at, exp)
 		}
 		return nil
 	})

@@ -45,7 +45,7 @@ func TestAcknowledgedBeatOutlivesItsTTL(t *testing.T) {
 	)
 	for round := range raceRounds(t) {
 		b := open(t, e, freshConfig()) // a new liveness stream, whose expiry passes start with its first message
-		subject := func(i int) string { return b.aliveSubject("race", fmt.Sprintf("r%di%d", round, i)) }
+		subject := func(i int) string { return b.subj.alive("race", fmt.Sprintf("r%di%d", round, i)) }
 		seqs := make([]uint64, subjects)
 		for i := range seqs {
 			seq, err := b.publishBeat(ctx, subject(i), ttl, nil)
@@ -208,7 +208,7 @@ func heartbeatsAtExpiry(ctx context.Context, t *testing.T, e *Embedded, round in
 	}
 	expiries := make([]time.Time, elections)
 	for i := range expiries {
-		m, err := b.alive.GetLastMsgForSubject(ctx, b.aliveSubject(election(i), nonce(tokens[i])))
+		m, err := b.alive.GetLastMsgForSubject(ctx, b.subj.alive(election(i), nonce(tokens[i])))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func heartbeatsAtExpiry(ctx context.Context, t *testing.T, e *Embedded, round in
 		// The first expiry pass takes the first leader's message alone, the
 		// next comes 250 ms later; heartbeats start shortly before it, in
 		// the order of the leaders' messages.
-		pass1 = awaitSecondPass(ctx, t, b, b.aliveSubject(election(0), nonce(tokens[0])), expiries[0], round)
+		pass1 = awaitSecondPass(ctx, t, b, b.subj.alive(election(0), nonce(tokens[0])), expiries[0], round)
 		first = 1
 	}
 
@@ -271,7 +271,7 @@ func heartbeatsAtExpiry(ctx context.Context, t *testing.T, e *Embedded, round in
 			lost++
 			if lost == 1 {
 				live := "none"
-				if m, err := b.alive.GetLastMsgForSubject(ctx, b.aliveSubject(election(i), nonce(tokens[i]))); err == nil {
+				if m, err := b.alive.GetLastMsgForSubject(ctx, b.subj.alive(election(i), nonce(tokens[i]))); err == nil {
 					live = fmt.Sprintf("%d (marker %q, stored %s)", m.Sequence, m.Header.Get(jetstream.MarkerReasonHeader), m.Time.Format(time.StampMicro))
 				}
 				t.Errorf("round %d: %s: heartbeat answered at %s (its message expired at %s): leader in term %d until %s; at %s the election's leader is %+v, its liveness subject's last message %s",

@@ -7,7 +7,7 @@ import (
 )
 
 // feed is a watch of every election fed by the view's own tail
-// (reconciler.record) instead of a server consumer of its own: each record
+// (view.record) instead of a server consumer of its own: each record
 // is delivered by the server once per replica and decoded once, for the
 // view and for the hub (events, webhooks, event streams) alike. The view
 // hands it every record it takes in, in stream order and once on disk;
@@ -76,34 +76,34 @@ func (f *feed) take(dst []stored) ([]stored, bool) {
 // it), so the feed alone delivers every event after p.
 //
 // It returns a nil feed once Run is ending.
-func (r *reconciler) attach(p gateway.Position) (f *feed, s0 uint64, noneBefore bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.feedsEnded {
+func (v *view) attach(p gateway.Position) (f *feed, s0 uint64, noneBefore bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.feedsEnded {
 		return nil, 0, false
 	}
 	f = newFeed()
-	if r.feeds == nil {
-		r.feeds = map[*feed]struct{}{}
+	if v.feeds == nil {
+		v.feeds = map[*feed]struct{}{}
 	}
-	r.feeds[f] = struct{}{}
-	return f, r.seen, p.Compare(r.newest) >= 0
+	v.feeds[f] = struct{}{}
+	return f, v.seen, p.Compare(v.newest) >= 0
 }
 
 // detach stops feeding f.
-func (r *reconciler) detach(f *feed) {
-	r.mu.Lock()
-	delete(r.feeds, f)
-	r.mu.Unlock()
+func (v *view) detach(f *feed) {
+	v.mu.Lock()
+	delete(v.feeds, f)
+	v.mu.Unlock()
 }
 
 // endFeeds ends every feed, when Run ends.
-func (r *reconciler) endFeeds() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.feedsEnded = true
-	for f := range r.feeds {
+func (v *view) endFeeds() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.feedsEnded = true
+	for f := range v.feeds {
 		f.end()
-		delete(r.feeds, f)
+		delete(v.feeds, f)
 	}
 }

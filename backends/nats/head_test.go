@@ -39,13 +39,13 @@ func TestNewestEventIsWhatAWatchFromItContinuesAfter(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newReconciler(&Backend{cfg: Config{History: 3}})
+			v := newView(&Backend{cfg: Config{History: 3}})
 			for _, x := range tc.recs {
 				s := stored{rec: &gateway.Record{Name: x.election}, seq: x.seq, events: make([]gateway.Event, x.events), nev: x.events}
-				r.noteNewest(x.seq, s, !x.bad)
-				r.seen = x.seq
+				v.noteNewest(x.seq, s, !x.bad)
+				v.seen = x.seq
 			}
-			if got := r.head().String(); got != tc.want {
+			if got := v.head().String(); got != tc.want {
 				t.Errorf("newest %s, want %s", got, tc.want)
 			}
 		})

@@ -119,7 +119,7 @@ func TestHeartbeatWritesOnlyWhenItMovesTheExpiry(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			th, _ := campaignT(t, b, "renew", "a", tc.ttl)
-			subject := b.aliveSubject("renew", nonce(th))
+			subject := b.subj.alive("renew", nonce(th))
 			eventually.NoErrorUntil(ctx, t, "the view to know the candidacy and its live message", func() error {
 				r := b.running()
 				if r == nil || !r.isFilled() {
@@ -128,7 +128,7 @@ func TestHeartbeatWritesOnlyWhenItMovesTheExpiry(t *testing.T) {
 				if s, ok := r.latest("renew"); !ok || s.rec.Find("a") == nil {
 					return fmt.Errorf("the view has no candidate a")
 				}
-				if _, ok := b.expiry(subject); !ok {
+				if _, ok := b.live.expiry(subject); !ok {
 					return fmt.Errorf("no live message known")
 				}
 				return nil

@@ -43,11 +43,11 @@ func TestFailedLeaderHoldIsTimedByTheServerAfterItsRecord(t *testing.T) {
 		if err != nil || len(s.rec.Held) != 1 || s.rec.Held[0].Term != a.Term || s.rec.Holding() != 0 {
 			t.Fatalf("after FailLeader: %+v, %v; want nobody leading and a's term %d held", s.rec, err, a.Term)
 		}
-		rec, err := b.records.GetLastMsgForSubject(ctx, b.recordSubject(election))
+		rec, err := b.records.GetLastMsgForSubject(ctx, b.subj.record(election))
 		if err != nil {
 			t.Fatal(err)
 		}
-		subject := b.timerSubject(election, holdToken(s.rec.Held[0]))
+		subject := b.subj.timer(election, holdToken(s.rec.Held[0]))
 		eventually.True(t, 10*time.Second, "the hold's marker", func() bool {
 			marker, err = b.timers.GetLastMsgForSubject(ctx, subject)
 			return err == nil

@@ -13,10 +13,6 @@ import (
 
 var _ gateway.KV = (*Backend)(nil)
 
-// kvBucket is the name of the backend's KV bucket; its stream is
-// "KV_" + kvBucket, its subjects "$KV.<bucket>.<key>".
-func (b *Backend) kvBucket() string { return b.cfg.Stream + "_KV" }
-
 // kvStreamConfig is what jetstream.KeyValueConfig{History: 1} would make,
 // with two differences. AllowDirect is off, so reads go to the stream
 // leader: a direct get may be answered by a lagging follower, and a replica
@@ -25,9 +21,9 @@ func (b *Backend) kvBucket() string { return b.cfg.Stream + "_KV" }
 // ever deleted.
 func (b *Backend) kvStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:              "KV_" + b.kvBucket(),
+		Name:              "KV_" + b.subj.kvBucket(),
 		Description:       "elector: key-value store (webhook endpoints, secrets, deliveries)",
-		Subjects:          []string{"$KV." + b.kvBucket() + ".>"},
+		Subjects:          []string{"$KV." + b.subj.kvBucket() + ".>"},
 		Storage:           jetstream.FileStorage,
 		Replicas:          b.cfg.Replicas,
 		Retention:         jetstream.LimitsPolicy,
@@ -49,7 +45,7 @@ func (b *Backend) openKV(ctx context.Context) error {
 	if _, err := b.js.CreateOrUpdateStream(ctx, b.kvStreamConfig()); err != nil {
 		return translate(err)
 	}
-	kv, err := b.js.KeyValue(ctx, b.kvBucket())
+	kv, err := b.js.KeyValue(ctx, b.subj.kvBucket())
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		// The stream was created a moment ago: in a cluster, its info can
 		// lag behind its creation. Transient, so the caller may try again.

@@ -54,7 +54,7 @@ func TestElectionLeaderIsElectionWithoutCandidates(t *testing.T) {
 	y, _ := campaignT(t, a, "lead", "y", time.Minute)
 	for id, th := range map[string]string{"x": x, "y": y} {
 		eventually.True(t, time.Minute, "replica b following "+id+"'s liveness", func() bool {
-			_, ok := b.expiry(b.aliveSubject("lead", nonce(th)))
+			_, ok := b.live.expiry(b.subj.alive("lead", nonce(th)))
 			return ok
 		})
 	}

@@ -3,7 +3,6 @@ package nats
 import (
 	"context"
 	"errors"
-	"hash/maphash"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ func TestLostLivenessGrantsEveryCandidateAFullTTL(t *testing.T) {
 	stopRun := runUntil(b)
 	campaignT(t, b, "grant", "x", ttl)
 	y, _ := campaignT(t, b, "grant", "y", ttl)
-	before, err := b.epoch(ctx)
+	before, err := b.epochs.current(ctx)
 	if err != nil || before == "" {
 		t.Fatalf("epoch of the first liveness stream: %q, %v", before, err)
 	}
@@ -47,7 +46,7 @@ func TestLostLivenessGrantsEveryCandidateAFullTTL(t *testing.T) {
 	b = openAt()
 	defer b.Close()
 	defer runUntil(b)()
-	if after, err := b.epoch(ctx); err != nil || after == "" || after == before {
+	if after, err := b.epochs.current(ctx); err != nil || after == "" || after == before {
 		t.Fatalf("epoch after the restart: %q (before %q), %v; want a new one", after, before, err)
 	}
 	el, err := b.Election(ctx, "grant")
@@ -182,7 +181,7 @@ func TestDeleteMarkersOnTheLivenessStreamAreRefused(t *testing.T) {
 	}
 
 	x, _ := campaignT(t, b, "marked", "x", time.Second)
-	subject := b.aliveSubject("marked", nonce(x))
+	subject := b.subj.alive("marked", nonce(x))
 	eventually.True(t, 10*time.Second, "the server's delete marker on the candidacy", func() bool {
 		m, err := b.alive.GetLastMsgForSubject(ctx, subject)
 		return err == nil && m.Header.Get(jetstream.MarkerReasonHeader) != ""
@@ -203,21 +202,21 @@ func TestDeleteMarkersOnTheLivenessStreamAreRefused(t *testing.T) {
 // building its subject: the key must be the subject's, and making it must
 // allocate nothing.
 func TestAliveKeyIsTheSubjectsKeyAndAllocatesNothing(t *testing.T) {
-	b := &Backend{cfg: Config{SubjectPrefix: "elector"}, beatSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+	b := &Backend{subj: subjects{prefix: "elector"}, live: newLiveness("elector")}
 	hash := gateway.HashToken(gateway.NewToken())
 	n := nonce(hash)
 	if len(n) != 24 || string(appendNonce(nil, hash)) != n {
 		t.Fatalf("nonce %q, appendNonce %q", n, appendNonce(nil, hash))
 	}
-	if b.aliveKey("e1", []byte(n)) != b.beatKey(b.aliveSubject("e1", n)) {
+	if b.live.aliveKey("e1", []byte(n)) != b.live.key(b.subj.alive("e1", n)) {
 		t.Fatal("aliveKey differs from the key of the subject")
 	}
-	if b.aliveKey("e1", []byte(n)) == b.beatKey(b.aliveSubject("e2", n)) {
+	if b.live.aliveKey("e1", []byte(n)) == b.live.key(b.subj.alive("e2", n)) {
 		t.Fatal("two elections' subjects have one key")
 	}
 	allocs := testing.AllocsPerRun(100, func() {
 		var nb [24]byte
-		_ = b.aliveKey("e1", appendNonce(nb[:0], hash))
+		_ = b.live.aliveKey("e1", appendNonce(nb[:0], hash))
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per key", allocs)

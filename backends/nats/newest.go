@@ -25,18 +25,18 @@ const maxLookBack = 64
 // so newest becomes "<seq>", after all of them. So does the record that
 // makes the stream drop the one newest is in (History later records of its
 // election), since a watch cannot start from a record no longer held.
-func (r *reconciler) noteNewest(seq uint64, s stored, ok bool) {
+func (v *view) noteNewest(seq uint64, s stored, ok bool) {
 	if ok && s.nev > 0 {
-		r.newest = gateway.Position{Rev: seq, Index: s.nev}
-		r.newestOf, r.newestAfter = s.rec.Name, 0
+		v.newest = gateway.Position{Rev: seq, Index: s.nev}
+		v.newestOf, v.newestAfter = s.rec.Name, 0
 		return
 	}
-	if ok && s.rec.Name == r.newestOf {
-		r.newestAfter++
+	if ok && s.rec.Name == v.newestOf {
+		v.newestAfter++
 	}
-	if seq != r.seen+1 || r.newestAfter >= r.b.cfg.History {
-		r.newest = gateway.Position{Rev: seq, Index: math.MaxInt}
-		r.newestOf, r.newestAfter = "", 0
+	if seq != v.seen+1 || v.newestAfter >= v.b.cfg.History {
+		v.newest = gateway.Position{Rev: seq, Index: math.MaxInt}
+		v.newestOf, v.newestAfter = "", 0
 	}
 }
 
@@ -47,24 +47,24 @@ func (r *reconciler) noteNewest(seq uint64, s stored, ok bool) {
 // are the same as after its own cursor: none lies between the two, as
 // newest is not before s's own events and no event at all lies after
 // newest up to seen. A record ahead of seen (written here) keeps its own.
-func (r *reconciler) newestCursor(s stored) stored {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s.seq <= r.seen && r.newest.Compare(s.position()) < 0 {
-		p := r.newest
+func (v *view) newestCursor(s stored) stored {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if s.seq <= v.seen && v.newest.Compare(s.position()) < 0 {
+		p := v.newest
 		s.capped = &p
 	}
 	return s
 }
 
 // head returns newest, once the view has caught up with a read index.
-func (r *reconciler) head() gateway.Position {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.newest
+func (v *view) head() gateway.Position {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.newest
 }
 
-// lookBack replaces a "<seq>" newest of r, which the view could not name
+// lookBack replaces a "<seq>" newest of v, which the view could not name
 // (noteNewest), with the id of the last event the stream holds before it,
 // reading back from the view's seen through at most maxLookBack records,
 // so that a hub that got that event is caught up (a replica whose view
@@ -73,10 +73,11 @@ func (r *reconciler) head() gateway.Position {
 // longer holds, whose events it cannot know; NATS errors and a view that
 // moves meanwhile leave it for the next read. Every record between the
 // event found and seen was read and had none, so no event lies after it.
-func (b *Backend) lookBack(ctx context.Context, r *reconciler) {
-	r.mu.Lock()
-	p, seen, tried := r.newest, r.seen, r.lookedBack
-	r.mu.Unlock()
+func (v *view) lookBack(ctx context.Context) {
+	b := v.b
+	v.mu.Lock()
+	p, seen, tried := v.newest, v.seen, v.lookedBack
+	v.mu.Unlock()
 	if p.Index != math.MaxInt || p.Rev == 0 || tried == p.Rev {
 		return
 	}
@@ -85,18 +86,18 @@ func (b *Backend) lookBack(ctx context.Context, r *reconciler) {
 	names := map[string]int{} // records of each election after the event found
 	for seq := seen; seq > 0; seq-- {
 		if seen-seq >= maxLookBack {
-			r.giveUp(p)
+			v.giveUp(p)
 			return
 		}
 		m, err := b.getRecord(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			r.giveUp(p)
+			v.giveUp(p)
 			return
 		}
 		if err != nil {
 			return
 		}
-		name := b.electionOf(m.Subject)
+		name := b.subj.electionOf(m.Subject)
 		s, err := decode(name, seq, m.Data)
 		if err != nil {
 			continue // no watch shows its events either
@@ -107,18 +108,18 @@ func (b *Backend) lookBack(ctx context.Context, r *reconciler) {
 		}
 		names[name]++
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.newest == p && r.seen == seen {
-		r.newest, r.newestOf, r.newestAfter = found, of, names[of]
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.newest == p && v.seen == seen {
+		v.newest, v.newestOf, v.newestAfter = found, of, names[of]
 	}
 }
 
 // giveUp marks p as a newest lookBack cannot name.
-func (r *reconciler) giveUp(p gateway.Position) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lookedBack = p.Rev
+func (v *view) giveUp(p gateway.Position) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.lookedBack = p.Rev
 }
 
 // getRecord reads the record message at seq.

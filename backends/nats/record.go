@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,7 +30,7 @@ type stored struct {
 	// and for records not read from the stream.
 	hasPrev bool
 	// capped, when set, is the view's newest event, before s's own cursor
-	// (reconciler.newestCursor): cursor returns it instead.
+	// (view.newestCursor): cursor returns it instead.
 	capped *gateway.Position
 }
 
@@ -125,7 +126,7 @@ func (b *Backend) load(ctx context.Context, election string) (s stored, found bo
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	m, err := b.records.GetLastMsgForSubject(ctx, b.recordSubject(election))
+	m, err := b.records.GetLastMsgForSubject(ctx, b.subj.record(election))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return stored{}, false, b.confirmQuorum(ctx)
 	}
@@ -183,10 +184,10 @@ const (
 // nil, a missing election is gateway.ErrElectionNotFound. apply returns the
 // record as stored (or as loaded, if nothing was written) and t's error.
 func (b *Backend) apply(ctx context.Context, op, election string, create *gateway.Settings, mode applyMode, t transition) (stored, error) {
-	r := b.running()
+	v := b.running()
 	var cached *stored
-	if r != nil {
-		if s, ok := r.latest(election); ok {
+	if v != nil {
+		if s, ok := v.latest(election); ok {
 			s.rec = clone(s.rec)
 			cached = &s
 		} else if create != nil {
@@ -241,8 +242,8 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 		}
 		next, err := b.publishRecord(ctx, cur, ev)
 		if err == nil {
-			if r != nil {
-				r.put(next)
+			if v != nil {
+				v.put(next)
 			}
 			if err := b.startTimers(ctx, next.rec, before, now, true); err != nil && ctx.Err() == nil {
 				// The record is stored: its hold has no marker yet, and the
@@ -275,7 +276,7 @@ func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Ev
 	if err != nil {
 		return stored{}, err
 	}
-	m := &nats.Msg{Subject: b.recordSubject(cur.rec.Name), Data: data,
+	m := &nats.Msg{Subject: b.subj.record(cur.rec.Name), Data: data,
 		Header: nats.Header{jetstream.ExpectedLastSubjSeqHeader: {strconv.FormatUint(cur.seq, 10)}}}
 	seq, err := b.publish(ctx, m, b.cfg.Stream)
 	if err != nil {
@@ -293,4 +294,23 @@ func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Ev
 		out.events[i].ID = eventID(seq, i+1)
 	}
 	return out, nil
+}
+
+// clone returns a copy of rec that a transition may change without
+// changing rec, which the view shares between requests.
+func clone(rec *gateway.Record) *gateway.Record {
+	c := *rec
+	c.Line = slices.Clone(rec.Line)
+	c.Cooling = slices.Clone(rec.Cooling)
+	c.Delays = slices.Clone(rec.Delays)
+	c.Held = slices.Clone(rec.Held)
+	if rec.Pending != nil {
+		p := *rec.Pending
+		c.Pending = &p
+	}
+	if rec.Previous != nil {
+		p := *rec.Previous
+		c.Previous = &p
+	}
+	return &c
 }

@@ -30,7 +30,7 @@ func readTail(b *Backend, tl *tail) *tailReader {
 				r.err <- err
 				return
 			}
-			r.names <- b.electionOf(m.Subject())
+			r.names <- b.subj.electionOf(m.Subject())
 		}
 	}()
 	return r
@@ -78,7 +78,7 @@ func TestTailGoesOnAfterItsConsumerIsDeleted(t *testing.T) {
 	}
 	tctx, tcancel := context.WithCancel(ctx)
 	defer tcancel()
-	tl, err := b.openTail(tctx, b.cfg.Stream, jetstream.ConsumerConfig{FilterSubject: b.recordSubject("*")})
+	tl, err := b.openTail(tctx, b.cfg.Stream, jetstream.ConsumerConfig{FilterSubject: b.subj.record("*")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestTailOnACutOffMemberGoesOnAfterTheHeal(t *testing.T) {
 			tl.Close()
 		}
 		var err error
-		tl, err = bs[c].openTail(tctx, cfg.Stream, jetstream.ConsumerConfig{FilterSubject: bs[c].recordSubject("*")})
+		tl, err = bs[c].openTail(tctx, cfg.Stream, jetstream.ConsumerConfig{FilterSubject: bs[c].subj.record("*")})
 		if err != nil {
 			t.Fatal(err)
 		}

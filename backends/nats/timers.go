@@ -114,7 +114,7 @@ func (b *Backend) startTimers(ctx context.Context, rec *gateway.Record, before [
 		if afterRecord {
 			ttl = t.full
 		}
-		if _, err := b.beat(ctx, b.timerSubject(rec.Name, t.token), ttl, nil); err != nil {
+		if _, err := b.beat(ctx, b.subj.timer(rec.Name, t.token), ttl, nil); err != nil {
 			return fmt.Errorf("nats: timer %s of %q: %w", t.token, rec.Name, translate(err))
 		}
 	}
@@ -160,7 +160,7 @@ func (r *reconciler) timerEnded(ctx context.Context, election, token string) {
 	s, err := r.b.endTimer(ctx, election, token)
 	switch {
 	case err == nil:
-		r.put(s)
+		r.view.put(s)
 	case errors.Is(err, errNoTimer), errors.Is(err, gateway.ErrElectionNotFound), ctx.Err() != nil:
 	default:
 		r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: end timer", slog.String("election", election), slog.String("timer", token), slog.Any("err", err))
@@ -181,8 +181,8 @@ func (r *reconciler) sweepTimers(ctx context.Context, s stored, now time.Time, g
 		return
 	}
 	for _, t := range timers(s.rec) {
-		subject := r.b.timerSubject(s.rec.Name, t.token)
-		if exp, ok := r.b.expiry(subject); ok && now.Before(exp.Add(grace)) {
+		subject := r.b.subj.timer(s.rec.Name, t.token)
+		if exp, ok := r.b.live.expiry(subject); ok && now.Before(exp.Add(grace)) {
 			continue
 		}
 		seq, _, alive, err := r.b.lastBeat(ctx, subject)
@@ -213,7 +213,7 @@ func (b *Backend) ensureTimers(ctx context.Context) error {
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return translate(err)
 	}
-	b.log.LogAttrs(ctx, slog.LevelWarn, "nats: timers stream gone; creating it again", slog.String("stream", b.timerStream()))
+	b.log.LogAttrs(ctx, slog.LevelWarn, "nats: timers stream gone; creating it again", slog.String("stream", b.subj.timerStream()))
 	_, err = b.js.CreateOrUpdateStream(ctx, b.timerStreamConfig())
 	return translate(err)
 }
@@ -222,14 +222,14 @@ func (b *Backend) ensureTimers(ctx context.Context) error {
 // expiry (so the sweep leaves it alone), the server's delete marker ends
 // the timer.
 func (r *reconciler) timerMarker(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
-	election, token, ok := r.b.timerParts(m.Subject())
+	election, token, ok := r.b.subj.timerParts(m.Subject())
 	if !ok {
 		return
 	}
 	if m.Headers().Get(jetstream.MarkerReasonHeader) == "" {
-		r.b.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
+		r.b.live.remember(m.Subject(), md.Sequence.Stream, md.Timestamp.Add(msgTTL(m.Headers().Get(jetstream.MsgTTLHeader))))
 		return
 	}
-	r.b.buried(m.Subject(), md.Sequence.Stream)
+	r.b.live.buried(m.Subject(), md.Sequence.Stream)
 	r.timerEnded(ctx, election, token)
 }

@@ -251,7 +251,7 @@ func handoverSubject(t *testing.T, b *Backend, election string) string {
 		if err != nil || len(s.rec.Delays) == 0 {
 			return false
 		}
-		subject = b.timerSubject(election, handoverToken(s.rec.Delays[0]))
+		subject = b.subj.timer(election, handoverToken(s.rec.Delays[0]))
 		_, _, alive, err := b.lastBeat(context.Background(), subject)
 		return err == nil && alive
 	})

@@ -1,15 +1,11 @@
 package nats
 
 import (
-	"bytes"
-	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"slices"
 	"sync"
 	"time"
 
@@ -18,10 +14,12 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// reconciler is Run's state, and the replica's view of every election:
-// the latest record of each, as the watch of the records stream delivered
-// them (recs, every record up to sequence seen), and the records this
-// replica wrote that the watch has not delivered yet (ahead).
+// view is a replica's view of every election, which reads and heartbeats
+// answer from: the latest record of each, as the watch of the records
+// stream delivered them (recs, every record up to sequence seen), and the
+// records this replica wrote that the watch has not delivered yet
+// (ahead). Each Run has one, which its watch feeds and its reconciler
+// acts on.
 //
 // Reads served from the view are linearizable: before answering, a read
 // fetches the stream's last sequence through the read index (fetched after
@@ -29,7 +27,7 @@ import (
 // watch has delivered it, so it reflects every write acknowledged before
 // it began. The watch delivers in stream order, so recs at any moment is
 // the stream's state at sequence seen.
-type reconciler struct {
+type view struct {
 	b *Backend
 
 	mu   sync.Mutex
@@ -67,75 +65,73 @@ type reconciler struct {
 	// and reads go to the stream leader without waiting for it.
 	filled bool
 
-	// due is each election's next deadline (Record.NextDeadline of its
-	// latest record), and deadlines a min-heap of them, so that a write
-	// costs the loop O(log n), not a pass over every election. Entries of
-	// deadlines that no longer match due are stale and skipped.
-	due       map[string]time.Time
-	deadlines deadlineHeap
+	// changed, when set, is called under mu with an election's latest
+	// record before and after each record the view takes in from its
+	// watch (the same record when it was not the latest), and with each
+	// record put ahead of the watch: Run's reconciler follows the
+	// elections' deadlines and candidacies with it. It may take the
+	// reconciler's and the liveness' locks, which never wait for mu.
+	changed func(prev, cur stored)
 
-	wake chan struct{} // the loop re-plans its deadlines
 	done chan struct{} // closed when Run returns
 }
 
-func newReconciler(b *Backend) *reconciler {
-	return &reconciler{
-		b: b, recs: map[string]viewed{}, ahead: map[string]viewed{}, seenCh: make(chan struct{}), due: map[string]time.Time{},
+func newView(b *Backend) *view {
+	return &view{
+		b: b, recs: map[string]viewed{}, ahead: map[string]viewed{}, seenCh: make(chan struct{}),
 		newest: gateway.Position{Index: math.MaxInt}, // "0": before every event
-		wake:   make(chan struct{}, 1), done: make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 }
 
 // record takes a record message from the watch into the view.
-func (r *reconciler) record(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
-	if !r.onDisk(ctx, md.Sequence.Stream) {
+func (v *view) record(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata) {
+	if !v.onDisk(ctx, md.Sequence.Stream) {
 		return // ctx ended: the next watch starts again at this record
 	}
-	s, err := decode(r.b.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
+	s, err := decode(v.b.subj.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
 	if err != nil {
-		r.b.log.Error("nats: reconciler: bad record", "err", err)
+		v.b.log.Error("nats: reconciler: bad record", "err", err)
 	}
-	r.mu.Lock()
+	v.mu.Lock()
 	if err == nil {
-		prev := r.latestLocked(s.rec.Name)
-		if old, ok := r.recs[s.rec.Name]; !ok || s.seq > old.seq {
+		prev := v.latestLocked(s.rec.Name)
+		if old, ok := v.recs[s.rec.Name]; !ok || s.seq > old.seq {
 			if !ok {
-				r.order = append(r.order, s.rec.Name)
+				v.order = append(v.order, s.rec.Name)
 			}
 			if ok && old.deleted {
-				r.tombstones--
+				v.tombstones--
 			}
 			if s.deleted {
-				r.tombstones++
+				v.tombstones++
 			}
-			r.recs[s.rec.Name] = s.viewed()
+			v.recs[s.rec.Name] = s.viewed()
 		}
-		if a, ok := r.ahead[s.rec.Name]; ok && a.seq <= s.seq {
-			delete(r.ahead, s.rec.Name)
+		if a, ok := v.ahead[s.rec.Name]; ok && a.seq <= s.seq {
+			delete(v.ahead, s.rec.Name)
 		}
-		if cur := r.latestLocked(s.rec.Name); cur.seq != prev.seq {
-			r.b.rewatch(prev.rec, cur.rec)
+		if v.changed != nil {
+			v.changed(prev, v.latestLocked(s.rec.Name))
 		}
-		r.replan(s.rec.Name)
-		for f := range r.feeds {
+		for f := range v.feeds {
 			f.push(s)
 		}
 	}
-	if md.Sequence.Stream > r.seen {
-		r.noteNewest(md.Sequence.Stream, s, err == nil)
-		r.seen, r.pending = md.Sequence.Stream, md.NumPending
-		close(r.seenCh)
-		r.seenCh = make(chan struct{})
+	if md.Sequence.Stream > v.seen {
+		v.noteNewest(md.Sequence.Stream, s, err == nil)
+		v.seen, v.pending = md.Sequence.Stream, md.NumPending
+		close(v.seenCh)
+		v.seenCh = make(chan struct{})
 	}
-	r.mu.Unlock()
-	r.poke()
+	v.mu.Unlock()
 }
 
 // onDisk waits until the record at seq is on disk (commit.go) before the
 // view takes it in, trying again while flushes fail; false once ctx ends.
-func (r *reconciler) onDisk(ctx context.Context, seq uint64) bool {
+func (v *view) onDisk(ctx context.Context, seq uint64) bool {
 	for warned := false; ; warned = true {
-		err := r.b.durable(ctx, seq)
+		err := v.b.durable(ctx, seq)
 		if err == nil {
 			return true
 		}
@@ -143,7 +139,7 @@ func (r *reconciler) onDisk(ctx context.Context, seq uint64) bool {
 			return false
 		}
 		if !warned {
-			r.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: reconciler: record not on disk", slog.Uint64("seq", seq), slog.Any("err", err))
+			v.b.log.LogAttrs(ctx, slog.LevelWarn, "nats: reconciler: record not on disk", slog.Uint64("seq", seq), slog.Any("err", err))
 		}
 		select {
 		case <-ctx.Done():
@@ -159,125 +155,40 @@ func (r *reconciler) onDisk(ctx context.Context, seq uint64) bool {
 // election would skip the records superseded meanwhile while seen passes
 // them, and reads waiting for a sequence among them would answer from
 // records older than it. 0 (nothing delivered yet): the last per election.
-func (r *reconciler) resume() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.seen == 0 {
+func (v *view) resume() uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.seen == 0 {
 		return 0
 	}
-	return r.seen + 1
+	return v.seen + 1
 }
 
 // put takes a record this replica wrote (or loaded) into the view, ahead
 // of the watch, unless the view already has it or a later one.
-func (r *reconciler) put(s stored) {
-	r.mu.Lock()
-	if prev := r.latestLocked(s.rec.Name); s.seq > prev.seq {
-		r.ahead[s.rec.Name] = s.viewed()
-		r.b.rewatch(prev.rec, s.rec)
-		r.replan(s.rec.Name)
-	}
-	r.mu.Unlock()
-	r.poke()
-}
-
-func (r *reconciler) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-// replan takes election's deadline from its latest record. Callers hold
-// r.mu.
-func (r *reconciler) replan(election string) {
-	at, ok := r.latestLocked(election).rec.NextDeadline()
-	if !ok {
-		delete(r.due, election)
-		return
-	}
-	r.plan(election, at)
-}
-
-// plan sets election's deadline. Callers hold r.mu.
-func (r *reconciler) plan(election string, at time.Time) {
-	if cur, ok := r.due[election]; ok && cur.Equal(at) {
-		return
-	}
-	r.due[election] = at
-	heap.Push(&r.deadlines, deadline{at: at, name: election})
-	if len(r.deadlines) > 2*len(r.due)+64 {
-		// Mostly stale entries of deadlines that moved: rebuild.
-		r.deadlines = r.deadlines[:0]
-		for name, at := range r.due {
-			r.deadlines = append(r.deadlines, deadline{at: at, name: name})
-		}
-		heap.Init(&r.deadlines)
-	}
-}
-
-// nextDeadline is the earliest deadline of any election.
-func (r *reconciler) nextDeadline() (time.Time, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for r.deadlines.Len() > 0 {
-		d := r.deadlines[0]
-		if at, ok := r.due[d.name]; ok && at.Equal(d.at) {
-			return d.at, true
-		}
-		heap.Pop(&r.deadlines) // stale
-	}
-	return time.Time{}, false
-}
-
-// takeDue removes and returns the deadlines at or before now.
-func (r *reconciler) takeDue(now time.Time) []deadline {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []deadline
-	for r.deadlines.Len() > 0 && !r.deadlines[0].at.After(now) {
-		d := heap.Pop(&r.deadlines).(deadline)
-		if at, ok := r.due[d.name]; ok && at.Equal(d.at) {
-			delete(r.due, d.name)
-			out = append(out, d)
+func (v *view) put(s stored) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if prev := v.latestLocked(s.rec.Name); s.seq > prev.seq {
+		v.ahead[s.rec.Name] = s.viewed()
+		if v.changed != nil {
+			v.changed(prev, v.latestLocked(s.rec.Name))
 		}
 	}
-	return out
 }
 
-// deadline is one election's next deadline.
-type deadline struct {
-	at   time.Time
-	name string
-}
-
-// deadlineHeap is a container/heap of deadlines, earliest first.
-type deadlineHeap []deadline
-
-func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h deadlineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *deadlineHeap) Push(x any)        { *h = append(*h, x.(deadline)) }
-func (h *deadlineHeap) Pop() any {
-	old := *h
-	d := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return d
-}
-
-// latest returns the latest record of election that the view has.
 // latest returns the latest record of election in the view; a tombstone
 // (s.deleted) counts as found, for writers to continue its chain.
-func (r *reconciler) latest(election string) (stored, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.latestLocked(election)
+func (v *view) latest(election string) (stored, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.latestLocked(election)
 	return s, s.rec != nil
 }
 
-func (r *reconciler) latestLocked(election string) stored {
-	s := r.recs[election]
-	if a, ok := r.ahead[election]; ok && a.seq > s.seq {
+func (v *view) latestLocked(election string) stored {
+	s := v.recs[election]
+	if a, ok := v.ahead[election]; ok && a.seq > s.seq {
 		return a.stored()
 	}
 	return s.stored()
@@ -287,12 +198,12 @@ func (r *reconciler) latestLocked(election string) stored {
 // the delivered ones, corrected by the few written here and not delivered
 // yet, so that a campaign's limit check costs the same with ten elections
 // as with ten thousand.
-func (r *reconciler) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := len(r.recs) - r.tombstones
-	for name, a := range r.ahead {
-		old, ok := r.recs[name]
+func (v *view) count() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := len(v.recs) - v.tombstones
+	for name, a := range v.ahead {
+		old, ok := v.recs[name]
 		switch {
 		case !ok && !a.deleted:
 			n++ // created here
@@ -307,9 +218,9 @@ func (r *reconciler) count() int {
 
 // fill marks the view filled once the watch has delivered the records
 // stream's last sequence as of now (fetched again after failures).
-func (r *reconciler) fill(ctx context.Context) {
+func (v *view) fill(ctx context.Context) {
 	for ctx.Err() == nil {
-		want, err := r.b.fetchHead(ctx)
+		want, err := v.b.fetchHead(ctx)
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -318,18 +229,18 @@ func (r *reconciler) fill(ctx context.Context) {
 			continue
 		}
 		for {
-			err := r.waitSeen(ctx, want)
+			err := v.waitSeen(ctx, want)
 			if err == nil {
-				r.mu.Lock()
-				r.filled = true
-				r.mu.Unlock()
+				v.mu.Lock()
+				v.filled = true
+				v.mu.Unlock()
 				return
 			}
 			if !errors.Is(err, errViewBehind) || ctx.Err() != nil {
 				return
 			}
 			select {
-			case <-r.done:
+			case <-v.done:
 				return
 			default: // still loading: wait on
 			}
@@ -339,10 +250,10 @@ func (r *reconciler) fill(ctx context.Context) {
 
 // isFilled reports whether the view has loaded the stream as it was when
 // Run started.
-func (r *reconciler) isFilled() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.filled
+func (v *view) isFilled() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.filled
 }
 
 // errViewBehind says the view did not catch up in time (or Run ended):
@@ -352,12 +263,12 @@ var errViewBehind = errors.New("nats: view behind")
 // waitSeen waits until the watch has delivered sequence want. It returns
 // errViewBehind when Run ends or after gateway.CatchUpGrace, and ctx's error
 // (as gateway.ErrUnavailable) when ctx ends first.
-func (r *reconciler) waitSeen(ctx context.Context, want uint64) error {
+func (v *view) waitSeen(ctx context.Context, want uint64) error {
 	var grace <-chan time.Time
 	for {
-		r.mu.Lock()
-		seen, ch := r.seen, r.seenCh
-		r.mu.Unlock()
+		v.mu.Lock()
+		seen, ch := v.seen, v.seenCh
+		v.mu.Unlock()
 		if seen >= want {
 			return nil
 		}
@@ -368,7 +279,7 @@ func (r *reconciler) waitSeen(ctx context.Context, want uint64) error {
 		}
 		select {
 		case <-ch:
-		case <-r.done:
+		case <-v.done:
 			return errViewBehind
 		case <-grace:
 			return errViewBehind
@@ -378,40 +289,29 @@ func (r *reconciler) waitSeen(ctx context.Context, want uint64) error {
 	}
 }
 
-// view returns the reconciler of a running Run, caught up with the records
+// view returns the view of a running Run, caught up with the records
 // stream as of a read index fetched after the call; nil (and no error)
 // when Run is not running, its view is still loading or its watch lags,
 // so that the caller reads from the stream leader instead. A "<seq>"
 // newest event of the view is named first where it can be (lookBack), so
 // that Head and the cursors of snapshots agree. Errors:
 // gateway.ErrUnavailable when the read index cannot be fetched.
-func (b *Backend) view(ctx context.Context) (*reconciler, error) {
-	r := b.running()
-	if r == nil || !r.isFilled() {
+func (b *Backend) view(ctx context.Context) (*view, error) {
+	v := b.running()
+	if v == nil || !v.isFilled() {
 		return nil, nil
 	}
 	want, err := b.revision(ctx)
 	if err != nil {
 		return nil, translate(err)
 	}
-	if r, err = b.caughtUpTo(ctx, r, want); r != nil {
-		b.lookBack(ctx, r)
+	if v, err = b.caughtUpTo(ctx, v, want); v != nil {
+		v.lookBack(ctx)
 	}
-	return r, err
+	return v, err
 }
 
-// revision is a read index fetched after the call: the group commit's
-// durable sequence, read in place (every write acknowledged so far is at
-// or below it), or a fetch shared with the reads that arrived meanwhile
-// (gateway.ReadIndex).
-func (b *Backend) revision(ctx context.Context) (uint64, error) {
-	if b.commit != nil {
-		return b.commit.Durable(), nil
-	}
-	return b.readIndex.Revision(ctx)
-}
-
-// caughtUpTo waits until r has delivered want; nil (no error) if it lags,
+// caughtUpTo waits until v has delivered want; nil (no error) if it lags,
 // or if its watch may have been so far behind that it missed records.
 //
 // Why a view that reached want can still be stale, and how this tells:
@@ -423,146 +323,33 @@ func (b *Backend) revision(ctx context.Context) (uint64, error) {
 // seen-want of them past want) or pending after it. So if
 // (seen-want)+pending < History, no record at or below want was dropped
 // unread, and the view holds every election's state as of want.
-func (b *Backend) caughtUpTo(ctx context.Context, r *reconciler, want uint64) (*reconciler, error) {
-	switch err := r.waitSeen(ctx, want); {
+func (b *Backend) caughtUpTo(ctx context.Context, v *view, want uint64) (*view, error) {
+	switch err := v.waitSeen(ctx, want); {
 	case errors.Is(err, errViewBehind):
 		return nil, nil
 	case err != nil:
 		return nil, err
 	}
-	r.mu.Lock()
-	seen, pending := r.seen, r.pending
-	r.mu.Unlock()
+	v.mu.Lock()
+	seen, pending := v.seen, v.pending
+	v.mu.Unlock()
 	if (seen-want)+pending >= uint64(b.cfg.History) {
 		return nil, nil // read from the stream leader instead
 	}
-	return r, nil
+	return v, nil
 }
 
-// running returns the reconciler of a running Run (the one furthest
-// ahead, if several run), or nil.
-func (b *Backend) running() *reconciler {
-	b.runsMu.Lock()
-	defer b.runsMu.Unlock()
-	var best *reconciler
-	var bestSeen uint64
-	for r := range b.runs {
-		r.mu.Lock()
-		seen := r.seen
-		r.mu.Unlock()
-		if best == nil || seen > bestSeen {
-			best, bestSeen = r, seen
+// recordsFrom appends to dst the latest records of at most n elections of the
+// view, from the from-th in the order the view first saw them, and
+// returns it. Records are never changed in place (a transition works on a
+// copy), so they may be read after the lock is released.
+func (v *view) recordsFrom(dst []stored, from, n int) []stored {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, name := range v.order[min(from, len(v.order)):min(from+n, len(v.order))] {
+		if s := v.latestLocked(name); s.rec != nil {
+			dst = append(dst, s)
 		}
 	}
-	return best
-}
-
-// fetchHead is the read index's fetch: the records stream's last sequence,
-// from the stream leader.
-//
-// It asks for the stream's last message (a message get for subject ">",
-// which the server answers from the stream's last sequence without a
-// search) rather than for the stream info: the answer is the same
-// sequence from the same place (a message get, like stream info, is
-// served by the stream leader only, after every write it acknowledged),
-// but costs both sides a small fraction of the stream info's JSON. Only
-// the sequence is decoded. The message at the last sequence is always
-// held (the stream denies deletes and purges, and the per-election limit
-// drops only older records); if it is not, as in an empty stream, the
-// stream info answers instead. An embedded server outside a cluster is
-// asked in process instead, for the same sequence (localHead).
-func (b *Backend) fetchHead(ctx context.Context) (uint64, error) {
-	if err := b.connected(); err != nil {
-		return 0, err
-	}
-	if b.localHead != nil {
-		return b.localHead()
-	}
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
-	m, err := b.nc.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"STREAM.MSG.GET."+b.cfg.Stream, headRequest)
-	if err != nil {
-		return 0, translate(err)
-	}
-	// The answer carries the whole last record; only its sequence is
-	// wanted, which comes right after the subject.
-	if !bytes.Contains(m.Data, []byte(`"error"`)) {
-		if seq, ok := jsonUint(m.Data, `"seq":`); ok {
-			if err := b.confirmQuorum(ctx); err != nil {
-				return 0, err
-			}
-			return seq, nil
-		}
-	}
-	var resp struct {
-		Message *struct {
-			Seq uint64 `json:"seq"`
-		} `json:"message"`
-		Error *jetstream.APIError `json:"error"`
-	}
-	if err := json.Unmarshal(m.Data, &resp); err != nil {
-		return 0, fmt.Errorf("nats: read index: %w", err)
-	}
-	switch {
-	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		seq, err := b.lastSeq(ctx)
-		if err == nil {
-			err = b.confirmQuorum(ctx)
-		}
-		return seq, err
-	case resp.Error != nil:
-		return 0, translate(resp.Error)
-	case resp.Message == nil:
-		return 0, fmt.Errorf("nats: read index: an answer without a message")
-	}
-	// The answer may come from a leader cut off from its quorum: use it
-	// only if the lease held when it arrived, or is renewed after it.
-	if err := b.confirmQuorum(ctx); err != nil {
-		return 0, err
-	}
-	return resp.Message.Seq, nil
-}
-
-// headRequest asks a message get for the stream's last message (in a form
-// every JetStream version reads).
-var headRequest = []byte(`{"last_by_subj":">"}`)
-
-// CountElections implements gateway.ElectionCounter: the elections in the
-// view, or, while Run is not running or its view is still loading, the
-// records stream's subject count (one request). Either may lag other
-// replicas by a write in flight; the limit it serves is best-effort.
-// Errors: gateway.ErrUnavailable.
-func (b *Backend) CountElections(ctx context.Context) (int, error) {
-	if r := b.running(); r != nil && r.isFilled() {
-		return r.count(), nil
-	}
-	if err := b.connected(); err != nil {
-		return 0, fmt.Errorf("nats: count elections: %w", err)
-	}
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
-	info, err := b.records.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("nats: count elections: %w", translate(err))
-	}
-	return int(info.State.NumSubjects), nil
-}
-
-// clone returns a copy of rec that a transition may change without
-// changing rec, which the view shares between requests.
-func clone(rec *gateway.Record) *gateway.Record {
-	c := *rec
-	c.Line = slices.Clone(rec.Line)
-	c.Cooling = slices.Clone(rec.Cooling)
-	c.Delays = slices.Clone(rec.Delays)
-	c.Held = slices.Clone(rec.Held)
-	if rec.Pending != nil {
-		p := *rec.Pending
-		c.Pending = &p
-	}
-	if rec.Previous != nil {
-		p := *rec.Previous
-		c.Previous = &p
-	}
-	return &c
+	return dst
 }

@@ -37,7 +37,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 	if election != "" {
 		filter = election
 	}
-	cfg := jetstream.ConsumerConfig{FilterSubject: b.recordSubject(filter)}
+	cfg := jetstream.ConsumerConfig{FilterSubject: b.subj.record(filter)}
 	w := &watcher{b: b, election: election, start: 1, last: map[string]uint64{}}
 	var cursor gateway.Position
 	if after == "" {
@@ -75,13 +75,13 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 	// records once it has caught up with them (feed.go); the records up
 	// to there come from a tail, unless none of them has an event.
 	var fd *feed
-	var r *reconciler
+	var v *view
 	var s0 uint64
 	tailNeeded := true
 	if election == "" && after != "" {
-		if r = b.running(); r != nil && r.isFilled() {
+		if v = b.running(); v != nil && v.isFilled() {
 			var noneBefore bool
-			fd, s0, noneBefore = r.attach(cursor)
+			fd, s0, noneBefore = v.attach(cursor)
 			if fd != nil && noneBefore {
 				tailNeeded = false
 				// Records up to s0 carry no event after the cursor: the
@@ -95,7 +95,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 		var err error
 		if tl, err = b.openTail(wctx, b.cfg.Stream, cfg); err != nil {
 			if fd != nil {
-				r.detach(fd)
+				v.detach(fd)
 			}
 			unlink()
 			wcancel()
@@ -110,7 +110,7 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 		defer wcancel()
 		defer unlink()
 		if fd != nil {
-			defer r.detach(fd)
+			defer v.detach(fd)
 		}
 		if tl != nil {
 			// up to s0 when a feed goes on after it; to the end otherwise
@@ -169,7 +169,7 @@ func (w *watcher) fromTail(tl *tail, until uint64, bounded bool) bool {
 			}
 			return false
 		}
-		name := b.electionOf(m.Subject())
+		name := b.subj.electionOf(m.Subject())
 		s, err := decode(name, seq, m.Data())
 		if err != nil {
 			b.log.LogAttrs(w.ctx, slog.LevelError, "nats: watch: bad record", slog.Any("err", err))
@@ -346,7 +346,7 @@ func (b *Backend) deleteConsumer(stream, name string) {
 // on with the next event. Where the view cannot tell (records it skipped
 // while loading or lagging, a record the stream no longer holds) it reads
 // back through the stream for the event (lookBack), and failing that
-// answers "<seq>" after them (reconciler.noteNewest).
+// answers "<seq>" after them (view.noteNewest).
 //
 // When the view cannot be used (Run is not running, or still loading, or
 // its watch lags or may have missed records), Head is the stream's last
@@ -358,12 +358,12 @@ func (b *Backend) Head(ctx context.Context) (string, error) {
 	if err := b.connected(); err != nil {
 		return "", fmt.Errorf("nats: head: %w", err)
 	}
-	r, err := b.view(ctx)
+	v, err := b.view(ctx)
 	if err != nil {
 		return "", fmt.Errorf("nats: head: %w", err)
 	}
-	if r != nil {
-		return r.head().String(), nil
+	if v != nil {
+		return v.head().String(), nil
 	}
 	seq, err := b.lastSeq(ctx)
 	if err != nil {
