@@ -28,17 +28,21 @@ const watchBuffer = 64
 // when a watcher fed by the cache falls more than feedBacklog events
 // behind; the receiver resumes with the id of the last event it got.
 func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gateway.Event, error) {
-	if after == "" {
-		// Once the cache has loaded the state: a feed from where it is.
+	for {
+		if f := b.cache.subscribe(election, after); f != nil {
+			return b.cache.deliver(ctx, b.done.Done(), f), nil
+		}
+		if after != "" {
+			break // a cursor elsewhere than the cache: a watch of its own
+		}
+		// No cursor: a feed from where the cache is, once it has loaded the
+		// state (again, if it reloads between the wait and the subscription).
 		rctx, cancel := b.reqCtx(ctx)
 		err := b.cache.read(rctx, func(*state) {})
 		cancel()
 		if err != nil {
 			return nil, err
 		}
-	}
-	if f := b.cache.subscribe(election, after); f != nil {
-		return b.cache.deliver(ctx, b.done.Done(), f), nil
 	}
 	rev, index, ok := parseCursor(after)
 	if !ok {
