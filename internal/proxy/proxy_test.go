@@ -345,7 +345,12 @@ func TestProxyLeavesNoGoroutineBehind(t *testing.T) {
 	if err := <-ps.errc; err != nil {
 		t.Fatalf("the feed stopped with %v", err)
 	}
-	goleak.VerifyNone(t, before)
+	// The gateway ends its side of the cut stream when its server notices
+	// the closed connection, which a loaded machine may take a moment to do;
+	// what must not happen is a goroutine that never ends.
+	eventually.NoError(t, 10*time.Second, "every goroutine started since the proxy to end", func() error {
+		return goleak.Find(before)
+	})
 }
 
 // TestProxyMovesItsStreamToTheNextGateway: with several gateways, a stream
