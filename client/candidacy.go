@@ -165,7 +165,7 @@ type Candidacy struct {
 
 	reqs      chan candidateRequest
 	states    chan Standing
-	running   atomic.Bool
+	phase     atomic.Int32  // phaseIdle, then phaseRunning or phaseResigned
 	done      chan struct{} // closed when Run returns
 	gw        atomic.Int32  // index of the gateway in use
 	gwChanged chan struct{} // the gateway in use changed: the watch moves
@@ -266,21 +266,35 @@ func (c *Candidacy) LastHeartbeat() time.Time {
 	return time.Unix(0, ns)
 }
 
+// The phases of a Candidacy: Run and a Resign before it race for the
+// first move, so that a Resign that returned is never followed by a
+// campaign.
+const (
+	phaseIdle     int32 = iota // neither Run nor Resign yet
+	phaseRunning               // Run was called (it may have returned since)
+	phaseResigned              // Resign came first: Run will not campaign
+)
+
 // Running reports whether Run is running.
 func (c *Candidacy) Running() bool {
 	select {
 	case <-c.done:
 		return false
 	default:
-		return c.running.Load()
+		return c.phase.Load() == phaseRunning
 	}
 }
 
 // Resign ends the candidacy for good: a leader stops leading (its context
 // is cancelled and OnStoppedLeading called) and the gateway hands over to
-// the next in line at once; then Run returns nil. Without a running Run it
-// does nothing. It returns the error of the resign request, or ctx's.
+// the next in line at once; then Run returns nil. Called before Run, it
+// ends the candidacy before it begins: Run then returns nil at once,
+// without campaigning. After Run returned it does nothing. It returns the
+// error of the resign request, or ctx's.
 func (c *Candidacy) Resign(ctx context.Context) error {
+	if c.phase.CompareAndSwap(phaseIdle, phaseResigned) {
+		return nil
+	}
 	return c.request(ctx, candidateRequest{resign: true}, nil)
 }
 
@@ -312,7 +326,7 @@ func (c *Candidacy) Handover(ctx context.Context) error {
 // when Run is not running.
 func (c *Candidacy) request(ctx context.Context, r candidateRequest, idle error) error {
 	r.ctx, r.done = ctx, make(chan error, 1)
-	if !c.running.Load() {
+	if c.phase.Load() != phaseRunning {
 		return idle
 	}
 	select {
@@ -336,9 +350,16 @@ func (c *Candidacy) Observe(ctx context.Context) (<-chan Leader, error) {
 // resigned (unless KeepOnExit), so the next candidate leads at once. Run returns after the
 // callbacks have returned and States has closed: nil, ErrAlreadyRunning,
 // or an error the gateway will keep answering (ErrInvalidRequest for a bad
-// election name, id or metadata; ErrUnauthenticated; ErrForbidden).
+// election name, id or metadata; ErrUnauthenticated; ErrForbidden). After
+// a Resign that came first it returns nil at once, States closed, having
+// sent nothing to the gateway.
 func (c *Candidacy) Run(ctx context.Context) error {
-	if !c.running.CompareAndSwap(false, true) {
+	if !c.phase.CompareAndSwap(phaseIdle, phaseRunning) {
+		if c.phase.Load() == phaseResigned && c.phase.CompareAndSwap(phaseResigned, phaseRunning) {
+			close(c.states)
+			close(c.done)
+			return nil
+		}
 		return ErrAlreadyRunning
 	}
 	defer close(c.done)

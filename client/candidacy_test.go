@@ -433,3 +433,55 @@ func (l *syncLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestCandidacyResignBeforeRunEndsItForGood: a Resign that returns before
+// Run has begun still ends the candidacy. Run then returns nil at once,
+// States closed, and the gateway never holds the candidate, whichever of
+// the two calls comes first.
+func TestCandidacyResignBeforeRunEndsItForGood(t *testing.T) {
+	srv := newGateway(t)
+	gw := client.New(srv.URL)
+	for _, order := range []string{"resign, then run", "run and resign at once"} {
+		t.Run(order, func(t *testing.T) {
+			id := strings.ReplaceAll(order, " ", "-")
+			c := newCandidacy(t, client.CandidacyConfig{Gateways: []string{srv.URL}, Election: "early", ID: id, TTL: 10 * time.Minute})
+			ran := make(chan error, 1)
+			if order == "resign, then run" {
+				if err := c.Resign(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				go func() { ran <- c.Run(context.Background()) }()
+			} else {
+				go func() { ran <- c.Run(context.Background()) }()
+				if err := c.Resign(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case err := <-ran:
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("Run goes on after a Resign that returned")
+			}
+			for range c.States() {
+			}
+			if c.Running() {
+				t.Error("Running after Run returned")
+			}
+			if err := c.Run(context.Background()); !errors.Is(err, client.ErrAlreadyRunning) {
+				t.Errorf("a second Run: %v, want ErrAlreadyRunning", err)
+			}
+			cs, err := gw.Candidates(context.Background(), "early")
+			if err != nil && !errors.Is(err, client.ErrElectionNotFound) {
+				t.Fatal(err)
+			}
+			for _, cand := range cs.Candidates {
+				if cand.ID == id {
+					t.Fatalf("the gateway holds %s after its Resign: %+v", id, cand)
+				}
+			}
+		})
+	}
+}

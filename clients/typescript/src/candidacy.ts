@@ -50,6 +50,8 @@ export class Candidacy {
   readonly marginMs: number;
   readonly #loop: CandidacyLoop;
   #done: Promise<void> | undefined;
+  /** close() came before run(): the one run() resolves at once. */
+  #closedFirst = false;
 
   /** new Candidacy checks options; it throws InvalidConfigError naming what is wrong. Nothing happens until run(). */
   constructor(options: CandidacyOptions) {
@@ -82,9 +84,14 @@ export class Candidacy {
    * next candidate leads at once. It resolves after that, and rejects for
    * an answer the gateway will keep giving (InvalidRequestError for a bad
    * election name, id or metadata; UnauthenticatedError; ForbiddenError).
-   * A Candidacy runs once.
+   * A Candidacy runs once. After a close() that came first it resolves at
+   * once, having sent nothing to the gateway.
    */
   run(options: { signal?: AbortSignal } = {}): Promise<void> {
+    if (this.#closedFirst) {
+      this.#closedFirst = false;
+      return Promise.resolve();
+    }
     if (this.#done) return Promise.reject(new Error("elector: a Candidacy runs once; make a new one"));
     const run = this.#loop.run(options.signal);
     this.#done = run.then(
@@ -98,10 +105,15 @@ export class Candidacy {
    * close stops the candidacy: a leader stops leading (its signal aborts
    * with reason "resigned"), the candidacy is resigned (unless keepOnExit)
    * and close resolves once the callbacks have settled. Closing a
-   * candidacy that does not run does nothing.
+   * candidacy before run() ends it before it begins: run() then resolves at
+   * once without campaigning. Closing one that has stopped does nothing.
    */
   async close(): Promise<void> {
-    if (!this.#done) return;
+    if (!this.#done) {
+      this.#done = Promise.resolve();
+      this.#closedFirst = true;
+      return;
+    }
     this.#loop.halt();
     await this.#done;
   }

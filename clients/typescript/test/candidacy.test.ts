@@ -8,6 +8,7 @@ import { after, before, describe, test } from "node:test";
 import {
   Candidacy,
   Client,
+  ElectionNotFoundError,
   InvalidConfigError,
   InvalidRequestError,
   NoLeaderError,
@@ -313,6 +314,16 @@ describe("Candidacy", { concurrency: true }, () => {
     }
     await done;
     await assert.rejects(new Client(gw.url).leader("using"), NoLeaderError, "resigned at the end of the block");
+  });
+
+  test("a close before run ends the candidacy before it begins", { timeout: 20_000 }, async () => {
+    const a = new Candidacy({ gateways: gw.url, election: "early", id: "a", ttlMs: 600_000 });
+    open.push(a); // closed again at the end, should run() go on
+    await a.close();
+    await a.run(); // resolves at once: a run that campaigned would go on until closed
+    assert.equal(a.running, false);
+    await assert.rejects(a.run(), /runs once/);
+    await assert.rejects(new Client(gw.url).candidates("early"), ElectionNotFoundError, "the gateway never saw a");
   });
 
   test("run rejects a campaign the gateway will keep refusing", async () => {
