@@ -198,6 +198,19 @@ func (r *recorder) all() []gateway.Event {
 	return append([]gateway.Event(nil), r.events...)
 }
 
+// count is how many events of type typ were recorded so far.
+func (r *recorder) count(typ gateway.EventType) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ev := range r.events {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
 // wait returns the recorded events once match finds what it needs in them.
 func (r *recorder) wait(t *testing.T, timeout time.Duration, what string, match func([]gateway.Event) bool) []gateway.Event {
 	t.Helper()
