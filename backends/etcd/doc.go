@@ -111,8 +111,9 @@
 // another holdership's, and could acknowledge a second holder while the
 // first still holds. So no replica writes it until
 // p/_elector/version declares {"min":2}: the operator's word, once the
-// last replica runs version 2 (Backend.DeclareUpgraded, or etcdctl put
-// <prefix>/_elector/version '{"min":2}'), that none older runs or will
+// last replica runs version 2 (`elector declare-upgraded`, which calls
+// Backend.DeclareUpgraded, or etcdctl put <prefix>/_elector/version
+// '{"min":2}'), that none older runs or will
 // start. Until then every record written is one both versions read alike,
 // so a rolling upgrade mixes versions safely. A replica that finds a
 // declared version above its own (an upgrade it has missed) says so

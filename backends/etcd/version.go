@@ -20,6 +20,13 @@ import (
 // holder whose key has gone, and must never see one (see oneWrite).
 const dataVersion = 2
 
+// DataVersion is the data version this build writes and reads: the one
+// DeclareUpgraded declares.
+const DataVersion = dataVersion
+
+// VersionKey is the key DeclareUpgraded writes: <prefix>/_elector/version.
+func (b *Backend) VersionKey() string { return b.keys.version() }
+
 // versionValue is p/_elector/version: {"min":2,"at":"…"}, the oldest data
 // version that every replica using the prefix runs, as the operator
 // declared it once the last replica was upgraded (DeclareUpgraded, or
