@@ -140,7 +140,7 @@ func DefaultConfig() Config {
 			Etcd: etcd.Config{
 				Endpoints: []string{etcd.DefaultEndpoint}, Prefix: etcd.DefaultPrefix,
 				DialTimeout: etcd.DefaultDialTimeout, RequestTimeout: etcd.DefaultRequestTimeout,
-				MemberTimeout: etcd.DefaultMemberTimeout,
+				MemberTimeout: etcd.DefaultMemberTimeout, WriteBatch: etcd.DefaultWriteBatch,
 			},
 		},
 		Gateway: gateway.Config{

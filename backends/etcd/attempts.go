@@ -39,6 +39,9 @@ const (
 	// applied (none is still waiting, none ended without an answer);
 	// otherwise the outcome is unknown and the request fails as a timeout
 	// would (gateway.ErrUnavailable), which every writer already handles.
+	// A batch of writes (batch.go) compares nothing itself, but each of
+	// its nested transactions does, so it too applies each write at most
+	// once; it counts as applied when all of them did.
 	guarded
 )
 

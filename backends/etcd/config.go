@@ -25,6 +25,7 @@ const (
 	DefaultDialTimeout    = 5 * time.Second
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultMemberTimeout  = 600 * time.Millisecond
+	DefaultWriteBatch     = batchMost
 )
 
 // Config says how to reach etcd and where elector's keys live.
@@ -62,6 +63,11 @@ type Config struct {
 	// above the members' answer time under load. Default
 	// DefaultMemberTimeout.
 	MemberTimeout time.Duration
+	// WriteBatch is the most writing transactions a replica sends to etcd
+	// as one while its earlier writes are under way (group commit: see
+	// batch.go); 1 sends each alone. A write that finds none under way is
+	// sent at once either way. Default DefaultWriteBatch.
+	WriteBatch int
 	// Logger receives the backend's logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -81,6 +87,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MemberTimeout <= 0 {
 		c.MemberTimeout = DefaultMemberTimeout
+	}
+	if c.WriteBatch == 0 {
+		c.WriteBatch = DefaultWriteBatch
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -102,6 +111,8 @@ func (c Config) Validate() error {
 		return bad("RequestTimeout", "%s is negative; 0 takes the default, %s", c.RequestTimeout, DefaultRequestTimeout)
 	case c.MemberTimeout < 0:
 		return bad("MemberTimeout", "%s is negative; 0 takes the default, %s", c.MemberTimeout, DefaultMemberTimeout)
+	case c.WriteBatch < 0 || c.WriteBatch > batchMost:
+		return bad("WriteBatch", "%d is out of range: 1 (each write alone) to %d; 0 takes the default, %d", c.WriteBatch, batchMost, DefaultWriteBatch)
 	}
 	c = c.withDefaults()
 	switch {

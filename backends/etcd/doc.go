@@ -700,4 +700,24 @@
 // gateway.ErrUnavailable. Ping fails while no member can serve a
 // linearizable read, CaughtUp while the replica's watch is behind (for
 // about MemberTimeout after its member stops).
+//
+// # Batches of writes
+//
+// A replica sends its writing transactions to etcd in batches while its
+// earlier writes are under way (group commit, batch.go): a write that
+// finds fewer than two batches under way and none waiting goes at once,
+// alone; the writes that arrive meanwhile go together, up to
+// Config.WriteBatch, as the nested transactions of one transaction. One
+// raft proposal, WAL entry, read view and gRPC call then carry a batch.
+// No write changes its meaning in a batch: etcd evaluates every comparison
+// of a transaction, nested ones included, before any of its writes, and a
+// batch holds only writes of which none writes a key that another
+// compares, reads or writes, so each sees and does what it would alone;
+// two writes of one election always overlap, so they never share a batch
+// (nor a revision). A batch etcd refuses as a request (a lease not found,
+// too many operations, too large) applied nothing, and each of its writes
+// is sent again alone. A batch is guarded as a whole (it applies each of
+// its writes at most once) and counts as applied only when every write in
+// it did: an answer otherwise, with another attempt that may have applied,
+// fails every write in it as a timeout would.
 package etcd

@@ -303,3 +303,15 @@ func (b *Backend) SetFeedBacklog(n int) {
 	defer b.cache.mu.Unlock()
 	b.cache.backlog = n
 }
+
+// OnWriteBatch makes b call f with the size of each batch of writing
+// transactions (1: one sent alone) before it is sent; f may block to hold
+// the batch. Set it before b writes.
+func (b *Backend) OnWriteBatch(f func(n int)) { b.members.batch.onSend.Store(&f) }
+
+// QueuedWrites is how many writing transactions wait for a batch.
+func (b *Backend) QueuedWrites() int {
+	b.members.batch.mu.Lock()
+	defer b.members.batch.mu.Unlock()
+	return len(b.members.batch.queue)
+}

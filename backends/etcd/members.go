@@ -51,6 +51,7 @@ type members struct {
 	timeout time.Duration // Config.MemberTimeout
 	log     *slog.Logger
 	connect func(ctx context.Context, url string) (*clientv3.Client, error)
+	batch   *batcher // writing transactions, sent alone or in batches
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when a member goes up or down or its term changes
@@ -64,6 +65,7 @@ type members struct {
 // could authenticate; the probe connects the others later.
 func newMembers(ctx context.Context, cfg Config) (*members, error) {
 	p := &members{timeout: cfg.MemberTimeout, log: cfg.Logger, changed: make(chan struct{}), connect: cfg.client}
+	p.batch = &batcher{p: p, off: cfg.WriteBatch <= 1, most: cfg.WriteBatch}
 	// Replicas start their round robin at different members, so that their
 	// watches spread over the cluster.
 	p.next.Store(rand.Uint64())

@@ -76,8 +76,9 @@ func (k routedKV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, 
 
 func (k routedKV) Txn(ctx context.Context) clientv3.Txn { return &routedTxn{ctx: ctx, p: k.p} }
 
-// routedTxn collects a transaction and commits it as do decides: guarded
-// when it writes, idempotent when it only reads.
+// routedTxn collects a transaction and commits it as do decides:
+// idempotent when it only reads, guarded when it writes, then alone or in a
+// batch with others (see batcher).
 type routedTxn struct {
 	ctx              context.Context
 	p                *members
@@ -112,16 +113,14 @@ func (t *routedTxn) Commit() (*clientv3.TxnResponse, error) {
 	if t.invalid {
 		panic("etcd: transaction built out of order (If, Then, Else, each once)")
 	}
-	r := idempotent
 	for _, op := range append(t.thens[:len(t.thens):len(t.thens)], t.elses...) {
 		if !op.IsGet() {
-			r = guarded
+			return t.p.batch.commit(t.ctx, t)
 		}
 	}
-	return do(t.ctx, t.p, r, func(resp *clientv3.TxnResponse) bool { return resp.Succeeded },
-		func(ctx context.Context, c *clientv3.Client) (*clientv3.TxnResponse, error) {
-			return c.Txn(ctx).If(t.cmps...).Then(t.thens...).Else(t.elses...).Commit()
-		})
+	return do(t.ctx, t.p, idempotent, nil, func(ctx context.Context, c *clientv3.Client) (*clientv3.TxnResponse, error) {
+		return c.Txn(ctx).If(t.cmps...).Then(t.thens...).Else(t.elses...).Commit()
+	})
 }
 
 // routedLease is a clientv3.Lease over members. KeepAlive, a stream that

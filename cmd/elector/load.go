@@ -75,6 +75,7 @@ func settings() []setting {
 		{"etcd.dial_timeout", "time allowed to connect to an etcd member", func(c *Config) any { return &c.Backend.Etcd.DialTimeout }},
 		{"etcd.request_timeout", "time allowed for each etcd request", func(c *Config) any { return &c.Backend.Etcd.RequestTimeout }},
 		{"etcd.member_timeout", "time an etcd member may not answer before requests and watches move to the others", func(c *Config) any { return &c.Backend.Etcd.MemberTimeout }},
+		{"etcd.write_batch", "most writing transactions sent to etcd as one while earlier ones are under way (1: each alone)", func(c *Config) any { return &c.Backend.Etcd.WriteBatch }},
 		{"elections.default_ttl", "TTL of a candidate that names none", func(c *Config) any { return &c.Gateway.DefaultTTL }},
 		{"elections.min_ttl", "smallest TTL a candidate may ask for", func(c *Config) any { return &c.Gateway.MinTTL }},
 		{"elections.max_ttl", "largest TTL a candidate may ask for", func(c *Config) any { return &c.Gateway.MaxTTL }},

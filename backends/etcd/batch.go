@@ -1,0 +1,358 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Writing transactions are sent to etcd in batches (group commit): while
+// a replica's writes are under way, the writes that arrive meanwhile wait
+// and then go as one transaction, each its own nested transaction
+// (etcd 3.3 and later). One raft proposal, one WAL entry, one read view
+// and one gRPC call then carry a batch: etcd's CPU per campaign falls to
+// about half (bench/etcdfloor_test.go). A write that finds fewer than
+// batchFlights batches under way and nobody waiting is sent at once, alone,
+// as it would be without batching: batches form only under load, and
+// they add no wait but the one for the batch ahead.
+//
+// Why a batch commits each of its writes as that write alone would, so
+// that no safety argument of a transaction changes:
+//
+//   - etcd evaluates every comparison of a transaction, nested ones too,
+//     against the state before any of its writes, and applies it whole
+//     or not at all, under one revision.
+//   - A batch holds only writes whose footprints are disjoint: no write of
+//     one (a put, or a delete's range, in any branch) touches a key that
+//     another compares, reads or writes (see footprint). Each write's
+//     comparisons and reads then see what they would see had it run alone
+//     right before or after every other, and its writes are the ones it
+//     would make: the batch is as if its writes ran one after another, in
+//     any order, at one revision. Two writes of one election always
+//     overlap (both write the election's settings or lead record, or
+//     compare the head of its line), so a batch never holds two of them;
+//     a revision holds at most one write of an election, as before.
+//   - Every writing transaction is guarded (see repeat): a batch sent again
+//     to another member applies each of its writes at most once, each
+//     under its own comparisons. The batch as a whole compares nothing; it
+//     counts as applied when every write in it applied, and do's rules for
+//     a guarded request hold for it: an answer that does not say every
+//     write applied settles the batch only when no other attempt may have
+//     applied, otherwise every write in it fails as "outcome unknown".
+//   - A batch that etcd refuses as a request (too many operations, too
+//     large, a lease not found, permission denied) applied nothing: each of
+//     its writes is then sent again alone, and gets the answer it would
+//     have got alone.
+const (
+	batchFlights = 2   // batches (or lone writes) under way at once
+	batchMost    = 32  // writes in a batch
+	batchOps     = 128 // etcd's --max-txn-ops default: a batch's depth budget
+	batchBytes   = 512 << 10
+)
+
+// batcher forms and sends the batches of one backend's members.
+type batcher struct {
+	p   *members
+	off bool // Config.WriteBatch 1: every write alone
+
+	mu      sync.Mutex
+	most    int       // writes in a batch: Config.WriteBatch, less after etcd refused a batch as too large
+	flights int       // batches under way
+	queue   []*queued // writes waiting for a batch, in arrival order
+
+	// onSend, when a test sets it, is called with the size of each batch
+	// (1: a write alone) before it is sent; it may block to hold it.
+	onSend atomic.Pointer[func(n int)]
+}
+
+// queued is one writing transaction waiting to be sent or answered.
+type queued struct {
+	ctx  context.Context
+	t    *routedTxn
+	foot footprint
+	need int // etcd's operation budget it takes (see opsNeed)
+	size int
+
+	wake  chan struct{} // receives once: lead is set, or alone, or the answer
+	lead  []*queued     // a batch this write's goroutine sends (itself first)
+	alone bool          // its batch was refused: it sends itself alone
+	resp  *clientv3.TxnResponse
+	err   error
+}
+
+// commit sends t, a transaction that writes, alone or in a batch, and
+// returns its answer as do(guarded) would.
+func (b *batcher) commit(ctx context.Context, t *routedTxn) (*clientv3.TxnResponse, error) {
+	if b.off {
+		return b.sendAlone(ctx, t)
+	}
+	q := &queued{ctx: ctx, t: t, wake: make(chan struct{}, 1)}
+	q.foot, q.size = footprintOf(t.cmps, t.thens, t.elses)
+	q.need = opsNeed(t.cmps, t.thens, t.elses)
+	b.mu.Lock()
+	if b.flights < batchFlights && len(b.queue) == 0 {
+		b.flights++
+		b.mu.Unlock()
+		b.send([]*queued{q})
+		return q.resp, q.err
+	}
+	b.queue = append(b.queue, q)
+	b.mu.Unlock()
+	select {
+	case <-q.wake:
+	case <-ctx.Done():
+		b.mu.Lock()
+		if i := slices.Index(b.queue, q); i >= 0 {
+			// Never sent.
+			b.queue = slices.Delete(b.queue, i, i+1)
+			b.mu.Unlock()
+			return nil, ctx.Err()
+		}
+		b.mu.Unlock()
+		// In a batch already: its outcome comes with the batch's answer,
+		// which ends once every write in it has given up (see send).
+		<-q.wake
+	}
+	switch {
+	case q.lead != nil:
+		b.send(q.lead)
+	case q.alone:
+		q.resp, q.err = b.sendAlone(ctx, t)
+	}
+	return q.resp, q.err
+}
+
+// sendAlone sends t as its own transaction.
+func (b *batcher) sendAlone(ctx context.Context, t *routedTxn) (*clientv3.TxnResponse, error) {
+	return do(ctx, b.p, guarded, func(resp *clientv3.TxnResponse) bool { return resp.Succeeded },
+		func(ctx context.Context, c *clientv3.Client) (*clientv3.TxnResponse, error) {
+			return c.Txn(ctx).If(t.cmps...).Then(t.thens...).Else(t.elses...).Commit()
+		})
+}
+
+// send sends batch (on the goroutine of its first write), settles each of
+// its writes, then starts the next batch of the queue, if any, on the
+// goroutine of that batch's first write.
+func (b *batcher) send(batch []*queued) {
+	if f := b.onSend.Load(); f != nil {
+		(*f)(len(batch))
+	}
+	if len(batch) == 1 {
+		q := batch[0]
+		q.resp, q.err = b.sendAlone(q.ctx, q.t)
+	} else {
+		b.sendBatch(batch)
+	}
+	b.mu.Lock()
+	b.flights--
+	if next := b.take(); len(next) > 0 {
+		b.flights++
+		next[0].lead = next
+		next[0].wake <- struct{}{}
+	}
+	b.mu.Unlock()
+	for _, q := range batch[1:] {
+		q.wake <- struct{}{}
+	}
+}
+
+// sendBatch sends the writes of batch as the nested transactions of one
+// transaction and sets each write's answer (or, when etcd refused the
+// batch as a request, marks each to be sent alone).
+func (b *batcher) sendBatch(batch []*queued) {
+	// The batch lasts until every write in it has given up.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
+	defer cancel()
+	var mu sync.Mutex
+	left := len(batch)
+	for _, q := range batch {
+		stop := context.AfterFunc(q.ctx, func() {
+			mu.Lock()
+			left--
+			if left == 0 {
+				cancel()
+			}
+			mu.Unlock()
+		})
+		defer stop()
+	}
+	ops := make([]clientv3.Op, len(batch))
+	for i, q := range batch {
+		ops[i] = clientv3.OpTxn(q.t.cmps, q.t.thens, q.t.elses)
+	}
+	resp, err := do(ctx, b.p, guarded, func(resp *clientv3.TxnResponse) bool {
+		for _, r := range resp.Responses {
+			if !r.GetResponseTxn().GetSucceeded() {
+				return false
+			}
+		}
+		return true
+	}, func(ctx context.Context, c *clientv3.Client) (*clientv3.TxnResponse, error) {
+		return c.Txn(ctx).Then(ops...).Commit()
+	})
+	if err == nil && len(resp.Responses) != len(batch) {
+		err = fmt.Errorf("etcd: a batch of %d transactions answered with %d", len(batch), len(resp.Responses))
+	}
+	switch {
+	case err == nil:
+		for i, q := range batch {
+			n := resp.Responses[i].GetResponseTxn()
+			q.resp = &clientv3.TxnResponse{Header: resp.Header, Succeeded: n.GetSucceeded(), Responses: n.GetResponses()}
+		}
+	case refusedWhole(err) && ctx.Err() == nil:
+		if errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrGRPCTooManyOps) {
+			b.mu.Lock()
+			b.most = max(1, min(b.most, len(batch))/2)
+			b.mu.Unlock()
+		}
+		for _, q := range batch {
+			q.alone = true
+		}
+		// The first write's goroutine is this one.
+		q := batch[0]
+		q.alone = false
+		q.resp, q.err = b.sendAlone(q.ctx, q.t)
+	default:
+		for _, q := range batch {
+			q.err = err
+		}
+	}
+}
+
+// refusedWhole reports whether err, a batch's, is etcd refusing the batch
+// as a request, which applied none of its writes.
+func refusedWhole(err error) bool {
+	return !retriable(err) && !errors.Is(err, errOutcomeUnknown) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// take removes from the queue, and returns, the next batch: the waiting
+// writes, in arrival order, that fit beside the ones taken before them
+// (disjoint footprints; etcd's operation and size limits). Writes that do
+// not fit stay, in order, for a later batch. b.mu is held.
+func (b *batcher) take() []*queued {
+	// Writes whose context ended while they waited are dropped by their
+	// own goroutines; one taken now still gets the batch's answer.
+	if len(b.queue) == 0 {
+		return nil
+	}
+	var batch []*queued
+	var foot footprint
+	need, size := 0, 0
+	rest := b.queue[:0]
+	for _, q := range b.queue {
+		fits := len(batch) < b.most &&
+			max(need, q.need)+len(batch)+1 <= batchOps &&
+			(len(batch) == 0 || size+q.size <= batchBytes) &&
+			!foot.conflicts(q.foot)
+		if !fits {
+			rest = append(rest, q)
+			continue
+		}
+		batch = append(batch, q)
+		foot.add(q.foot)
+		need, size = max(need, q.need), size+q.size
+	}
+	clear(b.queue[len(rest):])
+	b.queue = rest
+	return batch
+}
+
+// span is a key (end empty) or a range of keys [key, end) as etcd takes
+// them; an end of "\x00" is every key from key on.
+type span struct{ key, end string }
+
+func (s span) last() (string, bool) {
+	switch s.end {
+	case "":
+		return s.key + "\x00", false // the key alone: [key, key+"\x00")
+	case "\x00":
+		return "", true
+	}
+	return s.end, false
+}
+
+func (s span) overlaps(o span) bool {
+	se, sOpen := s.last()
+	oe, oOpen := o.last()
+	return (sOpen || o.key < se) && (oOpen || s.key < oe)
+}
+
+// footprint is what a transaction reads (its comparisons and gets) and
+// writes (its puts and deletes), over every branch.
+type footprint struct{ reads, writes []span }
+
+// conflicts reports whether one of f and g writes what the other reads or
+// writes.
+func (f *footprint) conflicts(g footprint) bool {
+	hits := func(ws, ss []span) bool {
+		for _, w := range ws {
+			for _, s := range ss {
+				if w.overlaps(s) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return hits(f.writes, g.writes) || hits(f.writes, g.reads) || hits(g.writes, f.reads)
+}
+
+func (f *footprint) add(g footprint) {
+	f.reads = append(f.reads, g.reads...)
+	f.writes = append(f.writes, g.writes...)
+}
+
+// footprintOf returns the footprint of a transaction and about how many
+// bytes it takes in a request.
+func footprintOf(cmps []clientv3.Cmp, thens, elses []clientv3.Op) (footprint, int) {
+	var f footprint
+	size := 0
+	for i := range cmps {
+		cmp := cmps[i] // a copy: GetCompare may set its field
+		c := cmp.GetCompare()
+		f.reads = append(f.reads, span{string(c.GetKey()), string(c.GetRangeEnd())})
+		size += len(c.GetKey()) + len(c.GetRangeEnd()) + 16
+	}
+	var walk func(ops []clientv3.Op)
+	walk = func(ops []clientv3.Op) {
+		for _, op := range ops {
+			s := span{string(op.KeyBytes()), string(op.RangeBytes())}
+			size += len(s.key) + len(s.end) + len(op.ValueBytes()) + 16
+			switch {
+			case op.IsTxn():
+				c, t, e := op.Txn()
+				g, n := footprintOf(c, t, e)
+				f.add(g)
+				size += n
+			case op.IsGet():
+				f.reads = append(f.reads, s)
+			default: // a put or a delete
+				f.writes = append(f.writes, s)
+			}
+		}
+	}
+	walk(thens)
+	walk(elses)
+	return f, size
+}
+
+// opsNeed is the operation budget a transaction takes in etcd's check of
+// --max-txn-ops: its largest list (comparisons, then, else) plus what its
+// nested transactions take.
+func opsNeed(cmps []clientv3.Cmp, thens, elses []clientv3.Op) int {
+	n, nested := max(len(cmps), len(thens), len(elses)), 0
+	for _, op := range slices.Concat(thens, elses) {
+		if op.IsTxn() {
+			c, t, e := op.Txn()
+			nested = max(nested, opsNeed(c, t, e))
+		}
+	}
+	return n + nested
+}
