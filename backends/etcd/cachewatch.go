@@ -55,7 +55,7 @@ func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error 
 		return err
 	}
 	st := newState(c.st.keys)
-	st.clock = c.clock
+	st.clock, st.leases = c.clock, newLeaseCount()
 	st.load(kvs, rev)
 	c.mu.Lock()
 	c.st, c.applied, c.loaded, c.ordered, c.all = st, rev, true, ordered, true

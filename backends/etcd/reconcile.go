@@ -234,29 +234,34 @@ type pass struct {
 	mono time.Time
 }
 
-// refreshLeases keeps the lease book current for every candidate's lease.
+// refreshLeases keeps the lease book current for every candidate's lease:
+// each second it hands the book the leases that came and went in the
+// cache's state and has it look up those due; once a minute, and after
+// the state was loaded again, it makes the book's leases the state's.
 func (b *Backend) refreshLeases(ctx context.Context) {
+	const resyncEvery = 60
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for {
+	var seen *state
+	for pass := 0; ; pass++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		live := map[int64]bool{}
+		now := time.Now()
 		_ = b.cache.read(ctx, func(st *state) {
-			for _, e := range st.elections {
-				for _, x := range e.line {
-					if x.lease != 0 {
-						live[x.lease] = true
-					}
-				}
-				for _, x := range e.cooling {
-					live[x.lease] = true
-				}
+			if st.leases == nil {
+				return
 			}
+			born, died := st.leases.take()
+			if st != seen || pass%resyncEvery == 0 {
+				seen = st
+				b.leases.resync(st.leases.n, now)
+				return
+			}
+			b.leases.track(born, died, now)
 		})
-		b.leases.refresh(ctx, b.cli, live, b.cfg.RequestTimeout)
+		b.leases.refresh(ctx, b.cli, b.cfg.RequestTimeout)
 	}
 }

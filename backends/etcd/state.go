@@ -37,6 +37,9 @@ type state struct {
 	// (applyRevision). Neither is part of what the keys say.
 	clock    func() time.Time
 	departed *[]departure
+	// leases, set only in a replica's cache, counts the entries on each
+	// lease (leaseCount).
+	leases *leaseCount
 }
 
 // estate is the keys of one election.
@@ -100,6 +103,67 @@ func newState(k keys) *state {
 	return &state{keys: k, elections: map[string]*estate{}}
 }
 
+// leaseCount counts the entries (candidacies in line and cooling) on each
+// lease of a state, and lists the leases that came (a first entry) and
+// went (the last entry) since take: the cache's state keeps one for the
+// lease book (see leaseBook).
+type leaseCount struct {
+	n          map[int64]int
+	born, died []int64
+}
+
+func newLeaseCount() *leaseCount { return &leaseCount{n: map[int64]int{}} }
+
+// move counts an entry that went from lease old to lease new (0: none).
+func (c *leaseCount) move(old, new int64) {
+	if c == nil || old == new {
+		return
+	}
+	if old != 0 {
+		if c.n[old]--; c.n[old] <= 0 {
+			delete(c.n, old)
+			c.died = append(c.died, old)
+		}
+	}
+	if new != 0 {
+		if c.n[new]++; c.n[new] == 1 {
+			c.born = append(c.born, new)
+		}
+	}
+}
+
+// take returns the leases that came and went since the last take.
+func (c *leaseCount) take() (born, died []int64) {
+	born, died = c.born, c.died
+	c.born, c.died = nil, nil
+	return born, died
+}
+
+// leaseAt is the lease of the entry that the key pk names in e: the line's
+// or cooling's entry that a put of pk replaces (put) or that its deletion
+// removes (del); 0 if none.
+func (e *estate) leaseAt(pk parsedKey, put bool) int64 {
+	switch pk.kind {
+	case kindCandidacy:
+		if put {
+			if x := e.line[strings.TrimSuffix(pk.name, movedSuffix)]; x != nil {
+				return x.lease
+			}
+			return 0
+		}
+		for _, k := range []string{pk.name, strings.TrimSuffix(pk.name, movedSuffix)} {
+			if x := e.line[k]; x != nil && x.name == pk.name {
+				return x.lease
+			}
+		}
+	case kindCooling:
+		if x := e.cooling[pk.name]; x != nil {
+			return x.lease
+		}
+	}
+	return 0
+}
+
 func newEstate() *estate {
 	return &estate{line: map[string]*entry{}, cooling: map[string]*entry{}, ids: map[string]idEntry{}, cooldowns: map[string]bool{}, revoked: map[string]revokedValue{},
 		handovers: map[string]uint64{}, promises: map[string]promiseRecord{}, promised: map[uint64]time.Time{}}
@@ -145,13 +209,16 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 		} else {
 			x.seen = time.Now()
 		}
+		s.leases.move(e.leaseAt(pk, true), x.lease)
 		e.line[x.hex] = x
 	case kindCooling:
 		var v candidateValue
 		if json.Unmarshal(kv.Value, &v) != nil {
+			s.leases.move(e.leaseAt(pk, false), 0)
 			e.unset(pk) // not ours: as if absent, as a fresh load sees it
 			return pk.election
 		}
+		s.leases.move(e.leaseAt(pk, true), kv.Lease)
 		e.cooling[pk.name] = &entry{hex: pk.name, name: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v}
 		e.touch(v.At)
 	case kindID:
@@ -251,6 +318,7 @@ func (s *state) del(key []byte) string {
 		return pk.election
 	}
 	defer s.touched(pk.election, e, e.exists())
+	s.leases.move(e.leaseAt(pk, false), 0)
 	e.unset(pk)
 	return pk.election
 }
