@@ -154,7 +154,7 @@ func fleetEtcd(t *testing.T) string {
 		rdBeside.etcdPer(rd), m0Beside.etcdPer(m0), m0vBeside.etcdPer(m0v), m5Beside.etcdPer(m5), existing,
 		rdBeside.wrkPer(rd), erBeside.wrkPer(er), m0Beside.wrkPer(m0), m0vBeside.wrkPer(m0v), m5Beside.wrkPer(m5))
 	if len(floor) > 0 {
-		fmt.Fprintf(&b, "etcd alone under a campaign's requests from bare gRPC clients, 8 at a time, one watch: ")
+		fmt.Fprintf(&b, "etcd alone under a campaign's requests from bare gRPC clients (8 at a time unless said), one watch: ")
 		for i, l := range floor {
 			if i > 0 {
 				b.WriteString("; ")
