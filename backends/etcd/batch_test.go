@@ -45,6 +45,14 @@ func recordBatches(b *etcd.Backend, hold int) *batches {
 
 func (r *batches) release() { close(r.gate) }
 
+// batchBackend is a backend on a fresh one-member cluster, its client,
+// and the record of its batches (the first hold held).
+func batchBackend(t *testing.T, hold int, opts ...func(*etcd.Config)) (*etcd.Backend, *clientv3.Client, *batches) {
+	t.Helper()
+	b := newBackend(t, startCluster(t, 1), "batch", opts...)
+	return b, b.Client(), recordBatches(b, hold)
+}
+
 func (r *batches) get() []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -77,11 +85,8 @@ func startHeld(t *testing.T, b *etcd.Backend, r *batches, cli *clientv3.Client, 
 }
 
 func TestWritesThatArriveMeanwhileGoInOneBatchEachUnderItsOwnComparisons(t *testing.T) {
-	ms := startCluster(t, 1)
-	b := newBackend(t, ms, "batch")
-	cli := b.Client()
+	b, cli, r := batchBackend(t, 2)
 	ctx := t.Context()
-	r := recordBatches(b, 2)
 
 	// Ten writes of their own keys, and two that both create the key dup:
 	// they overlap, so they never share a batch, and only one creates it.
@@ -155,11 +160,8 @@ func TestWritesThatArriveMeanwhileGoInOneBatchEachUnderItsOwnComparisons(t *test
 }
 
 func TestABatchEtcdRefusesIsSentAgainWriteByWrite(t *testing.T) {
-	ms := startCluster(t, 1)
-	b := newBackend(t, ms, "batch")
-	cli := b.Client()
+	b, cli, r := batchBackend(t, 2)
 	ctx := t.Context()
-	r := recordBatches(b, 2)
 
 	// One write puts its key on a lease that does not exist: etcd refuses
 	// any transaction that holds it, so the batch as a whole.
@@ -198,10 +200,7 @@ func TestABatchEtcdRefusesIsSentAgainWriteByWrite(t *testing.T) {
 }
 
 func TestAWriteWhoseContextEndsWhileItWaitsForABatchIsNeverSent(t *testing.T) {
-	ms := startCluster(t, 1)
-	b := newBackend(t, ms, "batch")
-	cli := b.Client()
-	r := recordBatches(b, 2)
+	b, cli, r := batchBackend(t, 2)
 
 	wctx, cancel := context.WithCancel(t.Context())
 	var err error
@@ -231,11 +230,8 @@ func TestAWriteWhoseContextEndsWhileItWaitsForABatchIsNeverSent(t *testing.T) {
 // (those of one revision in any order, as they touch different
 // accounts), give the balances etcd holds.
 func TestBatchedTransfersAreSerializable(t *testing.T) {
-	ms := startCluster(t, 1)
-	b := newBackend(t, ms, "batch")
-	cli := b.Client()
+	_, cli, r := batchBackend(t, 0)
 	ctx := t.Context()
-	r := recordBatches(b, 0)
 
 	const accounts, writers, each, start = 12, 24, 40, 1000
 	key := func(i int) string { return fmt.Sprintf("bank/%02d", i) }
@@ -328,10 +324,7 @@ func TestBatchedTransfersAreSerializable(t *testing.T) {
 }
 
 func TestWriteBatchOneSendsEveryWriteAlone(t *testing.T) {
-	ms := startCluster(t, 1)
-	b := newBackend(t, ms, "batch", func(c *etcd.Config) { c.WriteBatch = 1 })
-	r := recordBatches(b, 0)
-	cli := b.Client()
+	_, cli, r := batchBackend(t, 0, func(c *etcd.Config) { c.WriteBatch = 1 })
 	revs := make([]int64, 32)
 	var wg sync.WaitGroup
 	for i := range revs {
@@ -358,11 +351,8 @@ func TestWriteBatchOneSendsEveryWriteAlone(t *testing.T) {
 // run one after the other, the second's comparison fails; so they must
 // not share a batch, whose comparisons all see the state before it.
 func TestWritesThatReadWhatTheOtherWritesAreNeverBatchedTogether(t *testing.T) {
-	ms := startCluster(t, 1)
-	b := newBackend(t, ms, "batch")
-	cli := b.Client()
+	b, cli, r := batchBackend(t, 2)
 	ctx := t.Context()
-	r := recordBatches(b, 2)
 
 	skew := func(read, write string) (*clientv3.TxnResponse, error) {
 		return cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(read), "=", 0)).Then(clientv3.OpPut(write, "1")).Commit()
