@@ -121,6 +121,8 @@ func TestDoMovesOffAMemberThatStopsAnswering(t *testing.T) {
 		{"a refusal after a failed attempt is no answer", guarded, []answer{{err: unavailable}, {wait: 10 * time.Millisecond}}, "", false, errOutcomeUnknown, 10 * time.Millisecond, 2},
 		{"a refusal is the answer when it is the only one", guarded, []answer{{wait: 10 * time.Millisecond}}, "", false, nil, 10 * time.Millisecond, 1},
 		{"etcd's error refusing a transaction is its answer", guarded, []answer{{err: leaseGoneE}}, "", false, leaseGoneE, 0, 1},
+		{"etcd's error refusing a transaction after an attempt lost is no answer", guarded, []answer{{forever: true}, {wait: 10 * time.Millisecond, err: leaseGoneE}}, "down", false, errOutcomeUnknown, 110 * time.Millisecond, 2},
+		{"etcd's error refusing a transaction after a failed attempt is no answer", guarded, []answer{{err: unavailable}, {wait: 10 * time.Millisecond, err: leaseGoneE}}, "", false, errOutcomeUnknown, 10 * time.Millisecond, 2},
 		{"a transaction that never answers is unknown", guarded, []answer{{forever: true}}, "", false, context.DeadlineExceeded, 5 * time.Second, 1},
 	}
 	for _, tt := range tests {

@@ -34,10 +34,11 @@ import (
 //     comparisons and reads then see what they would see had it run alone
 //     right before or after every other, and its writes are the ones it
 //     would make: the batch is as if its writes ran one after another, in
-//     any order, at one revision. Two writes of one election always
-//     overlap (both write the election's settings or lead record, or
-//     compare the head of its line), so a batch never holds two of them;
-//     a revision holds at most one write of an election, as before.
+//     any order, at one revision. Beyond that, a batch never holds two
+//     writes of one election, even of disjoint keys (footprint.elections):
+//     each was planned on a view of the whole election, and two candidacy
+//     keys created in one revision would tie in the line's order. So a
+//     revision holds at most one write of an election, as before.
 //   - Every writing transaction is guarded (see repeat): a batch sent again
 //     to another member applies each of its writes at most once, each
 //     under its own comparisons. The batch as a whole compares nothing; it
@@ -60,6 +61,10 @@ const (
 type batcher struct {
 	p   *members
 	off bool // Config.WriteBatch 1: every write alone
+	// election names the election a key belongs to, "" for none
+	// (keys.electionOf): two writes that touch one election, whatever
+	// their keys, never share a batch.
+	election func(key string) string
 
 	mu      sync.Mutex
 	most    int       // writes in a batch: Config.WriteBatch, less after etcd refused a batch as too large
@@ -94,6 +99,7 @@ func (b *batcher) commit(ctx context.Context, t *routedTxn) (*clientv3.TxnRespon
 	}
 	q := &queued{ctx: ctx, t: t, wake: make(chan struct{}, 1)}
 	q.foot, q.size = footprintOf(t.cmps, t.thens, t.elses)
+	q.foot.elections(b.election)
 	q.need = opsNeed(t.cmps, t.thens, t.elses)
 	b.mu.Lock()
 	if b.flights < batchFlights && len(b.queue) == 0 {
@@ -114,9 +120,14 @@ func (b *batcher) commit(ctx context.Context, t *routedTxn) (*clientv3.TxnRespon
 			b.mu.Unlock()
 			return nil, ctx.Err()
 		}
+		lead := q.lead != nil
 		b.mu.Unlock()
-		// In a batch already: its outcome comes with the batch's answer,
-		// which ends once every write in it has given up (see send).
+		if !lead {
+			// In a batch already, sent by another write's goroutine: it
+			// may apply, and this request does not wait to learn.
+			return nil, fmt.Errorf("etcd: the transaction was sent in a batch whose answer has not come, its outcome is unknown: %w: %w", errOutcomeUnknown, ctx.Err())
+		}
+		// To send the batch it leads: every write in it waits for that.
 		<-q.wake
 	}
 	switch {
@@ -197,7 +208,7 @@ func (b *batcher) sendBatch(batch []*queued) {
 		return c.Txn(ctx).Then(ops...).Commit()
 	})
 	if err == nil && len(resp.Responses) != len(batch) {
-		err = fmt.Errorf("etcd: a batch of %d transactions answered with %d", len(batch), len(resp.Responses))
+		err = fmt.Errorf("etcd: a batch of %d transactions answered with %d: %w", len(batch), len(resp.Responses), errOutcomeUnknown)
 	}
 	switch {
 	case err == nil:
@@ -248,7 +259,7 @@ func (b *batcher) take() []*queued {
 	rest := b.queue[:0]
 	for _, q := range b.queue {
 		fits := len(batch) < b.most &&
-			max(need, q.need)+len(batch)+1 <= batchOps &&
+			(len(batch) == 0 || max(need, q.need)+len(batch)+1 <= batchOps) &&
 			(len(batch) == 0 || size+q.size <= batchBytes) &&
 			!foot.conflicts(q.foot)
 		if !fits {
@@ -302,6 +313,28 @@ func (f *footprint) conflicts(g footprint) bool {
 		return false
 	}
 	return hits(f.writes, g.writes) || hits(f.writes, g.reads) || hits(g.writes, f.reads)
+}
+
+// elections adds to f a write of every election (named by election) whose
+// keys f reads or writes, so that two writes of one election conflict
+// even where their keys do not: each of an election's writes is planned
+// on a view of all its keys (who holds, the order of the line), and the
+// line's order is by create revision, which two candidacy keys written in
+// one batch would share.
+func (f *footprint) elections(election func(key string) string) {
+	if election == nil {
+		return
+	}
+	var names []string
+	for _, s := range slices.Concat(f.reads, f.writes) {
+		if e := election(s.key); e != "" && !slices.Contains(names, e) {
+			names = append(names, e)
+		}
+	}
+	for _, e := range names {
+		// No key of etcd's that elector uses starts with a NUL byte.
+		f.writes = append(f.writes, span{"\x00election/" + e, ""})
+	}
 }
 
 func (f *footprint) add(g footprint) {

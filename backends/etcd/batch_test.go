@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ type batches struct {
 	hold  int           // the first hold batches wait for release
 	gate  chan struct{} // closed by release
 	sent  chan struct{} // a receive per batch about to be sent
+	third chan struct{} // if set before the writes, holds the third batch until closed
 }
 
 func recordBatches(b *etcd.Backend, hold int) *batches {
@@ -38,6 +40,9 @@ func recordBatches(b *etcd.Backend, hold int) *batches {
 		r.sent <- struct{}{}
 		if held {
 			<-r.gate
+		}
+		if len(r.get()) == 3 && r.third != nil {
+			<-r.third
 		}
 	})
 	return r
@@ -379,5 +384,52 @@ func TestWritesThatReadWhatTheOtherWritesAreNeverBatchedTogether(t *testing.T) {
 	}
 	if sizes := r.get(); !slices.Equal(sizes, []int{1, 1, 1, 1}) {
 		t.Errorf("batch sizes %v, want each write alone", sizes)
+	}
+}
+
+// A write sent in a batch by another write's goroutine does not keep its
+// request waiting once its context ends: it answers at once that the
+// outcome is unknown (the batch may apply it, and here does).
+func TestAWriteInABatchUnderWayAnswersUnknownWhenItsContextEnds(t *testing.T) {
+	b, cli, r := batchBackend(t, 2)
+	r.third = make(chan struct{})
+	ctx := t.Context()
+	fctx, cancel := context.WithCancel(ctx)
+	var ferr error
+	followed := make(chan struct{})
+	wg := startHeld(t, b, r, cli, 3, func(wg *sync.WaitGroup) {
+		for i, k := range []string{"lead", "follow", "last"} {
+			wctx := ctx
+			if k == "follow" {
+				wctx = fctx
+			}
+			wg.Go(func() {
+				_, err := createIfAbsent(wctx, cli, "batch/"+k, "x")
+				if k == "follow" {
+					ferr = err
+					close(followed)
+				} else if err != nil {
+					t.Error(err)
+				}
+			})
+			// In this order, so that "lead" leads the batch.
+			eventually.True(t, 10*time.Second, fmt.Sprintf("%d writes waiting", i+1), func() bool { return b.QueuedWrites() == i+1 })
+		}
+	})
+	r.release()
+	<-r.sent // the batch of the three, held
+	cancel()
+	<-followed
+	if ferr == nil || !errors.Is(ferr, context.Canceled) || !strings.Contains(ferr.Error(), "outcome is unknown") {
+		t.Errorf("a batched write whose context ended: %v, want an unknown outcome", ferr)
+	}
+	close(r.third)
+	wg.Wait()
+	if sizes := r.get(); !slices.Equal(sizes, []int{1, 1, 3}) {
+		t.Errorf("batch sizes %v, want 1, 1, 3", sizes)
+	}
+	get, err := cli.Get(ctx, "batch/follow")
+	if err != nil || len(get.Kvs) != 1 {
+		t.Errorf("the write answered unknown did apply with its batch, but it is not there: %v %v", get, err)
 	}
 }

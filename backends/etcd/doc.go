@@ -712,9 +712,11 @@
 // No write changes its meaning in a batch: etcd evaluates every comparison
 // of a transaction, nested ones included, before any of its writes, and a
 // batch holds only writes of which none writes a key that another
-// compares, reads or writes, so each sees and does what it would alone;
-// two writes of one election always overlap, so they never share a batch
-// (nor a revision). A batch etcd refuses as a request (a lease not found,
+// compares, reads or writes, so each sees and does what it would alone,
+// and never two writes of one election, even of disjoint keys (each was
+// planned on a view of the whole election, and two candidacy keys created
+// in one revision would tie in the line's order): a revision still holds
+// at most one write of an election. A batch etcd refuses as a request (a lease not found,
 // too many operations, too large) applied nothing, and each of its writes
 // is sent again alone. A batch is guarded as a whole (it applies each of
 // its writes at most once) and counts as applied only when every write in

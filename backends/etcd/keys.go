@@ -145,6 +145,25 @@ type parsedKey struct {
 
 // parse classifies key. Keys that fit no part of the layout, or name an
 // invalid election, are kindOther and ignored.
+// electionOf is the election whose keys key (or a range from key) lies in,
+// "" for a key of no election (the KV, the version, the barrier, another
+// prefix). Unlike parse it takes any key under an election's directories,
+// ranges' starts included.
+func (k keys) electionOf(key string) string {
+	rest, ok := strings.CutPrefix(key, k.root())
+	if !ok || strings.HasPrefix(key, k.kvDir()) {
+		return ""
+	}
+	if in, ok := strings.CutPrefix(rest, internalDir+"/"); ok {
+		_, rest, _ = strings.Cut(in, "/")
+	}
+	e, _, _ := strings.Cut(rest, "/")
+	if gateway.ValidateElectionName(e) != nil {
+		return ""
+	}
+	return e
+}
+
 func (k keys) parse(key string) parsedKey {
 	rest, ok := strings.CutPrefix(key, k.root())
 	if !ok {

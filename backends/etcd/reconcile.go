@@ -254,8 +254,8 @@ func (b *Backend) refreshLeases(ctx context.Context) {
 			if st.leases == nil {
 				return
 			}
-			born, died := st.leases.take()
-			if st != seen || pass%resyncEvery == 0 {
+			born, died, overflow := st.leases.take()
+			if st != seen || overflow || pass%resyncEvery == 0 {
 				seen = st
 				b.leases.resync(st.leases.n, now)
 				return

@@ -63,6 +63,24 @@ func TestFootprintCoversNestedBranches(t *testing.T) {
 			t.Errorf("%s: conflicts %v, want %v", c.name, got, c.want)
 		}
 	}
+	k := keys{p: "p"}
+	campaign, _ := footprintOf([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k.candidateID("e", "a")), "=", 0)},
+		[]clientv3.Op{clientv3.OpPut(k.candidateID("e", "a"), "x"), clientv3.OpPut(k.candidacy("e", "1a"), "c")}, nil)
+	rejoin, _ := footprintOf([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k.cooling("e", "2b")), ">", 0)},
+		[]clientv3.Op{clientv3.OpDelete(k.cooling("e", "2b")), clientv3.OpPut(k.candidacy("e", "2b"), "c")}, nil)
+	other, _ := footprintOf(nil, []clientv3.Op{clientv3.OpPut(k.candidacy("f", "3c"), "c"), clientv3.OpPut(k.kv("x"), "v")}, nil)
+	if campaign.conflicts(rejoin) {
+		t.Fatal("the keys of the campaign and the rejoin overlap: the case below proves nothing")
+	}
+	for _, f := range []*footprint{&campaign, &rejoin, &other} {
+		f.elections(k.electionOf)
+	}
+	if !campaign.conflicts(rejoin) {
+		t.Error("a campaign and a rejoin of one election, of disjoint keys, may share a batch: their candidacy keys would tie in the line")
+	}
+	if campaign.conflicts(other) || rejoin.conflicts(other) {
+		t.Error("writes of two elections conflict")
+	}
 	if got, want := opsNeed(cmps, thens, elses), 2+1; got != want {
 		t.Errorf("opsNeed %d, want %d", got, want)
 	}

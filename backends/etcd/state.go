@@ -110,7 +110,13 @@ func newState(k keys) *state {
 type leaseCount struct {
 	n          map[int64]int
 	born, died []int64
+	// overflow is set when the lists grew past leaseChangesMost without a
+	// take (nobody refreshing the book): they are dropped, and the taker
+	// resyncs from n.
+	overflow bool
 }
+
+const leaseChangesMost = 1 << 16
 
 func newLeaseCount() *leaseCount { return &leaseCount{n: map[int64]int{}} }
 
@@ -130,13 +136,32 @@ func (c *leaseCount) move(old, new int64) {
 			c.born = append(c.born, new)
 		}
 	}
+	if len(c.born)+len(c.died) > leaseChangesMost {
+		c.born, c.died, c.overflow = nil, nil, true
+	}
 }
 
-// take returns the leases that came and went since the last take.
-func (c *leaseCount) take() (born, died []int64) {
-	born, died = c.born, c.died
-	c.born, c.died = nil, nil
-	return born, died
+// take returns the leases that came and went since the last take, each
+// by where it is now (a lease that went and came back, as a candidacy's
+// when it moves to cooling on the same lease, came), and whether the
+// changes overflowed (then none is listed: resync from n).
+func (c *leaseCount) take() (born, died []int64, overflow bool) {
+	seen := make(map[int64]bool, len(c.born)+len(c.died))
+	for _, list := range [][]int64{c.born, c.died} {
+		for _, id := range list {
+			switch {
+			case seen[id]:
+			case c.n[id] > 0:
+				born = append(born, id)
+			default:
+				died = append(died, id)
+			}
+			seen[id] = true
+		}
+	}
+	overflow = c.overflow
+	c.born, c.died, c.overflow = nil, nil, false
+	return born, died, overflow
 }
 
 // leaseAt is the lease of the entry that the key pk names in e: the line's
