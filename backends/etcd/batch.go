@@ -353,8 +353,7 @@ func footprintOf(cmps []clientv3.Cmp, thens, elses []clientv3.Op) (footprint, in
 		f.reads = append(f.reads, span{string(c.GetKey()), string(c.GetRangeEnd())})
 		size += len(c.GetKey()) + len(c.GetRangeEnd()) + 16
 	}
-	var walk func(ops []clientv3.Op)
-	walk = func(ops []clientv3.Op) {
+	walk := func(ops []clientv3.Op) {
 		for _, op := range ops {
 			s := span{string(op.KeyBytes()), string(op.RangeBytes())}
 			size += len(s.key) + len(s.end) + len(op.ValueBytes()) + 16
