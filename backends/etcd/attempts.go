@@ -192,7 +192,7 @@ func do[T any](ctx context.Context, p *members, r repeat, applied func(T) bool, 
 				case (!retriable(res.err) || ctx.Err() != nil) && r == guarded && (unknown || len(pending) > 0):
 					// An earlier or other attempt may have applied: this
 					// one's refusal does not say the request did not.
-					return zero, fmt.Errorf("etcd: an attempt was refused (%v) after another may have applied, the transaction's outcome is unknown: %w", res.err, errOutcomeUnknown)
+					return zero, fmt.Errorf("etcd: an attempt ended (%v) after another may have applied, the transaction's outcome is unknown: %w", res.err, errors.Join(errOutcomeUnknown, ctx.Err()))
 				case !retriable(res.err) || ctx.Err() != nil:
 					return zero, res.err
 				default:

@@ -67,7 +67,7 @@ type batcher struct {
 	election func(key string) string
 
 	mu      sync.Mutex
-	most    int       // writes in a batch: Config.WriteBatch, less after etcd refused a batch as too large
+	most    int       // writes in a batch: Config.WriteBatch, halved each time etcd refuses a batch for too many operations
 	flights int       // batches under way
 	queue   []*queued // writes waiting for a batch, in arrival order
 

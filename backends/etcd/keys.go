@@ -143,8 +143,6 @@ type parsedKey struct {
 	name     string
 }
 
-// parse classifies key. Keys that fit no part of the layout, or name an
-// invalid election, are kindOther and ignored.
 // electionOf is the election whose keys key (or a range from key) lies in,
 // "" for a key of no election (the KV, the version, the barrier, another
 // prefix). Unlike parse it takes any key under an election's directories,
@@ -164,6 +162,8 @@ func (k keys) electionOf(key string) string {
 	return e
 }
 
+// parse classifies key. Keys that fit no part of the layout, or name an
+// invalid election, are kindOther and ignored.
 func (k keys) parse(key string) parsedKey {
 	rest, ok := strings.CutPrefix(key, k.root())
 	if !ok {
