@@ -5,6 +5,7 @@ package elector_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // TestREADMEQuickstart runs the README's quick start with the binary its
@@ -74,9 +78,20 @@ func TestREADMEQuickstart(t *testing.T) {
 		}
 	}
 	defer stop()
-	stream.waitFor(t, "node-a")
-	if s := stream.String(); !strings.Contains(s, " reset ") || !(strings.Contains(s, "leader.begin     election=billing term=1 candidate=node-a") || strings.Contains(s, "leader=node-a (term 1)")) {
-		t.Fatalf("the stream shows no leadership of node-a:\n%s", s)
+	// The stream may show node-a joining before its leadership begins,
+	// an event of its own: wait for the leadership, whichever line (the
+	// reset's, if it came after, or leader.begin) shows it.
+	leads := func(s string) bool {
+		return strings.Contains(s, "leader.begin     election=billing term=1 candidate=node-a") || strings.Contains(s, "leader=node-a (term 1)")
+	}
+	eventually.NoError(t, 30*time.Second, "the stream to show node-a's leadership", func() error {
+		if s := stream.String(); !leads(s) {
+			return fmt.Errorf("the stream shows no leadership of node-a yet:\n%s", s)
+		}
+		return nil
+	})
+	if s := stream.String(); !strings.Contains(s, " reset ") {
+		t.Fatalf("the stream shows no reset:\n%s", s)
 	}
 	res, err := http.Get(started[3])
 	if err != nil || res.StatusCode != http.StatusOK {
