@@ -214,7 +214,12 @@ func (a *api) getCandidate(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	e, err := a.gw.Election(r.Context(), election)
+	ctx, err := readContext(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	e, err := a.gw.Election(ctx, election)
 	if err != nil {
 		a.writeError(w, r, candidateErr(err))
 		return
@@ -229,7 +234,12 @@ func (a *api) getCandidate(w http.ResponseWriter, r *http.Request) {
 
 // listCandidates: GET /v1/elections/{election}/candidates, in line order.
 func (a *api) listCandidates(w http.ResponseWriter, r *http.Request) {
-	e, err := a.gw.Election(r.Context(), chi.URLParam(r, "election"))
+	ctx, err := readContext(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	e, err := a.gw.Election(ctx, chi.URLParam(r, "election"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return

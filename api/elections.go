@@ -16,7 +16,12 @@ var patchTypes = []string{"application/merge-patch+json", "application/json"}
 
 // listElections: GET /v1/elections, sorted by name.
 func (a *api) listElections(w http.ResponseWriter, r *http.Request) {
-	es, _, err := a.gw.Elections(r.Context())
+	ctx, err := readContext(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	es, _, err := a.gw.Elections(ctx)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -30,7 +35,12 @@ func (a *api) listElections(w http.ResponseWriter, r *http.Request) {
 
 // getElection: GET /v1/elections/{election}.
 func (a *api) getElection(w http.ResponseWriter, r *http.Request) {
-	e, err := a.gw.Election(r.Context(), chi.URLParam(r, "election"))
+	ctx, err := readContext(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	e, err := a.gw.Election(ctx, chi.URLParam(r, "election"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -117,7 +127,12 @@ func patchDuration(obj jsonObject, name string, def time.Duration) (*time.Durati
 // delay runs.
 func (a *api) getLeader(w http.ResponseWriter, r *http.Request) {
 	election := chi.URLParam(r, "election")
-	l, e, err := a.gw.Leader(r.Context(), election)
+	ctx, err := readContext(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	l, e, err := a.gw.Leader(ctx, election)
 	switch {
 	case errors.Is(err, gateway.ErrNoLeader):
 		a.writeError(w, r, noLeaderError(election, e.HandoverUntil))

@@ -212,7 +212,9 @@ func query(r *http.Request) (url.Values, error) {
 			break
 		}
 		if _, verr := url.QueryUnescape(v); verr != nil {
-			field, _ = url.QueryUnescape(k)
+			if name, _ := url.QueryUnescape(k); name != "" {
+				field = name // a value without a name stays "query"
+			}
 			break
 		}
 	}

@@ -17,7 +17,8 @@ import (
 // fleetEtcd: `elector serve` of a release build with the etcd backend, on
 // the same etcd 3.4 process that it is compared with, loaded by wrk: leader
 // reads of 100 elections (300 candidates) beside etcd's
-// /v3/election/leader, 32 connections; and campaigns into fresh elections,
+// /v3/election/leader, 32 connections, linearizable and with
+// consistency=local; and campaigns into fresh elections,
 // 8 connections, beside etcd's /v3/election/campaign, at 0 elections, at
 // 0 again once the prefix is declared upgraded (p/_elector/version, so a
 // campaign into an empty election is one transaction: see the etcd
@@ -72,10 +73,20 @@ func fleetEtcd(t *testing.T) string {
 	for i := range elections {
 		reads = append(reads, wrkRequest{method: "GET", path: fmt.Sprintf("/v1/elections/e-%03d/leader", i)})
 	}
-	var rd wrkResult
-	var rdBeside, erBeside beside
+	var rd, lr wrkResult
+	var rdBeside, lrBeside, erBeside beside
 	etcdProfileDuring(t, etcd.URL, "etcd-leader", d, func() {
 		rdBeside = besideLoad(t, etcd, func() { rd = wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, reads) })
+	})
+	// The same reads with consistency=local: from the replica's copy as
+	// it is, without the read index.
+	localReads := make([]wrkRequest, len(reads))
+	for i, r := range reads {
+		r.path += "?consistency=local"
+		localReads[i] = r
+	}
+	etcdProfileDuring(t, etcd.URL, "etcd-leader-local", d, func() {
+		lrBeside = besideLoad(t, etcd, func() { lr = wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, localReads) })
 	})
 	// The gateway's own ceiling on this machine: GET /healthz of the same
 	// process, which touches no backend.
@@ -141,6 +152,7 @@ func fleetEtcd(t *testing.T) string {
 	tb.add("system", "reads/s", "p50", "p99", "non-2xx", "vs etcd leader", "share of ceiling", "server CPU / request")
 	tb.add("etcd "+etcd.Version+" HTTP `/v3/election/leader`", perSecond(er), ms(er.p50()), ms(er.p99()), fails(er), "1.00×", "–", us(er))
 	tb.add(name, perSecond(rd), ms(rd.p50()), ms(rd.p99()), fails(rd), ratio(rd.rate(), er.rate()), pct(rd.rate(), ceil.rate()), us(rd))
+	tb.add(name+", `consistency=local`", perSecond(lr), ms(lr.p50()), ms(lr.p99()), fails(lr), ratio(lr.rate(), er.rate()), pct(lr.rate(), ceil.rate()), us(lr))
 	b.WriteString(tb.String())
 	tb = &table{title: fmt.Sprintf("etcd backend, campaigns into fresh elections, %d connections", clients)}
 	tb.add("system", "at 0 /s", "p99", "declared upgraded, at 0 /s", "p99", fmt.Sprintf("declared, at %d /s", existing), "p99", "non-2xx", "vs etcd at 0", fmt.Sprintf("vs etcd at %d", existing), "server CPU / request at 0 / declared / at 5,000", "campaign right after")
@@ -150,9 +162,9 @@ func fleetEtcd(t *testing.T) string {
 	b.WriteString(tb.String())
 	fmt.Fprintf(&b, "\nCeiling: `GET /healthz` of the same process, %d connections: %s/s (p99 %s, %s non-2xx, %s of CPU per request, wrk %s).\n",
 		conns, perSecond(ceil), ms(ceil.p99()), fails(ceil), us(ceil), ceilBeside.wrkPer(ceil))
-	fmt.Fprintf(&b, "elector's server CPU is the gateway process alone. Beside it, per request of elector's loads: etcd's process %s (reads), %s / %s / %s (campaigns at 0 / declared / at %d); wrk %s (reads; %s for etcd's), %s / %s / %s (campaigns).\n",
-		rdBeside.etcdPer(rd), m0Beside.etcdPer(m0), m0vBeside.etcdPer(m0v), m5Beside.etcdPer(m5), existing,
-		rdBeside.wrkPer(rd), erBeside.wrkPer(er), m0Beside.wrkPer(m0), m0vBeside.wrkPer(m0v), m5Beside.wrkPer(m5))
+	fmt.Fprintf(&b, "elector's server CPU is the gateway process alone. Beside it, per request of elector's loads: etcd's process %s (reads), %s (local reads), %s / %s / %s (campaigns at 0 / declared / at %d); wrk %s (reads; %s local; %s for etcd's), %s / %s / %s (campaigns).\n",
+		rdBeside.etcdPer(rd), lrBeside.etcdPer(lr), m0Beside.etcdPer(m0), m0vBeside.etcdPer(m0v), m5Beside.etcdPer(m5), existing,
+		rdBeside.wrkPer(rd), lrBeside.wrkPer(lr), erBeside.wrkPer(er), m0Beside.wrkPer(m0), m0vBeside.wrkPer(m0v), m5Beside.wrkPer(m5))
 	if len(floor) > 0 {
 		fmt.Fprintf(&b, "etcd alone under a campaign's requests from bare gRPC clients (8 at a time unless said), one watch: ")
 		for i, l := range floor {
@@ -163,8 +175,8 @@ func fleetEtcd(t *testing.T) string {
 		}
 		b.WriteString(".\n")
 	}
-	fmt.Fprintf(&b, "etcd's gRPC calls per request: elector's reads %s; etcd's own reads %s; elector's campaigns at 0 %s; declared %s; at %d %s.\n",
-		rdBeside.callsPer(rd), erBeside.callsPer(er), m0Beside.callsPer(m0), m0vBeside.callsPer(m0v), existing, m5Beside.callsPer(m5))
+	fmt.Fprintf(&b, "etcd's gRPC calls per request: elector's reads %s; local reads %s; etcd's own reads %s; elector's campaigns at 0 %s; declared %s; at %d %s.\n",
+		rdBeside.callsPer(rd), lrBeside.callsPer(lr), erBeside.callsPer(er), m0Beside.callsPer(m0), m0vBeside.callsPer(m0v), existing, m5Beside.callsPer(m5))
 	return b.String()
 }
 
@@ -237,6 +249,9 @@ func (s beside) callsPer(r wrkResult) string {
 		if n/float64(r.Requests) >= 0.005 {
 			parts = append(parts, fmt.Sprintf("%s %.2f", m, n/float64(r.Requests)))
 		}
+	}
+	if len(parts) == 0 {
+		return "none"
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, ", ")

@@ -175,7 +175,7 @@ func (c *Client) Configure(ctx context.Context, election string, p SettingsPatch
 // ErrElectionNotFound, ErrUnavailable.
 func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
 	var l Leader
-	err := c.do(ctx, http.MethodGet, nil, "", &l, "v1", "elections", election, "leader")
+	err := c.doQuery(ctx, http.MethodGet, readQuery(ctx), nil, "", &l, "v1", "elections", election, "leader")
 	return l, err
 }
 
@@ -186,7 +186,7 @@ func (c *Client) Leader(ctx context.Context, election string) (Leader, error) {
 // it early), ErrElectionNotFound, ErrUnavailable.
 func (c *Client) Candidate(ctx context.Context, election, id string) (Status, error) {
 	var st Status
-	err := c.do(ctx, http.MethodGet, nil, "", &st, "v1", "elections", election, "candidates", id)
+	err := c.doQuery(ctx, http.MethodGet, readQuery(ctx), nil, "", &st, "v1", "elections", election, "candidates", id)
 	return st, err
 }
 
@@ -195,7 +195,7 @@ func (c *Client) Candidate(ctx context.Context, election, id string) (Status, er
 // Errors: ErrElectionNotFound, ErrUnavailable.
 func (c *Client) Candidates(ctx context.Context, election string) (Candidates, error) {
 	var cs Candidates
-	err := c.do(ctx, http.MethodGet, nil, "", &cs, "v1", "elections", election, "candidates")
+	err := c.doQuery(ctx, http.MethodGet, readQuery(ctx), nil, "", &cs, "v1", "elections", election, "candidates")
 	return cs, err
 }
 
@@ -204,7 +204,7 @@ func (c *Client) Candidates(ctx context.Context, election string) (Candidates, e
 // Errors: ErrElectionNotFound, ErrUnavailable.
 func (c *Client) Election(ctx context.Context, election string) (Election, error) {
 	var e Election
-	err := c.do(ctx, http.MethodGet, nil, "", &e, "v1", "elections", election)
+	err := c.doQuery(ctx, http.MethodGet, readQuery(ctx), nil, "", &e, "v1", "elections", election)
 	return e, err
 }
 
@@ -215,7 +215,7 @@ func (c *Client) Elections(ctx context.Context) ([]Election, error) {
 	var page struct {
 		Elections []Election `json:"elections"`
 	}
-	err := c.do(ctx, http.MethodGet, nil, "", &page, "v1", "elections")
+	err := c.doQuery(ctx, http.MethodGet, readQuery(ctx), nil, "", &page, "v1", "elections")
 	return page.Elections, err
 }
 

@@ -103,7 +103,10 @@
 // Reads. Backends that keep a watch-fed copy of the elections serve reads
 // from it after a read index (Header, ReadIndex): the backend's latest
 // revision, fetched after the read arrived and shared by concurrent reads,
-// must be reached first, so a read never misses an acknowledged write.
+// must be reached first, so a read never misses an acknowledged write. A
+// read whose context carries WithLocalRead (the API's consistency=local)
+// may skip the read index and answer from the copy as it is, while the
+// copy follows the backend.
 //
 // Every Backend passes the conformance suite in gateway/backendtest.
 package gateway

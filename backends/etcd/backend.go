@@ -214,7 +214,19 @@ func (b *Backend) CountElections(ctx context.Context) (int, error) {
 // before fresh was called: it fetches etcd's revision through the read
 // index (one call shared by concurrent reads, made after this one began)
 // and catches up with it.
+//
+// A local read (gateway.WithLocalRead) skips both while the cache follows
+// etcd (cache.following): it answers from the cache as it is, which lags
+// etcd by what the watch has not delivered yet. A watch whose member
+// stops sending is given up within MemberTimeout, and one on a member
+// that lost its leader is ended by etcd (the watch requires a leader), so
+// a local read never answers from a copy cut off from etcd for longer;
+// while the watch moves to another member, local reads wait for the read
+// index like every other.
 func (b *Backend) fresh(ctx context.Context) error {
+	if gateway.LocalRead(ctx) && b.cache.following.Load() {
+		return nil
+	}
 	rev, err := b.index.Revision(ctx)
 	if err != nil {
 		return err

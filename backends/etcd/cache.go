@@ -34,7 +34,12 @@ type cache struct {
 	cli      *clientv3.Client
 	members  *members // whose member the watch is on
 	watching atomic.Pointer[member]
-	log      *slog.Logger
+	// following is whether the copy follows etcd now: a watch is open on
+	// a member with a leader (the watch requires one) and has delivered
+	// since it opened. Local reads (gateway.WithLocalRead) are served
+	// from the copy as it is only then.
+	following atomic.Bool
+	log       *slog.Logger
 
 	// applying is held while a watch response is applied. Tests hold it to
 	// keep the cache behind etcd.

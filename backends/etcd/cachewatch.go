@@ -119,6 +119,7 @@ func (c *cache) watch(ctx context.Context, m *member, from int64) (heard bool, e
 	cli := m.cli.Load()
 	c.watching.Store(m)
 	defer c.watching.Store(nil)
+	defer c.following.Store(false)
 	wctx, cancel := context.WithCancel(watchCtx(ctx))
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -168,6 +169,7 @@ func (c *cache) watch(ctx context.Context, m *member, from int64) (heard bool, e
 		applying.Store(true)
 		c.apply(wr)
 		applying.Store(false)
+		c.following.Store(true)
 		last.Store(time.Now().UnixNano())
 	}
 	switch {

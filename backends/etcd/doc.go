@@ -587,6 +587,18 @@
 // best-effort limits (a campaign's check costs no round trip), answer from
 // the cache as it is.
 //
+// A local read (gateway.WithLocalRead, the API's consistency=local) of
+// Election, Elections or ElectionLeader skips the read index and answers
+// from the cache as it is, while the cache follows etcd: its watch is open
+// on a member and has delivered since it opened. It may miss what the
+// watch has not delivered yet. The watch requires a leader (etcd ends it
+// on a member that lost its own) and is given up on a member that stops
+// answering its progress requests within MemberTimeout, so a local read
+// never answers from a copy cut off from etcd for longer than that; while
+// the watch moves to another member, local reads take the read index like
+// every other. Writes never take the shortcut: a write's own reads run in
+// its own context, which only reads of the API mark.
+//
 // A revision that touched nothing under the prefix (a write elsewhere in
 // etcd) sends the watch no event. The cache then relies on a progress
 // notification, which etcd sends on request, saying that nothing under

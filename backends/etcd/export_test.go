@@ -315,3 +315,7 @@ func (b *Backend) QueuedWrites() int {
 	defer b.members.batch.mu.Unlock()
 	return len(b.members.batch.queue)
 }
+
+// Following reports whether the cache follows etcd, as local reads
+// require (cache.following).
+func (b *Backend) Following() bool { return b.cache.following.Load() }

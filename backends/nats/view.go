@@ -296,10 +296,19 @@ func (v *view) waitSeen(ctx context.Context, want uint64) error {
 // newest event of the view is named first where it can be (lookBack), so
 // that Head and the cursors of snapshots agree. Errors:
 // gateway.ErrUnavailable when the read index cannot be fetched.
+//
+// A local read (gateway.WithLocalRead) takes the view as it is, without
+// the read index, while the connection to NATS is up: the view then lags
+// the stream by what its watch has not delivered yet. With the connection
+// down it is read as every other read, which then fails.
 func (b *Backend) view(ctx context.Context) (*view, error) {
 	v := b.running()
 	if v == nil || !v.isFilled() {
 		return nil, nil
+	}
+	if gateway.LocalRead(ctx) && b.connected() == nil {
+		v.lookBack(ctx)
+		return v, nil
 	}
 	want, err := b.revision(ctx)
 	if err != nil {

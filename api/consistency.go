@@ -1,0 +1,44 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// Values of the consistency query parameter of the reads of elections.
+const (
+	consistencyLinearizable = "linearizable" // the default: after a read index
+	consistencyLocal        = "local"        // from the replica's copy as it is
+)
+
+// readContext returns the context a read of elections runs in: the
+// request's, marked for a local read (gateway.WithLocalRead) when the
+// query says consistency=local. Other parameters are left to the handler.
+// A consistency that is neither value, or given twice, is refused naming
+// it; a query string without one costs no parse (the leader read is the
+// hottest path of the API).
+func readContext(r *http.Request) (context.Context, error) {
+	if r.URL.RawQuery == "" {
+		return r.Context(), nil
+	}
+	q, err := query(r)
+	if err != nil {
+		return nil, err
+	}
+	vs, given := q["consistency"]
+	switch {
+	case !given:
+		return r.Context(), nil
+	case len(vs) > 1:
+		return nil, invalidField("consistency", "is given %d times; give it once", len(vs))
+	}
+	switch vs[0] {
+	case consistencyLinearizable:
+		return r.Context(), nil
+	case consistencyLocal:
+		return gateway.WithLocalRead(r.Context()), nil
+	}
+	return nil, invalidField("consistency", "%q is not a consistency; use %q (the default) or %q", clip(vs[0]), consistencyLinearizable, consistencyLocal)
+}

@@ -1,0 +1,80 @@
+package nats
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// A local read (gateway.WithLocalRead) answers from the replica's view as
+// it is, without the read index: through a view stopped at a's
+// leadership, it shows a leading after a resigned on another replica,
+// where a linearizable read shows b. With the connection down it fails,
+// as every other read does, rather than answer from the view.
+func TestLocalReadsAnswerFromTheViewAsItIs(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	cfg := freshConfig()
+	b, other := open(t, e, cfg), open(t, e, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	thA, _ := campaignT(t, other, "e", "a", time.Minute)
+	campaignT(t, other, "e", "b", time.Minute)
+	old, found, err := b.load(ctx, "e")
+	if err != nil || !found {
+		t.Fatalf("load: %v, %v", found, err)
+	}
+	lag := newView(b)
+	lag.recs["e"], lag.seen, lag.filled = old.viewed(), old.seq, true
+	b.addRun(lag)
+	defer b.removeRun(lag)
+	if err := other.Resign(ctx, "e", "a", thA); err != nil {
+		t.Fatal(err)
+	}
+
+	local := gateway.WithLocalRead(ctx)
+	reads := []struct {
+		name string
+		read func(ctx context.Context) (string, error) // the leader's id
+	}{
+		{"leader", func(ctx context.Context) (string, error) {
+			el, err := b.ElectionLeader(ctx, "e")
+			return leaderID(el), err
+		}},
+		{"election", func(ctx context.Context) (string, error) {
+			el, err := b.Election(ctx, "e")
+			return leaderID(el), err
+		}},
+		{"elections", func(ctx context.Context) (string, error) {
+			all, _, err := b.Elections(ctx)
+			if len(all) != 1 {
+				return "", err
+			}
+			return leaderID(all[0]), err
+		}},
+	}
+	for _, r := range reads {
+		if id, err := r.read(local); err != nil || id != "a" {
+			t.Fatalf("local %s read through a view stopped at a's leadership: %q, %v; want a", r.name, id, err)
+		}
+		if id, err := r.read(ctx); err != nil || id != "b" {
+			t.Fatalf("linearizable %s read: %q, %v; want b", r.name, id, err)
+		}
+	}
+
+	e.Shutdown()
+	sctx, scancel := context.WithTimeout(local, 2*time.Second)
+	defer scancel()
+	if el, err := b.ElectionLeader(sctx, "e"); err == nil {
+		t.Fatalf("local read with the server down: leader %q, want an error", leaderID(el))
+	}
+}
+
+func leaderID(e gateway.Election) string {
+	if e.Leader == nil {
+		return ""
+	}
+	return e.Leader.ID
+}
