@@ -254,29 +254,60 @@ class Client:
             )
         )
 
-    def candidate(self, election: str, id: str, *, timeout: Optional[float] = None) -> Status:
-        """The status of candidate ``id``, without extending its TTL."""
-        return Status.from_json(self.call("GET", ("v1", "elections", election, "candidates", id), timeout=timeout))
+    def candidate(
+        self, election: str, id: str, *, consistency: Optional[str] = None, timeout: Optional[float] = None
+    ) -> Status:
+        """The status of candidate ``id``, without extending its TTL.
+        ``consistency``: see ``leader``."""
+        return Status.from_json(
+            self.call(
+                "GET", ("v1", "elections", election, "candidates", id), query={"consistency": consistency},
+                timeout=timeout,
+            )
+        )
 
-    def candidates(self, election: str, *, timeout: Optional[float] = None) -> Candidates:
-        """The line of ``election``, leader first. Raises ElectionNotFoundError."""
-        return Candidates.from_json(self.call("GET", ("v1", "elections", election, "candidates"), timeout=timeout))
+    def candidates(
+        self, election: str, *, consistency: Optional[str] = None, timeout: Optional[float] = None
+    ) -> Candidates:
+        """The line of ``election``, leader first. ``consistency``: see
+        ``leader``. Raises ElectionNotFoundError."""
+        return Candidates.from_json(
+            self.call(
+                "GET", ("v1", "elections", election, "candidates"), query={"consistency": consistency},
+                timeout=timeout,
+            )
+        )
 
     # Elections.
 
-    def leader(self, election: str, *, timeout: Optional[float] = None) -> Leader:
+    def leader(self, election: str, *, consistency: Optional[str] = None, timeout: Optional[float] = None) -> Leader:
         """The current leader of ``election`` and its term. Raises
         NoLeaderError (``extensions`` may hold ``handover_until``),
-        ElectionNotFoundError."""
-        return Leader.from_json(self.call("GET", ("v1", "elections", election, "leader"), timeout=timeout))
+        ElectionNotFoundError.
 
-    def election(self, election: str, *, timeout: Optional[float] = None) -> Election:
-        """``election``'s settings, term and leader. Raises ElectionNotFoundError."""
-        return Election.from_json(self.call("GET", ("v1", "elections", election), timeout=timeout))
+        ``consistency``: None or ``"linearizable"`` (the gateway's default)
+        reflects every write acknowledged before the call, on any replica;
+        ``"local"`` is answered from the replica's own copy as it is, without
+        asking the backend first, and may lag another replica's write by the
+        replica's watch delay: act on it only with its fencing term."""
+        return Leader.from_json(
+            self.call(
+                "GET", ("v1", "elections", election, "leader"), query={"consistency": consistency}, timeout=timeout
+            )
+        )
 
-    def elections(self, *, timeout: Optional[float] = None) -> List[Election]:
-        """Every election, sorted by name."""
-        doc = self.call("GET", ("v1", "elections"), timeout=timeout) or {}
+    def election(
+        self, election: str, *, consistency: Optional[str] = None, timeout: Optional[float] = None
+    ) -> Election:
+        """``election``'s settings, term and leader. ``consistency``: see
+        ``leader``. Raises ElectionNotFoundError."""
+        return Election.from_json(
+            self.call("GET", ("v1", "elections", election), query={"consistency": consistency}, timeout=timeout)
+        )
+
+    def elections(self, *, consistency: Optional[str] = None, timeout: Optional[float] = None) -> List[Election]:
+        """Every election, sorted by name. ``consistency``: see ``leader``."""
+        doc = self.call("GET", ("v1", "elections"), query={"consistency": consistency}, timeout=timeout) or {}
         return [Election.from_json(e) for e in doc.get("elections") or []]
 
     def configure(

@@ -39,6 +39,22 @@ def test_campaign_heartbeat_resign_hands_over(gateway, election):
     assert no.value.status == 404 and no.value.slug == "no-leader"
 
 
+def test_local_reads_answer_as_linearizable_ones_and_bad_values_are_refused(gateway, election):
+    c = elector.Client(gateway.url)
+    c.campaign(election, "node-a", ttl=60)
+    for read in (
+        lambda **kw: c.leader(election, **kw),
+        lambda **kw: c.election(election, **kw),
+        lambda **kw: c.candidates(election, **kw),
+        lambda **kw: c.candidate(election, "node-a", **kw),
+        lambda **kw: [e for e in c.elections(**kw) if e.name == election],
+    ):
+        assert read(consistency="local") == read() == read(consistency="linearizable")
+        with pytest.raises(elector.InvalidRequestError) as bad:
+            read(consistency="stale")
+        assert bad.value.status == 400 and "consistency" in str(bad.value)
+
+
 def test_problems_come_back_typed(gateway, election):
     c = elector.Client(gateway.url)
     a = c.campaign(election, "a", ttl=60)

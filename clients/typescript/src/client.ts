@@ -82,6 +82,21 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
+/**
+ * The options of the reads of elections (leader, election, elections,
+ * candidates, candidate).
+ */
+export interface ReadOptions extends CallOptions {
+  /**
+   * "linearizable" (the gateway's default): the answer reflects every write
+   * acknowledged before the call began, on any replica. "local": the replica
+   * answers from its own copy as it is, without asking the backend first; it
+   * may lag another replica's write by the replica's watch delay, so act on
+   * it only with its fencing term.
+   */
+  consistency?: "linearizable" | "local";
+}
+
 /** The options of Client.transfer. */
 export interface TransferOptions extends CallOptions {
   /** With several holders, the holder that should hand over. */
@@ -211,8 +226,8 @@ export class Client {
   }
 
   /** candidate returns candidate id's status, as a heartbeat would, without extending its TTL. */
-  candidate(election: string, id: string, options?: CallOptions): Promise<CandidateStatus> {
-    return this.#json("GET", ["v1", "elections", election, "candidates", id], { ...options });
+  candidate(election: string, id: string, options?: ReadOptions): Promise<CandidateStatus> {
+    return this.#json("GET", ["v1", "elections", election, "candidates", id], { ...options, query: { consistency: options?.consistency } });
   }
 
   /**
@@ -270,23 +285,23 @@ export class Client {
    * Errors: NoLeaderError (extensions.handover_until while a handover
    * delay holds the promotion back), ElectionNotFoundError.
    */
-  leader(election: string, options?: CallOptions): Promise<LeaderDocument> {
-    return this.#json("GET", ["v1", "elections", election, "leader"], { ...options });
+  leader(election: string, options?: ReadOptions): Promise<LeaderDocument> {
+    return this.#json("GET", ["v1", "elections", election, "leader"], { ...options, query: { consistency: options?.consistency } });
   }
 
   /** candidates returns the line of election, leader first. Errors: ElectionNotFoundError. */
-  candidates(election: string, options?: CallOptions): Promise<Candidates> {
-    return this.#json("GET", ["v1", "elections", election, "candidates"], { ...options });
+  candidates(election: string, options?: ReadOptions): Promise<Candidates> {
+    return this.#json("GET", ["v1", "elections", election, "candidates"], { ...options, query: { consistency: options?.consistency } });
   }
 
   /** elections returns every election, sorted by name. */
-  elections(options?: CallOptions): Promise<Elections> {
-    return this.#json("GET", ["v1", "elections"], { ...options });
+  elections(options?: ReadOptions): Promise<Elections> {
+    return this.#json("GET", ["v1", "elections"], { ...options, query: { consistency: options?.consistency } });
   }
 
   /** election returns election's settings, term and leader. Errors: ElectionNotFoundError. */
-  election(election: string, options?: CallOptions): Promise<Election> {
-    return this.#json("GET", ["v1", "elections", election], { ...options });
+  election(election: string, options?: ReadOptions): Promise<Election> {
+    return this.#json("GET", ["v1", "elections", election], { ...options, query: { consistency: options?.consistency } });
   }
 
   /**

@@ -77,6 +77,22 @@ test("campaign, heartbeat and resign hand over with typed errors", async () => {
   await assert.rejects(c.election("calls"), ElectionNotFoundError);
 });
 
+test("local reads answer as linearizable ones; a bad consistency is refused", async () => {
+  await c.campaign("local-reads", { id: "node-a", ttl: 60_000 });
+  const reads: Array<(o: { consistency?: "linearizable" | "local" }) => Promise<unknown>> = [
+    (o) => c.leader("local-reads", o),
+    (o) => c.election("local-reads", o),
+    (o) => c.candidates("local-reads", o),
+    (o) => c.candidate("local-reads", "node-a", o),
+    async (o) => (await c.elections(o)).elections.filter((e) => e.name === "local-reads"),
+  ];
+  for (const read of reads) {
+    assert.deepEqual(await read({ consistency: "local" }), await read({}));
+    assert.deepEqual(await read({ consistency: "linearizable" }), await read({}));
+    await assert.rejects(read({ consistency: "stale" as "local" }), (err: unknown) => err instanceof InvalidRequestError && /consistency/.test(err.message));
+  }
+});
+
 test("holders: several lead at once, each with its own term", async () => {
   assert.equal((await c.configure("holders", { holders: 2 })).settings.holders, 2);
   const a = await c.campaign("holders", { id: "a", ttl: "1m" });
