@@ -36,6 +36,20 @@ type clientFlags struct {
 	priority    int
 	ttl         time.Duration
 	lastEventID string
+	local       bool // reads with consistency=local
+}
+
+// readFlags are the flags of the commands that only read elections.
+func readFlags(fs *pflag.FlagSet, f *clientFlags) {
+	fs.BoolVar(&f.local, "local", false, "answer from the gateway's own copy without asking the backend first (consistency=local): cheaper, possibly a moment behind another gateway's write")
+}
+
+// readContext is ctx, asking for local reads with --local.
+func (f *clientFlags) readContext(ctx context.Context) context.Context {
+	if f.local {
+		return client.WithLocalRead(ctx)
+	}
+	return ctx
 }
 
 // clientCommand is one command that talks to a gateway.
@@ -78,10 +92,10 @@ var clientCommands = []clientCommand{
 			}
 			return err
 		}},
-	{"leader", "leader --election E", "print the leader and its term, or every holder with theirs (exit 1 when there is none)",
-		nil,
+	{"leader", "leader --election E [--local]", "print the leader and its term, or every holder with theirs (exit 1 when there is none)",
+		readFlags,
 		func(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
-			l, err := c.Leader(ctx, f.election)
+			l, err := c.Leader(f.readContext(ctx), f.election)
 			if err == nil {
 				out.line(l, leaderText(l))
 			}
@@ -89,10 +103,10 @@ var clientCommands = []clientCommand{
 		}},
 	{"election", "election --election E [--holders N] [--error-cooldown D] [--handover-delay D] [--preempt=BOOL]", "print an election and its settings; with a setting's flag, change it (scope admin)",
 		electionFlags, electionCmd},
-	{"candidates", "candidates --election E", "print the line of candidates",
-		nil,
+	{"candidates", "candidates --election E [--local]", "print the line of candidates",
+		readFlags,
 		func(ctx context.Context, c *client.Client, f *clientFlags, out *printer) error {
-			cs, err := c.Candidates(ctx, f.election)
+			cs, err := c.Candidates(f.readContext(ctx), f.election)
 			if err == nil {
 				out.candidates(cs)
 			}

@@ -3,7 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,6 +64,46 @@ func TestClientCommandsCampaignHeartbeatLeaderCandidatesResign(t *testing.T) {
 	}
 	if code, _, errOut := cli(t, "heartbeat", "--election", "e"); code != 2 || !strings.Contains(errOut, "--id is required") {
 		t.Fatalf("heartbeat without id: %d %q", code, errOut)
+	}
+}
+
+// --local asks leader and candidates for local reads, which print what
+// the reads without it print.
+func TestReadCommandsAskForLocalReadsWithLocal(t *testing.T) {
+	g := newTestGateway(t)
+	target, err := url.Parse(g.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var queries []string
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		queries = append(queries, r.URL.RawQuery)
+		mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	t.Setenv(envGateway, proxy.URL)
+	if code, _, errOut := cli(t, "campaign", "--election", "e", "--id", "a"); code != 0 {
+		t.Fatalf("campaign: %d %s", code, errOut)
+	}
+	for _, cmd := range []string{"leader", "candidates"} {
+		mu.Lock()
+		queries = nil
+		mu.Unlock()
+		code, lin, _ := cli(t, cmd, "--election", "e")
+		lcode, loc, _ := cli(t, cmd, "--election", "e", "--local")
+		mu.Lock()
+		got := slices.Clone(queries)
+		mu.Unlock()
+		if code != 0 || lcode != 0 || lin != loc {
+			t.Fatalf("%s: %d %q; with --local %d %q", cmd, code, lin, lcode, loc)
+		}
+		if !slices.Equal(got, []string{"", "consistency=local"}) {
+			t.Fatalf("%s, then %s --local: queries %q, want none, then consistency=local", cmd, cmd, got)
+		}
 	}
 }
 
