@@ -279,20 +279,21 @@ func (b *batcher) take() []*queued {
 // them; an end of "\x00" is every key from key on.
 type span struct{ key, end string }
 
-func (s span) last() (string, bool) {
+// before reports whether x sorts before the end of s, without building
+// the end: a single key's span [key, key+"\x00") holds nothing between
+// key and its end, so x lies before that end exactly when x <= key.
+func (s span) before(x string) bool {
 	switch s.end {
 	case "":
-		return s.key + "\x00", false // the key alone: [key, key+"\x00")
+		return x <= s.key
 	case "\x00":
-		return "", true
+		return true // open-ended
 	}
-	return s.end, false
+	return x < s.end
 }
 
 func (s span) overlaps(o span) bool {
-	se, sOpen := s.last()
-	oe, oOpen := o.last()
-	return (sOpen || o.key < se) && (oOpen || s.key < oe)
+	return s.before(o.key) && o.before(s.key)
 }
 
 // footprint is what a transaction reads (its comparisons and gets) and
