@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/electorhq/elector/gateway"
 )
@@ -15,12 +16,14 @@ const (
 
 // readContext returns the context a read of elections runs in: the
 // request's, marked for a local read (gateway.WithLocalRead) when the
-// query says consistency=local. Other parameters are left to the handler.
-// A consistency that is neither value, or given twice, is refused naming
-// it; a query string without one costs no parse (the leader read is the
-// hottest path of the API).
+// query says consistency=local. A consistency that is neither value, or
+// given twice, or a query string that cannot be read when it names
+// consistency, is refused naming it. A query string that does not name it
+// is not parsed: these reads ignored their query string before they had a
+// parameter, and go on doing so for any other (and the leader read, the
+// hottest path of the API, pays nothing for it).
 func readContext(r *http.Request) (context.Context, error) {
-	if r.URL.RawQuery == "" {
+	if !strings.Contains(r.URL.RawQuery, "consistency") {
 		return r.Context(), nil
 	}
 	q, err := query(r)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/electorhq/elector/gateway"
@@ -29,6 +30,9 @@ func TestReadContext(t *testing.T) {
 		{"consistency=%6Cocal", true, ""},
 		{"consistency=%ZZ", false, "consistency"},
 		{"consistency=local;x=1", false, "query"},
+		{"a;b", false, ""},   // no consistency: not parsed, as before
+		{"x=%ZZ", false, ""}, // likewise
+		{"x=%ZZ&consistency=local", false, "x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -65,9 +69,15 @@ func FuzzReadQuery(f *testing.F) {
 			}
 			return
 		}
+		if !strings.Contains(raw, "consistency") {
+			if gateway.LocalRead(ctx) {
+				t.Fatalf("readContext(%q): a local read without consistency", raw)
+			}
+			return
+		}
 		q, perr := url.ParseQuery(raw)
 		if perr != nil {
-			t.Fatalf("readContext(%q) accepted a query url.ParseQuery refuses: %v", raw, perr)
+			t.Fatalf("readContext(%q) accepted a query naming consistency that url.ParseQuery refuses: %v", raw, perr)
 		}
 		want := len(q["consistency"]) == 1 && q.Get("consistency") == "local"
 		if gateway.LocalRead(ctx) != want {

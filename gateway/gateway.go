@@ -386,7 +386,7 @@ func (g *Gateway) Configure(ctx context.Context, election string, p SettingsPatc
 		return Election{}, err
 	}
 	s := *g.cfg.Defaults
-	e, err := g.b.Election(ctx, election)
+	e, err := g.b.Election(linearizable(ctx), election)
 	switch {
 	case err == nil:
 		s = e.Settings

@@ -56,7 +56,7 @@ func (g *Gateway) checkCandidateLimit(ctx context.Context, election string) erro
 		}
 		// Over a limit, or not known: decide on a linearizable read.
 	}
-	e, err := g.b.Election(ctx, election)
+	e, err := g.b.Election(linearizable(ctx), election)
 	switch {
 	case errors.Is(err, ErrElectionNotFound):
 		return g.checkElectionLimit(ctx)

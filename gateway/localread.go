@@ -16,11 +16,15 @@ type localReadKey struct{}
 // the connection is lost): a local read is a permission to skip the read
 // index, never an answer from a copy that lost its backend.
 //
-// Only reads take it: a write's own reads stay linearizable whatever its
-// context says, because the API marks only the contexts of GET requests
-// (consistency=local). A local answer may name a leader that has already
-// lost its leadership; what makes acting on it safe is the same as for any
-// answer that can be out of date by the time it arrives, the fencing term.
+// Only those three reads honour it. A write never decides on a local
+// read: the reads a Gateway write makes drop the mark (linearizable), and
+// backends honour it in those three methods alone, not in the reads of a
+// write's own checks, heartbeats or their loop. A local answer may name a
+// leader that has already lost its leadership, and two local answers from
+// two replicas need not be in order (a client may see term 8, then 7 from
+// a replica further behind); what makes acting on one safe is what makes
+// any answer that can be out of date safe, the fencing term: keep the
+// highest seen.
 func WithLocalRead(ctx context.Context) context.Context {
 	return context.WithValue(ctx, localReadKey{}, true)
 }
@@ -29,4 +33,13 @@ func WithLocalRead(ctx context.Context) context.Context {
 func LocalRead(ctx context.Context) bool {
 	v, _ := ctx.Value(localReadKey{}).(bool)
 	return v
+}
+
+// linearizable returns ctx without the mark of WithLocalRead: the context
+// of a read that a write decides on.
+func linearizable(ctx context.Context) context.Context {
+	if LocalRead(ctx) {
+		return context.WithValue(ctx, localReadKey{}, false)
+	}
+	return ctx
 }

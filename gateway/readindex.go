@@ -58,7 +58,7 @@ func (ri *ReadIndex) Start(ctx context.Context) ReadTicket {
 	ri.mu.Lock()
 	c := ri.next
 	if c == nil {
-		c = &readCall{done: make(chan struct{}), ctx: context.WithoutCancel(ctx)}
+		c = &readCall{done: make(chan struct{}), ctx: context.WithoutCancel(linearizable(ctx))}
 		ri.next = c
 	}
 	if !ri.running {

@@ -214,24 +214,32 @@ func (b *Backend) CountElections(ctx context.Context) (int, error) {
 // before fresh was called: it fetches etcd's revision through the read
 // index (one call shared by concurrent reads, made after this one began)
 // and catches up with it.
-//
-// A local read (gateway.WithLocalRead) skips both while the cache follows
-// etcd (cache.following): it answers from the cache as it is, which lags
-// etcd by what the watch has not delivered yet. A watch whose member
-// stops sending is given up within MemberTimeout, and one on a member
-// that lost its leader is ended by etcd (the watch requires a leader), so
-// a local read never answers from a copy cut off from etcd for longer;
-// while the watch moves to another member, local reads wait for the read
-// index like every other.
 func (b *Backend) fresh(ctx context.Context) error {
-	if gateway.LocalRead(ctx) && b.cache.following.Load() {
-		return nil
-	}
 	rev, err := b.index.Revision(ctx)
 	if err != nil {
 		return err
 	}
 	return b.catchUp(ctx, int64(rev))
+}
+
+// freshRead is fresh for the reads of elections (Election, Elections,
+// ElectionLeader), the only callers that honour a local read
+// (gateway.WithLocalRead): one skips the read index and answers from the
+// cache as it is while a watch follows etcd and has delivered within
+// MemberTimeout (cache.following), lagging etcd by what the watch has not
+// delivered yet. A member that stops sending is thus not read from for
+// longer than MemberTimeout; one cut off from its quorum that goes on
+// answering ends the watch itself once it knows it has no leader (the
+// watch requires one), within a few of etcd's election timeouts. Then,
+// and while the watch moves to another member, a local read takes the
+// read index like every other. Every other caller of fresh (a write's
+// checks, heartbeats, promises, the reconciler) is linearizable whatever
+// its context carries.
+func (b *Backend) freshRead(ctx context.Context) error {
+	if gateway.LocalRead(ctx) && b.cache.following(b.members.timeout) {
+		return nil
+	}
+	return b.fresh(ctx)
 }
 
 // catchUp waits until the cache answers as of rev or later. When neither
@@ -303,10 +311,14 @@ func (b *Backend) current(ctx context.Context, election string) (view, string, e
 
 // Election implements gateway.Backend: a linearizable read, from this
 // replica's cache once it has caught up with etcd's revision fetched after
-// the call began. Errors: gateway.ErrElectionNotFound,
+// the call began, or, for a local read, from the cache as it is
+// (freshRead). Errors: gateway.ErrElectionNotFound,
 // gateway.ErrUnavailable.
 func (b *Backend) Election(ctx context.Context, election string) (gateway.Election, error) {
-	v, cursor, err := b.current(ctx, election)
+	if err := b.freshRead(ctx); err != nil {
+		return gateway.Election{}, err
+	}
+	v, cursor, err := b.cached(ctx, election)
 	if err != nil {
 		return gateway.Election{}, err
 	}
@@ -319,7 +331,7 @@ func (b *Backend) Election(ctx context.Context, election string) (gateway.Electi
 // Elections implements gateway.Backend: every election of the cache, at
 // one revision, read as Election reads. Errors: gateway.ErrUnavailable.
 func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, error) {
-	if err := b.fresh(ctx); err != nil {
+	if err := b.freshRead(ctx); err != nil {
 		return nil, "", err
 	}
 	var (

@@ -34,12 +34,13 @@ type cache struct {
 	cli      *clientv3.Client
 	members  *members // whose member the watch is on
 	watching atomic.Pointer[member]
-	// following is whether the copy follows etcd now: a watch is open on
-	// a member with a leader (the watch requires one) and has delivered
-	// since it opened. Local reads (gateway.WithLocalRead) are served
-	// from the copy as it is only then.
-	following atomic.Bool
-	log       *slog.Logger
+	// heard is when the watch following etcd last delivered (events or
+	// a progress notification, applied), in Unix nanoseconds; 0 while no
+	// watch follows (none open, or it has not delivered since it opened).
+	// Local reads (gateway.WithLocalRead) are served from the copy as it
+	// is only while it is recent (following).
+	heard atomic.Int64
+	log   *slog.Logger
 
 	// applying is held while a watch response is applied. Tests hold it to
 	// keep the cache behind etcd.
@@ -317,6 +318,14 @@ func (c *cache) takeDirty() (names []string, all bool) {
 	}
 	clear(c.dirty)
 	return names, all
+}
+
+// following reports whether a watch follows etcd and has delivered within
+// d (a quiet watch asks for a progress notification after a third of
+// MemberTimeout, so a healthy one is heard from more often than that).
+func (c *cache) following(d time.Duration) bool {
+	h := c.heard.Load()
+	return h != 0 && time.Since(time.Unix(0, h)) < d
 }
 
 // status returns the cache's revision and whether the state is loaded.

@@ -119,7 +119,7 @@ func (c *cache) watch(ctx context.Context, m *member, from int64) (heard bool, e
 	cli := m.cli.Load()
 	c.watching.Store(m)
 	defer c.watching.Store(nil)
-	defer c.following.Store(false)
+	defer c.heard.Store(0)
 	wctx, cancel := context.WithCancel(watchCtx(ctx))
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -169,7 +169,7 @@ func (c *cache) watch(ctx context.Context, m *member, from int64) (heard bool, e
 		applying.Store(true)
 		c.apply(wr)
 		applying.Store(false)
-		c.following.Store(true)
+		c.heard.Store(time.Now().UnixNano())
 		last.Store(time.Now().UnixNano())
 	}
 	switch {

@@ -589,15 +589,16 @@
 //
 // A local read (gateway.WithLocalRead, the API's consistency=local) of
 // Election, Elections or ElectionLeader skips the read index and answers
-// from the cache as it is, while the cache follows etcd: its watch is open
-// on a member and has delivered since it opened. It may miss what the
-// watch has not delivered yet. The watch requires a leader (etcd ends it
-// on a member that lost its own) and is given up on a member that stops
-// answering its progress requests within MemberTimeout, so a local read
-// never answers from a copy cut off from etcd for longer than that; while
-// the watch moves to another member, local reads take the read index like
-// every other. Writes never take the shortcut: a write's own reads run in
-// its own context, which only reads of the API mark.
+// from the cache as it is while a watch follows etcd and has delivered
+// within MemberTimeout: it may miss what the watch has not delivered yet.
+// A member that stops sending is not read from for longer than
+// MemberTimeout; one cut off from its quorum that goes on answering ends
+// the watch itself once it knows it has no leader (the watch requires
+// one), within a few election timeouts. Then, and while the watch moves
+// to another member, local reads take the read index like every other.
+// Nothing else honours the mark: a write's checks, heartbeats, promises
+// and the reconciler read as fresh whatever their context carries
+// (freshRead).
 //
 // A revision that touched nothing under the prefix (a write elsewhere in
 // etcd) sends the watch no event. The cache then relies on a progress

@@ -318,4 +318,4 @@ func (b *Backend) QueuedWrites() int {
 
 // Following reports whether the cache follows etcd, as local reads
 // require (cache.following).
-func (b *Backend) Following() bool { return b.cache.following.Load() }
+func (b *Backend) Following() bool { return b.cache.following(b.members.timeout) }

@@ -9,13 +9,13 @@ import (
 
 // ElectionLeader implements gateway.LeaderReader: Election without the
 // candidates. It waits for the same read index as Election, so it is as
-// linearizable, and derives the holders, the transfer and the slots held
+// linearizable (and a local read skips it as Election's does), and derives the holders, the transfer and the slots held
 // back by the same code (leaderView, leaderSnapshot), so it names the same
 // holders with the same terms; it only leaves out the followers and the
 // candidates in error, and copies nothing of the election but the
 // holders. Errors: gateway.ErrElectionNotFound, gateway.ErrUnavailable.
 func (b *Backend) ElectionLeader(ctx context.Context, election string) (gateway.Election, error) {
-	if err := b.fresh(ctx); err != nil {
+	if err := b.freshRead(ctx); err != nil {
 		return gateway.Election{}, err
 	}
 	var (

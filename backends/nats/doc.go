@@ -320,6 +320,15 @@
 // as before; a read index that cannot be fetched is
 // gateway.ErrUnavailable, never an answer from a view that may be stale.
 //
+// A local read (gateway.WithLocalRead, the API's consistency=local) of
+// Election, ElectionLeader or Elections skips the read index and answers
+// from the view as it is, while its tail has a consumer made and not
+// given up (view.following) and the connection is up; it may miss what
+// the tail has not delivered yet. A consumer that stops answering is
+// given up after two missed heartbeats (4s); from then until another is
+// made, a local read is read as every other. Expiries the liveness does
+// not hold are still looked up. Nothing else honours the mark.
+//
 // Writes may start from the view's record (apply), but the view decides
 // nothing: a write is a compare-and-set on the record's sequence, so one
 // computed from a stale record is refused and recomputed from the stream

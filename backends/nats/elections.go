@@ -16,9 +16,11 @@ import (
 // the replica's view, caught up with a read index fetched after the call
 // (see view); otherwise, or while the view lags, from the stream
 // leader. Either way it reflects every write acknowledged before it
-// began. Errors: gateway.ErrElectionNotFound, gateway.ErrUnavailable.
+// began; a local read (gateway.WithLocalRead) may answer from the view as
+// it is instead (viewAs). Errors: gateway.ErrElectionNotFound,
+// gateway.ErrUnavailable.
 func (b *Backend) Election(ctx context.Context, election string) (gateway.Election, error) {
-	s, err := b.read(ctx, election)
+	s, err := b.readAs(ctx, election, gateway.LocalRead(ctx))
 	if err != nil {
 		return gateway.Election{}, err
 	}
@@ -31,9 +33,9 @@ func (b *Backend) Election(ctx context.Context, election string) (gateway.Electi
 
 // ElectionLeader implements gateway.LeaderReader: Election without the
 // candidates, so a read of the leader looks up one liveness, not one per
-// candidate.
+// candidate. A local read as Election's.
 func (b *Backend) ElectionLeader(ctx context.Context, election string) (gateway.Election, error) {
-	s, err := b.read(ctx, election)
+	s, err := b.readAs(ctx, election, gateway.LocalRead(ctx))
 	if err != nil {
 		return gateway.Election{}, err
 	}
@@ -97,7 +99,13 @@ func (b *Backend) CountCandidates(ctx context.Context, election string) (int, er
 // read returns election's latest record, linearizably: from the view
 // caught up with a read index, or from the stream leader.
 func (b *Backend) read(ctx context.Context, election string) (stored, error) {
-	v, err := b.view(ctx)
+	return b.readAs(ctx, election, false)
+}
+
+// readAs is read, or with local the record of the view as it is while it
+// follows the stream (viewAs).
+func (b *Backend) readAs(ctx context.Context, election string, local bool) (stored, error) {
+	v, err := b.viewAs(ctx, local)
 	if err != nil {
 		return stored{}, fmt.Errorf("nats: election %q: %w", election, err)
 	}
@@ -136,9 +144,9 @@ func (b *Backend) Configure(ctx context.Context, election string, set gateway.Se
 // event up to it (as Head).
 // Otherwise it reads the latest record of every election with one ordered
 // consumer (deliver last per subject, deleted afterwards) until nothing
-// is pending.
+// is pending. A local read as Election's.
 func (b *Backend) Elections(ctx context.Context) ([]gateway.Election, string, error) {
-	v, err := b.view(ctx)
+	v, err := b.viewAs(ctx, gateway.LocalRead(ctx))
 	if err != nil {
 		return nil, "", fmt.Errorf("nats: elections: %w", err)
 	}

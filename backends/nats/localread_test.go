@@ -6,14 +6,16 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/gateway"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // A local read (gateway.WithLocalRead) answers from the replica's view as
-// it is, without the read index: through a view stopped at a's
-// leadership, it shows a leading after a resigned on another replica,
-// where a linearizable read shows b. With the connection down it fails,
-// as every other read does, rather than answer from the view.
-func TestLocalReadsAnswerFromTheViewAsItIs(t *testing.T) {
+// it is, without the read index, while the view's tail follows the
+// stream: through a view stopped at a's leadership, it shows a leading
+// after a resigned on another replica, where a linearizable read shows b.
+// Once the tail has given up its consumer (view.following false), a local
+// read is a linearizable one.
+func TestLocalReadsAnswerFromTheViewWhileItFollows(t *testing.T) {
 	e := startServer(t, t.TempDir())
 	t.Cleanup(e.Shutdown)
 	cfg := freshConfig()
@@ -28,6 +30,7 @@ func TestLocalReadsAnswerFromTheViewAsItIs(t *testing.T) {
 	}
 	lag := newView(b)
 	lag.recs["e"], lag.seen, lag.filled = old.viewed(), old.seq, true
+	lag.following.Store(true)
 	b.addRun(lag)
 	defer b.removeRun(lag)
 	if err := other.Resign(ctx, "e", "a", thA); err != nil {
@@ -57,18 +60,17 @@ func TestLocalReadsAnswerFromTheViewAsItIs(t *testing.T) {
 	}
 	for _, r := range reads {
 		if id, err := r.read(local); err != nil || id != "a" {
-			t.Fatalf("local %s read through a view stopped at a's leadership: %q, %v; want a", r.name, id, err)
+			t.Fatalf("local %s read through a following view stopped at a's leadership: %q, %v; want a", r.name, id, err)
 		}
 		if id, err := r.read(ctx); err != nil || id != "b" {
 			t.Fatalf("linearizable %s read: %q, %v; want b", r.name, id, err)
 		}
 	}
-
-	e.Shutdown()
-	sctx, scancel := context.WithTimeout(local, 2*time.Second)
-	defer scancel()
-	if el, err := b.ElectionLeader(sctx, "e"); err == nil {
-		t.Fatalf("local read with the server down: leader %q, want an error", leaderID(el))
+	lag.following.Store(false)
+	for _, r := range reads {
+		if id, err := r.read(local); err != nil || id != "b" {
+			t.Fatalf("local %s read through a view whose tail gave up its consumer: %q, %v; want b, read as a linearizable one", r.name, id, err)
+		}
 	}
 }
 
@@ -77,4 +79,23 @@ func leaderID(e gateway.Election) string {
 		return ""
 	}
 	return e.Leader.ID
+}
+
+// The view of a running Run follows the stream once its tail has made its
+// consumer, and stops following when Run ends.
+func TestRunsViewFollowsWhileItsTailHasAConsumer(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	b := open(t, e, freshConfig())
+	campaignT(t, b, "e", "a", time.Minute)
+	stop := runUntil(b)
+	var v *view
+	eventually.True(t, 10*time.Second, "Run's view following the stream", func() bool {
+		v = b.running()
+		return v != nil && v.following.Load()
+	})
+	stop()
+	if v.following.Load() {
+		t.Fatal("the view of a Run that ended still follows the stream")
+	}
 }

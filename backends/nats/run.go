@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,9 +45,9 @@ func (b *Backend) Run(ctx context.Context) error {
 	defer close(v.done)
 	defer v.endFeeds()
 	var wg sync.WaitGroup
-	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.subj.record("*"), false, v.resume, v.record) })
-	wg.Go(func() { b.follow(ctx, b.subj.aliveStream(), b.subj.alive("*", "*"), true, nil, r.aliveMessage) })
-	wg.Go(func() { b.follow(ctx, b.subj.timerStream(), b.subj.timer("*", "*"), true, nil, r.timerMarker) })
+	wg.Go(func() { b.follow(ctx, b.cfg.Stream, b.subj.record("*"), false, v.resume, &v.following, v.record) })
+	wg.Go(func() { b.follow(ctx, b.subj.aliveStream(), b.subj.alive("*", "*"), true, nil, nil, r.aliveMessage) })
+	wg.Go(func() { b.follow(ctx, b.subj.timerStream(), b.subj.timer("*", "*"), true, nil, nil, r.timerMarker) })
 	wg.Go(func() { v.fill(ctx) })
 	wg.Go(func() { r.expireDue(ctx) })
 	r.loop(ctx)
@@ -58,10 +59,11 @@ func (b *Backend) Run(ctx context.Context) error {
 // new ones; or, when from says a sequence, every one from there) to
 // handle until ctx ends. The tail makes its consumer again after a fault;
 // follow starts a new tail only when one could not be opened or the
-// connection closed.
-func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, handle func(context.Context, jetstream.Msg, *jetstream.MsgMetadata)) {
+// connection closed. live, if not nil, is kept true while a consumer of
+// the tail is made and not given up (tail.live).
+func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, live *atomic.Bool, handle func(context.Context, jetstream.Msg, *jetstream.MsgMetadata)) {
 	for ctx.Err() == nil {
-		err := b.followOnce(ctx, stream, subject, headersOnly, from, handle)
+		err := b.followOnce(ctx, stream, subject, headersOnly, from, live, handle)
 		if ctx.Err() != nil {
 			return
 		}
@@ -73,7 +75,7 @@ func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnl
 	}
 }
 
-func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, handle func(context.Context, jetstream.Msg, *jetstream.MsgMetadata)) error {
+func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, live *atomic.Bool, handle func(context.Context, jetstream.Msg, *jetstream.MsgMetadata)) error {
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject: subject,
 		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
@@ -89,6 +91,11 @@ func (b *Backend) followOnce(ctx context.Context, stream, subject string, header
 		return err
 	}
 	defer t.Close()
+	if live != nil {
+		t.live = live
+		live.Store(true)
+		defer live.Store(false)
+	}
 	for {
 		m, md, err := t.Next()
 		if err != nil {

@@ -50,6 +50,10 @@ type tail struct {
 
 	bg    sync.WaitGroup // deletions of consumers given up, which Close waits for
 	drops atomic.Int64   // how many consumers were given up after a fault
+	// live, when set, says whether the tail has a consumer made and not
+	// given up: true once one is made, false from a fault until the next
+	// is (a view's following, for local reads).
+	live *atomic.Bool
 
 	mu     sync.Mutex
 	closed bool
@@ -177,6 +181,9 @@ func (t *tail) interrupt() {
 
 // drop gives up the current consumer after err: Next makes the next one.
 func (t *tail) drop(err error) {
+	if t.live != nil {
+		t.live.Store(false)
+	}
 	t.mu.Lock()
 	it, name, closed := t.it, t.name, t.closed
 	t.it, t.name = nil, ""
@@ -256,6 +263,9 @@ func (t *tail) make(ctx context.Context, name string) error {
 		return errTailClosed
 	}
 	t.it, t.name, t.dseq = it, name, 0
+	if t.live != nil {
+		t.live.Store(true)
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,10 +26,16 @@ import (
 // fetches the stream's last sequence through the read index (fetched after
 // the read arrived, coalesced across concurrent reads) and waits until the
 // watch has delivered it, so it reflects every write acknowledged before
-// it began. The watch delivers in stream order, so recs at any moment is
-// the stream's state at sequence seen.
+// it began (a local read, which the reads of elections may be, skips the
+// read index: see viewAs). The watch delivers in stream order, so recs at
+// any moment is the stream's state at sequence seen.
 type view struct {
 	b *Backend
+
+	// following is whether the tail feeding the view has a consumer made
+	// and not given up (tail.live): local reads answer from the view as
+	// it is only then.
+	following atomic.Bool
 
 	mu   sync.Mutex
 	recs map[string]viewed // as delivered: the stream's state at seen
@@ -296,17 +303,22 @@ func (v *view) waitSeen(ctx context.Context, want uint64) error {
 // newest event of the view is named first where it can be (lookBack), so
 // that Head and the cursors of snapshots agree. Errors:
 // gateway.ErrUnavailable when the read index cannot be fetched.
-//
-// A local read (gateway.WithLocalRead) takes the view as it is, without
-// the read index, while the connection to NATS is up: the view then lags
-// the stream by what its watch has not delivered yet. With the connection
-// down it is read as every other read, which then fails.
-func (b *Backend) view(ctx context.Context) (*view, error) {
+func (b *Backend) view(ctx context.Context) (*view, error) { return b.viewAs(ctx, false) }
+
+// viewAs is view, or, for a local read (gateway.WithLocalRead, which only
+// the reads of elections pass on), the view as it is, without the read
+// index, while its tail follows the records stream (view.following) and
+// the connection is up: it then lags the stream by what the tail has not
+// delivered yet. A tail whose consumer stops answering is found out by
+// its missed heartbeats (two, 4s) and given up; from then until it has
+// made another, and with the connection down, a local read is read as
+// every other.
+func (b *Backend) viewAs(ctx context.Context, local bool) (*view, error) {
 	v := b.running()
 	if v == nil || !v.isFilled() {
 		return nil, nil
 	}
-	if gateway.LocalRead(ctx) && b.connected() == nil {
+	if local && v.following.Load() && b.connected() == nil {
 		v.lookBack(ctx)
 		return v, nil
 	}

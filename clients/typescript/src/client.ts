@@ -97,6 +97,11 @@ export interface ReadOptions extends CallOptions {
   consistency?: "linearizable" | "local";
 }
 
+/** readSpec is how a read of elections is made with options. */
+function readSpec(options?: ReadOptions): RequestSpec {
+  return { ...options, query: { consistency: options?.consistency } };
+}
+
 /** The options of Client.transfer. */
 export interface TransferOptions extends CallOptions {
   /** With several holders, the holder that should hand over. */
@@ -227,7 +232,7 @@ export class Client {
 
   /** candidate returns candidate id's status, as a heartbeat would, without extending its TTL. */
   candidate(election: string, id: string, options?: ReadOptions): Promise<CandidateStatus> {
-    return this.#json("GET", ["v1", "elections", election, "candidates", id], { ...options, query: { consistency: options?.consistency } });
+    return this.#json("GET", ["v1", "elections", election, "candidates", id], readSpec(options));
   }
 
   /**
@@ -286,22 +291,22 @@ export class Client {
    * delay holds the promotion back), ElectionNotFoundError.
    */
   leader(election: string, options?: ReadOptions): Promise<LeaderDocument> {
-    return this.#json("GET", ["v1", "elections", election, "leader"], { ...options, query: { consistency: options?.consistency } });
+    return this.#json("GET", ["v1", "elections", election, "leader"], readSpec(options));
   }
 
   /** candidates returns the line of election, leader first. Errors: ElectionNotFoundError. */
   candidates(election: string, options?: ReadOptions): Promise<Candidates> {
-    return this.#json("GET", ["v1", "elections", election, "candidates"], { ...options, query: { consistency: options?.consistency } });
+    return this.#json("GET", ["v1", "elections", election, "candidates"], readSpec(options));
   }
 
   /** elections returns every election, sorted by name. */
   elections(options?: ReadOptions): Promise<Elections> {
-    return this.#json("GET", ["v1", "elections"], { ...options, query: { consistency: options?.consistency } });
+    return this.#json("GET", ["v1", "elections"], readSpec(options));
   }
 
   /** election returns election's settings, term and leader. Errors: ElectionNotFoundError. */
   election(election: string, options?: ReadOptions): Promise<Election> {
-    return this.#json("GET", ["v1", "elections", election], { ...options, query: { consistency: options?.consistency } });
+    return this.#json("GET", ["v1", "elections", election], readSpec(options));
   }
 
   /**
