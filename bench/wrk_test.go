@@ -51,30 +51,15 @@ func (r wrkResult) failures() int64 { return r.Connect + r.Read + r.Write + r.St
 func (r wrkResult) p50() time.Duration { return time.Duration(r.P50US) * time.Microsecond }
 func (r wrkResult) p99() time.Duration { return time.Duration(r.P99US) * time.Microsecond }
 
-// wrkLua is the script of every wrk load. Its mode (the first argument)
-// picks how requests are made:
-//
-//	cycle FILE          the requests of FILE in turn, one per line, each
-//	                    line "METHOD<TAB>PATH<TAB>TOKEN<TAB>BODY" (TOKEN
-//	                    the candidate token header, "-" for none, BODY "-"
-//	                    for none); thread i starts i/threads into the list,
-//	                    so that the requests in flight are of different lines
-//	elector PREFIX      campaigns into fresh elections PREFIX-<thread>-<n>
-//	etcd PREFIX LEASE…  etcd campaigns into fresh elections PREFIX/<thread>/<n>,
-//	                    thread i with the i-th lease
-//	etcd-grant PREFIX   the same, each on a lease granted just before
-//	                    (wrkGrantLua, a script of its own)
-//
-// done() prints one JSON line (wrkResult).
-const wrkLua = `
+// wrkLuaPrelude begins both scripts: the threads (each knows its index,
+// tid; done() reaches every one) and base64 for etcd's JSON.
+const wrkLuaPrelude = `
 local threads, nthreads = {}, 0
 function setup(thread)
   thread:set("tid", nthreads)
   nthreads = nthreads + 1
   threads[nthreads] = thread
 end
-
-local mode, reqs, i, n, prefix, lease
 local b64chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 local function b64(s)
   local out, pad = {}, (3 - #s % 3) % 3
@@ -91,6 +76,25 @@ local function b64(s)
   return r:sub(1, #r - pad) .. string.rep("=", pad)
 end
 
+`
+
+// wrkLua is the script of every wrk load. Its mode (the first argument)
+// picks how requests are made:
+//
+//	cycle FILE          the requests of FILE in turn, one per line, each
+//	                    line "METHOD<TAB>PATH<TAB>TOKEN<TAB>BODY" (TOKEN
+//	                    the candidate token header, "-" for none, BODY "-"
+//	                    for none); thread i starts i/threads into the list,
+//	                    so that the requests in flight are of different lines
+//	elector PREFIX      campaigns into fresh elections PREFIX-<thread>-<n>
+//	etcd PREFIX LEASE…  etcd campaigns into fresh elections PREFIX/<thread>/<n>,
+//	                    thread i with the i-th lease
+//	etcd-grant PREFIX   the same, each on a lease granted just before
+//	                    (wrkGrantLua, a script of its own)
+//
+// done() prints one JSON line (wrkResult).
+const wrkLua = wrkLuaPrelude + `
+local mode, reqs, i, n, prefix, lease
 function init(args)
   mode = args[1]
   n = 0
@@ -140,32 +144,9 @@ end
 // its requests are grants. requests in done()'s line counts the campaigns
 // alone (the rate and the CPU per request are per campaign); the
 // latencies are of both kinds of request.
-const wrkGrantLua = `
-local threads, nthreads = {}, 0
-function setup(thread)
-  thread:set("tid", nthreads)
-  nthreads = nthreads + 1
-  threads[nthreads] = thread
-end
-
+const wrkGrantLua = wrkLuaPrelude + `
 local prefix, n, granted = nil, 0, {}
 campaigns = 0
-local b64chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-local function b64(s)
-  local out, pad = {}, (3 - #s % 3) % 3
-  s = s .. string.rep("\0", pad)
-  for k = 1, #s, 3 do
-    local a, b, c = s:byte(k, k + 2)
-    local v = a * 65536 + b * 256 + c
-    for sh = 18, 0, -6 do
-      local d = math.floor(v / 2 ^ sh) % 64
-      out[#out + 1] = b64chars:sub(d + 1, d + 1)
-    end
-  end
-  local r = table.concat(out)
-  return r:sub(1, #r - pad) .. string.rep("=", pad)
-end
-
 function init(args)
   prefix = args[2]
 end
