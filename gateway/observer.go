@@ -11,7 +11,8 @@ import (
 // Implementations must be fast and safe for concurrent use.
 //
 // The operations are named after the methods: "campaign", "heartbeat",
-// "resign", "report_error", "election" (also ElectionLeader), "elections",
+// "resign", "report_error", "election" (also ElectionLeader), "elections"
+// ("election_local" and "elections_local" for local reads, WithLocalRead),
 // "configure", "watch" (starting a watch), "head", "count_elections",
 // "fail_leader", "delete_election", "check_token", "transfer" (also
 // TransferFrom), "handover", "cancel_transfer", "ping", "caught_up",
@@ -138,15 +139,25 @@ func (o *observed) ReportError(ctx context.Context, election, id, tokenHash, rea
 func (o *observed) Election(ctx context.Context, election string) (Election, error) {
 	start := time.Now()
 	e, err := o.b.Election(ctx, election)
-	o.done("election", start, err)
+	o.done(readOp(ctx, "election"), start, err)
 	return e, err
+}
+
+// readOp names the operation of a read of elections: op, or op_local for
+// a local read (WithLocalRead), whose latencies are not a linearizable
+// read's.
+func readOp(ctx context.Context, op string) string {
+	if LocalRead(ctx) {
+		return op + "_local"
+	}
+	return op
 }
 
 // Elections implements Reader.
 func (o *observed) Elections(ctx context.Context) ([]Election, string, error) {
 	start := time.Now()
 	es, cursor, err := o.b.Elections(ctx)
-	o.done("elections", start, err)
+	o.done(readOp(ctx, "elections"), start, err)
 	return es, cursor, err
 }
 
@@ -313,7 +324,7 @@ type observedLeaderReader struct {
 func (r observedLeaderReader) ElectionLeader(ctx context.Context, election string) (Election, error) {
 	start := time.Now()
 	e, err := r.lr.ElectionLeader(ctx, election)
-	r.o.done("election", start, err)
+	r.o.done(readOp(ctx, "election"), start, err)
 	return e, err
 }
 

@@ -140,7 +140,8 @@ func ptr[T any](v T) *T { return &v }
 
 // TestObserveReportsEachCallByItsOperation: each method of an observed
 // backend is reported once under its operation's name with its error;
-// ElectionLeader as "election", as the read it stands for.
+// ElectionLeader as "election", as the read it stands for; a local read
+// as "election_local" or "elections_local".
 func TestObserveReportsEachCallByItsOperation(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -164,6 +165,12 @@ func TestObserveReportsEachCallByItsOperation(t *testing.T) {
 		{"election", func() error { _, err := b.Election(ctx, e); return err }},
 		{"election", func() error { _, err := b.(gateway.LeaderReader).ElectionLeader(ctx, e); return err }},
 		{"elections", func() error { _, _, err := b.Elections(ctx); return err }},
+		{"election_local", func() error { _, err := b.Election(gateway.WithLocalRead(ctx), e); return err }},
+		{"election_local", func() error {
+			_, err := b.(gateway.LeaderReader).ElectionLeader(gateway.WithLocalRead(ctx), e)
+			return err
+		}},
+		{"elections_local", func() error { _, _, err := b.Elections(gateway.WithLocalRead(ctx)); return err }},
 		{"count_elections", func() error { _, err := b.CountElections(ctx); return err }},
 		{"count_candidates", func() error { _, err := b.(gateway.CandidateCounter).CountCandidates(ctx, e); return err }},
 		{"head", func() error { _, err := b.Head(ctx); return err }},
