@@ -74,6 +74,9 @@ type batcher struct {
 	// onSend, when a test sets it, is called with the size of each batch
 	// (1: a write alone) before it is sent; it may block to hold it.
 	onSend atomic.Pointer[func(n int)]
+	// onAnswer, when a test sets it, sees each answer etcd gives a batch
+	// (to each attempt) and may replace it, as a lost answer does.
+	onAnswer atomic.Pointer[func(resp *clientv3.TxnResponse, err error) (*clientv3.TxnResponse, error)]
 }
 
 // queued is one writing transaction waiting to be sent or answered.
@@ -205,7 +208,11 @@ func (b *batcher) sendBatch(batch []*queued) {
 		}
 		return true
 	}, func(ctx context.Context, c *clientv3.Client) (*clientv3.TxnResponse, error) {
-		return c.Txn(ctx).Then(ops...).Commit()
+		resp, err := c.Txn(ctx).Then(ops...).Commit()
+		if f := b.onAnswer.Load(); f != nil {
+			resp, err = (*f)(resp, err)
+		}
+		return resp, err
 	})
 	if err == nil && len(resp.Responses) != len(batch) {
 		err = fmt.Errorf("etcd: a batch of %d transactions answered with %d: %w", len(batch), len(resp.Responses), errOutcomeUnknown)

@@ -433,3 +433,42 @@ func TestAWriteInABatchUnderWayAnswersUnknownWhenItsContextEnds(t *testing.T) {
 		t.Errorf("the write answered unknown did apply with its batch, but it is not there: %v %v", get, err)
 	}
 }
+
+// A batch whose answer is lost after etcd applied it: the retry finds
+// every comparison of the batch failing (each write applied the first
+// time), which says nothing of whether they applied, so each write of
+// the batch answers that its outcome is unknown, none that it applied
+// nor that it was refused, and etcd holds every one of them once.
+func TestABatchWhoseAnswerIsLostAnswersUnknownToEachOfItsWrites(t *testing.T) {
+	b, cli, r := batchBackend(t, 2)
+	ctx := t.Context()
+	b.LoseBatchAnswer()
+	const n = 5
+	errs := make([]error, n)
+	wg := startHeld(t, b, r, cli, n, func(wg *sync.WaitGroup) {
+		for i := range n {
+			wg.Go(func() {
+				_, errs[i] = createIfAbsent(ctx, cli, fmt.Sprintf("batch/lost-%d", i), strconv.Itoa(i))
+			})
+		}
+	})
+	r.release()
+	wg.Wait()
+	if sizes := r.get(); len(sizes) < 3 || sizes[2] != n {
+		t.Fatalf("batches %v, want the %d writes in the third", sizes, n)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, etcd.ErrOutcomeUnknown) {
+			t.Errorf("write %d of a batch whose answer was lost: %v, want its outcome unknown", i, err)
+		}
+	}
+	for i := range n {
+		resp, err := cli.Get(ctx, fmt.Sprintf("batch/lost-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != strconv.Itoa(i) || resp.Kvs[0].Version != 1 {
+			t.Errorf("write %d: %v, want applied once", i, resp.Kvs)
+		}
+	}
+}

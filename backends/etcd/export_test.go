@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/electorhq/elector/gateway"
 )
@@ -319,3 +321,24 @@ func (b *Backend) QueuedWrites() int {
 // Following reports whether the cache follows etcd, as local reads
 // require (cache.following).
 func (b *Backend) Following() bool { return b.cache.following(b.members.timeout) }
+
+// ErrOutcomeUnknown is what a guarded write whose outcome is unknown wraps.
+var ErrOutcomeUnknown = errOutcomeUnknown
+
+// LoseBatchAnswer makes etcd's answer to the next batch of writes that
+// applies lost, as a connection cut after etcd applied it loses it: the
+// attempt fails with an unavailable member's error.
+func (b *Backend) LoseBatchAnswer() {
+	var once sync.Once
+	f := func(resp *clientv3.TxnResponse, err error) (*clientv3.TxnResponse, error) {
+		lost := false
+		if err == nil {
+			once.Do(func() { lost = true })
+		}
+		if lost {
+			return nil, status.Error(codes.Unavailable, "the connection was cut before the answer came")
+		}
+		return resp, err
+	}
+	b.members.batch.onAnswer.Store(&f)
+}
