@@ -35,10 +35,10 @@ type cache struct {
 	members  *members // whose member the watch is on
 	watching atomic.Pointer[member]
 	// heard is when the watch following etcd last delivered (events or
-	// a progress notification, applied), in Unix nanoseconds; 0 while no
-	// watch follows (none open, or it has not delivered since it opened).
-	// Local reads (gateway.WithLocalRead) are served from the copy as it
-	// is only while it is recent (following).
+	// a progress notification, applied), on the monotonic clock (sinceStart);
+	// 0 while no watch follows (none open, or it has not delivered since
+	// it opened). Local reads (gateway.WithLocalRead) are served from the
+	// copy as it is only while it is recent (following).
 	heard atomic.Int64
 	log   *slog.Logger
 
@@ -325,8 +325,16 @@ func (c *cache) takeDirty() (names []string, all bool) {
 // MemberTimeout, so a healthy one is heard from more often than that).
 func (c *cache) following(d time.Duration) bool {
 	h := c.heard.Load()
-	return h != 0 && time.Since(time.Unix(0, h)) < d
+	return h != 0 && sinceStart()-time.Duration(h) < d
 }
+
+// processStart is when the process started, as a reading of the monotonic
+// clock; sinceStart is the time since, which a step of the wall clock
+// does not move (a copy must not pass for recent because the clock was
+// set back).
+var processStart = time.Now()
+
+func sinceStart() time.Duration { return max(time.Since(processStart), 1) }
 
 // status returns the cache's revision and whether the state is loaded.
 func (c *cache) status() (rev int64, loaded bool) {

@@ -169,7 +169,7 @@ func (c *cache) watch(ctx context.Context, m *member, from int64) (heard bool, e
 		applying.Store(true)
 		c.apply(wr)
 		applying.Store(false)
-		c.heard.Store(time.Now().UnixNano())
+		c.heard.Store(int64(sinceStart()))
 		last.Store(time.Now().UnixNano())
 	}
 	switch {
