@@ -13,7 +13,9 @@ func leaderOf(ctx context.Context, server, election string) (string, int64, erro
 	if err != nil {
 		return "", 0, err
 	}
-	res, err := c.GetLeaderWithResponse(ctx, election)
+	// A local read (consistency=local): the spec's query parameter.
+	local := GetLeaderParamsConsistencyLocal
+	res, err := c.GetLeaderWithResponse(ctx, election, &GetLeaderParams{Consistency: &local})
 	if err != nil || res.JSON200 == nil {
 		return "", 0, err
 	}
