@@ -89,6 +89,9 @@ func (c *cache) apply(wr clientv3.WatchResponse) {
 	var gone []departure
 	for _, batch := range byRevision(wr.Events) {
 		rev := batch[0].Kv.ModRevision
+		if rev <= c.applied {
+			continue // a watch resumes from the last revision applied (follow)
+		}
 		c.st.dirty, c.st.departed = c.dirty, &gone
 		c.publish(c.st.applyRevision(rev, batch, true)) // to the feeds, and to know st.last
 		c.st.dirty, c.st.departed = nil, nil

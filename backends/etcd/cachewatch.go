@@ -42,8 +42,8 @@ var (
 // follow loads the keys, then follows them with a watch on one member,
 // and, whenever that watch ends (its member went down or stopped sending,
 // lost its leader, or the stream broke), resumes it on another member
-// from the revision after the last one applied: the cache loses nothing
-// and reloads nothing. It returns when ctx ends (nil), or when the state
+// from the last revision applied (whose events it skips, see apply): the
+// cache loses nothing and reloads nothing. It returns when ctx ends (nil), or when the state
 // cannot be loaded or the watch cannot resume because etcd compacted the
 // revision it needs.
 func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error {
@@ -78,8 +78,14 @@ func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error 
 			}
 			continue
 		}
+		// From the revision applied, not the one after it: etcd answers no
+		// progress request of a watch that starts past its current
+		// revision (3.4.24, 3.5.8 and later), so on an etcd nobody writes
+		// to, a watch from the next revision would look like a member that
+		// stopped answering and be given up again and again. The events of
+		// that revision, which the cache holds, are skipped (apply).
 		c.mu.Lock()
-		from := c.applied + 1
+		from := c.applied
 		c.mu.Unlock()
 		heard, err := c.watch(ctx, m, from)
 		switch {

@@ -342,3 +342,7 @@ func (b *Backend) LoseBatchAnswer() {
 	}
 	b.members.batch.onAnswer.Store(&f)
 }
+
+// HeardAt is when the cache's watch last delivered, on the cache's
+// monotonic clock (cache.heard); 0 while no watch follows.
+func (b *Backend) HeardAt() time.Duration { return time.Duration(b.cache.heard.Load()) }

@@ -166,3 +166,48 @@ func TestLocalReadsOfACopyCutOffFromEtcdAreNotServed(t *testing.T) {
 		t.Fatalf("local read with etcd gone: %d, want 503 or no answer", status)
 	}
 }
+
+// When the member the copy's watch is on stops, the watch moves to another
+// member and the copy follows etcd again: local reads go on, and show
+// what is written after the stop.
+func TestLocalReadsGoOnOnceTheWatchMovesToAnotherMember(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 3)
+	a := newBackend(t, ms, "move")
+	run(t, a)
+	ctx := context.Background()
+	srv := httptest.NewServer(api.New(gateway.New(a, gateway.Config{Logger: quiet}), api.Config{Logger: quiet}))
+	defer srv.Close()
+	campaign := func(election string) {
+		t.Helper()
+		th := gateway.HashToken(gateway.NewToken())
+		eventually.NoError(t, 20*time.Second, "a campaign in "+election, func() error {
+			_, err := a.Campaign(ctx, election, gateway.Candidacy{ID: "x", TTL: 30 * time.Second, TokenHash: th}, gateway.DefaultSettings())
+			return err
+		})
+	}
+	campaign("e")
+	eventually.True(t, 10*time.Second, "the copy following etcd", a.Following)
+	watched := a.WatchEndpoint()
+	stopped := false
+	for _, m := range ms {
+		if m.client.String() == watched {
+			m.stop()
+			stopped = true
+		}
+	}
+	if !stopped {
+		t.Fatalf("no member at %q, the watch's endpoint", watched)
+	}
+	eventually.True(t, 20*time.Second, "the watch on another member, following etcd", func() bool {
+		w := a.WatchEndpoint()
+		return w != "" && w != watched && a.Following()
+	})
+	// Written through this replica, so its copy holds it once the
+	// campaign answers; a local read shows it.
+	campaign("after")
+	status, leads, err := xLeads(ctx, srv.URL+"/v1/elections/after/leader?consistency=local", localReads[0].leads)
+	if err != nil || status != http.StatusOK || !leads {
+		t.Fatalf("local read after the watch moved: %d, x leads %v, %v; want x leading", status, leads, err)
+	}
+}
