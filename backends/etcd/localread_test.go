@@ -73,6 +73,24 @@ func xLeads(ctx context.Context, url string, leads func(map[string]any) bool) (i
 	return res.StatusCode, leads(doc), nil
 }
 
+// serveAPI serves the API over b on loopback until the test ends.
+func serveAPI(t *testing.T, b *etcd.Backend) *httptest.Server {
+	srv := httptest.NewServer(api.New(gateway.New(b, gateway.Config{Logger: quiet}), api.Config{Logger: quiet}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// campaignX campaigns candidate x into election through b, and returns its
+// token's hash.
+func campaignX(t *testing.T, b *etcd.Backend, election string) string {
+	t.Helper()
+	th := gateway.HashToken(gateway.NewToken())
+	if _, err := b.Campaign(context.Background(), election, gateway.Candidacy{ID: "x", TTL: 30 * time.Second, TokenHash: th}, gateway.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	return th
+}
+
 // A local read (consistency=local) answers from the replica's copy as it
 // is: through a replica whose watch is held behind a deposition made on
 // another replica, every read that takes it still shows the deposed
@@ -89,13 +107,8 @@ func TestLocalReadsAnswerFromTheCopyWhileItFollowsEtcd(t *testing.T) {
 	run(t, a)
 	run(t, other)
 	ctx := context.Background()
-	srv := httptest.NewServer(api.New(gateway.New(a, gateway.Config{Logger: quiet}), api.Config{Logger: quiet}))
-	defer srv.Close()
-
-	th := gateway.HashToken(gateway.NewToken())
-	if _, err := a.Campaign(ctx, "e", gateway.Candidacy{ID: "x", TTL: 30 * time.Second, TokenHash: th}, gateway.DefaultSettings()); err != nil {
-		t.Fatal(err)
-	}
+	srv := serveAPI(t, a)
+	th := campaignX(t, a, "e")
 	if _, err := other.Election(ctx, "e"); err != nil {
 		t.Fatal(err)
 	}
@@ -146,12 +159,8 @@ func TestLocalReadsOfACopyCutOffFromEtcdAreNotServed(t *testing.T) {
 	a := newBackend(t, ms, "cutoff")
 	run(t, a)
 	ctx := context.Background()
-	srv := httptest.NewServer(api.New(gateway.New(a, gateway.Config{Logger: quiet}), api.Config{Logger: quiet}))
-	defer srv.Close()
-	th := gateway.HashToken(gateway.NewToken())
-	if _, err := a.Campaign(ctx, "e", gateway.Candidacy{ID: "x", TTL: 30 * time.Second, TokenHash: th}, gateway.DefaultSettings()); err != nil {
-		t.Fatal(err)
-	}
+	srv := serveAPI(t, a)
+	campaignX(t, a, "e")
 	eventually.True(t, 10*time.Second, "the copy following etcd", a.Following)
 	leader := srv.URL + "/v1/elections/e/leader?consistency=local"
 	if status, leads, err := xLeads(ctx, leader, localReads[0].leads); err != nil || status != http.StatusOK || !leads {
@@ -176,8 +185,7 @@ func TestLocalReadsGoOnOnceTheWatchMovesToAnotherMember(t *testing.T) {
 	a := newBackend(t, ms, "move")
 	run(t, a)
 	ctx := context.Background()
-	srv := httptest.NewServer(api.New(gateway.New(a, gateway.Config{Logger: quiet}), api.Config{Logger: quiet}))
-	defer srv.Close()
+	srv := serveAPI(t, a)
 	campaign := func(election string) {
 		t.Helper()
 		th := gateway.HashToken(gateway.NewToken())
