@@ -74,28 +74,9 @@ func TestCaughtUp(t *testing.T) {
 // and its readiness check says it is behind. The read waits for the view
 // up to gateway.CatchUpGrace, then reads from the stream leader.
 func TestALaggingViewServesNoStaleLeader(t *testing.T) {
-	e := startServer(t, t.TempDir())
-	t.Cleanup(e.Shutdown)
-	cfg := freshConfig()
-	b, other := open(t, e, cfg), open(t, e, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	thA, _ := campaignT(t, other, "e", "a", time.Minute)
-	campaignT(t, other, "e", "b", time.Minute)
-	old, found, err := b.load(ctx, "e")
-	if err != nil || !found {
-		t.Fatalf("load: %v, %v", found, err)
-	}
-	// A view that has loaded the stream up to a's leadership and receives
-	// nothing more.
-	lag := newView(b)
-	lag.recs["e"], lag.seen, lag.filled = old.viewed(), old.seq, true
-	b.addRun(lag)
-	defer b.removeRun(lag)
-
-	if err := other.Resign(ctx, "e", "a", thA); err != nil {
-		t.Fatal(err)
-	}
+	b, _ := viewStoppedAtALeadership(t, ctx)
 	el, err := b.ElectionLeader(ctx, "e")
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +87,33 @@ func TestALaggingViewServesNoStaleLeader(t *testing.T) {
 	if err := b.CaughtUp(ctx); !errors.Is(err, gateway.ErrUnavailable) {
 		t.Fatalf("CaughtUp of the lagging view: %v, want ErrUnavailable", err)
 	}
+}
+
+// viewStoppedAtALeadership returns a backend with a view of its own (as
+// Run's) that loaded election e up to candidate a's leadership and
+// receives nothing more (nor says it follows the stream), and that view;
+// a has since resigned through another replica, so candidate b leads. The
+// view goes when the test ends.
+func viewStoppedAtALeadership(t *testing.T, ctx context.Context) (*Backend, *view) {
+	t.Helper()
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	cfg := freshConfig()
+	b, other := open(t, e, cfg), open(t, e, cfg)
+	thA, _ := campaignT(t, other, "e", "a", time.Minute)
+	campaignT(t, other, "e", "b", time.Minute)
+	old, found, err := b.load(ctx, "e")
+	if err != nil || !found {
+		t.Fatalf("load: %v, %v", found, err)
+	}
+	lag := newView(b)
+	lag.recs["e"], lag.seen, lag.filled = old.viewed(), old.seq, true
+	b.addRun(lag)
+	t.Cleanup(func() { b.removeRun(lag) })
+	if err := other.Resign(ctx, "e", "a", thA); err != nil {
+		t.Fatal(err)
+	}
+	return b, lag
 }
 
 // TestAViewThatMayHaveMissedRecordsIsNotUsed: a view that has reached the

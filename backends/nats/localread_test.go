@@ -16,26 +16,10 @@ import (
 // Once the tail has given up its consumer (view.following false), a local
 // read is a linearizable one.
 func TestLocalReadsAnswerFromTheViewWhileItFollows(t *testing.T) {
-	e := startServer(t, t.TempDir())
-	t.Cleanup(e.Shutdown)
-	cfg := freshConfig()
-	b, other := open(t, e, cfg), open(t, e, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	thA, _ := campaignT(t, other, "e", "a", time.Minute)
-	campaignT(t, other, "e", "b", time.Minute)
-	old, found, err := b.load(ctx, "e")
-	if err != nil || !found {
-		t.Fatalf("load: %v, %v", found, err)
-	}
-	lag := newView(b)
-	lag.recs["e"], lag.seen, lag.filled = old.viewed(), old.seq, true
+	b, lag := viewStoppedAtALeadership(t, ctx)
 	lag.following.Store(true)
-	b.addRun(lag)
-	defer b.removeRun(lag)
-	if err := other.Resign(ctx, "e", "a", thA); err != nil {
-		t.Fatal(err)
-	}
 
 	local := gateway.WithLocalRead(ctx)
 	reads := []struct {
