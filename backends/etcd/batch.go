@@ -88,7 +88,7 @@ type queued struct {
 	size int
 
 	wake  chan struct{} // receives once: lead is set, or alone, or the answer
-	lead  []*queued     // a batch this write's goroutine sends (itself first)
+	lead  []*queued     // a batch this write starts (itself first; see lead)
 	alone bool          // its batch was refused: it sends itself alone
 	resp  *clientv3.TxnResponse
 	err   error
@@ -126,20 +126,51 @@ func (b *batcher) commit(ctx context.Context, t *routedTxn) (*clientv3.TxnRespon
 		lead := q.lead != nil
 		b.mu.Unlock()
 		if !lead {
-			// In a batch already, sent by another write's goroutine: it
-			// may apply, and this request does not wait to learn.
-			return nil, fmt.Errorf("etcd: the transaction was sent in a batch whose answer has not come, its outcome is unknown: %w: %w", errOutcomeUnknown, ctx.Err())
+			// In a batch already, sent for another write: it may apply,
+			// and this request does not wait to learn.
+			return nil, unknownInBatch(ctx)
 		}
-		// To send the batch it leads: every write in it waits for that.
+		// To start the batch it leads: every write in it waits for that.
 		<-q.wake
 	}
 	switch {
 	case q.lead != nil:
-		b.send(q.lead)
+		return b.lead(ctx, q)
 	case q.alone:
 		q.resp, q.err = b.sendAlone(ctx, t)
 	}
 	return q.resp, q.err
+}
+
+// lead sends the batch that q leads, on a goroutine of its own, and
+// returns q's answer; or, once q's context has ended, that its outcome is
+// unknown, as for every other write of a batch under way. The batch goes
+// on for its other writes until each has given up (sendBatch), so q's
+// request does not wait for a batch it no longer needs, and nothing of
+// it outlives the last write that does.
+func (b *batcher) lead(ctx context.Context, q *queued) (*clientv3.TxnResponse, error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.send(q.lead)
+	}()
+	select {
+	case <-done:
+		return q.resp, q.err
+	case <-ctx.Done():
+		select {
+		case <-done: // answered as it ended: the answer is known
+			return q.resp, q.err
+		default:
+			return nil, unknownInBatch(ctx)
+		}
+	}
+}
+
+// unknownInBatch is the answer to a write whose context ended while its
+// batch was under way: it may apply.
+func unknownInBatch(ctx context.Context) error {
+	return fmt.Errorf("etcd: the transaction was sent in a batch whose answer has not come, its outcome is unknown: %w: %w", errOutcomeUnknown, ctx.Err())
 }
 
 // sendAlone sends t as its own transaction.
@@ -150,9 +181,9 @@ func (b *batcher) sendAlone(ctx context.Context, t *routedTxn) (*clientv3.TxnRes
 		})
 }
 
-// send sends batch (on the goroutine of its first write), settles each of
-// its writes, then starts the next batch of the queue, if any, on the
-// goroutine of that batch's first write.
+// send sends batch (on the goroutine of a lone write, or lead's), settles
+// each of its writes, then has the first write of the next batch of the
+// queue, if any, start it (lead).
 func (b *batcher) send(batch []*queued) {
 	if f := b.onSend.Load(); f != nil {
 		(*f)(len(batch))
@@ -232,7 +263,7 @@ func (b *batcher) sendBatch(batch []*queued) {
 		for _, q := range batch {
 			q.alone = true
 		}
-		// The first write's goroutine is this one.
+		// The first write is sent again here, on the batch's goroutine.
 		q := batch[0]
 		q.alone = false
 		q.resp, q.err = b.sendAlone(q.ctx, q.t)
