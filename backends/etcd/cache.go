@@ -46,6 +46,10 @@ type cache struct {
 	// keep the cache behind etcd.
 	applying sync.Mutex
 	progress chan struct{} // a waiter asks the watch for a progress notification
+	// onResume, when a test sets it, is called before a watch resumes
+	// (on another member, or the same one again) from revision from; it
+	// may block to hold the resume.
+	onResume atomic.Pointer[func(from int64)]
 
 	mu      sync.Mutex
 	st      *state

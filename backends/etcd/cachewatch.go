@@ -87,6 +87,9 @@ func (c *cache) follow(ctx context.Context, requestTimeout time.Duration) error 
 		c.mu.Lock()
 		from := c.applied
 		c.mu.Unlock()
+		if f := c.onResume.Load(); f != nil && last != nil {
+			(*f)(from)
+		}
 		heard, err := c.watch(ctx, m, from)
 		switch {
 		case ctx.Err() != nil:

@@ -46,6 +46,23 @@ func (b *Backend) HoldCache() (release func()) {
 	return sync.OnceFunc(b.cache.applying.Unlock)
 }
 
+// HoldWatchResume holds the cache's watch, the next time it resumes after
+// ending (its member down or silent), until release is called (once or
+// more); held receives the revision it will resume from. Later resumes
+// are not held.
+func (b *Backend) HoldWatchResume() (held <-chan int64, release func()) {
+	ch, gate := make(chan int64, 1), make(chan struct{})
+	var once sync.Once
+	f := func(from int64) {
+		once.Do(func() {
+			ch <- from
+			<-gate
+		})
+	}
+	b.cache.onResume.Store(&f)
+	return ch, sync.OnceFunc(func() { close(gate) })
+}
+
 // ProgressAhead feeds the cache a progress notification at rev, as etcd
 // members that answer progress requests out of band may send one ahead of
 // events still queued for the watch.

@@ -5,10 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/electorhq/elector/api"
 	"github.com/electorhq/elector/backends/etcd"
@@ -196,17 +201,7 @@ func TestLocalReadsGoOnOnceTheWatchMovesToAnotherMember(t *testing.T) {
 	}
 	campaign("e")
 	eventually.True(t, 10*time.Second, "the copy following etcd", a.Following)
-	watched := a.WatchEndpoint()
-	stopped := false
-	for _, m := range ms {
-		if m.client.String() == watched {
-			m.stop()
-			stopped = true
-		}
-	}
-	if !stopped {
-		t.Fatalf("no member at %q, the watch's endpoint", watched)
-	}
+	watched := stopWatchedMember(t, ms, a)
 	eventually.True(t, 20*time.Second, "the watch on another member, following etcd", func() bool {
 		w := a.WatchEndpoint()
 		return w != "" && w != watched && a.Following()
@@ -218,4 +213,100 @@ func TestLocalReadsGoOnOnceTheWatchMovesToAnotherMember(t *testing.T) {
 	if err != nil || status != http.StatusOK || !leads {
 		t.Fatalf("local read after the watch moved: %d, x leads %v, %v; want x leading", status, leads, err)
 	}
+}
+
+// stopWatchedMember stops the member of ms that b's cache watches, and
+// returns its endpoint.
+func stopWatchedMember(t *testing.T, ms []*member, b *etcd.Backend) string {
+	t.Helper()
+	watched := b.WatchEndpoint()
+	for _, m := range ms {
+		if m.client.String() == watched {
+			m.stop()
+			return watched
+		}
+	}
+	t.Fatalf("no member at %q, the watch's endpoint", watched)
+	return ""
+}
+
+// When etcd has compacted past the revision the copy's watch must resume
+// from, the copy loads again. Until it has, it is not following and local
+// reads are not served from it; once it has, they show what was written
+// meanwhile.
+func TestLocalReadsResumeOnceTheCopyReloadsPastACompaction(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 3)
+	var logs lockedLog
+	a := newBackend(t, ms, "reload", func(c *etcd.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	other := newBackend(t, ms, "reload")
+	run(t, a)
+	run(t, other)
+	ctx := context.Background()
+	srv := serveAPI(t, a)
+	th := campaignX(t, a, "e")
+	eventually.True(t, 10*time.Second, "the copy following etcd", a.Following)
+	leader := srv.URL + "/v1/elections/e/leader?consistency=local"
+
+	held, release := a.HoldWatchResume()
+	defer release()
+	stopWatchedMember(t, ms, a)
+	var from int64
+	select {
+	case from = <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("the watch did not resume within a minute of its member's stop")
+	}
+	if a.Following() {
+		t.Fatal("a copy whose watch ended counts as following")
+	}
+	if _, err := other.ReportError(ctx, "e", "x", th, "deposed elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := other.Client().Get(ctx, "reload/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Revision <= from {
+		t.Fatalf("etcd at revision %d after a deposition, the watch resumes from %d", resp.Header.Revision, from)
+	}
+	if _, err := other.Client().Compact(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	status, leads, err := xLeads(rctx, leader, localReads[0].leads)
+	cancel()
+	if err == nil && status == http.StatusOK {
+		t.Fatalf("local read while the copy cannot resume: %d, x leads %v; want no answer from the copy", status, leads)
+	}
+
+	release()
+	eventually.True(t, 20*time.Second, "the copy reloaded, following etcd", func() bool {
+		return strings.Contains(logs.String(), "reloading election state") && a.Following()
+	})
+	for _, r := range localReads {
+		// The leader read answers 404: nobody leads.
+		status, leads, err := xLeads(ctx, srv.URL+r.path+"?consistency=local", r.leads)
+		if err != nil || status != http.StatusOK && status != http.StatusNotFound || leads {
+			t.Fatalf("local read of %s after the reload: %d, x leads %v, %v; want the deposition", r.path, status, leads, err)
+		}
+	}
+}
+
+// lockedLog is a log the backend writes while the test reads it.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
