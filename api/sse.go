@@ -216,6 +216,13 @@ func (a *api) serveStream(w http.ResponseWriter, r *http.Request, sub subscripti
 			return
 		case ev, ok := <-sub.events:
 			if !ok {
+				if r.Context().Err() != nil || a.shuttingDown() {
+					// Ended by the request's end (the client left, or the
+					// shutdown ended it), which closes the watch, or as the
+					// replica shuts down: not a watch that ended on its own.
+					a.sendRetryHint(w, rc, &b)
+					return
+				}
 				// The watch ended: this stream fell further behind than the
 				// replica keeps, or the backend watch broke. The client
 				// resumes where it was.
@@ -275,13 +282,21 @@ func send(w http.ResponseWriter, rc *http.ResponseController, b *strings.Builder
 	return rc.Flush() == nil
 }
 
+// shuttingDown reports whether the replica is shutting down.
+func (a *api) shuttingDown() bool {
+	select {
+	case <-a.cfg.Shutdown:
+		return true
+	default:
+		return false
+	}
+}
+
 // sendRetryHint ends a stream when the replica shuts down: a retry field
 // and a comment, so that the client reconnects (to another replica) after
 // the hint. A stream whose client went away gets nothing.
 func (a *api) sendRetryHint(w http.ResponseWriter, rc *http.ResponseController, b *strings.Builder) {
-	select {
-	case <-a.cfg.Shutdown:
-	default:
+	if !a.shuttingDown() {
 		return
 	}
 	fmt.Fprintf(b, "retry: %d\n: shutting down; reconnect with Last-Event-ID\n\n", a.cfg.RetryHint.Milliseconds())
