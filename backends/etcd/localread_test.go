@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/servertest"
 )
 
 // localReads are the reads that take consistency=local, each with what
@@ -85,6 +85,21 @@ func serveAPI(t *testing.T, b *etcd.Backend) *httptest.Server {
 	return srv
 }
 
+// twoReplicas starts replicas a (configured by opts) and other over ms
+// under prefix, serves the API over a, and campaigns x into election e
+// through a once a's copy follows etcd; it returns the hash of x's token.
+func twoReplicas(t *testing.T, ms []*member, prefix string, opts ...func(*etcd.Config)) (a, other *etcd.Backend, srv *httptest.Server, th string) {
+	t.Helper()
+	a = newBackend(t, ms, prefix, opts...)
+	other = newBackend(t, ms, prefix)
+	run(t, a)
+	run(t, other)
+	srv = serveAPI(t, a)
+	th = campaignX(t, a, "e")
+	eventually.True(t, 10*time.Second, "the copy following etcd", a.Following)
+	return a, other, srv, th
+}
+
 // campaignX campaigns candidate x into election through b, and returns its
 // token's hash.
 func campaignX(t *testing.T, b *etcd.Backend, election string) string {
@@ -107,17 +122,11 @@ func TestLocalReadsAnswerFromTheCopyWhileItFollowsEtcd(t *testing.T) {
 	// A MemberTimeout far longer than the test: a held copy still counts
 	// as following however slow the machine.
 	patient := func(c *etcd.Config) { c.MemberTimeout = time.Minute }
-	a := newBackend(t, ms, "local", patient)
-	other := newBackend(t, ms, "local")
-	run(t, a)
-	run(t, other)
+	a, other, srv, th := twoReplicas(t, ms, "local", patient)
 	ctx := context.Background()
-	srv := serveAPI(t, a)
-	th := campaignX(t, a, "e")
 	if _, err := other.Election(ctx, "e"); err != nil {
 		t.Fatal(err)
 	}
-	eventually.True(t, 10*time.Second, "the copy following etcd", a.Following)
 	for _, r := range localReads {
 		if status, leads, err := xLeads(ctx, srv.URL+r.path+"?consistency=local", r.leads); err != nil || status != http.StatusOK || !leads {
 			t.Fatalf("local read of %s: %d, x leads %v, %v; want x leading", r.path, status, leads, err)
@@ -237,15 +246,9 @@ func stopWatchedMember(t *testing.T, ms []*member, b *etcd.Backend) string {
 func TestLocalReadsResumeOnceTheCopyReloadsPastACompaction(t *testing.T) {
 	t.Parallel()
 	ms := startCluster(t, 3)
-	var logs lockedLog
-	a := newBackend(t, ms, "reload", func(c *etcd.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
-	other := newBackend(t, ms, "reload")
-	run(t, a)
-	run(t, other)
+	var logs servertest.SyncBuffer
+	a, other, srv, th := twoReplicas(t, ms, "reload", func(c *etcd.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	ctx := context.Background()
-	srv := serveAPI(t, a)
-	th := campaignX(t, a, "e")
-	eventually.True(t, 10*time.Second, "the copy following etcd", a.Following)
 	leader := srv.URL + "/v1/elections/e/leader?consistency=local"
 
 	held, release := a.HoldWatchResume()
@@ -291,22 +294,4 @@ func TestLocalReadsResumeOnceTheCopyReloadsPastACompaction(t *testing.T) {
 			t.Fatalf("local read of %s after the reload: %d, x leads %v, %v; want the deposition", r.path, status, leads, err)
 		}
 	}
-}
-
-// lockedLog is a log the backend writes while the test reads it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
