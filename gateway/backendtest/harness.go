@@ -163,6 +163,14 @@ func snapshot(t *testing.T, b gateway.Backend, election string) gateway.Election
 	return e
 }
 
+// eventWait bounds how long a test waits for the events its steps make to
+// come through a watch: long enough for a loaded machine that runs other
+// tests beside it (CI saw a NATS cluster, under a storm of writes in a
+// parallel subtest, deliver none for over 5s). It bounds nothing that a
+// backend promises: each test then checks which events came, in which
+// order and for which reasons, which tells a handover from an expiry.
+const eventWait = 20 * time.Second
+
 // recorder collects the events of a watch.
 type recorder struct {
 	mu     sync.Mutex

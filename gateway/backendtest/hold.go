@@ -119,7 +119,7 @@ func testFailedLeaderHoldsTheNext(t *testing.T, b gateway.Backend) {
 	if leader != "b" {
 		t.Fatalf("%s leads, want b, next in line", leader)
 	}
-	got := filter(rec.wait(t, 5*time.Second, "leader.begin of b", func(ev []gateway.Event) bool {
+	got := filter(rec.wait(t, eventWait, "leader.begin of b", func(ev []gateway.Event) bool {
 		return has(filter(ev, e), gateway.EventLeaderBegin, "b", "")
 	}), e)
 	perr, end, begin := find(got, gateway.EventLeaderError, "a", ""), find(got, gateway.EventLeaderEnd, "a", gateway.ReasonError), find(got, gateway.EventLeaderBegin, "b", gateway.ReasonError)

@@ -182,7 +182,7 @@ func testFirstNHold(t *testing.T, b gateway.Backend, n int) {
 	// the next term, the others keep theirs.
 	resign(t, b, e, "c0", tok["c0"])
 	delete(tok, "c0")
-	got := filter(rec.wait(t, 5*time.Second, fmt.Sprintf("c%d begins", n), func(ev []gateway.Event) bool {
+	got := filter(rec.wait(t, eventWait, fmt.Sprintf("c%d begins", n), func(ev []gateway.Event) bool {
 		return has(ev, gateway.EventLeaderBegin, fmt.Sprintf("c%d", n), "")
 	}), e)
 	s = snapshot(t, b, e)
@@ -280,7 +280,7 @@ func testLoweringHolders(t *testing.T, b gateway.Backend, n int) {
 			t.Fatalf("heartbeat of demoted %s: %+v, %v; want a follower at %d, ahead of those that never held", id, st, err, i)
 		}
 	}
-	got := filter(rec.wait(t, 5*time.Second, "the newest holderships end", func(ev []gateway.Event) bool {
+	got := filter(rec.wait(t, eventWait, "the newest holderships end", func(ev []gateway.Event) bool {
 		return has(ev, gateway.EventLeaderEnd, "c1", gateway.ReasonHoldersReduced)
 	}), e)
 	if i, j := find(got, gateway.EventLeaderEnd, fmt.Sprintf("c%d", n-1), gateway.ReasonHoldersReduced), find(got, gateway.EventLeaderEnd, "c1", gateway.ReasonHoldersReduced); i < 0 || j < i {
@@ -348,7 +348,7 @@ func testTransferFromAHolder(t *testing.T, b gateway.Backend, n int) {
 	if err != nil || st.Candidate.State != gateway.StateFollower {
 		t.Fatalf("handover by %s: %+v, %v", from, st, err)
 	}
-	got := filter(rec.wait(t, 5*time.Second, to+" begins", func(ev []gateway.Event) bool {
+	got := filter(rec.wait(t, eventWait, to+" begins", func(ev []gateway.Event) bool {
 		return has(ev, gateway.EventLeaderBegin, to, "")
 	}), e)
 	end, begin := find(got, gateway.EventLeaderEnd, from, gateway.ReasonTransferred), find(got, gateway.EventLeaderBegin, to, gateway.ReasonTransferred)

@@ -99,7 +99,7 @@ func testPreemptionMovesToAHigherPriority(t *testing.T, b gateway.Backend) {
 	if hs.Leader == nil || hs.Leader.ID != "c" || !nextTerm(hs.Term, a.Term) {
 		t.Fatalf("after handover: leader %+v term %d, want c after term %d", hs.Leader, hs.Term, a.Term)
 	}
-	got := filter(rec.wait(t, 5*time.Second, "c begins", func(ev []gateway.Event) bool {
+	got := filter(rec.wait(t, eventWait, "c begins", func(ev []gateway.Event) bool {
 		return has(ev, gateway.EventLeaderBegin, "c", "")
 	}), e)
 	if find(got, gateway.EventLeaderTransfer, "b", gateway.ReasonPreempted) < 0 || find(got, gateway.EventLeaderTransfer, "c", gateway.ReasonPreempted) < 0 || has(got, gateway.EventLeaderBegin, "b", "") {

@@ -91,7 +91,7 @@ func testFirstCandidateLeads(t *testing.T, b gateway.Backend) {
 	if snap.Leader == nil || snap.Leader.ID != "a" || snap.Term != a.Term {
 		t.Fatalf("snapshot leader %+v term %d", snap.Leader, snap.Term)
 	}
-	got := rec.wait(t, 5*time.Second, "joined, begin, joined", func(ev []gateway.Event) bool {
+	got := rec.wait(t, eventWait, "joined, begin, joined", func(ev []gateway.Event) bool {
 		return len(filter(ev, e)) >= 3
 	})
 	got = filter(got, e)
@@ -200,7 +200,7 @@ func testResignHandsOverAtOnce(t *testing.T, b gateway.Backend) {
 	if s.Leader == nil || s.Leader.ID != "b" || s.Term <= a.Term || !s.HandoverUntil.IsZero() {
 		t.Fatalf("right after resign: leader %+v term %d handover %v; want b at once", s.Leader, s.Term, s.HandoverUntil)
 	}
-	got := rec.wait(t, 5*time.Second, "b begins", func(ev []gateway.Event) bool { return has(ev, gateway.EventLeaderBegin, "b", "") })
+	got := rec.wait(t, eventWait, "b begins", func(ev []gateway.Event) bool { return has(ev, gateway.EventLeaderBegin, "b", "") })
 	if find(got, gateway.EventLeaderEnd, "a", gateway.ReasonResigned) < 0 || find(got, gateway.EventCandidateLeft, "a", gateway.ReasonResigned) < 0 || find(got, gateway.EventLeaderBegin, "b", gateway.ReasonResigned) < 0 {
 		t.Fatalf("events %s: want leader.end, candidate.left and leader.begin with reason resigned", describe(got))
 	}
@@ -252,7 +252,7 @@ func testErrorCooldown(t *testing.T, b gateway.Backend) {
 	if got := ids(snapshot(t, b, e).Candidates); !slices.Equal(got, []string{"b:leader", "c:follower", "a:error"}) {
 		t.Fatalf("line during cooldown = %v", got)
 	}
-	got := rec.wait(t, 5*time.Second, "error handover", func(ev []gateway.Event) bool { return has(ev, gateway.EventLeaderBegin, "b", "") })
+	got := rec.wait(t, eventWait, "error handover", func(ev []gateway.Event) bool { return has(ev, gateway.EventLeaderBegin, "b", "") })
 	perr, pend, pbeg := find(got, gateway.EventLeaderError, "a", ""), find(got, gateway.EventLeaderEnd, "a", gateway.ReasonError), find(got, gateway.EventLeaderBegin, "b", gateway.ReasonError)
 	if perr < 0 || pend < perr || pbeg < pend || got[perr].Detail != "begin hook exited 1" || got[perr].Term != term {
 		t.Fatalf("events %s: want leader.error(a, detail), leader.end(a, error), leader.begin(b, error)", describe(got))

@@ -101,7 +101,7 @@ func testTransferCooperating(t *testing.T, b gateway.Backend) {
 	if _, err := b.Heartbeat(ctx, e, "a", tha); err != nil {
 		t.Fatalf("heartbeat of a as a follower: %v", err)
 	}
-	got := filter(rec.wait(t, 5*time.Second, "c begins", func(ev []gateway.Event) bool {
+	got := filter(rec.wait(t, eventWait, "c begins", func(ev []gateway.Event) bool {
 		return has(ev, gateway.EventLeaderBegin, "c", "")
 	}), e)
 	tr1, end, begin := find(got, gateway.EventLeaderTransfer, "c", gateway.ReasonTransferred), find(got, gateway.EventLeaderEnd, "a", gateway.ReasonTransferred), find(got, gateway.EventLeaderBegin, "c", gateway.ReasonTransferred)
@@ -157,7 +157,7 @@ func testTransferCancelled(t *testing.T, b gateway.Backend) {
 	}
 	refusedForTransfer(t, b, e, "a", tha, "b", gateway.ReasonTransferred)
 	resign(t, b, e, "b", thb)
-	got := filter(rec.wait(t, 5*time.Second, "the transfer is cancelled", func(ev []gateway.Event) bool {
+	got := filter(rec.wait(t, eventWait, "the transfer is cancelled", func(ev []gateway.Event) bool {
 		return has(ev, gateway.EventTransferCancelled, "b", gateway.ReasonResigned)
 	}), e)
 	if i := find(got, gateway.EventLeaderTransfer, "b", ""); i < 0 || i > find(got, gateway.EventTransferCancelled, "b", "") {
@@ -224,7 +224,7 @@ func testPreempt(t *testing.T, b gateway.Backend) {
 	if st.Leader == nil || st.Leader.ID != "c" || !nextTerm(st.Term, a.Term) {
 		t.Fatalf("after handover: %+v, want c leading a term after %d", st, a.Term)
 	}
-	got := filter(rec.wait(t, 5*time.Second, "c begins", func(ev []gateway.Event) bool {
+	got := filter(rec.wait(t, eventWait, "c begins", func(ev []gateway.Event) bool {
 		return has(ev, gateway.EventLeaderBegin, "c", "")
 	}), e)
 	if find(got, gateway.EventLeaderTransfer, "c", gateway.ReasonPreempted) < 0 || find(got, gateway.EventLeaderEnd, "a", gateway.ReasonPreempted) < 0 || find(got, gateway.EventLeaderBegin, "c", gateway.ReasonPreempted) < 0 {
@@ -269,7 +269,7 @@ func testCancelTransfer(t *testing.T, b gateway.Backend) {
 	if _, err := b.CancelTransfer(ctx, e, ""); !errors.Is(err, gateway.ErrNoTransfer) {
 		t.Fatalf("a second cancellation: %v, want ErrNoTransfer", err)
 	}
-	got := filter(rec.wait(t, 5*time.Second, "the cancellation", func(ev []gateway.Event) bool {
+	got := filter(rec.wait(t, eventWait, "the cancellation", func(ev []gateway.Event) bool {
 		return has(ev, gateway.EventTransferCancelled, "c", gateway.ReasonCancelled)
 	}), e)
 	if i := find(got, gateway.EventLeaderTransfer, "c", gateway.ReasonTransferred); i < 0 || i > find(got, gateway.EventTransferCancelled, "c", gateway.ReasonCancelled) {
@@ -339,7 +339,7 @@ func testCancelRacingHandover(t *testing.T, b gateway.Backend) {
 		if s.Leader.ID == "b" {
 			want = gateway.EventLeaderBegin
 		}
-		got := filter(rec.wait(t, 5*time.Second, string(want), func(ev []gateway.Event) bool {
+		got := filter(rec.wait(t, eventWait, string(want), func(ev []gateway.Event) bool {
 			return has(ev, want, "b", "")
 		}), e)
 		if err := CheckEvents(got); err != nil {

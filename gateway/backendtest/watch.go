@@ -87,7 +87,7 @@ func testWatchFilter(t *testing.T, b gateway.Backend) {
 	rec := watch(t, b, e1, "")
 	campaign(t, b, e2, "x", 10*time.Second)
 	campaign(t, b, e1, "y", 10*time.Second)
-	got := rec.wait(t, 5*time.Second, "y leads e1", func(ev []gateway.Event) bool { return has(ev, gateway.EventLeaderBegin, "y", "") })
+	got := rec.wait(t, eventWait, "y leads e1", func(ev []gateway.Event) bool { return has(ev, gateway.EventLeaderBegin, "y", "") })
 	for _, ev := range got {
 		if ev.Election != e1 {
 			t.Fatalf("watch of %s got an event of %s", e1, ev.Election)
