@@ -85,16 +85,23 @@ func serveAPI(t *testing.T, b *etcd.Backend) *httptest.Server {
 	return srv
 }
 
+// servedReplica starts a replica over ms under prefix, configured by
+// opts, and serves the API over it.
+func servedReplica(t *testing.T, ms []*member, prefix string, opts ...func(*etcd.Config)) (*etcd.Backend, *httptest.Server) {
+	t.Helper()
+	b := newBackend(t, ms, prefix, opts...)
+	run(t, b)
+	return b, serveAPI(t, b)
+}
+
 // twoReplicas starts replicas a (configured by opts) and other over ms
 // under prefix, serves the API over a, and campaigns x into election e
 // through a once a's copy follows etcd; it returns the hash of x's token.
 func twoReplicas(t *testing.T, ms []*member, prefix string, opts ...func(*etcd.Config)) (a, other *etcd.Backend, srv *httptest.Server, th string) {
 	t.Helper()
-	a = newBackend(t, ms, prefix, opts...)
+	a, srv = servedReplica(t, ms, prefix, opts...)
 	other = newBackend(t, ms, prefix)
-	run(t, a)
 	run(t, other)
-	srv = serveAPI(t, a)
 	th = campaignX(t, a, "e")
 	eventually.True(t, 10*time.Second, "the copy following etcd", a.Following)
 	return a, other, srv, th
@@ -170,10 +177,8 @@ func TestLocalReadsAnswerFromTheCopyWhileItFollowsEtcd(t *testing.T) {
 func TestLocalReadsOfACopyCutOffFromEtcdAreNotServed(t *testing.T) {
 	t.Parallel()
 	ms := startCluster(t, 1)
-	a := newBackend(t, ms, "cutoff")
-	run(t, a)
+	a, srv := servedReplica(t, ms, "cutoff")
 	ctx := context.Background()
-	srv := serveAPI(t, a)
 	campaignX(t, a, "e")
 	eventually.True(t, 10*time.Second, "the copy following etcd", a.Following)
 	leader := srv.URL + "/v1/elections/e/leader?consistency=local"
@@ -196,10 +201,8 @@ func TestLocalReadsOfACopyCutOffFromEtcdAreNotServed(t *testing.T) {
 func TestLocalReadsGoOnOnceTheWatchMovesToAnotherMember(t *testing.T) {
 	t.Parallel()
 	ms := startCluster(t, 3)
-	a := newBackend(t, ms, "move")
-	run(t, a)
+	a, srv := servedReplica(t, ms, "move")
 	ctx := context.Background()
-	srv := serveAPI(t, a)
 	campaign := func(election string) {
 		t.Helper()
 		th := gateway.HashToken(gateway.NewToken())
