@@ -125,7 +125,10 @@ func (r *Record) Handover(now time.Time, id, tokenHash string) ([]Event, error) 
 // ErrNoTransfer (none is pending, or the holdership already ended and the
 // target is next), ErrNotLeader (tokenHash is not that holder's),
 // ErrPreempting (the election's preempt setting started it and would
-// start it again).
+// start it again). When the election preempts and a follower outranks a
+// holder, the cancellation starts that preemption at once (preempt), as
+// the next Advance would: the transfer the operator asked for had held
+// it back.
 //
 // Why a cancellation never makes more holders act. It changes no
 // holdership: the slots, the line and the terms stay as they are, and only
@@ -158,7 +161,7 @@ func (r *Record) CancelTransfer(now time.Time, tokenHash string) ([]Event, error
 	if r.Pending.Reason == ReasonPreempted && r.Settings.Preempt {
 		return ev, fmt.Errorf("%q: %w", r.Name, ErrPreempting)
 	}
-	return r.cancelTransfer(now, r.Pending.To, ReasonCancelled, ev), nil
+	return r.preempt(now, r.cancelTransfer(now, r.Pending.To, ReasonCancelled, ev)), nil
 }
 
 // HandoverDue returns a *TransferPendingError if candidate id holds and is

@@ -215,6 +215,19 @@ func TestRecordTransferScripts(t *testing.T) {
 			line: "b:leader c:follower a:follower", term: 2,
 		},
 		{
+			name:     "cancelling an operator's transfer starts the preemption it held back",
+			settings: Settings{Preempt: true},
+			ops: []op{
+				{op: "campaign", id: "a", ttl: long, want: "candidate.joined(a,campaign) leader.begin(a,)"},
+				{op: "campaign", id: "b", ttl: long, want: "candidate.joined(b,campaign)"},
+				{op: "transfer", id: "b", want: "leader.transfer(b,transferred)"},
+				{op: "campaign", id: "c", ttl: long, prio: 5, want: "candidate.joined(c,campaign)"},
+				{op: "cancel", want: "leader.transfer_cancelled(b,cancelled) leader.transfer(c,preempted)"},
+				{op: "advance", want: "-"},
+			},
+			line: "a:leader c:follower b:follower", term: 1,
+		},
+		{
 			name: "turning preempt on starts the transfer",
 			ops: []op{
 				{op: "campaign", id: "a", ttl: long, want: "candidate.joined(a,campaign) leader.begin(a,)"},

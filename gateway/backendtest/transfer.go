@@ -20,6 +20,7 @@ var transferTests = []struct {
 	{"TransferWithSilentLeaderWaitsForItsTTL", testTransferSilent},
 	{"TransferToCandidateThatLeavesIsCancelled", testTransferCancelled},
 	{"CancelledTransferLeavesTheLeaderLeading", testCancelTransfer},
+	{"CancelStartsThePreemptionItHeldBack", testCancelStartsThePreemptionItHeldBack},
 	{"CancelRacingHandoverMakesOneLeader", testCancelRacingHandover},
 	{"PrioritiesOrderTheLine", testPrioritiesOrderTheLine},
 	{"PreemptHandsOverThroughTransfer", testPreempt},
@@ -232,6 +233,40 @@ func testPreempt(t *testing.T, b gateway.Backend) {
 	}
 	if got := ids(snapshot(t, b, e).Candidates); !slices.Equal(got, []string{"c:leader", "b:follower", "a:follower"}) {
 		t.Fatalf("line %v, want c, then b, then a at the back of its priority", got)
+	}
+}
+
+// testCancelStartsThePreemptionItHeldBack: an operator's transfer holds
+// preemption back; cancelling it starts the preemption at once, in the
+// cancellation's answer and its events (gateway.Record.CancelTransfer).
+func testCancelStartsThePreemptionItHeldBack(t *testing.T, b gateway.Backend) {
+	ctx := context.Background()
+	e := name("unheld")
+	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second, Preempt: true}); err != nil {
+		t.Fatal(err)
+	}
+	rec := watch(t, b, e, "")
+	campaign(t, b, e, "a", 10*time.Second)
+	campaign(t, b, e, "b", 10*time.Second)
+	if _, err := b.Transfer(ctx, e, "b", ""); err != nil {
+		t.Fatalf("transfer to b: %v", err)
+	}
+	campaignPriority(t, b, e, "c", 10*time.Second, 5)
+	if s := snapshot(t, b, e); s.Transfer == nil || s.Transfer.To != "b" {
+		t.Fatalf("before the cancellation: transfer %+v, want the operator's to b", s.Transfer)
+	}
+	s, err := b.CancelTransfer(ctx, e, "")
+	if err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if s.Transfer == nil || s.Transfer.To != "c" || s.Transfer.Reason != gateway.ReasonPreempted || s.Leader == nil || s.Leader.ID != "a" {
+		t.Fatalf("the cancellation's answer: transfer %+v, leader %+v; want a leading, asked to hand over to c (preempted)", s.Transfer, s.Leader)
+	}
+	got := filter(rec.wait(t, eventWait, "the preemption", func(ev []gateway.Event) bool {
+		return has(ev, gateway.EventLeaderTransfer, "c", gateway.ReasonPreempted)
+	}), e)
+	if i := find(got, gateway.EventTransferCancelled, "b", gateway.ReasonCancelled); i < 0 || i > find(got, gateway.EventLeaderTransfer, "c", gateway.ReasonPreempted) {
+		t.Fatalf("events %s: want leader.transfer_cancelled(b, cancelled), then leader.transfer(c, preempted)", describe(got))
 	}
 }
 
