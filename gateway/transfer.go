@@ -125,23 +125,27 @@ func (r *Record) Handover(now time.Time, id, tokenHash string) ([]Event, error) 
 // ErrNoTransfer (none is pending, or the holdership already ended and the
 // target is next), ErrNotLeader (tokenHash is not that holder's),
 // ErrPreempting (the election's preempt setting started it and would
-// start it again). When the election preempts and a follower outranks a
-// holder, the cancellation starts that preemption at once (preempt), as
-// the next Advance would: the transfer the operator asked for had held
-// it back.
+// start it again). The transfer had steered promote, and the cancellation
+// lets it go on as the next Advance would: the target takes a slot free
+// beside the holdership it waited for (the holders raised meanwhile), and
+// when the election preempts and a follower outranks a holder, that
+// preemption starts at once.
 //
-// Why a cancellation never makes more holders act. It changes no
-// holdership: the slots, the line and the terms stay as they are, and only
-// Pending goes. It is one transition of the Record like the others,
-// written under the backend's mutex or compare-and-set, so it is ordered
-// with every way the holdership can end:
+// Why a cancellation never makes more holders act. It ends no holdership,
+// and the one it asked to hand over goes on with its term. A holdership
+// it begins, it begins through promote, the only place one begins, which
+// begins one only while fewer slots are taken than the limit, counting
+// the open holderships, handover delays and holds. It is one transition
+// of the Record like the others, written under the backend's mutex or
+// compare-and-set, so it is ordered with every way the holdership it
+// asked to hand over can end:
 //   - the holder handed over (or resigned, erred, expired) first: its
 //     holdership is closed, and the cancellation is refused with
 //     ErrNoTransfer;
 //   - the cancellation is stored first: a Handover that follows finds no
 //     transfer (ErrNoTransfer) and promotes nobody. A holder that stopped
 //     acting to hand over learns from its next heartbeat that it still
-//     holds, with the same term; the target never held the slot.
+//     holds, with the same term; the target never held its slot.
 //
 // The heartbeats refused while the transfer was pending extended
 // nothing, so the holder's expiry and its own step-down deadline both
@@ -161,7 +165,7 @@ func (r *Record) CancelTransfer(now time.Time, tokenHash string) ([]Event, error
 	if r.Pending.Reason == ReasonPreempted && r.Settings.Preempt {
 		return ev, fmt.Errorf("%q: %w", r.Name, ErrPreempting)
 	}
-	return r.preempt(now, r.cancelTransfer(now, r.Pending.To, ReasonCancelled, ev)), nil
+	return r.promote(now, r.cancelTransfer(now, r.Pending.To, ReasonCancelled, ev)), nil
 }
 
 // HandoverDue returns a *TransferPendingError if candidate id holds and is

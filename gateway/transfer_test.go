@@ -228,6 +228,17 @@ func TestRecordTransferScripts(t *testing.T) {
 			line: "a:leader c:follower b:follower", term: 1,
 		},
 		{
+			name: "cancelling a transfer lets its target take a slot it waited beside",
+			ops: []op{
+				{op: "campaign", id: "a", ttl: long, want: "candidate.joined(a,campaign) leader.begin(a,)"},
+				{op: "campaign", id: "b", ttl: long, want: "candidate.joined(b,campaign)"},
+				{op: "transfer", id: "b", want: "leader.transfer(b,transferred)"},
+				{op: "configure-holders-3", want: "-"},
+				{op: "cancel", want: "leader.transfer_cancelled(b,cancelled) leader.begin(b,)"},
+			},
+			line: "a:leader b:leader", term: 2,
+		},
+		{
 			name: "turning preempt on starts the transfer",
 			ops: []op{
 				{op: "campaign", id: "a", ttl: long, want: "candidate.joined(a,campaign) leader.begin(a,)"},
@@ -269,6 +280,10 @@ func TestRecordTransferScripts(t *testing.T) {
 				case "configure", "configure-no-preempt":
 					st := r.Settings
 					st.Preempt = s.op == "configure"
+					ev = r.Configure(now, st)
+				case "configure-holders-3":
+					st := r.Settings
+					st.Holders = 3
 					ev = r.Configure(now, st)
 				case "cancel":
 					ev, err = r.CancelTransfer(now, "")

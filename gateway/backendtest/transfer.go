@@ -21,6 +21,7 @@ var transferTests = []struct {
 	{"TransferToCandidateThatLeavesIsCancelled", testTransferCancelled},
 	{"CancelledTransferLeavesTheLeaderLeading", testCancelTransfer},
 	{"CancelStartsThePreemptionItHeldBack", testCancelStartsThePreemptionItHeldBack},
+	{"CancelLetsTheTargetTakeAFreeSlot", testCancelLetsTheTargetTakeAFreeSlot},
 	{"CancelRacingHandoverMakesOneLeader", testCancelRacingHandover},
 	{"PrioritiesOrderTheLine", testPrioritiesOrderTheLine},
 	{"PreemptHandsOverThroughTransfer", testPreempt},
@@ -267,6 +268,43 @@ func testCancelStartsThePreemptionItHeldBack(t *testing.T, b gateway.Backend) {
 	}), e)
 	if i := find(got, gateway.EventTransferCancelled, "b", gateway.ReasonCancelled); i < 0 || i > find(got, gateway.EventLeaderTransfer, "c", gateway.ReasonPreempted) {
 		t.Fatalf("events %s: want leader.transfer_cancelled(b, cancelled), then leader.transfer(c, preempted)", describe(got))
+	}
+}
+
+// testCancelLetsTheTargetTakeAFreeSlot: a transfer's target waits for the
+// holdership it takes over rather than taking a slot freed beside it (the
+// holders raised); cancelling the transfer lets it take that slot at once,
+// in the cancellation's answer and its events (gateway.Record.promote).
+func testCancelLetsTheTargetTakeAFreeSlot(t *testing.T, b gateway.Backend) {
+	if b.MaxHolders() < 2 {
+		t.Skipf("%T takes one holder", b)
+	}
+	ctx := context.Background()
+	e := name("beside")
+	rec := watch(t, b, e, "")
+	campaign(t, b, e, "a", 10*time.Second)
+	campaign(t, b, e, "b", 10*time.Second)
+	if _, err := b.Transfer(ctx, e, "b", ""); err != nil {
+		t.Fatalf("transfer to b: %v", err)
+	}
+	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second, Holders: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if s := snapshot(t, b, e); s.Transfer == nil || s.Transfer.To != "b" || len(s.Holders) != 1 {
+		t.Fatalf("holders raised during the transfer: transfer %+v, holders %+v; want a alone holding, asked to hand over to b", s.Transfer, s.Holders)
+	}
+	s, err := b.CancelTransfer(ctx, e, "")
+	if err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if s.Transfer != nil || len(s.Holders) != 2 || s.Leader == nil || s.Leader.ID != "a" {
+		t.Fatalf("the cancellation's answer: transfer %+v, leader %+v, holders %+v; want a and b holding, nothing pending", s.Transfer, s.Leader, s.Holders)
+	}
+	got := filter(rec.wait(t, eventWait, "b's holdership", func(ev []gateway.Event) bool {
+		return has(ev, gateway.EventLeaderBegin, "b", "")
+	}), e)
+	if i := find(got, gateway.EventTransferCancelled, "b", gateway.ReasonCancelled); i < 0 || i > find(got, gateway.EventLeaderBegin, "b", "") {
+		t.Fatalf("events %s: want leader.transfer_cancelled(b, cancelled), then leader.begin(b)", describe(got))
 	}
 }
 
