@@ -163,9 +163,9 @@ const (
 )
 
 // apply makes step o in the reference, as it happened during at; beat
-// says when a candidate's last accepted heartbeat was sent. It returns the
-// answer and the events.
-func (m *reference) apply(o op, x args, at span, beat func(string) time.Time) (answer, []gateway.Event) {
+// says when a candidate's last accepted heartbeat was sent (see
+// modelRun.beat). It returns the answer and the events.
+func (m *reference) apply(o op, x args, at span, beat func(string, time.Time) time.Time) (answer, []gateway.Event) {
 	m.now = maxTime(m.now, at.lo)
 	now, r := m.now, m.r
 	open := pendingOpen(r)
@@ -279,7 +279,7 @@ func (o op) ttlDuration() time.Duration {
 // transition that happened during at: liveness stays outside the Record,
 // candidates that left are forgotten, and the timers are those running
 // now.
-func (m *reference) settled(at span, beat func(string) time.Time) {
+func (m *reference) settled(at span, beat func(string, time.Time) time.Time) {
 	for _, l := range [][]gateway.Entry{m.r.Line, m.r.Cooling} {
 		for i := range l {
 			l[i].ExpiresAt = time.Time{}
@@ -297,7 +297,7 @@ func (m *reference) settled(at span, beat func(string) time.Time) {
 // its window; one started during at gets a window from its length, with
 // the uncertainty of at and the backend's timing added by the caller
 // (windows here are exact; see widen).
-func (m *reference) retime(at span, beat func(string) time.Time) {
+func (m *reference) retime(at span, beat func(string, time.Time) time.Time) {
 	next := map[string]timer{}
 	add := func(key string, mark time.Time, w func() span) {
 		if old, ok := m.timers[key]; ok && old.mark.Equal(mark) {
@@ -312,7 +312,7 @@ func (m *reference) retime(at span, beat func(string) time.Time) {
 			// Its heartbeats stopped counting at the latest during at,
 			// and its last one that counted was sent at beat.
 			add("expire:"+e.ID, time.Time{}, func() span {
-				return span{beat(e.ID).Add(c.ttl), at.hi.Add(c.ttl)}
+				return span{beat(e.ID, time.Time{}).Add(c.ttl), at.hi.Add(c.ttl)}
 			})
 		}
 	}
@@ -327,9 +327,10 @@ func (m *reference) retime(at span, beat func(string) time.Time) {
 	}
 	for _, h := range m.r.Held {
 		// The failed holder may act until a TTL after its last heartbeat
-		// that was answered; no backend holds less, none more than a TTL
-		// after the verdict.
-		add(fmt.Sprintf("hold:%d", h.Term), h.Until, func() span { return span{beat(h.ID).Add(h.TTL), at.hi.Add(h.TTL)} })
+		// the backend took before the verdict, which surely includes those
+		// answered before at began (modelRun.beat); no backend holds less,
+		// none more than a TTL after the verdict.
+		add(fmt.Sprintf("hold:%d", h.Term), h.Until, func() span { return span{beat(h.ID, at.lo).Add(h.TTL), at.hi.Add(h.TTL)} })
 	}
 	m.timers = next
 }
@@ -349,7 +350,7 @@ func (m *reference) due() []timer {
 
 // fire ends timer t (widened by tm) in the reference and returns the
 // events.
-func (m *reference) fire(t timer, tm timing, beat func(string) time.Time) []gateway.Event {
+func (m *reference) fire(t timer, tm timing, beat func(string, time.Time) time.Time) []gateway.Event {
 	w := tm.widen(t.w)
 	m.now = maxTime(m.now, w.lo)
 	open := pendingOpen(m.r)
@@ -372,7 +373,7 @@ func (m *reference) fire(t timer, tm timing, beat func(string) time.Time) []gate
 			ttl := m.cands[id].ttl
 			r.Held = append(r.Held, gateway.Hold{ID: id, Term: held, Until: m.now, TTL: ttl, Reason: gateway.ReasonExpired})
 			key := fmt.Sprintf("hold:%d", held)
-			m.timers[key] = timer{key: key, mark: m.now, w: span{beat(id).Add(ttl), t.w.hi}}
+			m.timers[key] = timer{key: key, mark: m.now, w: span{beat(id, time.Time{}).Add(ttl), t.w.hi}}
 		}
 		ev = r.Expire(m.now, id)
 	case "cooldown":
@@ -416,7 +417,7 @@ const maxOutcomes = 256
 // after another: first any timer whose window opens before every other
 // running timer's closes, then, from each resulting state, the same
 // again, until no short timer runs.
-func (m *reference) outcomes(tm timing, beat func(string) time.Time) []outcome {
+func (m *reference) outcomes(tm timing, beat func(string, time.Time) time.Time) []outcome {
 	due := m.due()
 	if len(due) == 0 {
 		return []outcome{{ref: m}}

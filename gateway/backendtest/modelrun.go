@@ -55,7 +55,7 @@ type modelRun struct {
 	unordered bool
 
 	mu      sync.Mutex
-	beats   map[string]time.Time // id → when its last accepted heartbeat was sent
+	beats   map[string][]beat // id → its last accepted heartbeats, oldest first
 	keepers map[string]*keeper
 	refused []string // background heartbeats refused, for the report
 }
@@ -93,7 +93,7 @@ func runSequence(b gateway.Backend, tm timing, allow allowances, seq sequence) (
 		return nil, nil, nil, err
 	}
 	m := &modelRun{ctx: ctx, b: b, tm: tm, election: e, events: events, ref: newReference(e, allow), terms: newTerms(),
-		tokens: map[string]string{}, beats: map[string]time.Time{}, keepers: map[string]*keeper{}}
+		tokens: map[string]string{}, beats: map[string][]beat{}, keepers: map[string]*keeper{}}
 	defer m.stopKeepers()
 	for i := 0; ; i++ {
 		o, ok := seq(i, m.ref.r)
@@ -156,13 +156,13 @@ func (m *modelRun) step(o op) string {
 	at.hi = time.Now()
 	if o.kind == opCampaign && got.err == nil {
 		m.tokens[o.id] = x.tokenHash
-		m.noteBeat(o.id, at.lo)
+		m.noteBeat(o.id, beat{sent: at.lo, step: true})
 		if o.ttl == durShort {
 			m.keep(o.id, x.tokenHash)
 		}
 	}
 	if o.kind == opHeartbeat && got.err == nil {
-		m.noteBeat(o.id, at.lo)
+		m.noteBeat(o.id, beat{sent: at.lo, step: true})
 	}
 	if errors.Is(got.err, gateway.ErrUnavailable) {
 		m.logf("     backend: %v", got.err)
@@ -556,7 +556,7 @@ func (m *modelRun) keep(id, tokenHash string) {
 				_, err := m.b.Heartbeat(ctx, m.election, id, tokenHash)
 				switch {
 				case err == nil:
-					m.noteBeat(id, sent)
+					m.noteBeat(id, beat{sent: sent, answered: time.Now()})
 				case ctx.Err() == nil:
 					m.mu.Lock()
 					m.refused = append(m.refused, fmt.Sprintf("%s %s: %v", sent.Format("15:04:05.000"), id, err))
@@ -607,18 +607,44 @@ func (m *modelRun) forgetGone() {
 	}
 }
 
-func (m *modelRun) noteBeat(id string, sent time.Time) {
+// beat is an accepted heartbeat (or campaign): when it was sent, and
+// either when its answer came (a background heartbeat) or that it was a
+// step's, answered before any later step began.
+type beat struct {
+	sent, answered time.Time
+	step           bool
+}
+
+// keptBeats bounds the heartbeats kept per candidate: a step lasts a few
+// heartbeat intervals, and only the last few before it are asked for.
+const keptBeats = 16
+
+func (m *modelRun) noteBeat(id string, b1 beat) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if sent.After(m.beats[id]) {
-		m.beats[id] = sent
+	b := append(m.beats[id], b1)
+	if len(b) > keptBeats {
+		b = slices.Delete(b, 0, len(b)-keptBeats)
 	}
+	m.beats[id] = b
 }
 
 // beat is when the last accepted heartbeat (or the campaign) of id was
-// sent.
-func (m *modelRun) beat(id string) time.Time {
+// sent, among those surely taken before a step that began at before (all
+// if before is zero): a step's own, and background ones answered before
+// it. A verdict (FailLeader, lowered holders) keeps the slot until a TTL
+// after the holder's last heartbeat the backend took before it, while one
+// sent as the verdict was made may have been taken after it, answered as
+// no longer holding, and extend no promise. (In a synctest bubble both
+// come at the same instant, in either order.)
+func (m *modelRun) beat(id string, before time.Time) time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.beats[id]
+	var last time.Time
+	for _, b := range m.beats[id] {
+		if (before.IsZero() || b.step || b.answered.Before(before)) && b.sent.After(last) {
+			last = b.sent
+		}
+	}
+	return last
 }
