@@ -186,6 +186,13 @@ type Candidacy struct {
 	idInUse    bool // campaigns are refused: a live candidacy holds the ID
 	lctx       *leaderCtx
 	callbacks  *dispatcher
+	// runCtx is Run's context, the parent of every leadership's: once it
+	// ends, Run ends the leadership (resigned) and starts none.
+	runCtx context.Context
+
+	// onAnswer, a test hook, runs after a heartbeat's answer came and
+	// before the candidacy acts on it.
+	onAnswer func()
 }
 
 // candidateRequest is a ReportError (reason set), a Resign or a Handover,
@@ -363,6 +370,7 @@ func (c *Candidacy) Run(ctx context.Context) error {
 		return ErrAlreadyRunning
 	}
 	defer close(c.done)
+	c.runCtx = ctx
 	c.callbacks = newDispatcher()
 	go c.callbacks.run()
 	wctx, stopWatch := context.WithCancel(ctx)

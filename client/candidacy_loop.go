@@ -262,6 +262,9 @@ func (c *Candidacy) heartbeat(ctx context.Context) time.Duration {
 		st, err = cl.Heartbeat(cctx, c.cfg.Election, c.cfg.ID, c.token)
 		return err
 	})
+	if err == nil && c.onAnswer != nil {
+		c.onAnswer()
+	}
 	switch {
 	case err == nil:
 		c.answered(ctx)
@@ -340,8 +343,16 @@ func (c *Candidacy) succeeded(sent time.Time) {
 	c.lastOK.Store(sent.UnixNano())
 }
 
-// observe acts on a status from the gateway.
+// observe acts on a status from the gateway. Once Run's context has
+// ended it does nothing: that context is the parent of the leadership's,
+// which has ended with it, and Run is about to end the leadership as
+// resigned; taking the ended context for a step-down, or starting a
+// leadership on it, would tell the callbacks of a leadership lost and
+// begun again that never was.
 func (c *Candidacy) observe(ctx context.Context, st Status) {
+	if c.runCtx.Err() != nil {
+		return
+	}
 	leader := ""
 	if st.Leader != nil {
 		leader = st.Leader.ID
@@ -415,7 +426,7 @@ func holderCount(st Status) int {
 func (c *Candidacy) startLeading(ctx context.Context, st Status) {
 	term := st.Term
 	c.leading, c.term, c.since = true, term, c.now()
-	c.lctx = newLeaderCtx(ctx, c.now, c.stepDownAt())
+	c.lctx = newLeaderCtx(c.runCtx, c.now, c.stepDownAt())
 	c.log.LogAttrs(ctx, slog.LevelInfo, "leading", slog.Uint64("term", term))
 	if f := c.cfg.OnStartedLeading; f != nil {
 		lctx := c.lctx

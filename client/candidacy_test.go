@@ -110,6 +110,39 @@ func TestCandidacyCallbacksComeInOrder(t *testing.T) {
 	}
 }
 
+// TestCandidacyRunEndingAfterAHeartbeatIsAResignation: a heartbeat
+// answered just as Run's context ends finds the leadership's context ended
+// with it. That is Run ending, not the step-down rule: the callbacks hear
+// of one leadership, stopped as resigned, and of no leadership begun again.
+func TestCandidacyRunEndingAfterAHeartbeatIsAResignation(t *testing.T) {
+	srv := newGateway(t)
+	var j journal
+	cfg := client.CandidacyConfig{Gateways: []string{srv.URL}, Election: "e", ID: "a", TTL: 3 * time.Second}
+	j.record(&cfg)
+	a := newCandidacy(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client.OnHeartbeatAnswer(a, func() {
+		if a.Standing().Leading {
+			cancel()
+		}
+	})
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	want := []string{"started 1", "returned 1", "stopped 1 resigned"}
+	if got := j.get(); !slices.Equal(got, want) {
+		t.Fatalf("callbacks: %q, want %q", got, want)
+	}
+}
+
 func TestCandidacyLeaderContextEndsBeforeTheGatewayCanPromoteAnother(t *testing.T) {
 	srv := newGateway(t)
 	proxy := newCuttableProxy(t, srv.URL)
