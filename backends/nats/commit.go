@@ -53,7 +53,8 @@ import (
 // A crash of the process alone loses nothing either way: a record is in
 // its file (the kernel's cache of it) before the server answers the
 // publish. A flush syncs only while the store is set to sync on flush;
-// one during which the server set it back fails (flush).
+// one during which the server set it back is made again, and fails after
+// a few (flush).
 //
 // A flush that fails (the store's write error) fails every write and read
 // waiting for it with gateway.ErrUnavailable; the store keeps its error,
@@ -101,9 +102,33 @@ func newGroupCommit(store *flushedStore, log *slog.Logger, quit <-chan struct{})
 // settings when its configuration is updated, and around an atomic batch
 // publish), its flush syncs only what is still buffered, not the files
 // written meanwhile without a sync. So the setting is made again before
-// the flush, and a flush during which it was reset fails: it may not have
-// synced every record it would cover.
+// the flush, and a flush during which it was reset may not have synced
+// every record it would cover: it is made again, setting and all, up to
+// flushAttempts times in all, and then fails. A flush made again began
+// after every record the first would have covered was stored, so it
+// covers them too, and its answer is the later last sequence it read.
+// (The server resets the settings when a stream's configuration is
+// updated, as a replica opening beside this one may do: once, not at
+// every flush.)
 func (g *groupCommit) flush() (uint64, error) {
+	var err error
+	for range flushAttempts {
+		var last uint64
+		if last, err = g.flushOnce(); !errors.Is(err, errSyncSettingsReset) {
+			return last, err
+		}
+		g.log.LogAttrs(context.Background(), slog.LevelInfo, "nats: the records store's sync settings were reset during a flush; flushing again")
+	}
+	return 0, err
+}
+
+// flushAttempts bounds the flushes flush makes when the server resets the
+// store's sync settings during them.
+const flushAttempts = 3
+
+// flushOnce is one flush of flush: the setting made, the store flushed,
+// and the setting checked.
+func (g *groupCommit) flushOnce() (uint64, error) {
 	g.store.syncOnFlush()
 	var st server.StreamState
 	g.store.FastState(&st)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,15 +270,19 @@ func withStore(t *testing.T, g *groupCommit, st server.StreamStore) {
 	})
 }
 
-// resetDuringFlush sets the store back to syncing every write as a flush
-// begins, as the server does when it updates the store's configuration.
+// resetDuringFlush sets the store back to syncing every write as each of
+// its next resets flushes begins, as the server does when it updates the
+// store's configuration.
 type resetDuringFlush struct {
 	server.StreamStore
-	reset func()
+	reset  func()
+	resets *atomic.Int32
 }
 
 func (s resetDuringFlush) FlushAllPending() error {
-	s.reset()
+	if s.resets.Add(-1) >= 0 {
+		s.reset()
+	}
 	return s.StreamStore.FlushAllPending()
 }
 
@@ -299,18 +304,49 @@ func TestGroupCommitKeepsTheStoreSyncingOnFlush(t *testing.T) {
 	}
 
 	inner := g.store.StreamStore
-	withStore(t, g, resetDuringFlush{StreamStore: inner, reset: g.store.restore})
-	durable := g.Durable()
-	_, err := b.Campaign(ctx, "reset", gateway.Candidacy{ID: "c", TTL: time.Minute, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
-	if !errors.Is(err, gateway.ErrUnavailable) || !errors.Is(err, errSyncSettingsReset) {
-		t.Fatalf("campaign whose flush saw a reset: %v, want ErrUnavailable and errSyncSettingsReset", err)
+	tests := []struct {
+		name   string
+		resets int32
+		fails  bool
+	}{
+		{"a reset during one flush: it is made again and covers the record", 1, false},
+		{"a reset during every flush: the write fails, nothing counts as synced", flushAttempts, true},
 	}
-	if d := g.Durable(); d != durable {
-		t.Fatalf("durable sequence moved from %d to %d by a flush that saw a reset", durable, d)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var resets atomic.Int32
+			resets.Store(tt.resets)
+			withStore(t, g, resetDuringFlush{StreamStore: inner, reset: g.store.restore, resets: &resets})
+			defer withStore(t, g, inner)
+			durable := g.Durable()
+			election := fmt.Sprintf("reset-%d", i)
+			_, err := b.Campaign(ctx, election, gateway.Candidacy{ID: "c", TTL: time.Minute, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
+			if n := resets.Load(); n > 0 {
+				t.Fatalf("%d resets left: the flushes did not come", n)
+			}
+			if !tt.fails {
+				if err != nil {
+					t.Fatalf("campaign whose first flush saw a reset: %v", err)
+				}
+				if d := g.Durable(); d <= durable {
+					t.Fatalf("durable sequence %d, want past %d", d, durable)
+				}
+				if g.store.always.Load() || !g.store.onFlush.Load() {
+					t.Fatalf("store after the flush made again: sync always %v, on flush %v; want false, true", g.store.always.Load(), g.store.onFlush.Load())
+				}
+				return
+			}
+			if !errors.Is(err, gateway.ErrUnavailable) || !errors.Is(err, errSyncSettingsReset) {
+				t.Fatalf("campaign whose flushes all saw a reset: %v, want ErrUnavailable and errSyncSettingsReset", err)
+			}
+			if d := g.Durable(); d != durable {
+				t.Fatalf("durable sequence moved from %d to %d by flushes that saw a reset", durable, d)
+			}
+			withStore(t, g, inner)
+			eventually.NoErrorUntil(ctx, t, "the record read once a flush succeeds", func() error {
+				_, err := b.Election(ctx, election)
+				return err
+			})
+		})
 	}
-	withStore(t, g, inner)
-	eventually.NoErrorUntil(ctx, t, "the record read once a flush succeeds", func() error {
-		_, err := b.Election(ctx, "reset")
-		return err
-	})
 }
