@@ -416,6 +416,11 @@ func (m *modelRun) adopt(ref *reference, got gateway.Election) {
 func (m *modelRun) settle() string {
 	began := time.Now()
 	outs := m.ref.outcomes(m.tm, m.beat)
+	if len(outs) == 0 {
+		// A checker's fault, not the backend's: some window closes before
+		// it opens, so the reference's clock ran ahead of the steps'.
+		return "the reference allows no order of its timers, a window closing before it opens (the model's fault): " + m.describeWindows()
+	}
 	for _, o := range outs {
 		m.noteTransfer(o.transferred)
 		if o.ref.known != "" {
@@ -523,6 +528,18 @@ func describeTimers(ts []timer) string {
 }
 
 // describeOutcomes lists the first ways timers could end.
+// describeWindows lists the running timers' windows, as the backend may
+// keep them, against the reference's clock.
+func (m *modelRun) describeWindows() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "reference at %s;", m.ref.now.Format("15:04:05.000"))
+	for _, t := range m.ref.due() {
+		w := m.tm.widen(t.w)
+		fmt.Fprintf(&s, " %s %s..%s", t.key, w.lo.Format("15:04:05.000"), w.hi.Format("15:04:05.000"))
+	}
+	return s.String()
+}
+
 func describeOutcomes(outs []outcome) string {
 	var s strings.Builder
 	for i, o := range outs {
