@@ -192,7 +192,8 @@ func (b *Backend) CancelTransfer(ctx context.Context, election, tokenHash string
 		if err := b.waitApplied(ctx, resp.Header.Revision); err != nil {
 			return gateway.Election{}, err
 		}
-		// A preemption the cancelled transfer held back starts now, as
+		// What the cancelled transfer held back (a free slot its target
+		// waited beside, a preemption) starts now, as
 		// gateway.Record.CancelTransfer starts it: the answer shows it.
 		b.reconcileBeforeAnswer(ctx, "cancel transfer", election)
 		v, cursor, err := b.cached(ctx, election)

@@ -527,7 +527,6 @@ func describeTimers(ts []timer) string {
 	return strings.Join(s, ", ")
 }
 
-// describeOutcomes lists the first ways timers could end.
 // describeWindows lists the running timers' windows, as the backend may
 // keep them, against the reference's clock.
 func (m *modelRun) describeWindows() string {
@@ -540,6 +539,7 @@ func (m *modelRun) describeWindows() string {
 	return s.String()
 }
 
+// describeOutcomes lists the first ways timers could end.
 func describeOutcomes(outs []outcome) string {
 	var s strings.Builder
 	for i, o := range outs {
