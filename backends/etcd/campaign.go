@@ -14,6 +14,10 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
+// campaignLeases is how many leases a campaign puts its transaction on
+// before it gives up because etcd ended each first.
+const campaignLeases = 3
+
 // Campaign implements gateway.Backend: it takes a lease of the candidate's
 // TTL (rounded up to whole seconds, and at least etcd's minimum lease TTL)
 // from the pool granted ahead (leasePool) or grants one, and in one
@@ -73,9 +77,19 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 		var err error
 		resp, one, err = b.campaignTxn(ctx, rctx, election, c.ID, hex, lease.id, val, set)
 		renew.Wait()
-		if pooled && leaseGone(err) {
+		if leaseGone(err) {
+			// etcd ended the lease before the transaction, which then
+			// wrote nothing (a plain answer: an unsure outcome is never
+			// "lease not found", see do): a pooled lease, or one granted
+			// just now, that etcd revoked early, as a member resuming
+			// from a freeze does. A new grant is tried; past
+			// campaignLeases the campaign is unavailable, never "not
+			// found", which would be the answer of a heartbeat.
 			b.leases.forget(int64(lease.id))
-			continue
+			if attempt+1 < campaignLeases {
+				continue
+			}
+			return gateway.Status{}, fmt.Errorf("etcd: %s in %q: etcd ended each of the %d leases taken for it before its transaction: %w", op, election, campaignLeases, gateway.ErrUnavailable)
 		}
 		if err == nil && !resp.Succeeded && pooled {
 			// Nothing was put on it: back to the pool.

@@ -154,6 +154,17 @@ func (b *Backend) WrapKV(ctx context.Context, wrap func(clientv3.KV) clientv3.KV
 	return nil
 }
 
+// WrapLease makes b's lease calls (grants, keep-alives, revocations,
+// lookups) go through wrap(lease), lease being the client's own, once b's
+// cache has loaded; call it before b's callers, as WrapKV.
+func (b *Backend) WrapLease(ctx context.Context, wrap func(clientv3.Lease) clientv3.Lease) error {
+	if err := b.cache.read(ctx, func(*state) {}); err != nil {
+		return err
+	}
+	b.cli.Lease = wrap(b.cli.Lease)
+	return nil
+}
+
 // NewWithClock is New with the clock promises are timed on: now replaces
 // time.Now (its readings must only grow), and a receive on moved makes
 // Run look at its elections again, as the clock moved.
