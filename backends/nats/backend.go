@@ -18,16 +18,17 @@ import (
 // Backend is a gateway.Backend over NATS JetStream. Create it with Connect,
 // New or OpenEmbedded; all methods are safe for concurrent use.
 type Backend struct {
-	cfg     Config
-	subj    subjects // the names of its streams and subjects
-	log     *slog.Logger
-	now     func() time.Time
-	nc      *nats.Conn
-	js      jetstream.JetStream
-	records jetstream.Stream   // election records and their events
-	alive   jetstream.Stream   // candidacies' liveness messages with per-message TTLs, no delete markers
-	timers  jetstream.Stream   // timers' markers with per-message TTLs, and the server's delete markers
-	kv      jetstream.KeyValue // the gateway.KV, bucket Stream+"_KV"
+	cfg      Config
+	subj     subjects // the names of its streams and subjects
+	log      *slog.Logger
+	now      func() time.Time
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	records  jetstream.Stream   // election records and their events
+	alive    jetstream.Stream   // candidacies' liveness messages with per-message TTLs, no delete markers
+	timers   jetstream.Stream   // timers' markers with per-message TTLs, and the server's delete markers
+	kv       jetstream.KeyValue // the gateway.KV, bucket Stream+"_KV"
+	kvStream jetstream.Stream   // the KV bucket's stream, for List's reads from its leader
 
 	ownConn  bool            // Close closes nc
 	onClose  func()          // extra cleanup, such as an embedded server's shutdown

@@ -506,7 +506,10 @@
 // 10071 or, on replicated streams, 10164. Delete is a purge whose marker
 // expires after Config.MarkerTTL, so deleted keys leave nothing behind.
 // The bucket has direct gets turned off, so Get reads from the stream
-// leader and a replica always reads its own writes.
+// leader and a replica always reads its own writes. List does too: a watch
+// of the prefix (whose consumer may live on a lagging follower) gives the
+// bulk, and the stream leader every message under the prefix after the
+// last one the watch delivered (see List).
 //
 // # Availability
 //

@@ -42,7 +42,8 @@ func (b *Backend) kvStreamConfig() jetstream.StreamConfig {
 
 // openKV creates or updates the KV stream and binds to it as a bucket.
 func (b *Backend) openKV(ctx context.Context) error {
-	if _, err := b.js.CreateOrUpdateStream(ctx, b.kvStreamConfig()); err != nil {
+	stream, err := b.js.CreateOrUpdateStream(ctx, b.kvStreamConfig())
+	if err != nil {
 		return translate(err)
 	}
 	kv, err := b.js.KeyValue(ctx, b.subj.kvBucket())
@@ -54,7 +55,7 @@ func (b *Backend) openKV(ctx context.Context) error {
 	if err != nil {
 		return translate(err)
 	}
-	b.kv = kv
+	b.kv, b.kvStream = kv, stream
 	return nil
 }
 
@@ -170,10 +171,23 @@ func (b *Backend) Delete(ctx context.Context, key string, rev uint64) error {
 	return nil
 }
 
-// List implements gateway.KV. It reads the latest entry of every key under
-// prefix with one watcher (deliver last per subject, deletes skipped) up to
-// the end of its initial values, so values come with the keys and need no
-// Get each. Errors: gateway.ErrInvalid, gateway.ErrUnavailable.
+// List implements gateway.KV: every item under prefix as the stream
+// leader holds it once List has asked it, so that a List reads every write
+// acknowledged before it began, through any replica.
+//
+// It reads in two steps. First a watch of the keys under prefix delivers
+// the last message of each, deletions included. The watch's consumer may
+// live on a follower of the stream that lags the leader, so the watch can
+// miss recent writes and still show keys deleted since. Then List asks
+// the leader, which stores a message before acknowledging it, for every
+// message under prefix after the last one the watch delivered, one at a
+// time, and applies them in order. Nothing before that point was missed:
+// the stream keeps one message per key, so a message still held and not
+// delivered by the watch is one the watch's copy did not have yet, which
+// is later than all it delivered. When the watch's copy was current, that
+// costs one request, answered "no message".
+//
+// Errors: gateway.ErrInvalid, gateway.ErrUnavailable.
 func (b *Backend) List(ctx context.Context, prefix string) ([]gateway.Item, error) {
 	filter := jetstream.AllKeys
 	if prefix != "" {
@@ -186,24 +200,75 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]gateway.Item, erro
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	w, err := b.kv.WatchFiltered(ctx, []string{filter}, jetstream.IgnoreDeletes())
+	items, last, err := b.watchList(ctx, filter)
 	if err != nil {
-		return nil, fmt.Errorf("nats: kv list %q: %w", prefix, translate(err))
+		return nil, fmt.Errorf("nats: kv list %q: %w", prefix, err)
+	}
+	subjects := b.kvSubject(filter)
+	for seq := last + 1; ; {
+		m, err := b.kvStream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subjects))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("nats: kv list %q: from the stream leader: %w", prefix, translate(err))
+		}
+		key := gatewayKey(strings.TrimPrefix(m.Subject, b.kvSubject("")))
+		if kvDeleted(m.Header.Get(kvOperationHeader)) {
+			delete(items, key)
+		} else {
+			items[key] = gateway.Item{Key: key, Value: m.Data, Revision: m.Sequence}
+		}
+		seq = m.Sequence + 1
+	}
+	out := make([]gateway.Item, 0, len(items))
+	for _, it := range items {
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// watchList is List's first step: the items a watch of filter (a KV key
+// pattern) delivers before it says every initial value was delivered, and
+// the last revision it delivered, deletions' included.
+func (b *Backend) watchList(ctx context.Context, filter string) (map[string]gateway.Item, uint64, error) {
+	w, err := b.kv.WatchFiltered(ctx, []string{filter})
+	if err != nil {
+		return nil, 0, translate(err)
 	}
 	defer func() { _ = w.Stop() }()
-	var out []gateway.Item
+	items := map[string]gateway.Item{}
+	var last uint64
 	for {
 		select {
 		case e, ok := <-w.Updates():
 			if !ok {
-				return nil, fmt.Errorf("nats: kv list %q: %w: watcher closed", prefix, gateway.ErrUnavailable)
+				return nil, 0, fmt.Errorf("%w: watcher closed", gateway.ErrUnavailable)
 			}
 			if e == nil { // every initial value delivered
-				return out, nil
+				return items, last, nil
 			}
-			out = append(out, gateway.Item{Key: gatewayKey(e.Key()), Value: e.Value(), Revision: e.Revision()})
+			last = max(last, e.Revision())
+			key := gatewayKey(e.Key())
+			if e.Operation() == jetstream.KeyValuePut {
+				items[key] = gateway.Item{Key: key, Value: e.Value(), Revision: e.Revision()}
+			} else {
+				delete(items, key)
+			}
 		case <-ctx.Done():
-			return nil, fmt.Errorf("nats: kv list %q: %w", prefix, translate(ctx.Err()))
+			return nil, 0, translate(ctx.Err())
 		}
 	}
 }
+
+// kvOperationHeader is the header of a KV stream's message that marks a
+// deletion (kvDeleted); a value has none.
+const kvOperationHeader = "KV-Operation"
+
+// kvDeleted reports whether a KV message's operation header marks it as a
+// deletion or a purge.
+func kvDeleted(op string) bool { return op == "DEL" || op == "PURGE" }
+
+// kvSubject is the stream subject of the KV key pattern key: the bucket's
+// subject prefix with "" (which ends in ".").
+func (b *Backend) kvSubject(key string) string { return "$KV." + b.subj.kvBucket() + "." + key }
