@@ -23,7 +23,8 @@ func TestPingFailsWhileTheLivenessStreamHasNoLeader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three-server cluster")
 	}
-	servers := startCluster(t)
+	pc := startProxiedCluster(t)
+	servers := pc.servers
 	cfg := freshConfig()
 	probe := openWhenReady(t, servers[0], cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -62,11 +63,14 @@ func TestPingFailsWhileTheLivenessStreamHasNoLeader(t *testing.T) {
 		t.Fatalf("ping before the stop: %v", err)
 	}
 
-	// A crash, not Shutdown: a member shut down in order hands the
-	// streams it leads to the others first, and the liveness stream would
-	// not be without a leader at all.
-	servers[victim].srv.Shutdown()
+	// A crash. A member shut down in order hands the streams it leads to
+	// the others first (Server.Shutdown steps its raft leaders down, and a
+	// follower may take over within a millisecond), and the liveness
+	// stream would not be without a leader at all. Cut off from the
+	// others first, it cannot hand anything over.
 	stopped := time.Now()
+	pc.cut(victim)
+	servers[victim].srv.Shutdown()
 	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second) // as /readyz asks
 	err := b.Ping(pctx)
 	pcancel()
