@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,33 +13,39 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// earlyRevoker is a clientv3.Lease that, while on, revokes every lease it
-// grants before answering the grant, as an etcd member resuming from a
-// freeze revokes leases early.
+// campaignCall marks the context of the campaign under test, so that
+// earlyRevoker tells its grants from those of the lease pool's filler.
+type campaignCall struct{}
+
+// earlyRevoker is a clientv3.Lease that revokes the leases it grants for
+// the campaign under test, the first budget of them, before answering the
+// grant, as an etcd member resuming from a freeze revokes leases early.
 type earlyRevoker struct {
 	clientv3.Lease
-	on      atomic.Bool
-	revoked atomic.Int64
+	budget atomic.Int64 // grants still to revoke
+	grants atomic.Int64 // grants for the campaign under test
 }
 
 func (l *earlyRevoker) Grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
 	g, err := l.Lease.Grant(ctx, ttl)
-	if err == nil && l.on.Load() {
+	if err != nil || ctx.Value(campaignCall{}) == nil {
+		return g, err
+	}
+	l.grants.Add(1)
+	if l.budget.Add(-1) >= 0 {
 		if _, err := l.Lease.Revoke(ctx, g.ID); err != nil {
 			return nil, err
 		}
-		l.revoked.Add(1)
 	}
-	return g, err
+	return g, nil
 }
 
-// TestCampaignOnLeasesRevokedEarlyIsUnavailable: a campaign whose leases
-// etcd ends before its transaction, pooled or granted for it, is answered
-// unavailable (a 503 the caller retries), never "candidate not found"
-// (a 404 that would tell it to campaign again, which it is doing), and
-// leaves nothing in the election; once etcd keeps its leases again, the
-// next campaign leads.
-func TestCampaignOnLeasesRevokedEarlyIsUnavailable(t *testing.T) {
+// TestCampaignOnLeasesRevokedEarly: a campaign whose lease etcd ends
+// before its transaction takes a new one; once etcd has ended each of the
+// three it tries, it is answered unavailable (a 503 the caller retries),
+// never "candidate not found" (a 404 that would tell the caller its
+// candidacy is gone while it campaigns), and nothing is written.
+func TestCampaignOnLeasesRevokedEarly(t *testing.T) {
 	b := newBackend(t, startCluster(t, 1), "early")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -46,27 +53,39 @@ func TestCampaignOnLeasesRevokedEarlyIsUnavailable(t *testing.T) {
 	if err := b.WrapLease(ctx, func(lease clientv3.Lease) clientv3.Lease { l.Lease = lease; return l }); err != nil {
 		t.Fatal(err)
 	}
-	campaign := func(id string) (gateway.Status, error) {
-		return b.Campaign(ctx, "e", gateway.Candidacy{ID: id, TTL: 10 * time.Second, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
-	}
-	l.on.Store(true)
-	_, err := campaign("a")
-	if !errors.Is(err, gateway.ErrUnavailable) || errors.Is(err, gateway.ErrCandidateNotFound) {
-		t.Fatalf("campaign on leases revoked early: %v, want ErrUnavailable and not ErrCandidateNotFound", err)
-	}
-	if n := l.revoked.Load(); n < 2 {
-		t.Fatalf("%d leases revoked early, want the campaign to try a new grant after the first", n)
-	}
-	// Nothing was written: not the candidacy, not the election.
-	if el, err := b.Election(ctx, "e"); !errors.Is(err, gateway.ErrElectionNotFound) {
-		t.Fatalf("after the refused campaign: election %+v, %v; want none", el, err)
-	}
-	l.on.Store(false)
-	st, err := campaign("a")
-	if err != nil {
-		t.Fatalf("campaign once etcd keeps its leases: %v", err)
-	}
-	if st.Candidate.State != gateway.StateLeader {
-		t.Fatalf("campaign once etcd keeps its leases: %s, want leader", st.Candidate.State)
+	for i, c := range []struct {
+		revoked    int64 // leases etcd ends early
+		wantGrants int64
+		wantErr    error // nil: the campaign leads
+	}{
+		{revoked: 1, wantGrants: 2},
+		{revoked: 2, wantGrants: 3},
+		{revoked: 1000, wantGrants: 3, wantErr: gateway.ErrUnavailable},
+	} {
+		t.Run(fmt.Sprintf("revoked=%d", c.revoked), func(t *testing.T) {
+			l.budget.Store(c.revoked)
+			l.grants.Store(0)
+			// A TTL of its own: the pool has no lease of it yet, so the
+			// campaign grants its first lease itself.
+			election := fmt.Sprintf("e%d", i)
+			cctx := context.WithValue(ctx, campaignCall{}, true)
+			st, err := b.Campaign(cctx, election, gateway.Candidacy{ID: "a", TTL: time.Duration(10+i) * time.Second,
+				TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
+			if got := l.grants.Load(); got != c.wantGrants {
+				t.Errorf("%d grants for the campaign, want %d", got, c.wantGrants)
+			}
+			if c.wantErr == nil {
+				if err != nil || st.Candidate.State != gateway.StateLeader {
+					t.Fatalf("campaign: %+v, %v; want it to lead", st.Candidate, err)
+				}
+				return
+			}
+			if !errors.Is(err, c.wantErr) || errors.Is(err, gateway.ErrCandidateNotFound) {
+				t.Fatalf("campaign: %v; want %v and not ErrCandidateNotFound", err, c.wantErr)
+			}
+			if el, err := b.Election(ctx, election); !errors.Is(err, gateway.ErrElectionNotFound) {
+				t.Fatalf("after the refused campaign: election %+v, %v; want none", el, err)
+			}
+		})
 	}
 }

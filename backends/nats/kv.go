@@ -269,6 +269,6 @@ const kvOperationHeader = "KV-Operation"
 // deletion or a purge.
 func kvDeleted(op string) bool { return op == "DEL" || op == "PURGE" }
 
-// kvSubject is the stream subject of the KV key pattern key: the bucket's
-// subject prefix with "" (which ends in ".").
+// kvSubject is the stream subject of key, a KV key or key pattern;
+// kvSubject("") is the prefix of every subject of the bucket.
 func (b *Backend) kvSubject(key string) string { return "$KV." + b.subj.kvBucket() + "." + key }
