@@ -3,10 +3,11 @@ package nats
 import (
 	"context"
 	"fmt"
-	"github.com/electorhq/elector/gateway"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/gateway"
 )
 
 // TestKVListReadsItsOwnWritesOnACluster: on R3 streams, a List right
