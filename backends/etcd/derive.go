@@ -195,7 +195,16 @@ func diff(a, b view, rev int64, at time.Time) []gateway.Event {
 	holdsKey := func(v view, hex string) bool {
 		return slices.ContainsFunc(v.holders, func(y *entry) bool { return y.hex == hex })
 	}
-	if t := a.transfer; t != nil && (b.transfer == nil || b.transfer.Key != t.Key) && !holdsKey(b, t.Key) {
+	// moved reports whether a pending preemption moved to a follower that
+	// outranks its target, from the same holdership (preempt): one
+	// leader.transfer for the new target, the old one still in line, and
+	// no leader.transfer_cancelled, as gateway.Record's preempt.
+	moved := func(t *leadTransfer) bool {
+		n := b.transfer
+		return n != nil && b.from >= 0 && n.Reason == gateway.ReasonPreempted && t.Reason == gateway.ReasonPreempted &&
+			n.FromTerm == t.FromTerm && inLine(b, a.line[a.target])
+	}
+	if t := a.transfer; t != nil && (b.transfer == nil || b.transfer.Key != t.Key) && !holdsKey(b, t.Key) && !moved(t) {
 		// Neither pending any more nor completed: cancelled on request,
 		// because its target left the line (why says how) or because the
 		// holdership ended otherwise.

@@ -75,8 +75,8 @@ func testHigherPriorityRejoinsAheadDuringAHold(t *testing.T, b gateway.Backend) 
 }
 
 // testPreemptionMovesToAHigherPriority: a pending preemption moves to a
-// follower of still higher priority that arrives, which then leads when
-// the leader hands over.
+// follower of still higher priority that arrives (one leader.transfer, no
+// leader.transfer_cancelled), which then leads when the leader hands over.
 func testPreemptionMovesToAHigherPriority(t *testing.T, b gateway.Backend) {
 	ctx := context.Background()
 	e := name("preempt-again")
@@ -104,6 +104,11 @@ func testPreemptionMovesToAHigherPriority(t *testing.T, b gateway.Backend) {
 	}), e)
 	if find(got, gateway.EventLeaderTransfer, "b", gateway.ReasonPreempted) < 0 || find(got, gateway.EventLeaderTransfer, "c", gateway.ReasonPreempted) < 0 || has(got, gateway.EventLeaderBegin, "b", "") {
 		t.Fatalf("events %s: want a preemption to b, then to c, and c leading, never b", describe(got))
+	}
+	// Moving the preemption is a new leader.transfer, not a cancellation:
+	// b neither left nor was cancelled by anyone.
+	if has(got, gateway.EventTransferCancelled, "b", "") {
+		t.Fatalf("events %s: the preemption moved from b to c, yet b's was reported cancelled", describe(got))
 	}
 	if err := CheckEvents(got); err != nil {
 		t.Fatal(err)
