@@ -43,7 +43,9 @@ type RetryPolicy struct {
 // and error reports at one election get there: the conformance storm, a
 // hundred candidates each writing one election every 20 ms or so through
 // NATS, met the bound on 8% to 16% of its answers on a loaded two-core
-// machine, and etcd's on none. Past it, retrying longer only
+// machine, and etcd's on none. (Since the NATS backend combines the writes
+// of one election that a replica has waiting into one, that storm meets it
+// on none of its answers either: only replicas contend.) Past it, retrying longer only
 // holds the request open while it keeps losing and adds to the burst.
 // The writer then answers ErrContended, which the API maps to a 503 with
 // Retry-After, so the caller tries again later, as it does after any

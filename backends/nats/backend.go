@@ -57,6 +57,8 @@ type Backend struct {
 
 	lease *quorumLease // the records stream's leader had its quorum (quorum.go)
 
+	writes writeQueues // each election's transitions waiting to write (combine.go)
+
 	lost atomic.Uint64 // cursors below this sequence are expired: a watch found records dropped after them (watchGap)
 }
 

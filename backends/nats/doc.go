@@ -45,7 +45,8 @@
 //
 //	subjects     subjects.go                the names of streams and subjects (the table above)
 //	streams      streams.go                 their configurations, and the liveness stream made again
-//	records      record.go, values.go       load, apply (the compare-and-set chain), the message form
+//	records      record.go, values.go       load, write (the compare-and-set chain), the message form
+//	writeQueues  combine.go                 apply: one election's transitions asked meanwhile, written together
 //	view         view.go, newest.go         Run's read cache: every election's latest record, the newest event
 //	feed         feed.go                    a watch of every election fed by the view
 //	reconciler   reconcile.go, run.go       Run: follows the streams, applies deadlines, sweeps
@@ -82,6 +83,15 @@
 // link, and at most one of two racing promotions is stored. On an R3 stream
 // the expectation is checked by the stream leader in the replicated log, so
 // it holds across NATS members too.
+//
+// Within a replica, the transitions of one election asked for while a write
+// of it is in flight wait, and the next write applies them all, one after
+// another, to one record (combine.go). Each is a step of gateway.Record
+// from the record the one before left, so the record stored is the one
+// that storing each in turn would have stored last; the records skipped
+// were never read by anyone. A burst of resignations at one election then
+// costs a few compare-and-sets instead of one each that loses to the
+// others and retries.
 //
 // Terms strictly increase, and each holdership has its own: Term only
 // grows inside the chain above, the

@@ -163,35 +163,46 @@ const (
 	writeOnSuccess
 )
 
-// apply runs one transition of election under compare-and-set: it takes
-// the latest record and its sequence, applies t, and publishes the result
-// with Nats-Expected-Last-Subject-Sequence set to that sequence. If another
-// writer got there first the publish fails with "wrong last sequence", and
-// apply reloads from the stream leader and tries again after a short
-// jittered back-off. This is what keeps gateway.Record's single-leader
-// argument true across replicas: every record stored was computed from
-// the one stored just before it. The retries follow gateway.Conflicts;
-// after its last attempt apply gives up with gateway.ErrContended,
-// having written nothing.
+// write runs the transitions of calls, one election's, in order, under
+// one compare-and-set: it takes the latest record and its sequence,
+// applies each transition to the record the one before it left, and
+// publishes the result, with every event they caused, with
+// Nats-Expected-Last-Subject-Sequence set to that sequence. If another
+// writer got there first the publish fails with "wrong last sequence",
+// and write reloads from the stream leader and runs them all again after
+// a short jittered back-off. This is what keeps gateway.Record's
+// single-leader argument true across replicas: every record stored was
+// computed from the one stored just before it, by transitions of the
+// Record, each taking the record as the one before left it, as if each
+// were stored on its own (see apply for why storing them together is the
+// same). The retries follow gateway.Conflicts; after its last attempt
+// write gives up with gateway.ErrContended, having written nothing.
 //
 // The first attempt starts from the view's record (a copy), when Run is
 // running: a stale one only costs a refused publish and a reload. Only a
-// publish the stream accepted proves a base current, so an outcome that
-// writes nothing (t refused, or had nothing to do) is never taken from a
-// cached base: apply then reloads and applies t again.
+// publish the stream accepted proves a base current, so outcomes that
+// write nothing (every transition refused, or had nothing to do) are never
+// taken from a cached base: write then reloads and runs them again.
 //
-// create gives the settings of an election that has no record yet; with
-// nil, a missing election is gateway.ErrElectionNotFound. apply returns the
-// record as stored (or as loaded, if nothing was written) and t's error.
-func (b *Backend) apply(ctx context.Context, op, election string, create *gateway.Settings, mode applyMode, t transition) (stored, error) {
+// A call's create gives the settings of an election that has no record
+// yet; with nil, a missing election is gateway.ErrElectionNotFound for
+// that call. Each call is left the record as stored (or as loaded, if
+// nothing was written) and its transition's error.
+func (b *Backend) write(ctx context.Context, election string, calls []*applyCall) {
 	v := b.running()
 	var cached *stored
+	creates := slices.ContainsFunc(calls, func(c *applyCall) bool { return c.create != nil })
 	if v != nil {
 		if s, ok := v.latest(election); ok {
 			s.rec = clone(s.rec)
 			cached = &s
-		} else if create != nil {
-			cached = &stored{rec: gateway.NewRecord(election, *create)}
+		} else if creates {
+			cached = &stored{} // no record: the view has none, and one of calls creates it
+		}
+	}
+	fail := func(err error) {
+		for _, c := range calls {
+			c.s, c.err = stored{}, fmt.Errorf("nats: %s %q: %w", c.op, election, err)
 		}
 	}
 	conflicts := 0
@@ -201,44 +212,68 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 		if fromCache {
 			cur, cached = *cached, nil
 		} else {
-			var found bool
 			var err error
-			cur, found, err = b.load(ctx, election)
-			if err != nil {
-				return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, err)
-			}
-			if !found {
-				if create == nil {
-					return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, gateway.ErrElectionNotFound)
-				}
-				cur = stored{rec: gateway.NewRecord(election, *create)}
+			if cur, _, err = b.load(ctx, election); err != nil {
+				fail(err)
+				return
 			}
 		}
-		if cur.deleted {
-			// A deleted election: absent, unless this write creates it
-			// again, continuing from the tombstone's term and sequence.
-			if create == nil {
-				return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, gateway.ErrElectionNotFound)
-			}
-			rec := gateway.NewRecord(election, *create)
-			rec.Term = cur.rec.Term
-			cur.rec, cur.deleted = rec, false
+		var before []timer
+		if cur.rec != nil && !cur.deleted {
+			before = timers(cur.rec)
 		}
-		before := timers(cur.rec)
-		cur.rec.EngineTimed = true // see "Timers" in the package doc
 		now := b.now()
-		ev, terr := t(ctx, cur.rec, now)
-		if len(ev) == 0 && (terr != nil || mode == writeOnEvents) {
+		var ev []gateway.Event
+		writes := false
+		for _, c := range calls {
+			c.s, c.err = stored{}, nil
+			if err := c.ctx.Err(); err != nil {
+				c.err = fmt.Errorf("nats: %s %q: %w: %w", c.op, election, gateway.ErrUnavailable, err)
+				continue
+			}
+			base := cur
+			if cur.rec == nil || cur.deleted {
+				// No record, or a deleted election: absent, unless this
+				// call creates it, continuing from the tombstone's term
+				// and sequence.
+				if c.create == nil {
+					c.err = fmt.Errorf("nats: %s %q: %w", c.op, election, gateway.ErrElectionNotFound)
+					continue
+				}
+				rec := gateway.NewRecord(election, *c.create)
+				if cur.rec != nil {
+					rec.Term = cur.rec.Term
+				}
+				cur.rec, cur.deleted = rec, false
+			}
+			cur.rec.EngineTimed = true // see "Timers" in the package doc
+			more, err := c.t(c.ctx, cur.rec, now)
+			if len(more) == 0 && (err != nil || c.mode == writeOnEvents) {
+				if err != nil && base.rec != cur.rec {
+					cur = base // a creation that came to nothing
+				}
+			} else {
+				writes = true
+			}
+			ev = append(ev, more...)
+			if err != nil {
+				c.err = fmt.Errorf("nats: %s: %w", c.op, err)
+			}
+		}
+		if !writes {
 			if fromCache {
 				continue // not proven current: decide on the stream leader's record
 			}
-			if terr != nil {
-				terr = fmt.Errorf("nats: %s: %w", op, terr)
+			for _, c := range calls {
+				if cur.rec != nil && !cur.deleted {
+					c.s = cur
+				}
 			}
-			return cur, terr
+			return
 		}
 		if err := b.startTimers(ctx, cur.rec, before, now, false); err != nil {
-			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, err)
+			fail(err)
+			return
 		}
 		next, err := b.publishRecord(ctx, cur, ev)
 		if err == nil {
@@ -250,13 +285,22 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 				// sweep gives it one (sweepTimers), later, never earlier.
 				b.log.LogAttrs(ctx, slog.LevelWarn, "nats: start timer after record", slog.String("election", election), slog.Any("err", err))
 			}
-			if terr != nil {
-				terr = fmt.Errorf("nats: %s: %w", op, terr)
+			for _, c := range calls {
+				c.s = next
 			}
-			return next, terr
+			return
+		}
+		if errors.Is(err, gateway.ErrLimit) && len(calls) > 1 {
+			// Too large together: each on its own, so that only a call
+			// whose own record is too large fails.
+			for _, c := range calls {
+				b.write(ctx, election, []*applyCall{c})
+			}
+			return
 		}
 		if !isConflict(err) {
-			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, translate(err))
+			fail(translate(err))
+			return
 		}
 		if fromCache {
 			continue // the view was behind: reload at once
@@ -265,7 +309,8 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 		// gateway.Conflicts.
 		conflicts++
 		if err := gateway.Conflicts.Try(ctx, conflicts); err != nil {
-			return stored{}, fmt.Errorf("nats: %s %q: %w", op, election, err)
+			fail(err)
+			return
 		}
 	}
 }
