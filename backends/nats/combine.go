@@ -3,9 +3,11 @@ package nats
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/electorhq/elector/gateway"
 )
@@ -68,6 +70,20 @@ type applyCall struct {
 
 	s   stored
 	err error
+	// panicked is set when t panicked: the write goes on without it, and
+	// apply panics with it on its caller's own stack.
+	panicked error
+}
+
+// run runs c's transition on rec, recovering a panic into c.panicked.
+func (c *applyCall) run(rec *gateway.Record, now time.Time) (ev []gateway.Event, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.panicked = fmt.Errorf("nats: %s: the transition panicked: %v\n%s", c.op, v, debug.Stack())
+			ev, err = nil, nil
+		}
+	}()
+	return c.t(c.ctx, rec, now)
 }
 
 // enter queues c for election. It reports whether c writes at once: no
@@ -142,7 +158,7 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 	if !b.writes.enter(election, c) {
 		select {
 		case <-c.done:
-			return c.s, c.err
+			return c.answer()
 		case <-c.lead:
 		case <-ctx.Done():
 			if b.writes.leave(election, c) {
@@ -150,30 +166,74 @@ func (b *Backend) apply(ctx context.Context, op, election string, create *gatewa
 			}
 			select {
 			case <-c.done:
-				return c.s, c.err
+				return c.answer()
 			case <-c.lead:
 			}
 		}
 	}
 	calls := b.writes.take(election)
-	wctx, stop := together(ctx, calls)
-	b.write(wctx, election, calls)
-	stop()
-	b.writes.next(election)
-	for _, x := range calls {
-		if x != c {
-			close(x.done)
-		}
+	b.writeFor(c, election, calls)
+	return c.answer()
+}
+
+// answer is c's outcome, on its caller's stack: a transition that
+// panicked panics here, as it did before writes were combined, so that
+// its own request fails (and the API's recovery logs it), nobody else's.
+func (c *applyCall) answer() (stored, error) {
+	if c.panicked != nil {
+		panic(c.panicked)
 	}
 	return c.s, c.err
 }
 
+// writeFor writes calls (taken from election's queue) as c, the one of
+// them whose caller writes, then hands the next write to the first call
+// waiting and answers the others. A panic in the write (a transition's
+// bug) answers every call with an error, still hands the queue on, and
+// goes on up c's caller's stack: it fails that request, and no other
+// caller or later write of the election waits for it.
+func (b *Backend) writeFor(c *applyCall, election string, calls []*applyCall) {
+	wctx, stop := together(c.ctx, calls)
+	finished := false
+	defer func() {
+		stop()
+		if !finished {
+			for _, x := range calls {
+				x.s, x.err = stored{}, fmt.Errorf("nats: %s %q: %w: the write it was in failed unexpectedly", x.op, election, gateway.ErrUnavailable)
+			}
+		}
+		b.writes.next(election)
+		for _, x := range calls {
+			if x != c {
+				close(x.done)
+			}
+		}
+	}()
+	b.write(wctx, election, calls)
+	finished = true
+}
+
 // together returns a context for the write of calls, which lc (the
-// writer's) is among: it carries lc's values, and ends once every call's
-// context has ended, so that one caller giving up fails nobody else's
-// write. stop releases it.
+// writer's) is among: it carries lc's values, has the latest of the
+// calls' deadlines when every one has a deadline (publish bounds the
+// request by it), and ends once every call's context has ended, so that
+// one caller giving up fails nobody else's write. stop releases it.
 func together(lc context.Context, calls []*applyCall) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(lc))
+	var latest time.Time
+	all := true
+	for _, c := range calls {
+		d, ok := c.ctx.Deadline()
+		all = all && ok
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	base := context.WithoutCancel(lc)
+	var cancelDeadline context.CancelFunc = func() {}
+	if all {
+		base, cancelDeadline = context.WithDeadline(base, latest)
+	}
+	ctx, cancel := context.WithCancel(base)
 	left := atomic.Int64{}
 	left.Store(int64(len(calls)))
 	stops := make([]func() bool, 0, len(calls))
@@ -189,5 +249,6 @@ func together(lc context.Context, calls []*applyCall) (context.Context, func()) 
 			s()
 		}
 		cancel()
+		cancelDeadline()
 	}
 }

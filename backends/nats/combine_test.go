@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -128,5 +129,133 @@ func TestWritesOfOneElectionCombine(t *testing.T) {
 	defer b.writes.mu.Unlock()
 	if len(b.writes.queues) != 0 {
 		t.Fatalf("queues left: %v", b.writes.queues)
+	}
+}
+
+// holdWrite starts a write of election on b whose transition waits until
+// the returned release is called, and returns once it is in flight.
+func holdWrite(t *testing.T, b *Backend, election string) (release func()) {
+	t.Helper()
+	entered, rel := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.apply(context.Background(), "configure", election, nil, writeOnSuccess, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+			once.Do(func() { close(entered) })
+			<-rel
+			return r.Configure(now, r.Settings), nil
+		})
+		done <- err
+	}()
+	<-entered
+	return func() {
+		close(rel)
+		if err := <-done; err != nil {
+			t.Errorf("the held write: %v", err)
+		}
+	}
+}
+
+// waitQueued waits until n calls wait to write election on b.
+func waitQueued(t *testing.T, b *Backend, election string, n int) {
+	t.Helper()
+	eventually.NoError(t, 30*time.Second, fmt.Sprintf("%d calls to wait", n), func() error {
+		if q := queued(b, election); q != n {
+			return fmt.Errorf("%d calls wait", q)
+		}
+		return nil
+	})
+}
+
+// TestATransitionThatPanicsFailsOnlyItsOwnCall: a transition that panics
+// in a combined write panics on its own caller's stack; the write goes on
+// without it for the others, and the election's later writes are not
+// held up.
+func TestATransitionThatPanicsFailsOnlyItsOwnCall(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	b := open(t, e, freshConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const el = "panics"
+	campaignT(t, b, el, "first", time.Minute)
+
+	release := holdWrite(t, b, el)
+	type outcome struct {
+		err       error
+		recovered any
+	}
+	call := func(fn transition) <-chan outcome {
+		out := make(chan outcome, 1)
+		go func() {
+			var o outcome
+			defer func() {
+				o.recovered = recover()
+				out <- o
+			}()
+			_, o.err = b.apply(ctx, "test", el, nil, writeOnSuccess, fn)
+		}()
+		return out
+	}
+	set := func(cooldown time.Duration) transition {
+		return func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+			s := r.Settings
+			s.ErrorCooldown = cooldown
+			return r.Configure(now, s), nil
+		}
+	}
+	before := call(set(7 * time.Second))
+	waitQueued(t, b, el, 1)
+	bad := call(func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+		r.Line = nil // half changed, then a bug
+		panic("a bug in a transition")
+	})
+	waitQueued(t, b, el, 2)
+	after := call(func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+		s := r.Settings
+		s.HandoverDelay = 3 * time.Second
+		return r.Configure(now, s), nil
+	})
+	waitQueued(t, b, el, 3)
+	release()
+
+	if o := <-bad; o.recovered == nil || !strings.Contains(fmt.Sprint(o.recovered), "a bug in a transition") {
+		t.Fatalf("the call whose transition panicked: %+v, want its own panic", o)
+	}
+	for _, ch := range []<-chan outcome{before, after} {
+		if o := <-ch; o.err != nil || o.recovered != nil {
+			t.Fatalf("a call written with the one that panicked: %+v", o)
+		}
+	}
+	el2, err := b.Election(ctx, el)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(el2.Candidates) != 1 || el2.Settings.ErrorCooldown != 7*time.Second || el2.Settings.HandoverDelay != 3*time.Second {
+		t.Fatalf("after the write: candidates %v, settings %+v; want first still in line and both others' settings", el2.Candidates, el2.Settings)
+	}
+	if _, err := b.apply(ctx, "test", el, nil, writeOnSuccess, set(9*time.Second)); err != nil {
+		t.Fatalf("a later write: %v", err)
+	}
+}
+
+// TestACallerPastItsDeadlineIsToldSo: a combined write that fails because
+// its callers' deadlines passed tells each that its deadline passed, as a
+// write of its own would have (readiness counts deadlines, not callers
+// that went away).
+func TestACallerPastItsDeadlineIsToldSo(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	b := open(t, e, freshConfig())
+	const el = "late"
+	campaignT(t, b, el, "first", time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := b.apply(ctx, "configure", el, nil, writeOnSuccess, func(ctx context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+		<-ctx.Done()
+		return r.Configure(now, r.Settings), nil
+	})
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, gateway.ErrUnavailable) {
+		t.Fatalf("apply past its deadline: %v, want unavailable (deadline exceeded)", err)
 	}
 }

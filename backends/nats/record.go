@@ -202,7 +202,13 @@ func (b *Backend) write(ctx context.Context, election string, calls []*applyCall
 	}
 	fail := func(err error) {
 		for _, c := range calls {
-			c.s, c.err = stored{}, fmt.Errorf("nats: %s %q: %w", c.op, election, err)
+			why := err
+			if cerr := c.ctx.Err(); cerr != nil {
+				// Its caller gave up: the write failed for it because
+				// of that, as it would have written alone.
+				why = fmt.Errorf("%w: %w", gateway.ErrUnavailable, cerr)
+			}
+			c.s, c.err = stored{}, fmt.Errorf("nats: %s %q: %w", c.op, election, why)
 		}
 	}
 	conflicts := 0
@@ -224,9 +230,12 @@ func (b *Backend) write(ctx context.Context, election string, calls []*applyCall
 		}
 		now := b.now()
 		var ev []gateway.Event
-		writes := false
+		writes, again := false, false
 		for _, c := range calls {
-			c.s, c.err = stored{}, nil
+			c.s, c.err = stored{}, c.panicked
+			if c.panicked != nil {
+				continue
+			}
 			if err := c.ctx.Err(); err != nil {
 				c.err = fmt.Errorf("nats: %s %q: %w: %w", c.op, election, gateway.ErrUnavailable, err)
 				continue
@@ -247,9 +256,19 @@ func (b *Backend) write(ctx context.Context, election string, calls []*applyCall
 				cur.rec, cur.deleted = rec, false
 			}
 			cur.rec.EngineTimed = true // see "Timers" in the package doc
-			more, err := c.t(c.ctx, cur.rec, now)
+			// A transition that returns an error without events changed
+			// nothing a later one could see (gateway.Record's refusals
+			// change the record only through Advance, whose steps are
+			// events), so the next call goes on from the same record.
+			more, err := c.run(cur.rec, now)
+			if c.panicked != nil {
+				// It may have left the record half changed: start again
+				// from the stream leader's, without it.
+				again = true
+				break
+			}
 			if len(more) == 0 && (err != nil || c.mode == writeOnEvents) {
-				if err != nil && base.rec != cur.rec {
+				if base.rec != cur.rec {
 					cur = base // a creation that came to nothing
 				}
 			} else {
@@ -259,6 +278,9 @@ func (b *Backend) write(ctx context.Context, election string, calls []*applyCall
 			if err != nil {
 				c.err = fmt.Errorf("nats: %s: %w", c.op, err)
 			}
+		}
+		if again {
+			continue
 		}
 		if !writes {
 			if fromCache {
