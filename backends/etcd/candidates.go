@@ -317,7 +317,7 @@ func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail s
 	mark := clientv3.OpPut(b.keys.mark(election), mustJSON(markValue{Key: x.hex, Reason: reason, Detail: detail, At: now}))
 	coolKey := b.keys.cooling(election, x.hex)
 	cooled := x.value
-	cooled.CooldownUntil, cooled.At, cooled.Timed = now.Add(v.settings.ErrorCooldown), now, marker != nil
+	cooled.CooldownUntil, cooled.At, cooled.Timed, cooled.Rank = now.Add(v.settings.ErrorCooldown), now, marker != nil, nil
 	if marker != nil && reason == gateway.ReasonError {
 		ops = append(ops, *marker)
 	}

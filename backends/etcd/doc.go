@@ -477,7 +477,20 @@
 // acknowledged until the line behind the holders is in priority order:
 // so, as in gateway.Record, a candidate of higher priority that joins or
 // rejoins during a delay or hold holds after it, not the one that happened
-// to be first. Moving the head while nobody holds acknowledges nobody; the
+// to be first.
+//
+// Within a priority the line is in the order of arrival, a holder ended by
+// a lower holders setting ahead of the followers, as in gateway.Record.
+// Since keys move only to the back, restoring that order can take several
+// moves (a lowered holder behind a candidate of higher priority, then
+// every follower of its priority behind it), each planned afresh from the
+// line the one before left. So a key moved only to make way keeps its
+// place in its value ("rank": the create revision it stood at), a lowered
+// holder is given a rank ahead of every follower in the same transaction
+// that ends its holdership, and the line is in order when its keys stand
+// by priority, then rank (entry.rank). A key that goes to the back as a
+// new arrival (a handover's old holder, a rejoin after a cooldown) has no
+// rank: its new create revision is its place. Moving the head while nobody holds acknowledges nobody; the
 // acknowledgement that follows names the first follower then, as every
 // acknowledgement does. With preempt set and every slot held, a first
 // follower of higher priority than the holder of lowest priority (the

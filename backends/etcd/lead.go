@@ -82,7 +82,8 @@ func (s *slotValue) ref() *gateway.TermRef { return &gateway.TermRef{ID: s.ID, T
 // the one-holder form, left out: the record's one holdership). It holds
 // only while the target is in line behind the holders and that
 // holdership is open, or, with Handed, ended by its holder handing over
-// while no slot was free (its slot is gone from the record): the target
+// while no slot was free (its slot is gone from the record) or by a lower
+// holders setting (its slot is held, ended holders_reduced): the target
 // then takes the next slot that frees, as after that holdership's expiry.
 type leadTransfer struct {
 	To       string    `json:"to"`

@@ -90,18 +90,18 @@ func TestElectionLeaderAgreesWithSnapshot(t *testing.T) {
 	if _, err := b.ReportError(ctx, e, "c", tok["c"], "begin handler failed"); err != nil {
 		t.Fatal(err)
 	}
-	agree("c in error, d next (b was moved behind c for the transfer)", "d")
+	agree("c in error, b next (the followers kept their order behind the target)", "b")
 	s := gateway.DefaultSettings()
 	s.Holders, s.HandoverDelay = 2, 30*time.Second
 	if _, err := b.Configure(ctx, e, s); err != nil {
 		t.Fatal(err)
 	}
-	agree("two holders", "d", "b")
-	revokeLease(t, b, leaseOf(t, b, "lr", e, "b"))
-	if got := agree("b's lease revoked: its slot held back", "d"); got.HandoverUntil.IsZero() {
-		t.Fatal("no handover_until while b's slot is held back")
+	agree("two holders", "b", "d")
+	revokeLease(t, b, leaseOf(t, b, "lr", e, "d"))
+	if got := agree("d's lease revoked: its slot held back", "b"); got.HandoverUntil.IsZero() {
+		t.Fatal("no handover_until while d's slot is held back")
 	}
-	for _, id := range []string{"a", "c", "d"} {
+	for _, id := range []string{"a", "b", "c"} {
 		if err := b.Resign(ctx, e, id, tok[id]); err != nil {
 			t.Fatal(err)
 		}

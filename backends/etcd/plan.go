@@ -92,7 +92,10 @@ func (b *Backend) planLead(v view, now, mono time.Time) (action, bool) {
 		return action{what: what, cmps: []clientv3.Cmp{leadIs}, ops: b.putLead(v, l), timer: timer}
 	}
 	if n := v.settings.HolderLimit(); len(v.holders) > n {
-		return write("end holderships above the setting", lowered(v, n, now), nil), true
+		a := write("end holderships above the setting", lowered(v, n, now), nil)
+		cmps, ops := b.rankAhead(v, v.holders[n:])
+		a.cmps, a.ops = append(a.cmps, cmps...), append(a.ops, ops...)
+		return a, true
 	}
 	delay := v.settings.HandoverDelay
 	for _, s := range v.idle() {
@@ -239,11 +242,44 @@ func lowered(v view, n int, now time.Time) leadValue {
 		s := l.slot(v.held[i].Term)
 		s.Ended = gateway.ReasonHoldersReduced
 		l.Previous, l.PreviousEnd = s.ref(), gateway.ReasonHoldersReduced
-		if l.Transfer != nil && l.Transfer.FromTerm == s.Term {
-			l.Transfer = nil
+		if t := l.Transfer; t != nil && t.FromTerm == s.Term {
+			// As after any other end of the holdership it asks to hand
+			// over, the transfer stays: its target is next, and takes
+			// the next slot that frees (fill), as gateway.Record's.
+			t.Handed = true
 		}
 	}
 	return l
+}
+
+// rankAhead returns the writes that give the candidates xs (holders whose
+// holderships end, in line order) ranks ahead of every other candidate
+// in v's line, in their order, as gateway.Record puts a holder ended by a
+// lower holders setting ahead of the followers of its priority
+// (insertAhead); reorder then moves them behind candidates of higher
+// priority without losing that place. Each write requires the key it
+// rewrites (a put on a key that went would create it again). Native keys
+// keep their places and have no rank to write.
+func (b *Backend) rankAhead(v view, xs []*entry) ([]clientv3.Cmp, []clientv3.Op) {
+	low := int64(0)
+	for i, x := range v.line {
+		if i == 0 || x.rank() < low {
+			low = x.rank()
+		}
+	}
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	for i, x := range xs {
+		if x.native {
+			continue
+		}
+		val := x.value
+		r := low - int64(len(xs)-i)
+		val.Rank = &r
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, x)), "=", x.create))
+		ops = append(ops, clientv3.OpPut(b.keyOf(v.name, x), mustJSON(val), clientv3.WithLease(clientv3.LeaseID(x.lease))))
+	}
+	return cmps, ops
 }
 
 // putLead returns the writes that store l as the lead record of v's
@@ -274,7 +310,9 @@ func (b *Backend) moveUp(v view, mono time.Time) (action, bool) {
 	}
 	if v.from < 0 {
 		s := v.lead.slot(t.FromTerm) // nil once its holder handed over (leadTransfer)
-		if s != nil && (v.marked(s.Term) || (s.Until.IsZero() && v.settings.HandoverDelay > 0) || (!s.Until.IsZero() && !s.Timed)) {
+		// An open slot whose key went waits for its handover delay to be
+		// recorded; one the holders setting ended has no delay.
+		if s != nil && s.Ended == "" && (v.marked(s.Term) || (s.Until.IsZero() && v.settings.HandoverDelay > 0) || (!s.Until.IsZero() && !s.Timed)) {
 			return action{}, false
 		}
 		if v.line[v.target].native && v.taken(mono) >= v.settings.HolderLimit() {
@@ -306,7 +344,7 @@ func (b *Backend) planCooldowns(v view, now time.Time) []action {
 			continue
 		}
 		back := x.value
-		back.CooldownUntil, back.At, back.Timed = time.Time{}, now, false
+		back.CooldownUntil, back.At, back.Timed, back.Rank = time.Time{}, now, false, nil
 		k := b.keys.candidacy(v.name, x.hex)
 		acts = append(acts, action{what: "rejoin after cooldown",
 			cmps: []clientv3.Cmp{

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -352,7 +353,10 @@ func (b *Backend) moveBack(election string, x *entry, rejoined bool, now time.Ti
 	next := b.keys.candidacy(election, movedName(x.name, x.hex))
 	val := x.value
 	if rejoined {
-		val.At = now
+		val.At, val.Rank = now, nil // a new arrival: its new key's revision ranks it
+	} else {
+		r := x.rank() // making way: it keeps its place among its priority
+		val.Rank = &r
 	}
 	// The deletion first: a watcher applying the revision in order sees the
 	// key leave its old name before it appears under the new one.
@@ -373,7 +377,13 @@ func (b *Backend) moveBack(election string, x *entry, rejoined bool, now time.Ti
 // leadership, as elector's leader is named by the lead record and native
 // clients lead only at the head.
 func (b *Backend) moveAction(v view, x *entry, what string, more ...clientv3.Cmp) action {
-	cmps, ops := b.moveBack(v.name, x, false, time.Time{})
+	return b.moveActionAs(v, x, false, time.Time{}, what, more...)
+}
+
+// moveActionAs is moveAction, moving x as a new arrival (rejoined, at now:
+// it loses its rank) or only to make way.
+func (b *Backend) moveActionAs(v view, x *entry, rejoined bool, now time.Time, what string, more ...clientv3.Cmp) action {
+	cmps, ops := b.moveBack(v.name, x, rejoined, now)
 	if h := v.line[0]; h != x {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, h)), "=", h.create))
 	}
@@ -389,7 +399,12 @@ func (b *Backend) moveAction(v view, x *entry, what string, more ...clientv3.Cmp
 // target the oldest of the line.
 func (b *Backend) moveTargetUp(v view) action {
 	x, t := v.line[len(v.holders)], v.line[v.target]
-	return b.moveAction(v, x, "move the transfer's target up",
+	// The holder that handed over to a native target while no slot was
+	// free kept its key where it held: it goes back now as it would have
+	// at the handover, a new arrival behind the followers of its priority
+	// (gateway.Record's Handover). Any other key only makes way.
+	old := v.transfer.Handed && v.lead.slot(v.transfer.FromTerm) == nil && v.transfer.From == x.value.ID && !x.native
+	return b.moveActionAs(v, x, old, time.Now(), "move the transfer's target up",
 		clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod),
 		clientv3.Compare(clientv3.CreateRevision(b.keyOf(v.name, t)), "=", t.create))
 }
@@ -424,10 +439,12 @@ func (b *Backend) handoverDue(ctx context.Context, election, id string) error {
 // reorder returns the next action that orders the line by priority, or
 // false when it is in order. Only the elector candidates behind the
 // holders and behind the last native key are moved (see reorderFrom).
-// Each action moves one key to the back: the first of those that must go
-// behind a candidate of higher priority, in priority order, so that
-// successive actions leave the line in order. It checks that no key
-// joined the line since v, which would make a moved key overtake it.
+// The order is by priority, then by rank (entry.rank: arrival, or the
+// place a move kept). Each action moves one key to the back: the first of
+// those that stand out of that order, keeping its rank, so that the next
+// action, planned from the line it left, moves the next, and successive
+// actions leave the line in order. It checks that no key joined the line
+// since v, which would make a moved key overtake it.
 func (b *Backend) reorder(v view) (action, bool) {
 	from := reorderFrom(v)
 	if from >= len(v.line) {
@@ -435,7 +452,12 @@ func (b *Backend) reorder(v view) (action, bool) {
 	}
 	s := v.line[from:]
 	want := slices.Clone(s)
-	slices.SortStableFunc(want, func(a, b *entry) int { return b.priority() - a.priority() })
+	slices.SortStableFunc(want, func(a, b *entry) int {
+		if c := cmp.Compare(b.priority(), a.priority()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.rank(), b.rank())
+	})
 	// The longest prefix of want that already stands in s in that order
 	// stays; the rest moves behind it.
 	pos := func(x *entry) int { return slices.Index(s, x) }

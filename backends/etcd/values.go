@@ -33,6 +33,12 @@ type candidateValue struct {
 	// (timers.go): it ends when etcd deletes the marker, not at
 	// CooldownUntil, which is only shown.
 	Timed bool `json:"timed,omitempty"`
+	// Rank, when set, is the candidate's place among the candidates of
+	// its priority, in place of its key's create revision: a key moved to
+	// the back only to make way (behind a candidate of higher priority,
+	// behind a transfer's target) keeps its rank, and a holder the holders
+	// setting ended gets one ahead of every follower (see entry.rank).
+	Rank *int64 `json:"rank,omitempty"`
 }
 
 func (v candidateValue) ttl() time.Duration { return time.Duration(v.TTLms) * time.Millisecond }
@@ -52,6 +58,25 @@ func parseCandidate(raw []byte, hex string) (v candidateValue, native bool) {
 	}
 	meta, _ := json.Marshal(map[string]string{"etcd_value": string(raw)})
 	return candidateValue{ID: id, Metadata: meta}, true
+}
+
+// rank is the candidate's place among the candidates of its priority,
+// the lowest first: Rank when a move kept it, else its key's create
+// revision, its arrival. gateway.Record keeps its line in priority order
+// and, within a priority, in the order candidates arrived, a holder ended
+// by a lower holders setting ahead of the followers (Record.insertAhead);
+// the rank is that order. Keys stand in etcd in create-revision order and
+// move only to the back, so an order that needs several keys moved (a
+// lowered holder behind a candidate of higher priority, then the
+// followers of its priority behind it) would be lost with the first move
+// if the keys' revisions were their only order: the move that makes way
+// keeps the rank, and reorder moves the others until the keys stand in
+// rank order.
+func (x *entry) rank() int64 {
+	if !x.native && x.value.Rank != nil {
+		return *x.value.Rank
+	}
+	return x.create
 }
 
 // priority is the candidate's place in the order of the line: natives

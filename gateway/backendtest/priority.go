@@ -151,3 +151,84 @@ func testPreemptionIsInTheAnswer(t *testing.T, b gateway.Backend) {
 		t.Fatalf("handover answered leader %+v, transfer %+v; want b leading and preempted by c", st.Leader, st.Transfer)
 	}
 }
+
+// testHandoverKeepsTheFollowersInOrder: a handover to a follower that
+// stands behind others leaves the others in the order they stood, the
+// old leader behind them: only the target moves.
+func testHandoverKeepsTheFollowersInOrder(t *testing.T, b gateway.Backend) {
+	ctx := context.Background()
+	e := name("handover-order")
+	tha, _ := campaignPriority(t, b, e, "a", time.Minute, 0)
+	for _, id := range []string{"x", "y", "t", "z"} {
+		campaignPriority(t, b, e, id, time.Minute, 0)
+	}
+	if _, err := b.Transfer(ctx, e, "t", ""); err != nil {
+		t.Fatalf("transfer to t: %v", err)
+	}
+	if _, err := b.Handover(ctx, e, "a", tha); err != nil {
+		t.Fatalf("handover: %v", err)
+	}
+	want := []string{"t:leader", "x:follower", "y:follower", "z:follower", "a:follower"}
+	if s := snapshot(t, b, e); !slices.Equal(ids(s.Candidates), want) {
+		t.Fatalf("line after the handover %v, want %v", ids(s.Candidates), want)
+	}
+}
+
+// testLoweredHolderStaysAheadOfItsPriority: a holder whose holdership a
+// lower holders setting ended goes ahead of the followers of its
+// priority, behind those of higher priority.
+func testLoweredHolderStaysAheadOfItsPriority(t *testing.T, b gateway.Backend) {
+	ctx := context.Background()
+	e := name("lowered-order")
+	campaignPriority(t, b, e, "a", time.Minute, 0)
+	campaignPriority(t, b, e, "c", time.Minute, 0)
+	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second, Holders: 2}); err != nil {
+		t.Fatal(err)
+	}
+	campaignPriority(t, b, e, "b", time.Minute, 1)
+	campaignPriority(t, b, e, "d", time.Minute, 0)
+	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second, Holders: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a:leader", "b:follower", "c:follower", "d:follower"}
+	if s := snapshot(t, b, e); !slices.Equal(ids(s.Candidates), want) {
+		t.Fatalf("line after lowering the holders %v, want %v", ids(s.Candidates), want)
+	}
+}
+
+// testLoweringKeepsATransferWaiting: a pending transfer of a holdership
+// that a lower holders setting ends stays pending, as after any other end
+// of that holdership: its target is next in line and takes the next slot
+// that frees (once the ended holdership's hold is over).
+func testLoweringKeepsATransferWaiting(t *testing.T, b gateway.Backend) {
+	ctx := context.Background()
+	e := name("lowered-transfer")
+	rec := watch(t, b, e, "")
+	tha, _ := campaignPriority(t, b, e, "a", time.Minute, 0)
+	the, _ := campaignPriority(t, b, e, "e", time.Second, 0)
+	keepAlive(t, b, e, "e", the, time.Second)
+	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second, Holders: 2}); err != nil {
+		t.Fatal(err)
+	}
+	campaignPriority(t, b, e, "c", time.Minute, 0)
+	campaignPriority(t, b, e, "t", time.Minute, 0)
+	if _, err := b.Transfer(ctx, e, "t", the); err != nil { // e asks
+		t.Fatalf("transfer from e to t: %v", err)
+	}
+	if _, err := b.Configure(ctx, e, gateway.Settings{ErrorCooldown: time.Second, Holders: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a:leader", "t:follower", "e:follower", "c:follower"}
+	if s := snapshot(t, b, e); !slices.Equal(ids(s.Candidates), want) || s.Transfer == nil || s.Transfer.To != "t" {
+		t.Fatalf("after lowering the holders: line %v, transfer %+v; want %v and the transfer to t pending", ids(s.Candidates), s.Transfer, want)
+	}
+	if err := b.Resign(ctx, e, "a", tha); err != nil {
+		t.Fatal(err)
+	}
+	got := filter(rec.wait(t, eventWait, "t begins", func(ev []gateway.Event) bool {
+		return has(ev, gateway.EventLeaderBegin, "t", "")
+	}), e)
+	if has(got, gateway.EventTransferCancelled, "t", "") || has(got, gateway.EventLeaderBegin, "c", "") {
+		t.Fatalf("events %s: want the transfer to t kept, and t leading next", describe(got))
+	}
+}

@@ -30,6 +30,9 @@ var transferTests = []struct {
 	{"HigherPriorityRejoinsAheadDuringAHold", testHigherPriorityRejoinsAheadDuringAHold},
 	{"PreemptionMovesToAHigherPriority", testPreemptionMovesToAHigherPriority},
 	{"PreemptionIsInTheAnswer", testPreemptionIsInTheAnswer},
+	{"HandoverKeepsTheFollowersInOrder", testHandoverKeepsTheFollowersInOrder},
+	{"LoweredHolderStaysAheadOfItsPriority", testLoweredHolderStaysAheadOfItsPriority},
+	{"LoweringKeepsATransferWaiting", testLoweringKeepsATransferWaiting},
 }
 
 // runTransfers runs transferTests against b.
