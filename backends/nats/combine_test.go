@@ -30,31 +30,11 @@ func queued(b *Backend, election string) int {
 // once that write is done; each is answered from it. A call whose caller
 // gives up while it waits leaves the queue and is written nowhere.
 func TestWritesOfOneElectionCombine(t *testing.T) {
-	e := startServer(t, t.TempDir())
-	t.Cleanup(e.Shutdown)
-	b := open(t, e, freshConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	const el, n = "burst", 50
-	campaignT(t, b, el, "first", time.Minute)
+	b, ctx := withElection(t, el)
 
 	// A write held in its transition, until released.
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	held := make(chan error, 1)
-	var heldSeq uint64
-	go func() {
-		s, err := b.apply(ctx, "configure", el, nil, writeOnSuccess, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
-			once.Do(func() { close(entered) })
-			<-release
-			set := r.Settings
-			set.ErrorCooldown = 42 * time.Second
-			return r.Configure(now, set), nil
-		})
-		heldSeq = s.seq
-		held <- err
-	}()
-	<-entered
+	release := holdWrite(t, b, el)
 
 	// A caller that gives up while it waits.
 	gaveUp, giveUp := context.WithCancel(ctx)
@@ -96,10 +76,7 @@ func TestWritesOfOneElectionCombine(t *testing.T) {
 		}
 		return nil
 	})
-	close(release)
-	if err := <-held; err != nil {
-		t.Fatalf("the held write: %v", err)
-	}
+	heldSeq := release().seq
 	for range n {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
@@ -132,27 +109,50 @@ func TestWritesOfOneElectionCombine(t *testing.T) {
 	}
 }
 
-// holdWrite starts a write of election on b whose transition waits until
-// the returned release is called, and returns once it is in flight.
-func holdWrite(t *testing.T, b *Backend, election string) (release func()) {
+// withElection starts a server and a backend on it, whose election has
+// one candidate, "first", and returns the backend and a context that ends
+// with the test, at most a minute on.
+func withElection(t *testing.T, election string) (*Backend, context.Context) {
+	t.Helper()
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	b := open(t, e, freshConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	campaignT(t, b, election, "first", time.Minute)
+	return b, ctx
+}
+
+// holdWrite starts a write of election on b (its error cooldown set to
+// 42 s) whose transition waits until the returned release is called, and
+// returns once it is in flight. release returns the record it stored.
+func holdWrite(t *testing.T, b *Backend, election string) (release func() stored) {
 	t.Helper()
 	entered, rel := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	done := make(chan error, 1)
+	type result struct {
+		s   stored
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
-		_, err := b.apply(context.Background(), "configure", election, nil, writeOnSuccess, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
+		s, err := b.apply(context.Background(), "configure", election, nil, writeOnSuccess, func(_ context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
 			once.Do(func() { close(entered) })
 			<-rel
-			return r.Configure(now, r.Settings), nil
+			set := r.Settings
+			set.ErrorCooldown = 42 * time.Second
+			return r.Configure(now, set), nil
 		})
-		done <- err
+		done <- result{s, err}
 	}()
 	<-entered
-	return func() {
+	return func() stored {
 		close(rel)
-		if err := <-done; err != nil {
-			t.Errorf("the held write: %v", err)
+		r := <-done
+		if r.err != nil {
+			t.Errorf("the held write: %v", r.err)
 		}
+		return r.s
 	}
 }
 
@@ -172,13 +172,8 @@ func waitQueued(t *testing.T, b *Backend, election string, n int) {
 // without it for the others, and the election's later writes are not
 // held up.
 func TestATransitionThatPanicsFailsOnlyItsOwnCall(t *testing.T) {
-	e := startServer(t, t.TempDir())
-	t.Cleanup(e.Shutdown)
-	b := open(t, e, freshConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	const el = "panics"
-	campaignT(t, b, el, "first", time.Minute)
+	b, ctx := withElection(t, el)
 
 	release := holdWrite(t, b, el)
 	type outcome struct {
@@ -244,11 +239,8 @@ func TestATransitionThatPanicsFailsOnlyItsOwnCall(t *testing.T) {
 // write of its own would have (readiness counts deadlines, not callers
 // that went away).
 func TestACallerPastItsDeadlineIsToldSo(t *testing.T) {
-	e := startServer(t, t.TempDir())
-	t.Cleanup(e.Shutdown)
-	b := open(t, e, freshConfig())
 	const el = "late"
-	campaignT(t, b, el, "first", time.Minute)
+	b, _ := withElection(t, el)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := b.apply(ctx, "configure", el, nil, writeOnSuccess, func(ctx context.Context, r *gateway.Record, now time.Time) ([]gateway.Event, error) {
