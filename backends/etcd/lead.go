@@ -260,8 +260,8 @@ func compareTerms(a, b uint64) int {
 	return 0
 }
 
-// clone returns a copy of l that a writer may change: its slots are its
-// own (their metadata and the transfer are shared, never changed in
+// clone returns a copy of l that a writer may change: its slots and its
+// transfer are its own (the slots' metadata is shared, never changed in
 // place). A nil l clones to an empty record.
 func (l *leadValue) clone() leadValue {
 	if l == nil {
@@ -269,6 +269,10 @@ func (l *leadValue) clone() leadValue {
 	}
 	c := *l
 	c.Slots = slices.Clone(l.Slots)
+	if l.Transfer != nil {
+		t := *l.Transfer
+		c.Transfer = &t
+	}
 	return c
 }
 

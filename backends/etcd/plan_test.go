@@ -392,3 +392,22 @@ func TestPlanFillsEachSlotOnItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestLoweredLeavesTheCacheAlone: lowering the holders keeps the transfer
+// of a holdership it ends, marked handed, in the record it writes; the
+// view's record, which the cache shares, keeps the transfer as it was, so
+// a write that fails leaves nothing of itself behind.
+func TestLoweredLeavesTheCacheAlone(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	a := slotValue{Term: 10, Create: 10, Key: "a", ID: "a"}
+	c := slotValue{Term: 11, Create: 11, Key: "c", ID: "c"}
+	lead := &leadValue{Term: 11, Slots: []slotValue{a, c}, Transfer: &leadTransfer{To: "t", Key: "t", Reason: gateway.ReasonTransferred, From: "c", FromTerm: 11}}
+	v := view{lead: lead, holders: []*entry{{hex: "a"}, {hex: "c"}}, held: []*slotValue{&lead.Slots[0], &lead.Slots[1]}}
+	l := lowered(v, 1, t0)
+	if l.Transfer == nil || !l.Transfer.Handed || l.slot(11).Ended != gateway.ReasonHoldersReduced {
+		t.Fatalf("lowered: transfer %+v, slot %+v; want the transfer kept, handed, and c's slot ended", l.Transfer, l.slot(11))
+	}
+	if lead.Transfer.Handed || lead.Slots[1].Ended != "" {
+		t.Fatalf("the view's record changed: transfer %+v, slot %+v", lead.Transfer, lead.Slots[1])
+	}
+}
