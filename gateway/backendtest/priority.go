@@ -232,3 +232,46 @@ func testLoweringKeepsATransferWaiting(t *testing.T, b gateway.Backend) {
 		t.Fatalf("events %s: want the transfer to t kept, and t leading next", describe(got))
 	}
 }
+
+// testResignWithATransferPending: a leader that resigns or reports an
+// error while a transfer of its leadership is pending, instead of handing
+// over, leaves the slot at once to the transfer's target, ahead of the
+// follower that stood before it (it stopped acting before it asked), and
+// the transfer completes rather than being cancelled.
+func testResignWithATransferPending(t *testing.T, b gateway.Backend) {
+	ctx := context.Background()
+	for _, how := range []string{"resigns", "reports an error"} {
+		e := name("ended-transfer")
+		rec := watch(t, b, e, "")
+		tha, _ := campaignPriority(t, b, e, "a", time.Second, 0)
+		thx, _ := campaignPriority(t, b, e, "x", 10*time.Second, 0)
+		tht, _ := campaignPriority(t, b, e, "t", 10*time.Second, 0)
+		keepAlive(t, b, e, "x", thx, 10*time.Second)
+		keepAlive(t, b, e, "t", tht, 10*time.Second)
+		if _, err := b.Transfer(ctx, e, "t", ""); err != nil {
+			t.Fatalf("transfer to t: %v", err)
+		}
+		var err error
+		if how == "resigns" {
+			err = b.Resign(ctx, e, "a", tha)
+		} else {
+			_, err = b.ReportError(ctx, e, "a", tha, "stepping down")
+		}
+		if err != nil {
+			t.Fatalf("a %s: %v", how, err)
+		}
+		want := []string{"t:leader", "x:follower"}
+		if how != "resigns" {
+			want = append(want, "a:error")
+		}
+		if s := snapshot(t, b, e); !slices.Equal(ids(s.Candidates), want) || s.Transfer != nil {
+			t.Fatalf("a %s: %v, transfer %+v; want %v and no transfer", how, ids(s.Candidates), s.Transfer, want)
+		}
+		got := filter(rec.wait(t, eventWait, "t begins", func(ev []gateway.Event) bool {
+			return has(ev, gateway.EventLeaderBegin, "t", "")
+		}), e)
+		if has(got, gateway.EventTransferCancelled, "t", "") {
+			t.Fatalf("a %s: events %s; want the transfer completed, not cancelled", how, describe(got))
+		}
+	}
+}

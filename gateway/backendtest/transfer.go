@@ -33,6 +33,7 @@ var transferTests = []struct {
 	{"HandoverKeepsTheFollowersInOrder", testHandoverKeepsTheFollowersInOrder},
 	{"LoweredHolderStaysAheadOfItsPriority", testLoweredHolderStaysAheadOfItsPriority},
 	{"LoweringKeepsATransferWaiting", testLoweringKeepsATransferWaiting},
+	{"ResignWithATransferPending", testResignWithATransferPending},
 }
 
 // runTransfers runs transferTests against b.
