@@ -26,8 +26,8 @@ const modelOpsBeside = 60
 
 // conformance is the conformance suite's harness over members ms, with
 // the differences from gateway.Record that the model test allows etcd
-// (see backendtest.Harness): a transfer moves keys to the back of the
-// line (the package doc, Transfers and priorities); a leader's promise
+// (see backendtest.Harness): a pending transfer moves keys to the back of
+// the line, ranks kept (the package doc, Transfers and priorities); a leader's promise
 // lapses on the replicas' clocks, not with its lease, and FailLeader's
 // lead record names nobody, no transfer either (The leader's promise); a
 // holder's expiry reaches the lead record only once its slot frees, so a

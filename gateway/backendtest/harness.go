@@ -38,13 +38,14 @@ type Harness struct {
 	// testing/synctest bubble, where every timer ends exactly on time and
 	// the Record's order of timers is checked exactly.
 	Synctest bool
-	// TransferMovesFollowers says that a transfer moves the followers
-	// standing ahead of its target behind everybody, for good, where the
-	// Record keeps the line as it is (etcd: a candidate's place in line
-	// is its key's create revision, which only a new key can change). The
-	// model test then lets the followers' order differ from the Record's
-	// from a transfer's request until the line is back in priority order
-	// after it ended, and goes on from the backend's order.
+	// TransferMovesFollowers says that a pending transfer moves the
+	// followers standing ahead of its target behind it, where the Record
+	// keeps the line as it is until the target takes the slot (etcd: a
+	// candidate's place in line is its key's create revision, which only a
+	// new key can change). The model test then lets the followers' order
+	// differ from the Record's while a transfer is pending; once it has
+	// ended, the backend's line must be back in the Record's order (etcd:
+	// a key moved to make way keeps its rank).
 	TransferMovesFollowers bool
 	// ExpiryHolds says that the promise of a leader that expired holds
 	// the next leadership back as a failed leader's does (etcd: the

@@ -401,8 +401,6 @@ type outcome struct {
 	ref    *reference
 	events []gateway.Event
 	order  []string // the timers, in the order they ended
-	// transferred says a transfer was pending on the way.
-	transferred bool
 	// quiet is when the last timer that ended without a trace (no event;
 	// a delay or hold with nobody in line, which no snapshot shows) must
 	// have ended: the outcome cannot be told from the state before it
@@ -435,14 +433,13 @@ func (m *reference) outcomes(tm timing, beat func(string, time.Time) time.Time) 
 		}
 		c := m.clone()
 		ev := c.fire(t, tm, beat)
-		pending := c.r.Pending != nil
 		var quiet time.Time
 		if len(ev) == 0 {
 			quiet = tm.widen(t.w).hi
 		}
 		for _, o := range c.outcomes(tm, beat) {
 			out = append(out, outcome{ref: o.ref, events: slices.Concat(ev, o.events), order: append([]string{t.key}, o.order...),
-				transferred: pending || o.transferred, quiet: maxTime(quiet, o.quiet)})
+				quiet: maxTime(quiet, o.quiet)})
 			if len(out) >= maxOutcomes {
 				return out
 			}

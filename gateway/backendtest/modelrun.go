@@ -49,10 +49,6 @@ type modelRun struct {
 	terms    *terms
 	tokens   map[string]string // id → token hash of its last campaign
 	log      []string          // what happened, step by step, for the report
-	// unordered says that a transfer may have moved the followers
-	// (allowances.reorders) since their order was last taken from the
-	// backend.
-	unordered bool
 
 	mu      sync.Mutex
 	beats   map[string][]beat // id → its last accepted heartbeats, oldest first
@@ -150,7 +146,6 @@ func (m *modelRun) step(o op) string {
 		m.stopKeeper(o.id)
 	}
 	owner := m.ownership(o, x)
-	m.noteTransfer(m.ref.r.Pending != nil)
 	at := span{lo: time.Now()}
 	got := m.call(o, x)
 	at.hi = time.Now()
@@ -172,7 +167,6 @@ func (m *modelRun) step(o op) string {
 	if m.ref.known != "" {
 		return known
 	}
-	m.noteTransfer(m.ref.r.Pending != nil)
 	if o.kind == opFailLeader && errors.Is(want.err, gateway.ErrNotLeader) && owner != nil && errClass(got.err) == errClass(owner) {
 		// Allowed: a backend may check the candidate and its token before
 		// its leadership (etcd and NATS do; both refusals change nothing,
@@ -184,7 +178,7 @@ func (m *modelRun) step(o op) string {
 	if got.err != nil && errClass(got.err) != errClass(want.err) {
 		m.logf("              (%v)", got.err)
 	}
-	d := m.differ(m.terms)
+	d := m.differ(m.terms, m.ref)
 	d.answer(want, got)
 	if len(d.diff) > 0 {
 		return d.String()
@@ -220,16 +214,12 @@ func (m *modelRun) ownership(o op, x args) error {
 	return nil
 }
 
-// noteTransfer notes whether a transfer is pending, after which a
-// backend that moves followers for transfers may order them its own way.
-func (m *modelRun) noteTransfer(pending bool) {
-	if m.ref.allow.reorders && pending {
-		m.unordered = true
-	}
-}
-
-func (m *modelRun) differ(t *terms) *differ {
-	return &differ{t: t, anyOrder: m.unordered}
+// differ compares with ref: the followers in any order only while a
+// transfer is pending in ref on a backend whose transfers move them
+// (allowances.reorders). Once it has ended, the backend's line must be
+// back in the Record's order.
+func (m *modelRun) differ(t *terms, ref *reference) *differ {
+	return &differ{t: t, anyOrder: m.ref.allow.reorders && ref.r.Pending != nil}
 }
 
 // resolve turns the names of step o into tokens and terms.
@@ -360,10 +350,9 @@ func (m *modelRun) expectSnapshot(ref *reference) string {
 func (m *modelRun) expectSnapshotUntil(ref *reference, deadline time.Time) string {
 	fair := time.Until(deadline) >= time.Second
 	for {
-		diff, got := m.diffSnapshot(ref, m.terms.clone())
+		diff, _ := m.diffSnapshot(ref, m.terms.clone())
 		if diff == "" {
 			m.diffSnapshot(ref, m.terms) // records the terms
-			m.adopt(ref, got)
 			return ""
 		}
 		if time.Now().After(deadline) {
@@ -390,24 +379,9 @@ func (m *modelRun) diffSnapshot(ref *reference, t *terms) (string, gateway.Elect
 	if err != nil {
 		return "reading the election: " + errClass(err), got
 	}
-	d := m.differ(t)
+	d := m.differ(t, ref)
 	d.election(ref.r.Snapshot(), got)
 	return d.String(), got
-}
-
-// adopt takes the followers' order from the backend's snapshot got, which
-// matched ref, once a transfer that let them move has ended: the line is
-// in priority order again, and the Record goes on from it.
-func (m *modelRun) adopt(ref *reference, got gateway.Election) {
-	if !m.unordered || ref.r.Pending != nil {
-		return
-	}
-	at := map[string]int{}
-	for i, c := range got.Candidates {
-		at[c.ID] = i
-	}
-	slices.SortStableFunc(ref.r.Line, func(a, b gateway.Entry) int { return at[a.ID] - at[b.ID] })
-	m.unordered = false
 }
 
 // settle waits until every short timer running in the reference has
@@ -422,7 +396,6 @@ func (m *modelRun) settle() string {
 		return "the reference allows no order of its timers, a window closing before it opens (the model's fault): " + m.describeWindows()
 	}
 	for _, o := range outs {
-		m.noteTransfer(o.transferred)
 		if o.ref.known != "" {
 			m.ref.known = o.ref.known
 			return known
@@ -455,7 +428,6 @@ func (m *modelRun) settle() string {
 			if diff, snap := m.diffSnapshot(o.ref, m.matched(got, o.events)); diff == "" && !stillHeld(o.ref, snap) {
 				m.terms = m.matched(got, o.events)
 				m.diffSnapshot(o.ref, m.terms)
-				m.adopt(o.ref, snap)
 				m.ref = o.ref
 				m.logf("     timers ended: %s (after %s)", strings.Join(o.order, ", "), time.Since(began).Round(10*time.Millisecond))
 				if len(got) > 0 {
@@ -502,7 +474,7 @@ func (m *modelRun) prefixOf(got, want []gateway.Event) bool {
 	if len(got) > len(want) {
 		return false
 	}
-	d := m.differ(m.terms.clone())
+	d := m.differ(m.terms.clone(), m.ref)
 	for i := range got {
 		d.event(i, want[i], got[i])
 	}
