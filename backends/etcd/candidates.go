@@ -364,7 +364,12 @@ func (b *Backend) removeTxn(v view, x *entry, cooling bool, id, reason, detail s
 // With hold (FailLeader: the gateway's verdict, which the holder may not
 // know of yet) the slot is kept, ended "error", and goes to nobody: it is
 // taken until the failed holder's promise has lapsed (see promise.go), as
-// after an expiry. A pending transfer of that holdership is dropped.
+// after an expiry. A pending transfer of that holdership that does not
+// complete here stays, "handed": its target is next and takes the next
+// slot that frees (fill), as in gateway.Record, which keeps it too.
+// Keeping it makes nobody hold sooner: it only says who is next, and fill
+// acknowledges the target only into a slot free on this replica's clock,
+// which the failed holder's is not until its promise has lapsed.
 func (b *Backend) handOver(v view, i int, reason string, hold bool, now, mono time.Time) ([]clientv3.Cmp, []clientv3.Op) {
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.keys.lead(v.name)), "=", v.leadMod)}
 	l := v.lead.clone()
@@ -376,9 +381,8 @@ func (b *Backend) handOver(v view, i int, reason string, hold bool, now, mono ti
 	} else {
 		l.drop(s.Term)
 	}
-	ownTransfer := l.Transfer != nil && l.Transfer.FromTerm == s.Term
-	if ownTransfer {
-		l.Transfer = nil
+	if t := l.Transfer; t != nil && t.FromTerm == s.Term {
+		t.Handed = true // the clone's own (clone copies it)
 	}
 	if next, completes, ok := v.successor(i, mono); ok && !hold {
 		if completes {

@@ -27,10 +27,9 @@ const modelOpsBeside = 60
 // conformance is the conformance suite's harness over members ms, with
 // the differences from gateway.Record that the model test allows etcd
 // (see backendtest.Harness): a pending transfer moves keys to the back of
-// the line, ranks kept (the package doc, Transfers and priorities); a leader's promise
-// lapses on the replicas' clocks, not with its lease, and FailLeader's
-// lead record names nobody, no transfer either (The leader's promise); a
-// holder's expiry reaches the lead record only once its slot frees, so a
+// the line, ranks kept (the package doc, Transfers and priorities); a
+// leader's promise lapses on the replicas' clocks, not with its lease
+// (The leader's promise); a holder's expiry reaches the lead record only once its slot frees, so a
 // begin in another slot before then does not name it, and no slot is
 // filled past a transfer's target while it waits (fill).
 func conformance(ms []*member, candidates, modelOps int) backendtest.Harness {
@@ -41,7 +40,6 @@ func conformance(ms []*member, candidates, modelOps int) backendtest.Harness {
 		ModelOps:                  modelOps,
 		TransferMovesFollowers:    true,
 		ExpiryHolds:               true,
-		FailDropsTransfer:         true,
 		BeginSkipsHeldPrevious:    true,
 		TransferTargetBlocksSlots: true,
 	}

@@ -447,9 +447,11 @@
 // reconcilers move the keys ahead of the target and acknowledge it into
 // the first slot that frees. A holder that resigns or errs hands its slot
 // to the first follower, which is the target once it has been moved up;
-// if it has not been yet, the transfer is cancelled. A target that leaves
-// cancels the transfer, and so does the gateway's verdict on the holder
-// or a lower N that ends its holdership.
+// if it has not been yet, the transfer is cancelled; with no slot free it
+// stays, "handed" as above. A target that leaves cancels the transfer.
+// The gateway's verdict on the holder, or a lower N, that ends its
+// holdership keeps it, "handed", while the slot is held: the target
+// takes the next slot that frees, as in gateway.Record.
 //
 // With more than one holder, other slots may free while a transfer is
 // pending. The holders are the head of the line, so nobody behind the

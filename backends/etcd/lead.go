@@ -81,10 +81,11 @@ func (s *slotValue) ref() *gateway.TermRef { return &gateway.TermRef{ID: s.ID, T
 // the key moves; From and FromTerm the holdership asked to hand over (in
 // the one-holder form, left out: the record's one holdership). It holds
 // only while the target is in line behind the holders and that
-// holdership is open, or, with Handed, ended by its holder handing over
-// while no slot was free (its slot is gone from the record) or by a lower
-// holders setting (its slot is held, ended holders_reduced): the target
-// then takes the next slot that frees, as after that holdership's expiry.
+// holdership is open, or, with Handed, ended while its target waits: by
+// its holder handing over, resigning or erring while no slot was free
+// (its slot is gone from the record), or by a lower holders setting or
+// the gateway's verdict (its slot is held): the target then takes the
+// next slot that frees, as after that holdership's expiry.
 type leadTransfer struct {
 	To       string    `json:"to"`
 	Key      string    `json:"key"`

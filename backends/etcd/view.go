@@ -43,8 +43,9 @@ type view struct {
 	term uint64
 	// transfer is the lead record's pending transfer while it holds: the
 	// holdership it asks to hand over is open (holders[from], or from -1
-	// when that holdership's key went: an expiry), handed over while no
-	// slot was free or ended by a lower holders setting (from -1, see
+	// when that holdership's key went: an expiry), or ended otherwise
+	// while its target waits (handed: a handover while no slot was free,
+	// a lower holders setting, the gateway's verdict; from -1, see
 	// leadTransfer), and its target,
 	// line[target], is in line behind the holders. A transfer whose target
 	// left, or whose holdership ended otherwise, is void, and a
@@ -124,7 +125,7 @@ func (s *state) derive(name string, all bool) view {
 	if t := l.Transfer; t != nil {
 		from := slices.IndexFunc(v.held, func(s *slotValue) bool { return s.Term == t.FromTerm })
 		fs := l.slot(t.FromTerm)
-		open := from >= 0 || (fs != nil && fs.Ended == "" && !slices.ContainsFunc(v.line, fs.names)) || (t.Handed && (fs == nil || fs.Ended == gateway.ReasonHoldersReduced))
+		open := from >= 0 || (fs != nil && fs.Ended == "" && !slices.ContainsFunc(v.line, fs.names)) || (t.Handed && (fs == nil || fs.Ended != ""))
 		if i := slices.IndexFunc(v.line, func(x *entry) bool { return x.hex == t.Key }); open && i >= len(v.holders) {
 			v.transfer, v.target, v.from = t, i, from
 		}
@@ -319,7 +320,7 @@ func (s *state) standing(name, id string) (st standing, ok bool) {
 			if y := e.line[fs.Key]; y == nil || !fs.names(y) || isHolder(y) {
 				st.transfer = t
 			}
-		case fs.Ended == gateway.ReasonHoldersReduced && t.Handed:
+		case t.Handed:
 			st.transfer = t
 		}
 	}

@@ -33,7 +33,7 @@
 // shortest sequence that still shows it, and the failure prints it step
 // by step with both sides' answers and events, and the command that
 // replays its seed. A Harness declares what a backend may do otherwise
-// than the Record (TransferMovesFollowers, ExpiryHolds, FailDropsTransfer,
+// than the Record (TransferMovesFollowers, ExpiryHolds,
 // BeginSkipsHeldPrevious), each a documented difference of that backend.
 //
 // By default the test takes DefaultModelOps steps per backend, in

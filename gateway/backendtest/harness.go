@@ -54,12 +54,6 @@ type Harness struct {
 	// lets promotion wait after a leader's expiry until its last
 	// heartbeat's promise has lapsed.
 	ExpiryHolds bool
-	// FailDropsTransfer says that a leader failed by FailLeader takes a
-	// pending transfer with it (etcd: the record of the failed leadership
-	// names nobody; see its package doc, The leader's promise), where the
-	// Record keeps it for when the hold ends. Both are safe: either way
-	// nobody leads before the failed leader's promise lapsed.
-	FailDropsTransfer bool
 	// BeginSkipsHeldPrevious says that a leader.begin that fills a slot
 	// while another slot is still kept by the handover delay or the
 	// promise of a holder that expired need not name that holdership as
@@ -87,7 +81,7 @@ type Harness struct {
 
 // allowances are the differences from gateway.Record a Harness declares.
 func (h Harness) allowances() allowances {
-	return allowances{reorders: h.TransferMovesFollowers, expiryHolds: h.ExpiryHolds, failDrops: h.FailDropsTransfer, heldPrev: h.BeginSkipsHeldPrevious,
+	return allowances{reorders: h.TransferMovesFollowers, expiryHolds: h.ExpiryHolds, heldPrev: h.BeginSkipsHeldPrevious,
 		targetBlocks: h.TransferTargetBlocksSlots}
 }
 

@@ -57,7 +57,7 @@ import (
 // logs passing sequences too.
 //
 // What a backend may do otherwise than the Record is declared by its
-// Harness (TransferMovesFollowers, ExpiryHolds, FailDropsTransfer) and
+// Harness (TransferMovesFollowers, ExpiryHolds, and others) and
 // allowed where the comparison would catch it, each with its reason; two
 // allowances hold for every backend: FailLeader may refuse a candidate it
 // does not know, or a wrong token, before asking whether it leads (see

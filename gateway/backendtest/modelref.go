@@ -70,7 +70,6 @@ type reference struct {
 type allowances struct {
 	reorders    bool // Harness.TransferMovesFollowers
 	expiryHolds bool // Harness.ExpiryHolds
-	failDrops   bool // Harness.FailDropsTransfer
 	heldPrev    bool // Harness.BeginSkipsHeldPrevious
 	// Harness.TransferTargetBlocksSlots
 	targetBlocks bool
@@ -221,15 +220,7 @@ func (m *reference) apply(o op, x args, at span, beat func(string, time.Time) ti
 		if missing(gateway.ErrCandidateNotFound) {
 			break
 		}
-		pending := r.Pending
 		ev, err = r.FailLeader(now, o.id, x.tokenHash, x.term, failDetail)
-		if err == nil && m.allow.failDrops && pending != nil && pending.Term == x.term && r.Pending != nil {
-			// Allowed: the transfer goes with the failed leadership,
-			// cancelled for no reason of its target's.
-			r.Pending = nil
-			ev = append(ev, gateway.Event{Type: gateway.EventTransferCancelled, Time: now, Election: r.Name, Term: r.Term,
-				Candidate: &gateway.CandidateRef{ID: pending.To, Metadata: r.Find(pending.To).Metadata}})
-		}
 		status(o.id)
 	case opTransfer:
 		if missing(gateway.ErrElectionNotFound) {
