@@ -122,7 +122,10 @@ func openStream(t *testing.T, c *http.Client, url string) *sseReader {
 
 func (r *sseReader) waitFor(t *testing.T, suffix string) string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	// Generous: after a member is lost, the stream's consumer may wait
+	// for JetStream to elect a new leader (4 to 9 s idle, more on a
+	// loaded machine) before the event comes.
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		r.mu.Lock()
 		for _, e := range r.events {
