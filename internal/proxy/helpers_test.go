@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,11 +33,12 @@ type testGateway struct {
 	c   *client.Client
 }
 
-func newTestGateway(t *testing.T) *testGateway {
+func newTestGateway(t *testing.T, opts ...servertest.Option) *testGateway {
 	t.Helper()
-	srv := servertest.Start(t, servertest.Configure(func(c *server.Config) {
+	opts = append([]servertest.Option{servertest.Configure(func(c *server.Config) {
 		c.API.RetryHint = api.MinRetryHint // the proxy's stream reconnects at once
-	}))
+	})}, opts...)
+	srv := servertest.Start(t, opts...)
 	return &testGateway{srv: srv, c: client.New(srv.URL)}
 }
 
@@ -223,6 +225,39 @@ func campaign(t *testing.T, g *testGateway, id string, metadata json.RawMessage)
 		t.Fatalf("campaign %s: %v", id, err)
 	}
 	return token
+}
+
+// waitFollowing waits until g follows its backend and logs its
+// transitions (to logs). Both run in goroutines that live as long as the
+// gateway and may start only after it serves; a leak check must not take
+// them for a request's. A transition is logged only once both run, and
+// only if it comes after they started: so each probe is a leadership of
+// an election of its own, and the next probe goes when one is not logged
+// within a moment.
+func waitFollowing(t *testing.T, g *testGateway, logs *servertest.SyncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ {
+		election := fmt.Sprintf("probe-%d", i)
+		req := client.CampaignRequest{ID: "probe", TTL: time.Minute}
+		if _, _, err := g.c.Campaign(context.Background(), election, req); err != nil {
+			t.Fatalf("campaign in %s: %v", election, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := eventually.Poll(ctx, func() error {
+			if !strings.Contains(logs.String(), "election="+election+" ") {
+				return errors.New("not logged")
+			}
+			return nil
+		})
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway logged none of its transitions within 10s")
+		}
+	}
 }
 
 // dialUpgrade opens a websocket-style upgrade of path through the proxy

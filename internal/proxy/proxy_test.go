@@ -308,9 +308,11 @@ func TestProxyPassesAWebsocketAndCutsItAtAHandover(t *testing.T) {
 // events, the requests it forwards (a websocket and an event stream among
 // them) and every goroutine it started.
 func TestProxyLeavesNoGoroutineBehind(t *testing.T) {
-	g := newTestGateway(t)
+	gwLogs := &servertest.SyncBuffer{}
+	g := newTestGateway(t, servertest.Logger(slog.New(slog.NewTextHandler(gwLogs, nil))))
 	a := newUpstream(t, "a")
 	campaign(t, g, "a", a.addr())
+	waitFollowing(t, g, gwLogs)
 	hc := &http.Client{Transport: &http.Transport{}}
 	before := goleak.IgnoreCurrent()
 
