@@ -159,6 +159,7 @@ type Gateway struct {
 	cfg    Config
 	hub    *hub
 	writes *writeHealth
+	origin string // the backend's head that Begin noted, or ""
 }
 
 // New returns a Gateway over b. It does not check cfg; call cfg.Validate.
@@ -173,10 +174,29 @@ func New(b Backend, cfg Config) *Gateway {
 // Config returns the Gateway's configuration with defaults filled in.
 func (g *Gateway) Config() Config { return g.cfg }
 
+// Begin notes the backend's head as where this replica's event hub, and
+// the transition log of Run, start, and returns it as a cursor, for other
+// followers of every election (Watch) to start from too. A server calls
+// it once, before it serves requests and before Run: then every
+// transition that its requests cause reaches the hub and the log, which
+// otherwise start from wherever Run finds the backend's head, after the
+// transitions of the requests served in between. Errors: the backend's,
+// from its Head; the Gateway then runs as without Begin.
+func (g *Gateway) Begin(ctx context.Context) (string, error) {
+	head, err := g.hub.headPosition(ctx)
+	if err != nil {
+		return "", err
+	}
+	g.hub.reset(head)
+	g.origin = head.String()
+	return g.origin, nil
+}
+
 // Run runs the replica's event hub and the backend's background loop,
 // and logs every change of leadership it sees at INFO (logTransitions),
 // until ctx ends. Watch serves subscribers from the hub while
-// Run runs.
+// Run runs. The hub and the log start from where Begin, if called,
+// noted the backend's head, else from where it is when they start.
 func (g *Gateway) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -15,10 +15,11 @@ import (
 // preempted), a leader's error, and transfers asked for and cancelled.
 // Each replica logs what it sees, whichever replica caused it; a gap in
 // the stream (the hub fell behind the backend's history) is logged as
-// such and following resumes from the present.
+// such and following resumes from the present. It starts where Begin
+// noted the backend's head, if it did, else from the present.
 func (g *Gateway) logTransitions(ctx context.Context) {
 	log := g.cfg.Logger
-	cursor := ""
+	cursor := g.origin
 	retry := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		ch, err := g.follow(ctx, cursor)

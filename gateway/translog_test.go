@@ -44,22 +44,13 @@ func TestGatewayLogsEveryChangeOfLeadership(t *testing.T) {
 		Defaults: &gateway.Settings{ErrorCooldown: time.Hour},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
+	// The log starts where Begin notes the backend's head.
+	if _, err := gw.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gw.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	// Wait until the Gateway follows (it logs what happens from when it
-	// starts): a leadership in a warm-up election, made again until one
-	// is logged.
-	tw := ""
-	eventually.True(t, 10*time.Second, "the Gateway following", func() bool {
-		if tw != "" {
-			if err := gw.Resign(ctx, "tl-w", "w", tw); err != nil {
-				t.Fatal(err)
-			}
-		}
-		tw = campaignGW(t, gw, "tl-w", "w", time.Hour)
-		return strings.Contains(logs.String(), `msg="leadership begins" election=tl-w`)
-	})
 	ta := campaignGW(t, gw, "tl", "a", 10*time.Second)
 	tb := campaignGW(t, gw, "tl", "b", time.Hour)
 	tc := campaignGW(t, gw, "tl", "c", time.Hour)
@@ -115,6 +106,48 @@ func TestGatewayLogsEveryChangeOfLeadership(t *testing.T) {
 	if l := logs.String(); strings.Contains(l, "heartbeat") {
 		t.Fatalf("heartbeats were logged:\n%s", l)
 	}
+}
+
+// TestGatewayFollowsFromBegin: what happens between Begin and Run (a
+// server's first requests, served before Run's goroutines start) reaches
+// the transition log, the event hub's subscribers and a watch from the
+// cursor Begin returned. Without Begin, the log and the hub would start
+// from the backend's head as Run found it, after the campaign.
+func TestGatewayFollowsFromBegin(t *testing.T) {
+	logs := &lockedBuffer{}
+	gw := gateway.New(memory.New(), gateway.Config{
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	origin, err := gw.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	campaignGW(t, gw, "first", "a", time.Hour)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = gw.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	ch, err := gw.Watch(ctx, "", origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(10 * time.Second)
+	for began := false; !began; {
+		select {
+		case ev := <-ch:
+			if ev.Election != "first" {
+				t.Fatalf("event after Begin's cursor: %+v, want only those of the campaign in first", ev)
+			}
+			began = ev.Type == gateway.EventLeaderBegin && ev.Candidate != nil && ev.Candidate.ID == "a"
+		case <-timeout:
+			t.Fatal("no leader.begin of a after Begin's cursor within 10s")
+		}
+	}
+	eventually.True(t, 10*time.Second, "the campaign before Run logged", func() bool {
+		return strings.Contains(logs.String(), `msg="leadership begins" election=first candidate=a term=1`)
+	})
 }
 
 // campaignGW campaigns through gw and returns the candidate token.

@@ -28,51 +28,54 @@ type server struct {
 }
 
 // newServer wires a memory backend, a gateway observed by the metrics, the
-// transitions watcher and the API as serve does, and waits until the
-// watcher watches. Everything stops at the end of the test.
+// transitions watcher and the API as serve does: the watcher counts from
+// the backend's head as Gateway.Begin noted it, before any request.
+// Everything stops at the end of the test.
 func newServer(t *testing.T, opts ...metrics.Option) *server {
+	return newServerAfter(t, nil, opts...)
+}
+
+// newServerAfter is newServer that calls early between Begin and the
+// start of the gateway's and the watcher's goroutines.
+func newServerAfter(t *testing.T, early func(*gateway.Gateway), opts ...metrics.Option) *server {
 	t.Helper()
 	discard := slog.New(slog.DiscardHandler)
 	m := metrics.New(append(opts, metrics.WithLogger(discard))...)
-	// The watcher counts every event after the snapshot it starts from;
-	// before the first scrape, nothing else reads every election.
-	snapshot := make(chan struct{})
-	var once sync.Once
-	first := observerFunc(func(op string, _ time.Duration, _ error) {
-		if op == "elections" {
-			once.Do(func() { close(snapshot) })
-		}
-	})
-	gw := gateway.New(m.ObserveBackend(gateway.Observe(memory.New(), first)), gateway.Config{
+	gw := gateway.New(m.ObserveBackend(memory.New()), gateway.Config{
 		Logger:   discard,
 		Defaults: &gateway.Settings{ErrorCooldown: time.Hour},
 	})
 	transitions := m.ObserveGateway(gw)
 	ctx, cancel := context.WithCancel(context.Background())
+	origin, err := gw.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if early != nil {
+		early(gw)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = gw.Run(ctx) })
-	wg.Go(func() { _ = transitions.Run(ctx) })
+	wg.Go(func() { _ = transitions.RunAfter(ctx, origin) })
 	srv := httptest.NewServer(api.New(gw, api.Config{Logger: discard, Metrics: m}))
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()
 		wg.Wait()
 	})
-	s := &server{t: t, url: srv.URL, m: m}
-	// Wait for the watcher's snapshot, so that the script's transitions
-	// are all counted.
-	select {
-	case <-snapshot:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the transitions watcher took no snapshot in 30s")
-	}
-	return s
+	return &server{t: t, url: srv.URL, m: m}
 }
 
-// observerFunc is a gateway.Observer that is a function.
-type observerFunc func(op string, d time.Duration, err error)
-
-func (f observerFunc) BackendCall(op string, d time.Duration, err error) { f(op, d, err) }
+// TestTransitionsCountFromTheirCursor: RunAfter counts the transitions
+// after its cursor that came before it started.
+func TestTransitionsCountFromTheirCursor(t *testing.T) {
+	s := newServerAfter(t, func(gw *gateway.Gateway) {
+		if _, _, err := gw.Campaign(context.Background(), "early", gateway.CampaignRequest{ID: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	s.waitFor(`elector_leader_transitions_total{election="early",reason="none",type="leader.begin"} 1`)
+}
 
 // do sends a request and returns the status and the decoded JSON body.
 func (s *server) do(method, path, token, body string) (int, map[string]any) {

@@ -49,7 +49,17 @@ type Transitions struct {
 // snapshot (the events in between are not counted) and a warning is
 // logged. A backend that refuses to watch is asked again every second.
 func (t *Transitions) Run(ctx context.Context) error {
-	cursor, err := t.snapshot(ctx)
+	return t.RunAfter(ctx, "")
+}
+
+// RunAfter is Run counting the events after cursor rather than from now:
+// a server passes what gateway.Gateway.Begin returned, so that the
+// transitions of its first requests are counted. An empty cursor is now.
+func (t *Transitions) RunAfter(ctx context.Context, cursor string) error {
+	var err error
+	if cursor == "" {
+		cursor, err = t.snapshot(ctx)
+	}
 	for ctx.Err() == nil {
 		if err != nil {
 			t.m.log.LogAttrs(ctx, slog.LevelWarn, "metrics: watching leader transitions failed; retrying", slog.Any("err", err))

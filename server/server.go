@@ -218,6 +218,16 @@ func (s *Server) start(ctx context.Context) (*parts, error) {
 	p.endStreams = endStreams
 	apiCfg.Shutdown = streams.Done()
 	apiCfg.CheckOutbox = true
+	// The event hub, the transition log and the transition metrics start
+	// from the backend's head as it is before the first request is
+	// served, so that they see every transition the requests cause.
+	bctx, cancel := context.WithTimeout(ctx, beginTimeout)
+	origin, err := gw.Begin(bctx)
+	cancel()
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "could not read the backend's head before serving; transitions of the first requests may be missing from the log and metrics",
+			slog.Any("err", err))
+	}
 	s.phased.Ready(endStreamsOn(streams, api.New(gw, apiCfg)))
 
 	// The loops run on a context of their own, which outlives ctx:
@@ -225,7 +235,7 @@ func (s *Server) start(ctx context.Context) (*parts, error) {
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	p.stopLoops = stopLoops
 	p.wg.Go(func() { p.loopErr <- gw.Run(loops) })
-	p.wg.Go(func() { runTransitions(loops, transitions, s.log) })
+	p.wg.Go(func() { runTransitions(loops, transitions, origin, s.log) })
 	hooksCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
 	p.stopHooks = stopHooks
 	p.wg.Go(func() {
@@ -236,6 +246,11 @@ func (s *Server) start(ctx context.Context) (*parts, error) {
 	})
 	return p, nil
 }
+
+// beginTimeout bounds how long a server waits for the backend's head
+// before it serves (gateway.Gateway.Begin): the backend has just answered
+// its opening, so this is only for one that stops answering right then.
+const beginTimeout = 5 * time.Second
 
 // open returns the backend to run over and the function that releases
 // it: WithBackend's, which the server does not release, or the one

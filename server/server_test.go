@@ -3,12 +3,17 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/electorhq/elector/backends/memory"
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/internal/servertest"
 	"github.com/electorhq/elector/server"
 )
@@ -71,4 +76,40 @@ func TestRunRunsOnce(t *testing.T) {
 	if err := gw.Server.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Fatalf("a second Run: %v", err)
 	}
+}
+
+// TestFirstRequestsTransitionsAreLoggedAndCounted: the transitions of the
+// first request a server answers reach its transition log and its
+// metrics, though their goroutines may start after it (they start from
+// the backend's head as it was before the server served: Gateway.Begin).
+func TestFirstRequestsTransitionsAreLoggedAndCounted(t *testing.T) {
+	logs := &servertest.SyncBuffer{}
+	gw := servertest.Start(t, servertest.Logger(slog.New(slog.NewTextHandler(logs, nil))))
+	res, err := http.Post(gw.URL+"/v1/elections/first/candidates", "application/json", strings.NewReader(`{"id":"node-a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("campaign: %d", res.StatusCode)
+	}
+	eventually.True(t, 10*time.Second, "the first leadership logged", func() bool {
+		return strings.Contains(logs.String(), `msg="leadership begins" election=first candidate=node-a term=1`)
+	})
+	eventually.NoError(t, 10*time.Second, "the first leadership counted", func() error {
+		res, err := http.Get(gw.URL + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		if err != nil {
+			return err
+		}
+		const want = `elector_leader_transitions_total{election="first",reason="none",type="leader.begin"} 1`
+		if !strings.Contains(string(body), want) {
+			return fmt.Errorf("no %s in the metrics", want)
+		}
+		return nil
+	})
 }

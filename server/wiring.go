@@ -77,8 +77,8 @@ func newMetrics(cfg Config, log *slog.Logger) *metrics.Metrics {
 
 // runTransitions counts leader transitions until ctx ends, logging the
 // error if the watcher stops on its own.
-func runTransitions(ctx context.Context, t *metrics.Transitions, log *slog.Logger) {
-	if err := t.Run(ctx); err != nil {
+func runTransitions(ctx context.Context, t *metrics.Transitions, origin string, log *slog.Logger) {
+	if err := t.RunAfter(ctx, origin); err != nil {
 		log.LogAttrs(ctx, slog.LevelError, "metrics: leader transitions watcher stopped", slog.Any("err", err))
 	}
 }
