@@ -38,6 +38,7 @@ type Backend struct {
 	mono clock
 
 	revokes     chan clientv3.LeaseID // leases to revoke, see revoke
+	revokeFails atomic.Int64          // revocations etcd did not answer, tried again (revoker)
 	revocations chan revocation       // records of early revocations to write (revoked.go)
 	revokedBook *revokedBook
 	lastPass    atomic.Pointer[pass] // see Run

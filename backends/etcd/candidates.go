@@ -22,16 +22,66 @@ func (b *Backend) revoke(id clientv3.LeaseID) {
 	}
 }
 
-// revoker revokes the leases queued by revoke until ctx ends.
+// Pauses between the attempts at a revocation that etcd did not answer.
+const (
+	revokeRetryFirst = 100 * time.Millisecond
+	revokeRetryMax   = 5 * time.Second
+)
+
+// revoker revokes the leases queued by revoke until ctx ends. A
+// revocation that fails for want of etcd (not because the lease is gone)
+// is tried again, after pauses that grow to revokeRetryMax, until etcd
+// revokes the lease or says it no longer exists, which it does at the
+// latest once the lease's TTL has run out without keep-alives. Without
+// this, a candidacy whose campaign failed with an unknown outcome while
+// etcd was unreachable (its transaction may have applied: see Campaign)
+// stayed in line, perhaps holding, its whole TTL after etcd answered
+// again, and its candidate, retrying, was told that it exists. At most
+// cap(revokes) revocations wait to be tried again; past that, a lease is
+// left to its TTL.
 func (b *Backend) revoker(ctx context.Context) {
+	type retry struct {
+		id    clientv3.LeaseID
+		at    time.Time
+		pause time.Duration
+	}
+	var again []retry
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	attempt := func(r retry) {
+		rctx, cancel := b.reqCtx(ctx)
+		_, err := b.cli.Revoke(rctx, r.id)
+		cancel()
+		if err == nil || leaseGone(err) || ctx.Err() != nil || len(again) >= cap(b.revokes) {
+			return
+		}
+		b.revokeFails.Add(1)
+		r.at = time.Now().Add(r.pause)
+		r.pause = min(2*r.pause, revokeRetryMax)
+		again = append(again, r)
+	}
 	for {
+		next := time.Hour
+		for _, r := range again {
+			next = min(next, time.Until(r.at))
+		}
+		timer.Reset(next)
 		select {
 		case <-ctx.Done():
 			return
 		case id := <-b.revokes:
-			rctx, cancel := b.reqCtx(ctx)
-			_, _ = b.cli.Revoke(rctx, id)
-			cancel()
+			attempt(retry{id: id, pause: revokeRetryFirst})
+		case <-timer.C:
+			now := time.Now()
+			waiting := again
+			again = nil
+			for _, r := range waiting {
+				if r.at.After(now) {
+					again = append(again, r)
+				} else {
+					attempt(r)
+				}
+			}
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/electorhq/elector/backends/etcd"
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/etcdtest"
@@ -274,4 +276,48 @@ func TestReplicaCutOffFromEveryMemberComesBack(t *testing.T) {
 	})
 	t.Logf("ready %s after the heal", time.Since(healed).Round(time.Millisecond))
 	waitLine(t, b, "cut", "a:leader", "b:follower")
+}
+
+// TestRevocationOutlastsAnOutage: a lease whose revocation etcd did not
+// answer (the replica cut off from it) is revoked once etcd answers again,
+// not left to its TTL: a candidacy whose campaign's outcome was unknown
+// leaves the line then, and its candidate can campaign again.
+func TestRevocationOutlastsAnOutage(t *testing.T) {
+	ms := startCluster(t, 1)
+	p := testnet.NewProxy(t, ms[0].client.Host)
+	b := newBackendOn(t, []string{"http://" + p.Addr()}, "elector")
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints(ms), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	lease, err := cli.Grant(ctx, 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "elector-revoke-test", "x", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+
+	p.Cut()
+	b.RevokeLease(int64(lease.ID))
+	eventually.True(t, 20*time.Second, "a revocation to fail while the replica is cut off", func() bool { return b.RevokeFailures() > 0 })
+	if ttl, err := cli.TimeToLive(ctx, lease.ID); err != nil || ttl.TTL <= 0 {
+		t.Fatalf("the lease during the cut: %+v, %v; want it alive", ttl, err)
+	}
+	p.Heal()
+	eventually.NoError(t, 30*time.Second, "the lease revoked after the cut", func() error {
+		ttl, err := cli.TimeToLive(ctx, lease.ID)
+		if err != nil {
+			return err
+		}
+		if ttl.TTL != -1 {
+			return fmt.Errorf("lease alive, %d s left", ttl.TTL)
+		}
+		return nil
+	})
+	if res, err := cli.Get(ctx, "elector-revoke-test"); err != nil || len(res.Kvs) != 0 {
+		t.Fatalf("the key on the lease: %v, %v; want it gone with the lease", res, err)
+	}
 }
