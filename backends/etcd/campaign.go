@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/electorhq/elector/gateway"
@@ -28,7 +29,11 @@ const campaignLeases = 3
 // that had no lead record, from what the transaction proved, by that
 // transaction itself once the prefix is declared at data version 2 (see
 // firstLead), else right after it (see firstHolder); otherwise as the
-// reconcilers do, from the cache once it holds the candidacy.
+// reconcilers do, from the cache once it holds the candidacy. When the
+// transaction's answer does not come, etcd is asked whether it applied
+// (campaignLanded): if it did, the campaign goes on as if the answer had
+// come; if that cannot be told, it fails as unavailable and its lease is
+// revoked (revoker), which removes the candidacy if it was written.
 // Errors: gateway.ErrCandidateExists, gateway.ErrUnavailable.
 func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
 	op := fmt.Sprintf("campaign %q", c.ID)
@@ -77,6 +82,15 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 		var err error
 		resp, one, err = b.campaignTxn(ctx, rctx, election, c.ID, hex, lease.id, val, set)
 		renew.Wait()
+		if err != nil && !leaseGone(err) {
+			// No answer came (a timeout, a connection lost): the
+			// transaction may have applied. Rather than answer 503 and
+			// revoke a candidacy that may be in line (its candidate,
+			// retrying, would be told it exists), ask etcd.
+			if rev, ok := b.campaignLanded(ctx, election, c.ID, hex); ok {
+				resp, err = &clientv3.TxnResponse{Header: &etcdserverpb.ResponseHeader{Revision: rev}, Succeeded: true}, nil
+			}
+		}
 		if leaseGone(err) {
 			// etcd ended the lease before the transaction, which then
 			// wrote nothing (a plain answer: an unsure outcome is never
@@ -133,6 +147,25 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 		return gateway.Status{}, fmt.Errorf("etcd: %s in %q: written at revision %d, gone since: %w", op, election, rev, gateway.ErrUnavailable)
 	}
 	return st, err
+}
+
+// campaignLanded asks etcd whether a campaign's transaction, whose answer
+// did not come, applied: then candidate id's id key holds hex, the
+// campaign's lease, which no other transaction writes there. It returns
+// the transaction's revision (the id key's create revision). A read that
+// fails, or finds the key absent or another lease's, is not proof: ok is
+// false and the campaign fails as unsure, revoking its lease, which also
+// undoes a transaction still under way (etcd refuses one whose lease is
+// gone). The read is linearizable, so it sees the transaction if it
+// applied before the read began.
+func (b *Backend) campaignLanded(ctx context.Context, election, id, hex string) (rev int64, ok bool) {
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	res, err := b.cli.Get(rctx, b.keys.candidateID(election, id))
+	if err != nil || len(res.Kvs) != 1 || string(res.Kvs[0].Value) != hex {
+		return 0, false
+	}
+	return res.Kvs[0].CreateRevision, true
 }
 
 // campaignTxn is a campaign's transaction: the candidacy of id at the back

@@ -89,3 +89,57 @@ func TestCampaignOnLeasesRevokedEarly(t *testing.T) {
 		})
 	}
 }
+
+// TestCampaignWhoseAnswerIsLost: a campaign's transaction applies but its
+// answer does not come (a request timeout after etcd applied it). The
+// campaign asks etcd, finds its candidacy and answers as if the answer had
+// come: the candidacy stays, and its token works. A transaction that did
+// not apply and got no answer either still fails as unavailable, its lease
+// revoked, and the candidate can campaign again at once.
+func TestCampaignWhoseAnswerIsLost(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 1)
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		commit func(k *hookKV, txn clientv3.Txn) (*clientv3.TxnResponse, error)
+		landed bool
+	}{
+		{"Applied", lostAnswer, true},
+		{"NotApplied", func(k *hookKV, txn clientv3.Txn) (*clientv3.TxnResponse, error) {
+			k.fired.Store(true)
+			return nil, context.DeadlineExceeded // never sent
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBackend(t, ms, "lost-campaign-"+tt.name)
+			lost := &hookKV{key: "/_elector/ids/", commit: tt.commit}
+			if err := b.WrapKV(ctx, func(kv clientv3.KV) clientv3.KV { lost.KV = kv; return lost }); err != nil {
+				t.Fatal(err)
+			}
+			run(t, b)
+			th := gateway.HashToken(gateway.NewToken())
+			st, err := b.Campaign(ctx, "lost", gateway.Candidacy{ID: "a", TTL: 10 * time.Second, TokenHash: th}, gateway.DefaultSettings())
+			if !lost.fired.Load() {
+				t.Fatal("the campaign's transaction was not the one that lost its answer")
+			}
+			if !tt.landed {
+				if !errors.Is(err, gateway.ErrUnavailable) {
+					t.Fatalf("campaign: %+v, %v; want ErrUnavailable", st, err)
+				}
+				th = gateway.HashToken(gateway.NewToken())
+				if st, err = b.Campaign(ctx, "lost", gateway.Candidacy{ID: "a", TTL: 10 * time.Second, TokenHash: th}, gateway.DefaultSettings()); err != nil {
+					t.Fatalf("the campaign again: %v", err)
+				}
+			}
+			if err != nil || st.Candidate.State != gateway.StateLeader {
+				t.Fatalf("campaign: %+v, %v; want a leading", st, err)
+			}
+			if _, err := b.Heartbeat(ctx, "lost", "a", th); err != nil {
+				t.Fatalf("heartbeat with the campaign's token: %v", err)
+			}
+		})
+	}
+}
