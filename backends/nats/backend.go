@@ -18,11 +18,14 @@ import (
 // Backend is a gateway.Backend over NATS JetStream. Create it with Connect,
 // New or OpenEmbedded; all methods are safe for concurrent use.
 type Backend struct {
-	cfg      Config
-	subj     subjects // the names of its streams and subjects
-	log      *slog.Logger
-	now      func() time.Time
-	nc       *nats.Conn
+	cfg  Config
+	subj subjects // the names of its streams and subjects
+	log  *slog.Logger
+	now  func() time.Time
+	nc   *nats.Conn
+	// request sends a publish and waits for its acknowledgement:
+	// nc.RequestMsg, unless a test loses answers.
+	request  func(m *nats.Msg, timeout time.Duration) (*nats.Msg, error)
 	js       jetstream.JetStream
 	records  jetstream.Stream   // election records and their events
 	alive    jetstream.Stream   // candidacies' liveness messages with per-message TTLs, no delete markers
@@ -112,6 +115,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 		cfg: cfg, subj: subjects{stream: cfg.Stream, prefix: cfg.SubjectPrefix}, log: o.log, now: o.now, nc: nc, js: js,
 		lease: newQuorumLease(), live: newLiveness(cfg.SubjectPrefix),
 	}
+	b.request = nc.RequestMsg
 	b.epochs = &epochs{b: b}
 	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())

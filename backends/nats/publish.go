@@ -36,7 +36,7 @@ func (b *Backend) publish(ctx context.Context, m *nats.Msg, stream string) (uint
 		if timeout <= 0 {
 			return nil, context.DeadlineExceeded
 		}
-		return b.nc.RequestMsg(m, timeout)
+		return b.request(m, timeout)
 	}
 	resp, err := request()
 	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < jetstream.DefaultPubRetryAttempts; r++ {

@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -346,6 +347,11 @@ func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Ev
 	m := &nats.Msg{Subject: b.subj.record(cur.rec.Name), Data: data,
 		Header: nats.Header{jetstream.ExpectedLastSubjSeqHeader: {strconv.FormatUint(cur.seq, 10)}}}
 	seq, err := b.publish(ctx, m, b.cfg.Stream)
+	if err != nil && unanswered(err) {
+		if s, ok := b.landed(ctx, m); ok {
+			seq, err = s, nil
+		}
+	}
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) {
 			return stored{}, fmt.Errorf("record of %d bytes: %w", len(data), gateway.ErrLimit)
@@ -361,6 +367,41 @@ func (b *Backend) publishRecord(ctx context.Context, cur stored, ev []gateway.Ev
 		out.events[i].ID = eventID(seq, i+1)
 	}
 	return out, nil
+}
+
+// unanswered reports whether a publish that failed with err may have been
+// stored: no answer came (a timeout, a connection lost after the request
+// went out) or one came that could not be read, rather than JetStream's
+// refusal or no stream at all to send it to.
+func unanswered(err error) bool {
+	var refused *jetstream.APIError
+	return !errors.As(err, &refused) && !errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// landed reports the sequence at which JetStream stored m, a record
+// message whose publish got no answer, if it did: the subject's last
+// message is m byte for byte (m names the sequence it was written over
+// and the times of its events, so no other write is the same), read from
+// the stream leader with its quorum confirmed, as load reads a record.
+// Then the write goes on as if the acknowledgement had come; otherwise it
+// fails as before, unsure, and a record that landed later is read by the
+// next write like any other. Without this, a write whose acknowledgement
+// was lost answered 503 though it was stored: a campaign's candidate,
+// retrying, was told that it exists.
+func (b *Backend) landed(ctx context.Context, m *nats.Msg) (uint64, bool) {
+	if b.connected() != nil {
+		return 0, false
+	}
+	ctx, cancel := b.opContext(ctx)
+	defer cancel()
+	last, err := b.records.GetLastMsgForSubject(ctx, m.Subject)
+	if err != nil || !bytes.Equal(last.Data, m.Data) {
+		return 0, false
+	}
+	if b.confirmQuorum(ctx) != nil {
+		return 0, false
+	}
+	return last.Sequence, true
 }
 
 // clone returns a copy of rec that a transition may change without
