@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/electorhq/elector/backends/memory"
+	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/internal/servertest"
 	"github.com/electorhq/elector/server"
@@ -82,9 +83,13 @@ func TestRunRunsOnce(t *testing.T) {
 // first request a server answers reach its transition log and its
 // metrics, though their goroutines may start after it (they start from
 // the backend's head as it was before the server served: Gateway.Begin).
+// The backend holds back every list of its elections (which is where a
+// counter that did not start from that head would start) until the
+// campaign has been answered.
 func TestFirstRequestsTransitionsAreLoggedAndCounted(t *testing.T) {
 	logs := &servertest.SyncBuffer{}
-	gw := servertest.Start(t, servertest.Logger(slog.New(slog.NewTextHandler(logs, nil))))
+	b := &heldLists{Backend: memory.New(), release: make(chan struct{})}
+	gw := servertest.Start(t, servertest.Backend(b), servertest.Logger(slog.New(slog.NewTextHandler(logs, nil))))
 	res, err := http.Post(gw.URL+"/v1/elections/first/candidates", "application/json", strings.NewReader(`{"id":"node-a"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +98,7 @@ func TestFirstRequestsTransitionsAreLoggedAndCounted(t *testing.T) {
 	if res.StatusCode != http.StatusCreated {
 		t.Fatalf("campaign: %d", res.StatusCode)
 	}
+	close(b.release)
 	eventually.True(t, 10*time.Second, "the first leadership logged", func() bool {
 		return strings.Contains(logs.String(), `msg="leadership begins" election=first candidate=node-a term=1`)
 	})
@@ -112,4 +118,20 @@ func TestFirstRequestsTransitionsAreLoggedAndCounted(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// heldLists is a backend whose lists of elections wait until release is
+// closed.
+type heldLists struct {
+	gateway.Backend
+	release chan struct{}
+}
+
+func (h *heldLists) Elections(ctx context.Context) ([]gateway.Election, string, error) {
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	}
+	return h.Backend.Elections(ctx)
 }
