@@ -48,17 +48,21 @@ func (b *Backend) revoker(ctx context.Context) {
 	var again []retry
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	attempt := func(r retry) {
+	// attempt tries r and reports whether etcd answered.
+	attempt := func(r retry) bool {
 		rctx, cancel := b.reqCtx(ctx)
 		_, err := b.cli.Revoke(rctx, r.id)
 		cancel()
-		if err == nil || leaseGone(err) || ctx.Err() != nil || len(again) >= cap(b.revokes) {
-			return
+		if err == nil || leaseGone(err) || ctx.Err() != nil {
+			return true
 		}
 		b.revokeFails.Add(1)
-		r.at = time.Now().Add(r.pause)
-		r.pause = min(2*r.pause, revokeRetryMax)
-		again = append(again, r)
+		if len(again) < cap(b.revokes) {
+			r.at = time.Now().Add(r.pause)
+			r.pause = min(2*r.pause, revokeRetryMax)
+			again = append(again, r)
+		}
+		return false
 	}
 	for {
 		next := time.Hour
@@ -72,14 +76,22 @@ func (b *Backend) revoker(ctx context.Context) {
 		case id := <-b.revokes:
 			attempt(retry{id: id, pause: revokeRetryFirst})
 		case <-timer.C:
+			// The due ones in turn, while etcd answers: after a failure
+			// the others wait for the next round rather than each wait
+			// out a request timeout of its own.
 			now := time.Now()
 			waiting := again
 			again = nil
+			answering := true
 			for _, r := range waiting {
-				if r.at.After(now) {
+				switch {
+				case r.at.After(now):
 					again = append(again, r)
-				} else {
-					attempt(r)
+				case !answering:
+					r.at = time.Now().Add(r.pause)
+					again = append(again, r)
+				default:
+					answering = attempt(r)
 				}
 			}
 		}
