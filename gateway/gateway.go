@@ -174,20 +174,24 @@ func New(b Backend, cfg Config) *Gateway {
 // Config returns the Gateway's configuration with defaults filled in.
 func (g *Gateway) Config() Config { return g.cfg }
 
-// Begin notes the backend's head as where this replica's event hub, and
-// the transition log of Run, start, and returns it as a cursor, for other
-// followers of every election (Watch) to start from too. A server calls
-// it once, before it serves requests and before Run: then every
-// transition that its requests cause reaches the hub and the log, which
-// otherwise start from wherever Run finds the backend's head, after the
-// transitions of the requests served in between. Errors: the backend's,
-// from its Head; the Gateway then runs as without Begin.
+// Begin notes the backend's head as where the transition log of Run
+// starts, and returns it as a cursor, for other followers of every
+// election (Watch) to start from too. A server calls it once, before it
+// serves requests and before Run: then every transition that its
+// requests cause reaches the log, which otherwise starts from wherever
+// Run finds the backend's head, after the transitions of the requests
+// served in between. (The event hub starts when Run does; a subscriber
+// from an older cursor reads the backend until it reaches the hub.)
+// Errors: the backend's, from its Head; an error once Run has started.
+// After an error the Gateway runs as without Begin.
 func (g *Gateway) Begin(ctx context.Context) (string, error) {
+	if g.hub.running.Load() {
+		return "", errors.New("gateway: Begin after Run")
+	}
 	head, err := g.hub.headPosition(ctx)
 	if err != nil {
 		return "", err
 	}
-	g.hub.reset(head)
 	g.origin = head.String()
 	return g.origin, nil
 }
@@ -195,8 +199,8 @@ func (g *Gateway) Begin(ctx context.Context) (string, error) {
 // Run runs the replica's event hub and the backend's background loop,
 // and logs every change of leadership it sees at INFO (logTransitions),
 // until ctx ends. Watch serves subscribers from the hub while
-// Run runs. The hub and the log start from where Begin, if called,
-// noted the backend's head, else from where it is when they start.
+// Run runs. The log starts from where Begin, if called, noted the
+// backend's head, else from where it is when it starts.
 func (g *Gateway) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
