@@ -143,3 +143,30 @@ func TestCampaignWhoseAnswerIsLost(t *testing.T) {
 		})
 	}
 }
+
+// TestResignWhoseAnswerIsLost: a resignation applies but its answer does
+// not come. Asked again whether the candidacy is there, etcd says it is
+// gone, so the resignation succeeds, as a retry could not (it would be
+// told that the candidate is not found).
+func TestResignWhoseAnswerIsLost(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 1)
+	ctx := context.Background()
+	b := newBackend(t, ms, "lost-resign")
+	lost := &hookKV{key: "/_elector/mark/", commit: lostAnswer}
+	if err := b.WrapKV(ctx, func(kv clientv3.KV) clientv3.KV { lost.KV = kv; return lost }); err != nil {
+		t.Fatal(err)
+	}
+	run(t, b)
+	th := campaignAs(t, b, "lost", "a", 10*time.Second)
+	campaignAs(t, b, "lost", "b", 10*time.Second)
+	if err := b.Resign(ctx, "lost", "a", th); err != nil {
+		t.Fatalf("resign: %v", err)
+	}
+	if !lost.fired.Load() {
+		t.Fatal("the resignation's transaction did not lose its answer")
+	}
+	if _, err := b.Heartbeat(ctx, "lost", "a", th); !errors.Is(err, gateway.ErrCandidateNotFound) {
+		t.Fatalf("heartbeat after the resignation: %v, want ErrCandidateNotFound", err)
+	}
+}

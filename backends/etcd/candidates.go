@@ -262,7 +262,8 @@ func (c *catching) wait() error {
 // candidate's keys and writes a mark saying it resigned; if it held, the
 // same transaction gives its slot to the next in line when it may take it
 // (see handOver), so there is no handover delay. The lease is
-// revoked afterwards. Errors: gateway.ErrCandidateNotFound,
+// revoked afterwards. A transaction whose answer does not come succeeds
+// when etcd then says the candidacy is gone (candidacyGone). Errors: gateway.ErrCandidateNotFound,
 // gateway.ErrTokenMismatch, gateway.ErrUnavailable.
 func (b *Backend) Resign(ctx context.Context, election, id, tokenHash string) error {
 	x, err := b.remove(ctx, "resign", election, id, tokenHash, gateway.ReasonResigned, "")
@@ -344,6 +345,11 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 			// reads the election freshly and tells which.
 			continue
 		}
+		if err != nil && reason == gateway.ReasonResigned && b.candidacyGone(ctx, election, id, v.ids[id].create) {
+			// No answer came, but the candidacy is gone: resigned, by
+			// this transaction or by its expiry; either way, as asked.
+			return x, nil
+		}
 		if err != nil {
 			return nil, translate(ctx, fmt.Sprintf("%s %q", op, id), err)
 		}
@@ -356,6 +362,20 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 		}
 		// The election moved: the next attempt reads it freshly.
 	}
+}
+
+// candidacyGone asks etcd, after a removal whose answer did not come,
+// whether the candidacy of id whose id key was created at create is gone
+// (its id key absent, or created again since by another campaign). A
+// read that fails is no proof: it reports false.
+func (b *Backend) candidacyGone(ctx context.Context, election, id string, create int64) bool {
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	res, err := b.cli.Get(rctx, b.keys.candidateID(election, id))
+	if err != nil {
+		return false
+	}
+	return len(res.Kvs) == 0 || res.Kvs[0].CreateRevision != create
 }
 
 // removeTxn returns the transaction that takes candidate x (found in view v
