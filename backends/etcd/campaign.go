@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/electorhq/elector/gateway"
@@ -159,13 +160,27 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 // gone). The read is linearizable, so it sees the transaction if it
 // applied before the read began.
 func (b *Backend) campaignLanded(ctx context.Context, election, id, hex string) (rev int64, ok bool) {
+	kv, read := b.idKeyNow(ctx, election, id)
+	if !read || kv == nil || string(kv.Value) != hex {
+		return 0, false
+	}
+	return kv.CreateRevision, true
+}
+
+// idKeyNow reads candidate id's id key from etcd (a linearizable read),
+// after a write whose answer did not come: nil when the key is absent;
+// read is false when etcd did not answer either.
+func (b *Backend) idKeyNow(ctx context.Context, election, id string) (kv *mvccpb.KeyValue, read bool) {
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
 	res, err := b.cli.Get(rctx, b.keys.candidateID(election, id))
-	if err != nil || len(res.Kvs) != 1 || string(res.Kvs[0].Value) != hex {
-		return 0, false
+	if err != nil {
+		return nil, false
 	}
-	return res.Kvs[0].CreateRevision, true
+	if len(res.Kvs) == 0 {
+		return nil, true
+	}
+	return res.Kvs[0], true
 }
 
 // campaignTxn is a campaign's transaction: the candidacy of id at the back

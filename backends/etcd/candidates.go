@@ -369,13 +369,8 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 // (its id key absent, or created again since by another campaign). A
 // read that fails is no proof: it reports false.
 func (b *Backend) candidacyGone(ctx context.Context, election, id string, create int64) bool {
-	rctx, cancel := b.reqCtx(ctx)
-	defer cancel()
-	res, err := b.cli.Get(rctx, b.keys.candidateID(election, id))
-	if err != nil {
-		return false
-	}
-	return len(res.Kvs) == 0 || res.Kvs[0].CreateRevision != create
+	kv, read := b.idKeyNow(ctx, election, id)
+	return read && (kv == nil || kv.CreateRevision != create)
 }
 
 // removeTxn returns the transaction that takes candidate x (found in view v
