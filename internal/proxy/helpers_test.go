@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -242,23 +241,7 @@ func waitFollowing(t *testing.T, g *testGateway, logs *servertest.SyncBuffer) {
 	eventually.True(t, 10*time.Second, "the probe's leadership logged", func() bool {
 		return strings.Contains(logs.String(), `msg="leadership begins" election=probe `)
 	})
-	hc := &http.Client{Transport: &http.Transport{}}
-	defer hc.CloseIdleConnections()
-	eventually.NoError(t, 10*time.Second, "the probe's leadership counted", func() error {
-		res, err := hc.Get(g.srv.URL + "/metrics")
-		if err != nil {
-			return err
-		}
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(string(body), `elector_leader_transitions_total{election="probe",reason="none",type="leader.begin"} 1`) {
-			return errors.New("not counted yet")
-		}
-		return nil
-	})
+	servertest.WaitForMetric(t, g.srv.URL, `elector_leader_transitions_total{election="probe",reason="none",type="leader.begin"} 1`)
 }
 
 // dialUpgrade opens a websocket-style upgrade of path through the proxy

@@ -2,11 +2,16 @@ package servertest
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 // SyncBuffer is an io.Writer that several goroutines may write (a logger,
@@ -52,4 +57,30 @@ func NextLeaderEvent(tb testing.TB, events <-chan client.Event) client.Event {
 			tb.Fatal("no leader event within 20s")
 		}
 	}
+}
+
+// WaitForMetric waits up to 10 seconds until GET /metrics of the gateway
+// at url has line (a sample as the exposition writes it, such as
+// `elector_leader_transitions_total{election="e",reason="none",type="leader.begin"} 1`),
+// and fails tb otherwise. Its connections are closed when it returns, so
+// that they are not taken for a leak.
+func WaitForMetric(tb testing.TB, url, line string) {
+	tb.Helper()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	eventually.NoError(tb, 10*time.Second, "the metric "+line, func() error {
+		res, err := hc.Get(url + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains("\n"+string(body), "\n"+line+"\n") {
+			return fmt.Errorf("no %s at /metrics", line)
+		}
+		return nil
+	})
 }
