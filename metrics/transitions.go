@@ -36,7 +36,7 @@ func newTransitionsCounter(reg prometheus.Registerer, electionLabel bool) *prome
 
 // Transitions counts the leader transitions of a gateway's event stream in
 // elector_leader_transitions_total. Create it with Metrics.ObserveGateway
-// and run Run once.
+// and run Run (or RunAfter) once.
 type Transitions struct {
 	m  *Metrics
 	gw *gateway.Gateway
