@@ -28,7 +28,7 @@ func (a *api) campaign(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	obj, err := a.readObject(w, r, []string{"id", "ttl", "priority", "metadata", "webhook"}, false, jsonTypes...)
+	obj, err := a.readObject(w, r, []string{"id", "ttl", "priority", "metadata", "webhook", "session"}, false, jsonTypes...)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -45,8 +45,17 @@ func (a *api) campaign(w http.ResponseWriter, r *http.Request) {
 	}
 	// Route the candidate id into the problem details (candidate-exists).
 	chi.RouteContext(r.Context()).URLParams.Add("id", req.ID)
+	if req.Session != "" {
+		if req.SessionToken = r.Header.Get(SessionTokenHeader); req.SessionToken == "" {
+			a.writeError(w, r, errorf("session-token-missing", "a campaign in session %q needs the token that opening it returned, in the %s header", req.Session, SessionTokenHeader))
+			return
+		}
+	}
 	st, token, err := a.gw.Campaign(r.Context(), election, req)
 	if err != nil {
+		if req.Session != "" {
+			err = sessionErr(err)
+		}
 		a.writeError(w, r, err)
 		return
 	}
@@ -111,6 +120,17 @@ func (a *api) campaignRequest(obj jsonObject) (gateway.CampaignRequest, error) {
 		return req, invalidField("ttl", "must be between %s and %s, got %s", cfg.MinTTL, cfg.MaxTTL, ttl)
 	}
 	req.TTL = ttl
+	if !obj.isNull("session") {
+		if req.Session, err = obj.string("session"); err != nil {
+			return req, err
+		}
+		if err := gateway.ValidateSessionID(req.Session); err != nil {
+			return req, err
+		}
+		if given {
+			return req, invalidField("ttl", "a candidacy in a session has the session's TTL: leave ttl out")
+		}
+	}
 	if req.Priority, err = obj.integer("priority"); err != nil {
 		return req, err
 	}

@@ -41,6 +41,10 @@ var problemKinds = map[string]problemKind{
 	"client-closed-request":       {statusClientClosedRequest, "Client closed request"},
 	"candidate-token-missing":     {http.StatusBadRequest, "Candidate token missing"},
 	"candidate-token-mismatch":    {http.StatusForbidden, "Candidate token does not match"},
+	"session-token-missing":       {http.StatusBadRequest, "Session token missing"},
+	"session-token-mismatch":      {http.StatusForbidden, "Session token does not match"},
+	"session-not-found":           {http.StatusNotFound, "Session not found"},
+	"session-in-election":         {http.StatusConflict, "Session already in the election"},
 	"election-not-found":          {http.StatusNotFound, "Election not found"},
 	"candidate-not-found":         {http.StatusNotFound, "Candidate not found"},
 	"no-leader":                   {http.StatusNotFound, "No leader"},
@@ -201,6 +205,11 @@ func problemFor(r *http.Request, err error) Problem {
 		return newProblem(r, "not-redeliverable", "this record is a gap in the log (events the backend no longer held), not a delivery; there is nothing to send again")
 	case errors.Is(err, gateway.ErrInvalid):
 		return newProblem(r, "invalid-request", "the request is not valid")
+	case errors.Is(err, gateway.ErrSessionNotFound):
+		return newProblem(r, "session-not-found", "the session is unknown, closed, or expired (its heartbeats stopped for its TTL), and its candidacies with it; open another with POST /v1/sessions and campaign again")
+	case errors.Is(err, gateway.ErrSessionInElection):
+		return newProblem(r, "session-in-election", fmt.Sprintf(
+			"the session already has a candidacy in election %q: a session campaigns once per election; resign that candidacy first, or campaign in another session", election))
 	case errors.Is(err, gateway.ErrTokenMismatch):
 		return newProblem(r, "candidate-token-mismatch", fmt.Sprintf(
 			"the Elector-Candidate-Token header is not the token of candidate %q in election %q; use the token its campaign returned", id, election))

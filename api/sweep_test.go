@@ -29,6 +29,7 @@ type sweepCase struct {
 // sweepFixture is what the sweep's requests refer to.
 type sweepFixture struct {
 	election, id, token, sub string
+	session, sessionToken    string
 }
 
 // oddSegments are path segments no name or id may be; some decode to
@@ -57,6 +58,8 @@ func TestSweepEveryOperationWithBadInput(t *testing.T) {
 	e.do("POST", "/v1/elections/"+fx.election+"/candidates", map[string]any{"id": "node-b", "ttl": "1h"}, camp).expect(t, http.StatusCreated)
 	r = e.do("POST", "/v1/elections/"+fx.election+"/subscriptions", map[string]any{"url": "https://example.com/hook"}, admin).expect(t, http.StatusCreated)
 	fx.sub = r.json(t)["id"].(string)
+	r = e.do("POST", "/v1/sessions", map[string]any{"ttl": "1h"}, camp).expect(t, http.StatusCreated)
+	fx.session, fx.sessionToken = r.json(t)["id"].(string), r.json(t)["token"].(string)
 
 	read := bearerHeader(readAllToken)
 	state := func() string {
@@ -98,7 +101,7 @@ func TestSweepEveryOperationWithBadInput(t *testing.T) {
 // sweepCases builds the bad requests for one operation.
 func sweepCases(t *testing.T, doc *openapi3.T, method, path string, op *openapi3.Operation, fx sweepFixture) []sweepCase {
 	t.Helper()
-	valid := map[string]string{"election": fx.election, "id": fx.id, "sub": fx.sub, "delivery": "dlv_none", "asset": "swagger-ui.css"}
+	valid := map[string]string{"election": fx.election, "id": fx.id, "sub": fx.sub, "delivery": "dlv_none", "asset": "swagger-ui.css", "session": fx.session}
 	params := regexp.MustCompile(`\{(\w+)\}`).FindAllStringSubmatch(path, -1)
 	fill := func(odd, with string) string {
 		p := path
@@ -117,11 +120,15 @@ func sweepCases(t *testing.T, doc *openapi3.T, method, path string, op *openapi3
 	if scope != scopeOpen {
 		good.Set("Authorization", "Bearer "+tokenWith(scope))
 	}
-	needsToken := false
+	needsToken, needsSession := false, false
 	for _, p := range op.Parameters {
 		if p.Value != nil && p.Value.In == "header" && p.Value.Name == TokenHeader {
 			needsToken = true
 			good.Set(TokenHeader, fx.token)
+		}
+		if p.Value != nil && p.Value.In == "header" && p.Value.Name == SessionTokenHeader && p.Value.Required {
+			needsSession = true
+			good.Set(SessionTokenHeader, fx.sessionToken)
 		}
 	}
 	with := func(h http.Header, kv ...string) http.Header {
@@ -155,7 +162,7 @@ func sweepCases(t *testing.T, doc *openapi3.T, method, path string, op *openapi3
 	for _, m := range params {
 		for _, odd := range oddSegments {
 			field := ""
-			if m[1] == "election" || m[1] == "id" {
+			if m[1] == "election" || m[1] == "id" || m[1] == "session" {
 				field = m[1]
 			}
 			cases = append(cases, sweepCase{name: "odd " + m[1] + " " + clip(odd), path: fill(m[1], odd), body: body, headers: good, field: field})
@@ -176,6 +183,11 @@ func sweepCases(t *testing.T, doc *openapi3.T, method, path string, op *openapi3
 	if needsToken {
 		for _, tok := range []string{"", "ect_wrong", strings.Repeat("e", 8<<10), "ect_\t"} {
 			cases = append(cases, sweepCase{name: "candidate token " + clip(tok), path: here, body: body, headers: with(good, TokenHeader, tok)})
+		}
+	}
+	if needsSession {
+		for _, tok := range []string{"", "ecs_wrong", "ecs_" + fx.session + ".wrong", strings.Repeat("e", 8<<10), "ecs_\t"} {
+			cases = append(cases, sweepCase{name: "session token " + clip(tok), path: here, body: body, headers: with(good, SessionTokenHeader, tok)})
 		}
 	}
 	if op.RequestBody != nil {
@@ -239,6 +251,8 @@ func sweepValidBody(t *testing.T, path string) []byte {
 		return []byte(`{"id":"node-z","ttl":"10s","metadata":{"addr":"10.0.0.9:80"},"webhook":{"url":"https://example.com/own","begin_timeout":"5s"}}`)
 	case strings.HasSuffix(path, "/transfer"):
 		return []byte(`{"to":"node-z"}`)
+	case path == "/v1/sessions":
+		return []byte(`{"ttl":"10s"}`)
 	case strings.HasSuffix(path, "/error"):
 		return []byte(`{"reason":"begin hook exited 1"}`)
 	case strings.HasSuffix(path, "/subscriptions"):

@@ -160,6 +160,10 @@ type Gateway struct {
 	hub    *hub
 	writes *writeHealth
 	origin string // the backend's head that Begin noted, or ""
+	// sessions keeps sessions: the backend, if a Sessioner, else
+	// kvSessions, which the Gateway runs over the backend's KV.
+	sessions   Sessioner
+	kvSessions *sessionsKV
 }
 
 // New returns a Gateway over b. It does not check cfg; call cfg.Validate.
@@ -168,7 +172,27 @@ func New(b Backend, cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg.withDefaults(), writes: &writeHealth{}}
 	g.b = Observe(b, g.writes)
 	g.hub = newHub(g.b, g.cfg.Logger, g.cfg.HubEvents)
+	if s, ok := nativeSessions(b); ok {
+		g.sessions = s
+	} else {
+		g.kvSessions = &sessionsKV{b: g.b, log: g.cfg.Logger, now: time.Now}
+		g.sessions = g.kvSessions
+	}
 	return g
+}
+
+// nativeSessions finds the Sessioner that b is, or wraps.
+func nativeSessions(b Backend) (Sessioner, bool) {
+	for {
+		if s, ok := b.(Sessioner); ok {
+			return s, true
+		}
+		u, ok := b.(interface{ Unwrap() Backend })
+		if !ok {
+			return nil, false
+		}
+		b = u.Unwrap()
+	}
 }
 
 // Config returns the Gateway's configuration with defaults filled in.
@@ -212,6 +236,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 		wg.Go(func() { g.runIdleSweeper(ctx, g.cfg.IdleElectionExpiry) })
 	}
 	wg.Go(func() { g.logTransitions(ctx) })
+	if g.kvSessions != nil {
+		wg.Go(func() { g.kvSessions.runSweeper(ctx) })
+	}
 	err := g.b.Run(ctx)
 	cancel()
 	return err
@@ -234,6 +261,12 @@ type CampaignRequest struct {
 	TTL      time.Duration   // 0 means the Gateway's DefaultTTL
 	// Priority orders the line, higher first; 0 by default.
 	Priority int
+	// Session, if set, puts the candidacy in that session, whose token
+	// SessionToken must be: it then lives as long as the session does,
+	// with the session's TTL (TTL must be 0), and its token is the
+	// session's.
+	Session      string
+	SessionToken string
 }
 
 // Campaign validates r and puts the candidate at the back of the line. It
@@ -248,11 +281,20 @@ func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignReque
 		return Status{}, "", err
 	}
 	ttl := r.TTL
-	if ttl == 0 {
-		ttl = g.cfg.DefaultTTL
-	}
-	if err := validateDuration("ttl", ttl, g.cfg.MinTTL, g.cfg.MaxTTL); err != nil {
-		return Status{}, "", err
+	if r.Session != "" {
+		if err := checkSession(r.Session, r.SessionToken); err != nil {
+			return Status{}, "", err
+		}
+		if ttl != 0 {
+			return Status{}, "", invalid("ttl", "a candidacy in a session has the session's TTL: leave ttl out")
+		}
+	} else {
+		if ttl == 0 {
+			ttl = g.cfg.DefaultTTL
+		}
+		if err := validateDuration("ttl", ttl, g.cfg.MinTTL, g.cfg.MaxTTL); err != nil {
+			return Status{}, "", err
+		}
 	}
 	meta, err := compactObject("metadata", r.Metadata, g.cfg.MaxMetadataBytes)
 	if err != nil {
@@ -268,8 +310,29 @@ func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignReque
 		return Status{}, "", err
 	}
 	token := NewToken()
-	st, err := g.b.Campaign(ctx, election, Candidacy{ID: r.ID, Metadata: meta, TTL: ttl, Priority: r.Priority, TokenHash: HashToken(token)}, *g.cfg.Defaults)
+	c := Candidacy{ID: r.ID, Metadata: meta, TTL: ttl, Priority: r.Priority}
+	var undo func()
+	if r.Session != "" {
+		if sid, ok := sessionOfToken(r.SessionToken); !ok || sid != r.Session {
+			return Status{}, "", fmt.Errorf("gateway: campaign %q in session %s: the token is not the session's: %w", r.ID, r.Session, ErrTokenMismatch)
+		}
+		token = r.SessionToken
+		if g.kvSessions != nil {
+			// The session's name of the candidacy first (see sessionsKV);
+			// the backend sees a candidacy of the session's TTL.
+			if c.TTL, undo, err = g.kvSessions.join(ctx, r.Session, HashToken(token), election, r.ID); err != nil {
+				return Status{}, "", err
+			}
+		} else {
+			c.Session = r.Session
+		}
+	}
+	c.TokenHash = HashToken(token)
+	st, err := g.b.Campaign(ctx, election, c, *g.cfg.Defaults)
 	if err != nil {
+		if undo != nil && !errors.Is(err, ErrUnavailable) {
+			undo()
+		}
 		return Status{}, "", err
 	}
 	g.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "campaign",
@@ -300,7 +363,17 @@ func (g *Gateway) Heartbeat(ctx context.Context, election, id, token string) (St
 	if err := g.checkCandidate(election, id, token); err != nil {
 		return Status{}, err
 	}
-	return g.b.Heartbeat(ctx, election, id, HashToken(token))
+	st, err := g.b.Heartbeat(ctx, election, id, HashToken(token))
+	if sid, ok := sessionOfToken(token); ok && g.kvSessions != nil && err == nil {
+		// A candidacy's heartbeat renews its whole session, as on a
+		// backend where the session is one lease.
+		self := SessionCandidate{Election: election, ID: id, ExpiresAt: st.Candidate.ExpiresAt}
+		if _, kerr := g.kvSessions.keep(ctx, sid, HashToken(token), self); kerr != nil {
+			g.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "heartbeat: renew the candidacy's session",
+				slog.String("election", election), slog.String("candidate", id), slog.String("session", sid), slog.String("error", kerr.Error()))
+		}
+	}
+	return st, err
 }
 
 // CheckToken reports whether token is the token of live candidate id,

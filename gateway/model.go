@@ -24,6 +24,10 @@ type Candidacy struct {
 	TokenHash string          // HashToken of the token returned to the caller
 	// Priority orders the line: higher first, then by arrival. Default 0.
 	Priority int
+	// Session is the session the candidacy campaigns in (see Sessioner),
+	// or "". Only a Sessioner's Campaign is given one; TTL is then 0, the
+	// session's.
+	Session string
 }
 
 // Candidate is one candidate of an election as a backend reports it.

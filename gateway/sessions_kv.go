@@ -1,0 +1,327 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+)
+
+// sessionsKV gives sessions to a Backend that does not keep them itself
+// (not a Sessioner), over its KV and its candidacies' own calls:
+//
+//   - sessions/<id>/record holds the session's TTL, token hash and expiry;
+//   - sessions/<id>/members/<hash of the election> names its candidacy in
+//     that election (one per election, see ErrSessionInElection), written
+//     before the campaign, so that a replica that dies between the two
+//     leaves a name that the next heartbeat drops, never a candidacy that
+//     the session does not renew.
+//
+// A heartbeat of the session heartbeats each candidacy in turn, then
+// writes the record's new expiry. Each candidacy keeps its own TTL (the
+// session's) on the backend, which alone decides its life and its
+// leadership: the session adds no path by which a candidacy lives longer
+// than its last heartbeat's TTL.
+//
+// Records of sessions that expired are swept by Run (sweepSessions).
+type sessionsKV struct {
+	b   Backend
+	log *slog.Logger
+	now func() time.Time
+}
+
+const sessionsPrefix = "sessions"
+
+// sessionSweepGrace is how long past its expiry a session's record stays
+// before Run sweeps it: a heartbeat that began before the expiry finishes
+// well inside it.
+const sessionSweepGrace = time.Minute
+
+type sessionRecord struct {
+	TTLms     int64     `json:"ttl_ms"`
+	TokenHash string    `json:"token_hash"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+type sessionMember struct {
+	Election string `json:"election"`
+	ID       string `json:"id"`
+}
+
+func recordKey(id string) string  { return sessionsPrefix + "/" + id + "/record" }
+func membersKey(id string) string { return sessionsPrefix + "/" + id + "/members" }
+
+func memberKey(id, election string) string {
+	sum := sha256.Sum256([]byte(election))
+	return membersKey(id) + "/" + hex.EncodeToString(sum[:16])
+}
+
+func (k *sessionsKV) OpenSession(ctx context.Context, id string, ttl time.Duration, tokenHash string) (Session, error) {
+	rec := sessionRecord{TTLms: ttl.Milliseconds(), TokenHash: tokenHash, ExpiresAt: k.now().Add(ttl)}
+	if _, err := k.b.Create(ctx, recordKey(id), mustMarshal(rec)); err != nil {
+		return Session{}, fmt.Errorf("gateway: open session %s: %w", id, unavailableUnless(err))
+	}
+	return Session{ID: id, TTL: ttl, ExpiresAt: rec.ExpiresAt, Candidates: []SessionCandidate{}}, nil
+}
+
+// record reads session id's record and checks its token and expiry.
+func (k *sessionsKV) record(ctx context.Context, id, tokenHash string) (sessionRecord, uint64, error) {
+	item, err := k.b.Get(ctx, recordKey(id))
+	if errors.Is(err, ErrKeyNotFound) {
+		return sessionRecord{}, 0, fmt.Errorf("gateway: session %s: %w", id, ErrSessionNotFound)
+	}
+	if err != nil {
+		return sessionRecord{}, 0, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
+	}
+	var rec sessionRecord
+	if err := json.Unmarshal(item.Value, &rec); err != nil || rec.TTLms <= 0 {
+		return sessionRecord{}, 0, fmt.Errorf("gateway: session %s: unreadable record: %w", id, ErrSessionNotFound)
+	}
+	if !TokenMatches(rec.TokenHash, tokenHash) {
+		return sessionRecord{}, 0, fmt.Errorf("gateway: session %s: %w", id, ErrTokenMismatch)
+	}
+	if !k.now().Before(rec.ExpiresAt) {
+		return sessionRecord{}, 0, fmt.Errorf("gateway: session %s: expired at %s: %w", id, rec.ExpiresAt.UTC().Format(time.RFC3339Nano), ErrSessionNotFound)
+	}
+	return rec, item.Revision, nil
+}
+
+// members lists the candidacies named in session id, with their keys'
+// revisions, by election then id.
+func (k *sessionsKV) members(ctx context.Context, id string) ([]sessionMember, []Item, error) {
+	items, err := k.b.List(ctx, membersKey(id))
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
+	}
+	ms := make([]sessionMember, 0, len(items))
+	kept := items[:0]
+	for _, it := range items {
+		var m sessionMember
+		if json.Unmarshal(it.Value, &m) != nil {
+			continue
+		}
+		ms = append(ms, m)
+		kept = append(kept, it)
+	}
+	order := make([]int, len(ms))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := strings.Compare(ms[a].Election, ms[b].Election); c != 0 {
+			return c
+		}
+		return strings.Compare(ms[a].ID, ms[b].ID)
+	})
+	sortedM, sortedI := make([]sessionMember, len(ms)), make([]Item, len(ms))
+	for i, j := range order {
+		sortedM[i], sortedI[i] = ms[j], kept[j]
+	}
+	return sortedM, sortedI, nil
+}
+
+func (k *sessionsKV) KeepSession(ctx context.Context, id, tokenHash string) (Session, error) {
+	return k.keep(ctx, id, tokenHash, SessionCandidate{})
+}
+
+// keep heartbeats every candidacy of session id but skip (one whose own
+// heartbeat was just made), drops the names of those that are gone, and
+// writes the session's new expiry, counted from before the first
+// heartbeat.
+func (k *sessionsKV) keep(ctx context.Context, id, tokenHash string, skip SessionCandidate) (Session, error) {
+	rec, rev, err := k.record(ctx, id, tokenHash)
+	if err != nil {
+		return Session{}, err
+	}
+	began := k.now()
+	ms, items, err := k.members(ctx, id)
+	if err != nil {
+		return Session{}, err
+	}
+	ttl := time.Duration(rec.TTLms) * time.Millisecond
+	out := Session{ID: id, TTL: ttl, ExpiresAt: began.Add(ttl), Candidates: make([]SessionCandidate, 0, len(ms))}
+	for i, m := range ms {
+		c := SessionCandidate{Election: m.Election, ID: m.ID, ExpiresAt: out.ExpiresAt}
+		if m.Election == skip.Election && m.ID == skip.ID {
+			c.ExpiresAt = skip.ExpiresAt
+			out.Candidates = append(out.Candidates, c)
+			continue
+		}
+		_, err := k.b.Heartbeat(ctx, m.Election, m.ID, tokenHash)
+		switch {
+		case err == nil:
+			out.Candidates = append(out.Candidates, c)
+		case errors.Is(err, ErrTransferPending):
+			// A leader asked to hand over is not renewed (see
+			// Record.Transfer); its promise is its own expiry, which the
+			// answer names.
+			e, err := k.b.Election(ctx, m.Election)
+			was, ok := StatusOf(e, m.ID)
+			if err != nil || !ok {
+				return Session{}, fmt.Errorf("gateway: session %s: candidate %q of %q, asked to hand over: its expiry unread: %w", id, m.ID, m.Election, ErrUnavailable)
+			}
+			c.ExpiresAt = was.Candidate.ExpiresAt
+			out.Candidates = append(out.Candidates, c)
+		case errors.Is(err, ErrCandidateNotFound), errors.Is(err, ErrElectionNotFound), errors.Is(err, ErrTokenMismatch):
+			// Resigned, expired, or the id campaigns again outside the
+			// session: no longer the session's.
+			if err := k.b.Delete(ctx, items[i].Key, items[i].Revision); err != nil && !errors.Is(err, ErrRevisionMismatch) {
+				k.log.LogAttrs(ctx, slog.LevelDebug, "session: drop a candidacy's name", slog.String("session", id), slog.String("error", err.Error()))
+			}
+		default:
+			return Session{}, fmt.Errorf("gateway: session %s: heartbeat %q of %q: %w", id, m.ID, m.Election, unavailableUnless(err))
+		}
+	}
+	rec.ExpiresAt = out.ExpiresAt
+	if _, err := k.b.Update(ctx, recordKey(id), mustMarshal(rec), rev); err != nil {
+		if errors.Is(err, ErrRevisionMismatch) {
+			// Written since by another heartbeat (whose expiry is as
+			// late) or deleted by a close or a sweep.
+			if _, _, err := k.record(ctx, id, tokenHash); err != nil {
+				return Session{}, err
+			}
+		} else {
+			return Session{}, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
+		}
+	}
+	return out, nil
+}
+
+func (k *sessionsKV) CloseSession(ctx context.Context, id, tokenHash string) error {
+	if _, _, err := k.record(ctx, id, tokenHash); err != nil {
+		return err
+	}
+	ms, items, err := k.members(ctx, id)
+	if err != nil {
+		return err
+	}
+	// Resign each first, and remove the record last: a close cut short
+	// leaves a session that a second close finishes.
+	for i, m := range ms {
+		err := k.b.Resign(ctx, m.Election, m.ID, tokenHash)
+		if err != nil && !errors.Is(err, ErrCandidateNotFound) && !errors.Is(err, ErrElectionNotFound) && !errors.Is(err, ErrTokenMismatch) {
+			return fmt.Errorf("gateway: close session %s: resign %q of %q: %w", id, m.ID, m.Election, unavailableUnless(err))
+		}
+		if err := k.b.Delete(ctx, items[i].Key, 0); err != nil {
+			return fmt.Errorf("gateway: close session %s: %w", id, unavailableUnless(err))
+		}
+	}
+	if err := k.b.Delete(ctx, recordKey(id), 0); err != nil {
+		return fmt.Errorf("gateway: close session %s: %w", id, unavailableUnless(err))
+	}
+	return nil
+}
+
+// join names candidacy (election, cand) in session id before its
+// campaign, and returns the session's TTL and an undo for a campaign that
+// failed for sure (nil when the name was there already: a campaign again
+// of the same id). Errors: ErrSessionInElection when the session names
+// another candidacy in election, and those of record.
+func (k *sessionsKV) join(ctx context.Context, id, tokenHash, election, cand string) (time.Duration, func(), error) {
+	rec, _, err := k.record(ctx, id, tokenHash)
+	if err != nil {
+		return 0, nil, err
+	}
+	key := memberKey(id, election)
+	val := mustMarshal(sessionMember{Election: election, ID: cand})
+	for range 3 {
+		rev, err := k.b.Create(ctx, key, val)
+		if err == nil {
+			return time.Duration(rec.TTLms) * time.Millisecond, func() { _ = k.b.Delete(context.WithoutCancel(ctx), key, rev) }, nil
+		}
+		if !errors.Is(err, ErrRevisionMismatch) {
+			return 0, nil, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
+		}
+		item, err := k.b.Get(ctx, key)
+		if errors.Is(err, ErrKeyNotFound) {
+			continue // dropped meanwhile
+		}
+		if err != nil {
+			return 0, nil, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
+		}
+		var m sessionMember
+		if json.Unmarshal(item.Value, &m) == nil && m.ID == cand {
+			return time.Duration(rec.TTLms) * time.Millisecond, nil, nil
+		}
+		// Another candidacy's name: still the session's if it is live.
+		if err := k.b.CheckToken(ctx, m.Election, m.ID, tokenHash); err == nil || !(errors.Is(err, ErrCandidateNotFound) || errors.Is(err, ErrElectionNotFound) || errors.Is(err, ErrTokenMismatch)) {
+			return 0, nil, fmt.Errorf("gateway: session %s: candidate %q in %q: %w", id, m.ID, election, ErrSessionInElection)
+		}
+		if err := k.b.Delete(ctx, key, item.Revision); err != nil && !errors.Is(err, ErrRevisionMismatch) {
+			return 0, nil, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
+		}
+	}
+	return 0, nil, fmt.Errorf("gateway: session %s: its candidacy in %q keeps changing: %w", id, election, ErrUnavailable)
+}
+
+// sweep removes the records and names of sessions expired for more than
+// sessionSweepGrace. A record written since it was listed stays (its
+// delete names the listed revision).
+func (k *sessionsKV) sweep(ctx context.Context) {
+	items, err := k.b.List(ctx, sessionsPrefix)
+	if err != nil {
+		k.log.LogAttrs(ctx, slog.LevelDebug, "session sweep", slog.String("error", err.Error()))
+		return
+	}
+	now := k.now()
+	for _, it := range items {
+		id, ok := strings.CutSuffix(strings.TrimPrefix(it.Key, sessionsPrefix+"/"), "/record")
+		if !ok {
+			continue
+		}
+		var rec sessionRecord
+		if json.Unmarshal(it.Value, &rec) == nil && now.Before(rec.ExpiresAt.Add(sessionSweepGrace)) {
+			continue
+		}
+		if err := k.b.Delete(ctx, it.Key, it.Revision); err != nil {
+			continue
+		}
+		members, err := k.b.List(ctx, membersKey(id))
+		if err != nil {
+			continue
+		}
+		for _, m := range members {
+			_ = k.b.Delete(ctx, m.Key, 0)
+		}
+	}
+}
+
+// unavailableUnless passes err if it is one of the Gateway's kinds, else
+// wraps it as ErrUnavailable: a KV failure that is not an answer.
+func unavailableUnless(err error) error {
+	for _, kind := range []error{ErrUnavailable, ErrSessionNotFound, ErrTokenMismatch, ErrInvalid, ErrLimit, ErrSessionInElection} {
+		if errors.Is(err, kind) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+func mustMarshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// runSweeper sweeps expired sessions every sessionSweepGrace until ctx
+// ends.
+func (k *sessionsKV) runSweeper(ctx context.Context) {
+	t := time.NewTicker(sessionSweepGrace)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			k.sweep(ctx)
+		}
+	}
+}
