@@ -53,6 +53,7 @@ func Run(t *testing.T, h Harness) {
 	}
 	runTransfers(t, b)
 	runHolders(t, h, b)
+	runSessions(t, b)
 	t.Run("ConcurrentCandidatesNeverShareATerm", func(t *testing.T) {
 		t.Parallel()
 		testConcurrency(t, h, b)

@@ -1,0 +1,107 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/electorhq/elector/backends/memory"
+	"github.com/electorhq/elector/gateway"
+)
+
+func quietGateway(b gateway.Backend) *gateway.Gateway {
+	return gateway.New(b, gateway.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// TestSessionSweepRemovesOnlyExpiredSessions: the records and names of a
+// session expired past the grace go; a live session's stay.
+func TestSessionSweepRemovesOnlyExpiredSessions(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New()
+	g := quietGateway(b)
+	now := time.Now()
+	gateway.SessionClock(g, func() time.Time { return now })
+	dead, deadTok, err := g.OpenSession(ctx, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Campaign(ctx, "jobs", gateway.CampaignRequest{ID: "a", Session: dead.ID, SessionToken: deadTok}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Hour)
+	live, liveTok, err := g.OpenSession(ctx, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateway.SweepSessions(ctx, g)
+	items, err := b.List(ctx, "sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 1 || items[0].Key != "sessions/"+live.ID+"/record" {
+		t.Fatalf("after the sweep: %v; want only the live session's record", items)
+	}
+	if _, err := g.KeepSession(ctx, live.ID, liveTok); err != nil {
+		t.Fatalf("keep the live session: %v", err)
+	}
+}
+
+// TestSessionDropsANameWithoutItsCandidacy: a replica that died between
+// naming a candidacy in a session and campaigning leaves a name; the
+// session's next heartbeat drops it.
+func TestSessionDropsANameWithoutItsCandidacy(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New()
+	g := quietGateway(b)
+	s, tok, err := g.OpenSession(ctx, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Campaign(ctx, "jobs", gateway.CampaignRequest{ID: "a", Session: s.ID, SessionToken: tok}); err != nil {
+		t.Fatal(err)
+	}
+	ghost, _ := json.Marshal(map[string]string{"election": "ghost", "id": "b"})
+	if _, err := b.Create(ctx, gateway.SessionMemberKey(s.ID, "ghost"), ghost); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := g.KeepSession(ctx, s.ID, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept.Candidates) != 1 || kept.Candidates[0].Election != "jobs" {
+		t.Fatalf("kept session lists %+v; want only the candidacy in jobs", kept.Candidates)
+	}
+	if _, err := b.Get(ctx, gateway.SessionMemberKey(s.ID, "ghost")); err == nil {
+		t.Fatal("the name without a candidacy is still there")
+	}
+	// The election is free for the session again.
+	if _, _, err := g.Campaign(ctx, "ghost", gateway.CampaignRequest{ID: "c", Session: s.ID, SessionToken: tok}); err != nil {
+		t.Fatalf("campaign where the dropped name was: %v", err)
+	}
+}
+
+// TestSessionTakesAStaleNameOver: a name left in an election whose
+// candidacy is gone does not refuse the session a new one there.
+func TestSessionTakesAStaleNameOver(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New()
+	g := quietGateway(b)
+	s, tok, err := g.OpenSession(ctx, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := json.Marshal(map[string]string{"election": "jobs", "id": "gone"})
+	if _, err := b.Create(ctx, gateway.SessionMemberKey(s.ID, "jobs"), stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Campaign(ctx, "jobs", gateway.CampaignRequest{ID: "a", Session: s.ID, SessionToken: tok}); err != nil {
+		t.Fatalf("campaign over a stale name: %v", err)
+	}
+	kept, err := g.KeepSession(ctx, s.ID, tok)
+	if err != nil || len(kept.Candidates) != 1 || kept.Candidates[0].ID != "a" {
+		t.Fatalf("kept session: %+v, %v; want candidacy a alone", kept, err)
+	}
+}
