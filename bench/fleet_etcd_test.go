@@ -136,6 +136,23 @@ func fleetEtcd(t *testing.T) string {
 		}
 		n5 = runWrk(t, etcd.URL, etcd.pid, clients, d, "etcd", append([]string{"c5k"}, leases...)...)
 	}
+	// The same in sessions, one per wrk thread, as etcd's campaigns share
+	// a lease per thread: a campaign is then one transaction, no grant.
+	var m5s wrkResult
+	var m5sBeside beside
+	sessions := make([]string, 0, 2*wrkThreads)
+	for range wrkThreads {
+		var s struct{ ID, Token string }
+		if err := call(c, "POST", srv.URL+"/v1/sessions", nil, map[string]any{"ttl": "1h"}, &s); err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s.ID, s.Token)
+	}
+	etcdProfileDuring(t, etcd.URL, "etcd-campaign5ks", d, func() {
+		m5sBeside = besideLoad(t, etcd, func() {
+			m5s = runWrk(t, srv.URL, srv.cmd.Process.Pid, clients, d, "elector-session", append([]string{"c5ks"}, sessions...)...)
+		})
+	})
 	right := "201"
 	if _, err := electorCampaign(c, srv.URL, "after-load", "a", "1h"); err != nil {
 		right = short(err.Error())
@@ -163,8 +180,11 @@ func fleetEtcd(t *testing.T) string {
 	tb.add("etcd "+etcd.Version+" HTTP `/v3/election/campaign`", perSecond(n0), ms(n0.p99()), "–", "–", perSecond(n5), ms(n5.p99()), fails(n0)+" / "+fails(n5), "1.00×", "1.00×", us(n0)+" / – / "+us(n5), "–")
 	tb.add(name, perSecond(m0), ms(m0.p99()), perSecond(m0v), ms(m0v.p99()), perSecond(m5), ms(m5.p99()), fails(m0)+" / "+fails(m0v)+" / "+fails(m5),
 		ratio(m0.rate(), n0.rate())+" / "+ratio(m0v.rate(), n0.rate()), ratio(m5.rate(), n5.rate()), us(m0)+" / "+us(m0v)+" / "+us(m5), right)
+	tb.add(name+", in sessions", "–", "–", "–", "–", perSecond(m5s), ms(m5s.p99()), fails(m5s), "–", ratio(m5s.rate(), n5.rate()), "– / – / "+us(m5s), "–")
 	b.WriteString(tb.String())
-	fmt.Fprintf(&b, "\nLike for like: etcd's campaign at %d on a lease of its own granted just before (`/v3/lease/grant`, then `/v3/election/campaign`, as a candidate with a TTL of its own needs): %s/s (%s of etcd's CPU per campaign, %s non-2xx); elector at %d %s of it.\n",
+	fmt.Fprintf(&b, "\nIn sessions: the campaigns at %d of one session per wrk thread (`POST /v1/sessions`, then campaigns naming it), as etcd's share a lease per thread: %s/s, %s of etcd's CPU and %s of wrk's per campaign; etcd's gRPC calls per campaign %s.\n",
+		existing, perSecond(m5s), m5sBeside.etcdPer(m5s), m5sBeside.wrkPer(m5s), m5sBeside.callsPer(m5s))
+	fmt.Fprintf(&b, "Like for like: etcd's campaign at %d on a lease of its own granted just before (`/v3/lease/grant`, then `/v3/election/campaign`, as a candidate with a TTL of its own needs): %s/s (%s of etcd's CPU per campaign, %s non-2xx); elector at %d %s of it.\n",
 		existing, perSecond(n5g), us(n5g), fails(n5g), existing, ratio(m5.rate(), n5g.rate()))
 	fmt.Fprintf(&b, "Ceiling: `GET /healthz` of the same process, %d connections: %s/s (p99 %s, %s non-2xx, %s of CPU per request, wrk %s).\n",
 		conns, perSecond(ceil), ms(ceil.p99()), fails(ceil), us(ceil), ceilBeside.wrkPer(ceil))

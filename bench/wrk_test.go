@@ -87,6 +87,9 @@ end
 //	                    for none); thread i starts i/threads into the list,
 //	                    so that the requests in flight are of different lines
 //	elector PREFIX      campaigns into fresh elections PREFIX-<thread>-<n>
+//	elector-session PREFIX ID TOKEN…
+//	                    the same, thread i in the i-th session (an id and
+//	                    its token), as etcd's campaigns share a lease
 //	etcd PREFIX LEASE…  etcd campaigns into fresh elections PREFIX/<thread>/<n>,
 //	                    thread i with the i-th lease
 //	etcd-grant PREFIX   the same, each on a lease granted just before
@@ -94,7 +97,7 @@ end
 //
 // done() prints one JSON line (wrkResult).
 const wrkLua = wrkLuaPrelude + `
-local mode, reqs, i, n, prefix, lease
+local mode, reqs, i, n, prefix, lease, session, stoken
 function init(args)
   mode = args[1]
   n = 0
@@ -108,6 +111,9 @@ function init(args)
       reqs[#reqs + 1] = wrk.format(m, p, h, body)
     end
     i = math.floor(#reqs * tid / tonumber(args[3]))
+  elseif mode == "elector-session" then
+    prefix = args[2]
+    session, stoken = args[3 + 2 * tid], args[4 + 2 * tid]
   else
     prefix = args[2]
     lease = args[3 + tid]
@@ -123,6 +129,10 @@ function request()
   if mode == "elector" then
     return wrk.format("POST", "/v1/elections/" .. prefix .. "-" .. tid .. "-" .. n .. "/candidates",
       {["Content-Type"] = "application/json"}, '{"id":"a","ttl":"1h"}')
+  end
+  if mode == "elector-session" then
+    return wrk.format("POST", "/v1/elections/" .. prefix .. "-" .. tid .. "-" .. n .. "/candidates",
+      {["Content-Type"] = "application/json", ["Elector-Session-Token"] = stoken}, '{"id":"a","session":"' .. session .. '"}')
   end
   return wrk.format("POST", "/v3/election/campaign", {["Content-Type"] = "application/json"},
     '{"name":"' .. b64(prefix .. "/" .. tid .. "/" .. n) .. '","lease":"' .. lease .. '","value":"eA=="}')
