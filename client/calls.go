@@ -13,13 +13,15 @@ import (
 //
 // Errors: ErrCandidateExists when r.ID already campaigns (resign it with
 // its token or wait for its TTL), ErrInvalidRequest for a bad name, id,
-// TTL or metadata, ErrLimitReached, ErrUnavailable.
+// TTL or metadata, ErrLimitReached, ErrUnavailable. In a session (r.Session)
+// also ErrSessionNotFound, ErrSessionInElection, ErrSessionTokenMissing and
+// ErrSessionTokenMismatch.
 func (c *Client) Campaign(ctx context.Context, election string, r CampaignRequest) (Status, string, error) {
 	var out struct {
 		Status
 		Token string `json:"token"`
 	}
-	err := c.do(ctx, http.MethodPost, r, "", &out, "v1", "elections", election, "candidates")
+	err := c.doSession(ctx, http.MethodPost, r, r.SessionToken, &out, "v1", "elections", election, "candidates")
 	return out.Status, out.Token, err
 }
 

@@ -30,6 +30,10 @@ const (
 // report.
 const TokenHeader = "Elector-Candidate-Token"
 
+// SessionTokenHeader carries a session's token on the session's own calls
+// (HeartbeatSession, CloseSession) and on a campaign in the session.
+const SessionTokenHeader = "Elector-Session-Token"
+
 // Client talks to one elector gateway (or a load balancer in front of
 // several replicas). It is safe for concurrent use.
 type Client struct {
@@ -161,6 +165,19 @@ func (c *Client) do(ctx context.Context, method string, body any, token string, 
 
 // doQuery is do with a query string.
 func (c *Client) doQuery(ctx context.Context, method string, query url.Values, body any, token string, out any, segments ...string) error {
+	return c.send(ctx, method, query, body, TokenHeader, token, out, segments...)
+}
+
+// doSession is do with a session's token, which goes in
+// SessionTokenHeader where do sends a candidate's in TokenHeader.
+func (c *Client) doSession(ctx context.Context, method string, body any, token string, out any, segments ...string) error {
+	return c.send(ctx, method, nil, body, SessionTokenHeader, token, out, segments...)
+}
+
+// send makes one request, with token (unless "") in header, and decodes a
+// 2xx JSON answer into out (if not nil). Any other status becomes a
+// *Problem.
+func (c *Client) send(ctx context.Context, method string, query url.Values, body any, header, token string, out any, segments ...string) error {
 	target, err := c.endpoint(segments...)
 	if err != nil {
 		return err
@@ -168,9 +185,12 @@ func (c *Client) doQuery(ctx context.Context, method string, query url.Values, b
 	if len(query) > 0 {
 		target += "?" + query.Encode()
 	}
-	req, err := c.newRequest(ctx, method, target, body, token)
+	req, err := c.newRequest(ctx, method, target, body, "")
 	if err != nil {
 		return err
+	}
+	if token != "" {
+		req.Header.Set(header, token)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -87,6 +87,34 @@
 // cannot start; the candidacy sits out its ErrorTimeout and campaigns again
 // at the back of the line.
 //
+// # Sessions
+//
+// A process that campaigns in many elections can share one liveness
+// between its candidacies, as etcd's concurrency.Session shares one lease:
+// Client.OpenSession returns a Session and its token, Campaign with
+// CampaignRequest.Session (and SessionToken) puts a candidacy in it, and
+// Client.HeartbeatSession renews every candidacy of the session with one
+// call. When its heartbeats stop for its TTL the session and all its
+// candidacies expire; Client.CloseSession resigns them all at once.
+// A session campaigns once per election (ErrSessionInElection).
+//
+//	s, token, err := c.OpenSession(ctx, 10*time.Second)
+//	for _, e := range []string{"billing", "payroll"} {
+//		_, _, err = c.Campaign(ctx, e, client.CampaignRequest{ID: host, Session: s.ID, SessionToken: token})
+//	}
+//	sent := time.Now()
+//	s, err = c.HeartbeatSession(ctx, s.ID, token) // every TTL/3
+//	deadline, _ := s.StepDownDeadline("billing", sent)
+//
+// Leadership is unchanged: each candidacy of a session leads or follows
+// in its election as any other (Candidate, Watch and Observe say which),
+// and the step-down rule holds for each on the answer of the session's
+// heartbeat: Session.StepDownDeadline is when a leader must stop acting
+// unless renewed again, earlier than the session's for a leader asked to
+// hand over, which a heartbeat does not renew. Use a session when one
+// process holds candidacies in many elections and their heartbeats add
+// up; a Candidacy campaigns alone, without one.
+//
 // # Observing
 //
 // Client.Observe (and Candidacy.Observe) follows who leads an election,
@@ -116,7 +144,8 @@
 // manage an election's webhook subscriptions; Deliveries, Delivery and
 // Redeliver read and resend their delivery logs, CandidateDeliveries and
 // RedeliverCandidate those of a candidate's own webhook
-// (CampaignRequest.Webhook). Health and Ready ask the probes.
+// (CampaignRequest.Webhook). OpenSession, HeartbeatSession and
+// CloseSession manage sessions. Health and Ready ask the probes.
 //
 // The gateway answers errors with RFC 9457 problem documents. They come
 // back as a *Problem, which matches the sentinels of this package with
@@ -125,7 +154,8 @@
 // http.Client returned them.
 //
 // Client and Candidacy are safe for concurrent use. Tokens are sent only
-// in the Elector-Candidate-Token header and never appear in errors or logs.
+// in the Elector-Candidate-Token and Elector-Session-Token headers and
+// never appear in errors or logs.
 //
 // # Module
 //

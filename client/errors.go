@@ -67,6 +67,16 @@ var (
 	// loopback, private, link-local or other non-public network while the
 	// gateway does not allow them (webhooks.allow_private_networks).
 	ErrDestinationRefused = errors.New("elector: webhook destination refused") // webhook-destination-refused
+
+	ErrSessionTokenMissing  = errors.New("elector: session token missing")  // session-token-missing: no SessionTokenHeader
+	ErrSessionTokenMismatch = errors.New("elector: session token mismatch") // session-token-mismatch: not this session's token
+	// ErrSessionNotFound: the session is unknown, closed, or expired (its
+	// heartbeats stopped for its TTL), and its candidacies with it: open
+	// another and campaign again.
+	ErrSessionNotFound = errors.New("elector: session not found") // session-not-found
+	// ErrSessionInElection: the session already has a candidacy in the
+	// election; a session campaigns once per election.
+	ErrSessionInElection = errors.New("elector: session already in the election") // session-in-election
 )
 
 // problemSentinels maps problem slugs to sentinels.
@@ -77,6 +87,10 @@ var problemSentinels = map[string]error{
 	"unsupported-media-type":      ErrInvalidRequest,
 	"candidate-token-missing":     ErrCandidateTokenMissing,
 	"candidate-token-mismatch":    ErrTokenMismatch,
+	"session-token-missing":       ErrSessionTokenMissing,
+	"session-token-mismatch":      ErrSessionTokenMismatch,
+	"session-not-found":           ErrSessionNotFound,
+	"session-in-election":         ErrSessionInElection,
 	"election-not-found":          ErrElectionNotFound,
 	"candidate-not-found":         ErrCandidateNotFound,
 	"no-leader":                   ErrNoLeader,

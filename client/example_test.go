@@ -78,3 +78,50 @@ func ExampleClient_Watch() {
 	// leader.end node-a resigned
 	// candidate.left node-a
 }
+
+// A process that leads several elections opens one session, campaigns in
+// each election inside it, and heartbeats the session alone; closing it
+// resigns every candidacy at once.
+func ExampleClient_OpenSession() {
+	srv, stop := startGateway()
+	defer stop()
+	ctx := context.Background()
+	c := client.New(srv.URL)
+
+	s, token, err := c.OpenSession(ctx, 6*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, election := range []string{"billing", "payroll"} {
+		st, _, err := c.Campaign(ctx, election, client.CampaignRequest{ID: "node-a", Session: s.ID, SessionToken: token})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(election+":", st.State)
+	}
+
+	// Heartbeat the session every TTL/3. A leader stops acting at each
+	// candidacy's step-down deadline unless the next heartbeat renews it.
+	sent := time.Now()
+	s, err = c.HeartbeatSession(ctx, s.ID, token)
+	if errors.Is(err, client.ErrSessionNotFound) {
+		fmt.Println("expired: open another session and campaign again")
+		return
+	}
+	for _, cand := range s.Candidates {
+		deadline, _ := s.StepDownDeadline(cand.Election, sent)
+		fmt.Println("renewed:", cand.Election, deadline.After(sent))
+	}
+
+	_ = c.CloseSession(ctx, s.ID, token)
+	_, err = c.Leader(ctx, "payroll")
+	fmt.Println(errors.Is(err, client.ErrNoLeader))
+	// Output:
+	// billing: leader
+	// payroll: leader
+	// renewed: billing true
+	// renewed: payroll true
+	// true
+}

@@ -32,6 +32,13 @@ type CampaignRequest struct {
 	// candidate's own leader.begin, leader.end and leader.error, signed
 	// with the WebhookSecret of Campaign's answer.
 	Webhook *CandidateWebhook
+	// Session, if set, campaigns in that session (see OpenSession): the
+	// candidacy lives as long as the session, with its TTL (leave TTL 0),
+	// and Campaign answers the session's token as the candidate's.
+	// SessionToken is then the token OpenSession returned; it is sent in
+	// SessionTokenHeader, never in the body.
+	Session      string
+	SessionToken string
 }
 
 // CandidateWebhook is a candidate's own webhook. Its leader.begin must be
@@ -65,7 +72,8 @@ func (r CampaignRequest) MarshalJSON() ([]byte, error) {
 		Priority int               `json:"priority,omitempty"`
 		Metadata json.RawMessage   `json:"metadata,omitempty"`
 		Webhook  *CandidateWebhook `json:"webhook,omitempty"`
-	}{ID: r.ID, Priority: r.Priority, Metadata: r.Metadata, Webhook: r.Webhook}
+		Session  string            `json:"session,omitempty"`
+	}{ID: r.ID, Priority: r.Priority, Metadata: r.Metadata, Webhook: r.Webhook, Session: r.Session}
 	if r.TTL != 0 {
 		body.TTL = r.TTL.String()
 	}
