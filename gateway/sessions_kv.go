@@ -261,8 +261,10 @@ func (k *sessionsKV) join(ctx context.Context, id, tokenHash, election, cand str
 }
 
 // sweep removes the records and names of sessions expired for more than
-// sessionSweepGrace. A record written since it was listed stays (its
-// delete names the listed revision).
+// sessionSweepGrace, and the names left without a record (a campaign that
+// raced a close). A record written since it was listed stays (its delete
+// names the listed revision); a session's record is written before any of
+// its names, so a name listed without one is such a leftover.
 func (k *sessionsKV) sweep(ctx context.Context) {
 	items, err := k.b.List(ctx, sessionsPrefix)
 	if err != nil {
@@ -270,6 +272,7 @@ func (k *sessionsKV) sweep(ctx context.Context) {
 		return
 	}
 	now := k.now()
+	live := map[string]bool{}
 	for _, it := range items {
 		id, ok := strings.CutSuffix(strings.TrimPrefix(it.Key, sessionsPrefix+"/"), "/record")
 		if !ok {
@@ -277,17 +280,17 @@ func (k *sessionsKV) sweep(ctx context.Context) {
 		}
 		var rec sessionRecord
 		if json.Unmarshal(it.Value, &rec) == nil && now.Before(rec.ExpiresAt.Add(sessionSweepGrace)) {
+			live[id] = true
 			continue
 		}
 		if err := k.b.Delete(ctx, it.Key, it.Revision); err != nil {
-			continue
+			live[id] = true // written since: not expired after all
 		}
-		members, err := k.b.List(ctx, membersKey(id))
-		if err != nil {
-			continue
-		}
-		for _, m := range members {
-			_ = k.b.Delete(ctx, m.Key, 0)
+	}
+	for _, it := range items {
+		id, _, _ := strings.Cut(strings.TrimPrefix(it.Key, sessionsPrefix+"/"), "/")
+		if strings.HasPrefix(it.Key, membersKey(id)+"/") && !live[id] {
+			_ = k.b.Delete(ctx, it.Key, it.Revision)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ func quietGateway(b gateway.Backend) *gateway.Gateway {
 }
 
 // TestSessionSweepRemovesOnlyExpiredSessions: the records and names of a
-// session expired past the grace go; a live session's stay.
+// session expired past the grace go, as do names without a record; a live
+// session's stay.
 func TestSessionSweepRemovesOnlyExpiredSessions(t *testing.T) {
 	ctx := context.Background()
 	b := memory.New()
@@ -29,6 +31,11 @@ func TestSessionSweepRemovesOnlyExpiredSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, _, err := g.Campaign(ctx, "jobs", gateway.CampaignRequest{ID: "a", Session: dead.ID, SessionToken: deadTok}); err != nil {
+		t.Fatal(err)
+	}
+	// A name whose session has no record: a campaign that raced a close.
+	orphan, _ := json.Marshal(map[string]string{"election": "x", "id": "y"})
+	if _, err := b.Create(ctx, gateway.SessionMemberKey("ses_"+strings.Repeat("b", 24), "x"), orphan); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(time.Hour)
