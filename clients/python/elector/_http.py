@@ -15,6 +15,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from .errors import InvalidConfigError, TransportError, problem_from_response
 
 TOKEN_HEADER = "Elector-Candidate-Token"
+SESSION_TOKEN_HEADER = "Elector-Session-Token"
 MAX_ANSWER = 4 << 20  # the largest answer read (a delivery log is the biggest)
 _IDLE_REUSE = 30.0  # a kept-alive connection idle longer is not reused (below servers' and balancers' idle timeouts)
 
@@ -150,13 +151,17 @@ class Transport:
         timeout: float,
         abort: Optional[Abort] = None,
         content_type: str = "application/json",
+        session_token: Optional[str] = None,
     ) -> Any:
         """Sends one request and returns the decoded JSON of a 2xx answer
         (None when it has no body). Raises the ProblemError of a non-2xx
         answer, or TransportError when no answer came before ``timeout``
-        seconds passed or ``abort`` was cancelled."""
+        seconds passed or ``abort`` was cancelled. ``token`` goes in
+        Elector-Candidate-Token, ``session_token`` in Elector-Session-Token."""
         deadline = time.monotonic() + timeout
         headers = self.headers(token, "application/json, application/problem+json")
+        if session_token:
+            headers[SESSION_TOKEN_HEADER] = session_token
         payload = None
         if body is not None:
             payload = json.dumps(body, separators=(",", ":")).encode("utf-8")

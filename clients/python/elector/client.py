@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import ssl
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from ._http import Abort, Stream, Transport
 from .errors import ElectorError, InvalidConfigError, ProblemError, TransportError
-from .types import Candidates, Election, Health, Leader, Status, format_duration
+from .types import Candidates, Election, Health, Leader, Session, Status, format_duration
 from .watch import DEFAULT_READ_TIMEOUT, DEFAULT_RECONNECT_DELAY, Observe, Watch
 
 DEFAULT_TIMEOUT = 30.0
@@ -18,6 +18,13 @@ DEFAULT_USER_AGENT = "elector-client-python"
 
 T = TypeVar("T")
 _UNSET: Any = object()
+
+
+def _session(session: Union[Session, str], token: Optional[str]) -> Tuple[str, Optional[str]]:
+    """The id and token of a Session, or of an id and its token."""
+    if isinstance(session, Session):
+        return session.id, token or session.token
+    return session, token
 
 
 def fails_over(err: BaseException) -> bool:
@@ -38,8 +45,8 @@ class Client:
     Every call takes ``timeout`` (seconds, default DEFAULT_TIMEOUT) and
     raises the ProblemError subclass of the gateway's problem document
     (CandidateNotFoundError, TokenMismatchError, NoLeaderError, …) or
-    TransportError. Tokens are sent only in the Elector-Candidate-Token
-    header and never appear in errors or logs.
+    TransportError. Tokens are sent only in the Elector-Candidate-Token and
+    Elector-Session-Token headers and never appear in errors or logs.
     """
 
     def __init__(
@@ -147,15 +154,17 @@ class Client:
         timeout: Optional[float] = None,
         abort: Optional[Abort] = None,
         content_type: str = "application/json",
+        session_token: Optional[str] = None,
     ) -> Any:
         """One request to the API (path segments are escaped), with
-        failover; the decoded JSON of the answer, or None."""
+        failover; the decoded JSON of the answer, or None. ``token`` is a
+        candidate's token, ``session_token`` a session's."""
         t = self.timeout if timeout is None else timeout
 
         def do(tr: Transport) -> Any:
             return tr.request(
                 method, tr.path(segments, query), body=body, token=token, timeout=t, abort=abort,
-                content_type=content_type,
+                content_type=content_type, session_token=session_token,
             )
 
         return self.try_gateways(do, abort=abort)
@@ -171,6 +180,8 @@ class Client:
         metadata: Optional[Dict[str, Any]] = None,
         priority: Optional[int] = None,
         webhook: Optional[Dict[str, Any]] = None,
+        session: Union[Session, str, None] = None,
+        session_token: Optional[str] = None,
         timeout: Optional[float] = None,
         abort: Optional[Abort] = None,
     ) -> Status:
@@ -178,9 +189,16 @@ class Client:
         campaign); the answer's ``token`` is needed by heartbeat, resign and
         report_error. ``ttl`` in seconds (the gateway's default when None).
 
+        ``session`` campaigns in a session (see ``open_session``): the
+        Session that open_session returned, or its id with
+        ``session_token``. The candidacy then lives as long as the session,
+        with its TTL (leave ``ttl`` None), and its token is the session's.
+
         Raises CandidateExistsError when ``id`` already campaigns (resign it
         with its token or wait for its TTL), InvalidRequestError,
-        LimitReachedError, UnavailableError."""
+        LimitReachedError, UnavailableError; in a session also
+        SessionNotFoundError, SessionInElectionError,
+        SessionTokenMissingError, SessionTokenMismatchError."""
         body: Dict[str, Any] = {"id": id}
         if ttl is not None:
             body["ttl"] = format_duration(ttl)
@@ -190,8 +208,16 @@ class Client:
             body["metadata"] = metadata
         if webhook is not None:
             body["webhook"] = webhook
+        if isinstance(session, Session):
+            session_token = session_token or session.token
+            session = session.id
+        if session:
+            body["session"] = session
         return Status.from_json(
-            self.call("POST", ("v1", "elections", election, "candidates"), body=body, timeout=timeout, abort=abort)
+            self.call(
+                "POST", ("v1", "elections", election, "candidates"), body=body, timeout=timeout, abort=abort,
+                session_token=session_token,
+            )
         )
 
     def heartbeat(
@@ -277,6 +303,52 @@ class Client:
                 timeout=timeout,
             )
         )
+
+    # Sessions.
+
+    def open_session(self, ttl: Optional[float] = None, *, timeout: Optional[float] = None) -> Session:
+        """Opens a session: one liveness for many candidacies, as etcd's
+        concurrency.Session is one lease for many elections. Campaign in
+        each election with ``session=`` and heartbeat the session alone;
+        every candidacy of the session ends with it. ``ttl`` in seconds
+        (the gateway's default when None). The answer's ``token`` (keep it
+        secret) is needed by the session's calls and its campaigns, and is
+        the token of each of its candidacies too.
+
+        Raises InvalidRequestError (a ttl outside the gateway's bounds),
+        LimitReachedError, UnavailableError."""
+        body = {"ttl": format_duration(ttl)} if ttl is not None else None
+        return Session.from_json(self.call("POST", ("v1", "sessions"), body=body, timeout=timeout))
+
+    def heartbeat_session(
+        self, session: Union[Session, str], token: Optional[str] = None, *, timeout: Optional[float] = None
+    ) -> Session:
+        """Renews ``session`` (a Session, or its id with ``token``) and
+        every candidacy in it by the session's TTL; the answer lists them,
+        each with its own ``expires_at``, and keeps the token. Heartbeat
+        every TTL/3. A leader in the session obeys the step-down rule on
+        each answer (``Session.step_down_deadline``); whether it leads,
+        ``candidate``, ``watch`` or ``observe`` say.
+
+        Raises SessionNotFoundError when the session was closed or expired,
+        its candidacies with it (open another and campaign again),
+        SessionTokenMismatchError, SessionTokenMissingError,
+        UnavailableError."""
+        sid, tok = _session(session, token)
+        s = Session.from_json(
+            self.call("PUT", ("v1", "sessions", sid, "heartbeat"), session_token=tok, timeout=timeout)
+        )
+        s.token = tok
+        return s
+
+    def close_session(
+        self, session: Union[Session, str], token: Optional[str] = None, *, timeout: Optional[float] = None
+    ) -> None:
+        """Ends ``session`` (a Session, or its id with ``token``): each of
+        its candidacies resigns, a leader handing over at once. Raises as
+        heartbeat_session."""
+        sid, tok = _session(session, token)
+        self.call("DELETE", ("v1", "sessions", sid), session_token=tok, timeout=timeout)
 
     # Elections.
 

@@ -123,6 +123,26 @@ class TokenMismatchError(ProblemError):
     """candidate-token-mismatch: the token is not this candidate's."""
 
 
+class SessionTokenMissingError(ProblemError):
+    """session-token-missing: no Elector-Session-Token header, on a
+    session's call or a campaign in a session."""
+
+
+class SessionTokenMismatchError(ProblemError):
+    """session-token-mismatch: the token is not this session's."""
+
+
+class SessionNotFoundError(ProblemError):
+    """session-not-found: the session is unknown, closed, or expired (its
+    heartbeats stopped for its TTL), and its candidacies with it: open
+    another and campaign again."""
+
+
+class SessionInElectionError(ProblemError):
+    """session-in-election: the session already has a candidacy in the
+    election; a session campaigns once per election."""
+
+
 class ElectionNotFoundError(ProblemError):
     """election-not-found: no such election."""
 
@@ -274,6 +294,10 @@ PROBLEM_CLASSES: Mapping[str, Type[ProblemError]] = {
     "client-closed-request": ClientClosedRequestError,
     "candidate-token-missing": CandidateTokenMissingError,
     "candidate-token-mismatch": TokenMismatchError,
+    "session-token-missing": SessionTokenMissingError,
+    "session-token-mismatch": SessionTokenMismatchError,
+    "session-not-found": SessionNotFoundError,
+    "session-in-election": SessionInElectionError,
     "election-not-found": ElectionNotFoundError,
     "candidate-not-found": CandidateNotFoundError,
     "no-leader": NoLeaderError,

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from ._backoff import step_down_margin
+
 # The states of a candidate.
 STATE_FOLLOWER = "follower"
 STATE_LEADER = "leader"
@@ -214,6 +216,79 @@ class Status:
             webhook_secret=d.get("webhook_secret"),
             raw=d,
         )
+
+
+@dataclass
+class SessionCandidate:
+    """One candidacy of a session. ``expires_at`` is its own expiry: the
+    session's, but for a leader asked to hand over (a transfer), which a
+    heartbeat does not renew; a leader must stop acting by then unless
+    renewed again (see :meth:`Session.step_down_deadline`)."""
+
+    election: str
+    id: str
+    expires_at: Optional[_dt.datetime] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "SessionCandidate":
+        return cls(election=d.get("election", ""), id=d.get("id", ""), expires_at=_opt_time(d, "expires_at"), raw=d)
+
+
+@dataclass
+class Session:
+    """One liveness shared by many candidacies, as etcd's
+    concurrency.Session is one lease shared by a process's elections: what
+    :meth:`Client.open_session` and :meth:`Client.heartbeat_session`
+    answer. ``candidates`` are its candidacies as its heartbeat left them
+    (none when it was opened). ``token`` is the session's token, which its
+    calls and its campaigns need: set by ``open_session``, and carried over
+    by ``heartbeat_session`` from the token it was given."""
+
+    id: str
+    ttl: float = 0.0
+    expires_at: Optional[_dt.datetime] = None
+    candidates: List[SessionCandidate] = field(default_factory=list)
+    token: Optional[str] = field(default=None, repr=False)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Session":
+        return cls(
+            id=d.get("id", ""),
+            ttl=_duration(d, "ttl"),
+            expires_at=_opt_time(d, "expires_at"),
+            candidates=[SessionCandidate.from_json(c) for c in d.get("candidates") or [] if isinstance(c, dict)],
+            token=d.get("token"),
+            raw=d,
+        )
+
+    def candidate(self, election: str) -> Optional[SessionCandidate]:
+        """The session's candidacy in ``election``, or None."""
+        for c in self.candidates:
+            if c.election == election:
+                return c
+        return None
+
+    def step_down_deadline(self, election: str, sent: float) -> Optional[float]:
+        """The step-down rule for the session's candidacy in ``election``,
+        this Session being the answer of a heartbeat sent at ``sent``
+        (seconds on any clock of this process, such as ``time.monotonic()``):
+        the moment, on that clock, by which a leader of that election must
+        stop acting unless a later heartbeat renews it. It is ``sent`` plus
+        what the heartbeat gave the candidacy (the session's TTL, less for
+        a leader asked to hand over) minus ``step_down_margin`` of the TTL.
+        Only the gateway's times are compared with each other, so the two
+        clocks need not agree. None when the session has no candidacy in
+        ``election``."""
+        c = self.candidate(election)
+        if c is None:
+            return None
+        given = self.ttl
+        if c.expires_at is not None and self.expires_at is not None:
+            began = self.expires_at - _dt.timedelta(seconds=self.ttl)  # the heartbeat's start, on the gateway's clock
+            given = min((c.expires_at - began).total_seconds(), self.ttl)
+        return sent + given - step_down_margin(self.ttl)
 
 
 @dataclass
