@@ -14,6 +14,8 @@ import type {
   Health,
   LeaderDocument,
   ObservedLeader,
+  OpenedSession,
+  Session,
   SettingsPatch,
   Subscription,
   SubscriptionRequest,
@@ -36,6 +38,8 @@ export const MAX_RECONNECT_DELAY_MS = 30_000;
 export const DEFAULT_WATCH_IDLE_TIMEOUT_MS = 60_000;
 /** TOKEN_HEADER carries a candidate's token on heartbeat, resign, error report and handover. */
 export const TOKEN_HEADER = "Elector-Candidate-Token";
+/** SESSION_TOKEN_HEADER carries a session's token on its heartbeat and close, and on a campaign in the session. */
+export const SESSION_TOKEN_HEADER = "Elector-Session-Token";
 
 /** The fetch a Client calls: the platform's, or one of your own (a Workers service binding, a test double). */
 export type Fetch = (input: string, init: RequestInit) => Promise<Response>;
@@ -127,6 +131,11 @@ export function durationString(ms: number): string {
   return whole % 1000 === 0 ? `${whole / 1000}s` : `${whole}ms`;
 }
 
+/** sessionHeaders sends a session's token, if there is one. */
+function sessionHeaders(token: string): Record<string, string> {
+  return token ? { [SESSION_TOKEN_HEADER]: token } : {};
+}
+
 /** segment escapes one path segment as Go's url.PathEscape does for the characters ids and names may hold. */
 function segment(s: string): string {
   return encodeURIComponent(s).replace(/%(3A|40|24|26|2B|3D)/gi, (m) => decodeURIComponent(m));
@@ -140,8 +149,8 @@ function segment(s: string): string {
  * CandidateNotFoundError, …), no answer with a TransportError (or a
  * TimeoutError, or the reason of the call's signal).
  *
- * Tokens are sent only in the Elector-Candidate-Token header and never
- * appear in errors or logs.
+ * Tokens are sent only in the Elector-Candidate-Token and
+ * Elector-Session-Token headers and never appear in errors or logs.
  */
 export class Client {
   /** The gateway's base URL, without a trailing slash. */
@@ -184,7 +193,9 @@ export class Client {
    *
    * Errors: CandidateExistsError when req.id already campaigns,
    * InvalidRequestError for a bad name, id, TTL or metadata,
-   * LimitReachedError, BackendUnavailableError.
+   * LimitReachedError, BackendUnavailableError; in a session
+   * (req.session) also SessionNotFoundError, SessionInElectionError,
+   * SessionTokenMissingError, SessionTokenMismatchError.
    */
   campaign(election: string, req: CampaignRequest, options?: CallOptions): Promise<CampaignResult> {
     const body: Record<string, unknown> = { id: req.id };
@@ -192,7 +203,53 @@ export class Client {
     if (req.priority) body.priority = req.priority;
     if (req.metadata !== undefined) body.metadata = req.metadata;
     if (req.webhook !== undefined) body.webhook = req.webhook;
-    return this.#json("POST", ["v1", "elections", election, "candidates"], { ...options, body });
+    const spec: RequestSpec = { ...options, body };
+    if (req.session !== undefined) {
+      body.session = req.session.id;
+      spec.headers = sessionHeaders(req.session.token);
+    }
+    return this.#json("POST", ["v1", "elections", election, "candidates"], spec);
+  }
+
+  /**
+   * openSession opens a session: one liveness for many candidacies, as
+   * etcd's concurrency.Session is one lease for many elections. Campaign
+   * in each election with its answer as req.session and heartbeat the
+   * session alone; every candidacy of the session ends with it. ttl is a
+   * duration string or milliseconds (the gateway's default when left
+   * out). The answer's token is needed by the session's calls and its
+   * campaigns, and is the token of each of its candidacies too.
+   *
+   * Errors: InvalidRequestError (a ttl outside the gateway's bounds),
+   * LimitReachedError, BackendUnavailableError.
+   */
+  openSession(ttl?: string | number, options?: CallOptions): Promise<OpenedSession> {
+    const body = ttl === undefined ? undefined : { ttl: typeof ttl === "number" ? durationString(ttl) : ttl };
+    return this.#json("POST", ["v1", "sessions"], { ...options, body });
+  }
+
+  /**
+   * heartbeatSession renews session id and every candidacy in it by the
+   * session's TTL, and lists them, each with its own expires_at. Heartbeat
+   * every TTL/3. A leader in the session obeys the step-down rule on each
+   * answer (sessionStepDownDeadline); whether it leads, candidate, watch
+   * and observe say.
+   *
+   * Errors: SessionNotFoundError when the session was closed or expired,
+   * its candidacies with it (open another and campaign again),
+   * SessionTokenMismatchError, SessionTokenMissingError,
+   * BackendUnavailableError.
+   */
+  heartbeatSession(id: string, token: string, options?: CallOptions): Promise<Session> {
+    return this.#json("PUT", ["v1", "sessions", id, "heartbeat"], { ...options, headers: sessionHeaders(token) });
+  }
+
+  /**
+   * closeSession ends session id: each of its candidacies resigns, a
+   * leader handing over at once. Errors: as heartbeatSession.
+   */
+  async closeSession(id: string, token: string, options?: CallOptions): Promise<void> {
+    await this.#json("DELETE", ["v1", "sessions", id], { ...options, headers: sessionHeaders(token) });
   }
 
   /**

@@ -91,6 +91,26 @@ export class CandidateTokenMissingError extends ProblemError {
 export class TokenMismatchError extends ProblemError {
   override name = "TokenMismatchError";
 }
+/** session-token-missing (400): no Elector-Session-Token header, on a session's call or a campaign in a session. */
+export class SessionTokenMissingError extends ProblemError {
+  override name = "SessionTokenMissingError";
+}
+/** session-token-mismatch (403): the token is not this session's. */
+export class SessionTokenMismatchError extends ProblemError {
+  override name = "SessionTokenMismatchError";
+}
+/**
+ * session-not-found (404): the session is unknown, closed, or expired (its
+ * heartbeats stopped for its TTL), and its candidacies with it: open
+ * another and campaign again.
+ */
+export class SessionNotFoundError extends ProblemError {
+  override name = "SessionNotFoundError";
+}
+/** session-in-election (409): the session already has a candidacy in the election; a session campaigns once per election. */
+export class SessionInElectionError extends ProblemError {
+  override name = "SessionInElectionError";
+}
 /** election-not-found (404). */
 export class ElectionNotFoundError extends ProblemError {
   override name = "ElectionNotFoundError";
@@ -247,6 +267,10 @@ const problemClasses: Record<string, ProblemClass> = {
   "request-timeout": RequestTimeoutError,
   "candidate-token-missing": CandidateTokenMissingError,
   "candidate-token-mismatch": TokenMismatchError,
+  "session-token-missing": SessionTokenMissingError,
+  "session-token-mismatch": SessionTokenMismatchError,
+  "session-not-found": SessionNotFoundError,
+  "session-in-election": SessionInElectionError,
   "election-not-found": ElectionNotFoundError,
   "candidate-not-found": CandidateNotFoundError,
   "no-leader": NoLeaderError,

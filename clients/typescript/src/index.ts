@@ -16,6 +16,7 @@ export {
   DEFAULT_RECONNECT_DELAY_MS,
   DEFAULT_USER_AGENT,
   MAX_RECONNECT_DELAY_MS,
+  SESSION_TOKEN_HEADER,
   TOKEN_HEADER,
   durationString,
   silentLogger,
@@ -25,6 +26,7 @@ export {
   type Logger,
   type TransferOptions,
 } from "./client.js";
+export { sessionStepDownDeadline } from "./session.js";
 export { EventStream, type WatchOptions } from "./watch.js";
 export { SSEParser, type SSEFrame } from "./sse.js";
 export { retryDelay } from "./backoff.js";

@@ -82,6 +82,51 @@ export interface CampaignRequest {
   /** Orders the line, higher first (-1000 to 1000); 0 by default. */
   priority?: number;
   webhook?: CandidateWebhook;
+  /**
+   * Campaign in this session (see Client.openSession; its answer fits):
+   * the candidacy lives as long as the session, with its TTL (leave ttl
+   * out), and its token is the session's. The id goes in the body, the
+   * token in Elector-Session-Token.
+   */
+  session?: SessionRef;
+}
+
+/** Names a session and carries its token: an OpenedSession, or its id and token. */
+export interface SessionRef {
+  id: string;
+  token: string;
+}
+
+/** One candidacy of a session. */
+export interface SessionCandidate {
+  election: string;
+  id: string;
+  /**
+   * The candidacy's own expiry: the session's, but for a leader asked to
+   * hand over (a transfer), which a heartbeat does not renew. A leader
+   * must stop acting by then unless renewed again: see
+   * sessionStepDownDeadline.
+   */
+  expires_at: string;
+}
+
+/**
+ * A session: one liveness shared by many candidacies, as etcd's
+ * concurrency.Session is one lease shared by a process's elections.
+ */
+export interface Session {
+  id: string;
+  ttl: string;
+  /** When the session's candidacies expire unless it heartbeats. */
+  expires_at: string;
+  /** Its candidacies, by election, as its heartbeat left them; none when it was opened. */
+  candidates: SessionCandidate[];
+}
+
+/** The answer of openSession: the session and its token. */
+export interface OpenedSession extends Session {
+  /** The session's token, for its calls, its campaigns and its candidacies' own calls. Keep it secret. */
+  token: string;
 }
 
 /** One candidate in the line of an election. */
