@@ -26,7 +26,9 @@
 //     events happen, with no event missing and none twice;
 //   - webhook verification accepts a real delivery and refuses it
 //     tampered with or replayed;
-//   - problems come back as the client's typed errors.
+//   - problems come back as the client's typed errors;
+//   - a session's heartbeats keep its candidacies in two elections past
+//     their TTL, and closing it resigns both.
 //
 // The parity tests (go test ./clients/conformance -run Parity) need no
 // gateway: they read openapi.yaml and each client's source, and check

@@ -27,6 +27,8 @@ var scenarios = []scenario{
 	{"resign_on_close_hands_over", resignOnCloseHandsOver},
 	{"report_error_hands_over", reportErrorHandsOver},
 	{"transfer_hands_over", transferHandsOver},
+	// Sessions (scenarios_session_test.go).
+	{"session_renews_and_closes", sessionRenewsAndCloses},
 	// Faults (scenarios_faults_test.go).
 	{"paused_gateway_ends_the_signal_before_ttl_minus_margin", pausedGatewayEndsTheSignal},
 	{"dead_first_gateway_fails_over", deadFirstGatewayFailsOver},

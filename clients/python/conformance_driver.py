@@ -279,8 +279,15 @@ def call(client: elector.Client, op: str, a: Dict[str, Any], token: str) -> Any:
     if op == "campaign":
         return client.campaign(
             required(a, "election"), required(a, "id"), ttl=_duration(a.get("ttl")), metadata=a.get("metadata"),
-            priority=a.get("priority"),
+            priority=a.get("priority"), session=a.get("session") or None, session_token=token or None,
         ).raw
+    if op == "open_session":
+        return client.open_session(_duration(a.get("ttl"))).raw
+    if op == "heartbeat_session":
+        return client.heartbeat_session(required(a, "session"), token).raw
+    if op == "close_session":
+        client.close_session(required(a, "session"), token)
+        return {}
     if op == "heartbeat":
         return client.heartbeat(required(a, "election"), required(a, "id"), token).raw
     if op == "resign":

@@ -23,6 +23,19 @@ type callArgs struct {
 	Priority int             `json:"priority"`
 	Reason   string          `json:"reason"`
 	To       string          `json:"to"`
+	Session  string          `json:"session"`
+}
+
+// duration reads a duration arg; "" is 0.
+func duration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, badCommand("ttl: %v", err)
+	}
+	return d, nil
 }
 
 // clientOptions are the options of a client for c's API token.
@@ -45,19 +58,34 @@ func (d *driver) call(c command) (any, error) {
 	a := c.Args
 	switch c.Op {
 	case "campaign":
-		r := client.CampaignRequest{ID: a.ID, Metadata: a.Metadata, Priority: a.Priority}
-		if a.TTL != "" {
-			ttl, err := time.ParseDuration(a.TTL)
-			if err != nil {
-				return nil, badCommand("ttl: %v", err)
-			}
-			r.TTL = ttl
+		r := client.CampaignRequest{ID: a.ID, Metadata: a.Metadata, Priority: a.Priority, Session: a.Session}
+		if a.Session != "" {
+			r.SessionToken = c.Token
 		}
+		ttl, err := duration(a.TTL)
+		if err != nil {
+			return nil, err
+		}
+		r.TTL = ttl
 		st, token, err := cl.Campaign(ctx, a.Election, r)
 		return struct {
 			client.Status
 			Token string `json:"token"`
 		}{st, token}, err
+	case "open_session":
+		ttl, err := duration(a.TTL)
+		if err != nil {
+			return nil, err
+		}
+		s, token, err := cl.OpenSession(ctx, ttl)
+		return struct {
+			client.Session
+			Token string `json:"token"`
+		}{s, token}, err
+	case "heartbeat_session":
+		return cl.HeartbeatSession(ctx, a.Session, c.Token)
+	case "close_session":
+		return struct{}{}, cl.CloseSession(ctx, a.Session, c.Token)
 	case "heartbeat":
 		return cl.Heartbeat(ctx, a.Election, a.ID, c.Token)
 	case "resign":
@@ -120,6 +148,10 @@ var sentinels = []struct {
 	{client.ErrNoTransfer, "ErrNoTransfer"},
 	{client.ErrNotSupported, "ErrNotSupported"},
 	{client.ErrTransferBlocked, "ErrTransferBlocked"},
+	{client.ErrSessionTokenMissing, "ErrSessionTokenMissing"},
+	{client.ErrSessionTokenMismatch, "ErrSessionTokenMismatch"},
+	{client.ErrSessionNotFound, "ErrSessionNotFound"},
+	{client.ErrSessionInElection, "ErrSessionInElection"},
 }
 
 // errorOf is the error member of a failed reply.

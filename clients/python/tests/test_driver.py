@@ -131,3 +131,18 @@ def test_the_driver_closes_everything_when_its_input_ends(driver, gateway, elect
     assert driver.p.wait(20) == 0
     with pytest.raises(elector.NoLeaderError):
         elector.Client(gateway.url).leader(election)
+
+
+def test_the_driver_makes_the_session_calls(driver, gateway, election):
+    gw = [gateway.url]
+    opened = driver.do(cmd="call", op="open_session", gateways=gw, args={"ttl": "30s"})["result"]
+    assert opened["id"].startswith("ses_") and opened["token"] and opened["ttl"] == "30s" and opened["candidates"] == []
+    r = driver.do(cmd="call", op="campaign", gateways=gw, args={"election": election, "id": "a", "session": opened["id"]},
+                  token=opened["token"])
+    assert r["ok"] and r["result"]["token"] == opened["token"] and r["result"]["ttl"] == "30s"
+    r = driver.do(cmd="call", op="heartbeat_session", gateways=gw, args={"session": opened["id"]}, token=opened["token"])
+    assert [(c["election"], c["id"]) for c in r["result"]["candidates"]] == [(election, "a")]
+    r = driver.do(cmd="call", op="close_session", gateways=gw, args={"session": opened["id"]}, token=opened["token"])
+    assert r == {"ref": r["ref"], "ok": True, "result": {}}
+    r = driver.do(cmd="call", op="heartbeat_session", gateways=gw, args={"session": opened["id"]}, token=opened["token"])
+    assert (r["error"]["type"], r["error"]["class"]) == ("urn:elector:problem:session-not-found", "SessionNotFoundError")

@@ -193,7 +193,15 @@ async function call(c: Command): Promise<unknown> {
         ttl: args.ttl as string | undefined,
         metadata: args.metadata as Record<string, unknown> | undefined,
         priority: args.priority as number | undefined,
+        session: args.session === undefined ? undefined : { id: a("session"), token },
       });
+    case "open_session":
+      return client.openSession(args.ttl as string | undefined);
+    case "heartbeat_session":
+      return client.heartbeatSession(a("session"), token);
+    case "close_session":
+      await client.closeSession(a("session"), token);
+      return {};
     case "heartbeat":
       return client.heartbeat(a("election"), a("id"), token);
     case "resign":

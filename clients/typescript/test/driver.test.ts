@@ -71,6 +71,16 @@ test("the driver speaks the protocol", async () => {
       message: undefined,
     });
     assert.deepEqual(await send({ cmd: "call", op: "resign", gateways, args: { election: "drv", id: "c" }, token }), { ok: true, result: {} });
+    const opened = (await send({ cmd: "call", op: "open_session", gateways, args: { ttl: "30s" } })).result as Line;
+    assert.match(opened.id as string, /^ses_/);
+    const session = { session: opened.id };
+    const inSession = await send({ cmd: "call", op: "campaign", gateways, args: { election: "drv-session", id: "s", ...session }, token: opened.token });
+    assert.equal((inSession.result as Line).token, opened.token);
+    const kept = await send({ cmd: "call", op: "heartbeat_session", gateways, args: session, token: opened.token });
+    assert.deepEqual(((kept.result as Line).candidates as Line[]).map((c) => c.election), ["drv-session"]);
+    assert.deepEqual(await send({ cmd: "call", op: "close_session", gateways, args: session, token: opened.token }), { ok: true, result: {} });
+    const closed = await send({ cmd: "call", op: "heartbeat_session", gateways, args: session, token: opened.token });
+    assert.equal((closed.error as Line).class, "SessionNotFoundError");
     const unknown = await send({ cmd: "call", op: "nope", gateways, args: {} });
     assert.equal((unknown.error as Line).kind, "driver");
     const bogus = await send({ cmd: "bogus" });
