@@ -66,8 +66,8 @@ func (s Session) StepDownDeadline(election string, sent time.Time) (time.Time, b
 // heartbeat (0 takes the gateway's default TTL) and returns it with its
 // token: HeartbeatSession, CloseSession and each campaign in the session
 // need it, and it is the token of each of the session's candidacies too
-// (their own Heartbeat, Resign and ReportError, each of which renews the
-// whole session).
+// (their own Heartbeat, which renews the whole session, Resign and
+// ReportError).
 //
 // Errors: ErrInvalidRequest (a ttl outside the gateway's bounds),
 // ErrLimitReached, ErrUnavailable.
