@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -42,6 +43,10 @@ const sessionsPrefix = "sessions"
 // before Run sweeps it: a heartbeat that began before the expiry finishes
 // well inside it.
 const sessionSweepGrace = time.Minute
+
+// sessionBeats is how many of a session's candidacies its heartbeat renews
+// at once.
+const sessionBeats = 16
 
 type sessionRecord struct {
 	TTLms     int64     `json:"ttl_ms"`
@@ -146,36 +151,31 @@ func (k *sessionsKV) keep(ctx context.Context, id, tokenHash string, skip Sessio
 	}
 	ttl := time.Duration(rec.TTLms) * time.Millisecond
 	out := Session{ID: id, TTL: ttl, ExpiresAt: began.Add(ttl), Candidates: make([]SessionCandidate, 0, len(ms))}
+	results := make([]beatResult, len(ms))
+	// The candidacies' heartbeats go sessionBeats at a time: a session's
+	// heartbeat takes about as long as its slowest, not their sum.
+	sem := make(chan struct{}, sessionBeats)
+	var wg sync.WaitGroup
 	for i, m := range ms {
 		c := SessionCandidate{Election: m.Election, ID: m.ID, ExpiresAt: out.ExpiresAt}
 		if m.Election == skip.Election && m.ID == skip.ID {
 			c.ExpiresAt = skip.ExpiresAt
-			out.Candidates = append(out.Candidates, c)
+			results[i] = beatResult{c: c, kept: true}
 			continue
 		}
-		_, err := k.b.Heartbeat(ctx, m.Election, m.ID, tokenHash)
-		switch {
-		case err == nil:
-			out.Candidates = append(out.Candidates, c)
-		case errors.Is(err, ErrTransferPending):
-			// A leader asked to hand over is not renewed (see
-			// Record.Transfer); its promise is its own expiry, which the
-			// answer names.
-			e, err := k.b.Election(ctx, m.Election)
-			was, ok := StatusOf(e, m.ID)
-			if err != nil || !ok {
-				return Session{}, fmt.Errorf("gateway: session %s: candidate %q of %q, asked to hand over: its expiry unread: %w", id, m.ID, m.Election, ErrUnavailable)
-			}
-			c.ExpiresAt = was.Candidate.ExpiresAt
-			out.Candidates = append(out.Candidates, c)
-		case errors.Is(err, ErrCandidateNotFound), errors.Is(err, ErrElectionNotFound), errors.Is(err, ErrTokenMismatch):
-			// Resigned, expired, or the id campaigns again outside the
-			// session: no longer the session's.
-			if err := k.b.Delete(ctx, items[i].Key, items[i].Revision); err != nil && !errors.Is(err, ErrRevisionMismatch) {
-				k.log.LogAttrs(ctx, slog.LevelDebug, "session: drop a candidacy's name", slog.String("session", id), slog.String("error", err.Error()))
-			}
-		default:
-			return Session{}, fmt.Errorf("gateway: session %s: heartbeat %q of %q: %w", id, m.ID, m.Election, unavailableUnless(err))
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i] = k.beat(ctx, id, tokenHash, c, items[i])
+		})
+	}
+	wg.Wait()
+	for _, r := range results {
+		if r.err != nil {
+			return Session{}, r.err
+		}
+		if r.kept {
+			out.Candidates = append(out.Candidates, r.c)
 		}
 	}
 	rec.ExpiresAt = out.ExpiresAt
@@ -191,6 +191,47 @@ func (k *sessionsKV) keep(ctx context.Context, id, tokenHash string, skip Sessio
 		}
 	}
 	return out, nil
+}
+
+// beatResult is what a session's heartbeat learnt of one candidacy: still
+// the session's (kept), with its expiry, or an error that fails the whole
+// heartbeat.
+type beatResult struct {
+	c    SessionCandidate
+	kept bool
+	err  error
+}
+
+// beat heartbeats one candidacy of session id for its heartbeat, and
+// tells whether it is still the session's, with its expiry; one that is
+// gone has its name dropped.
+func (k *sessionsKV) beat(ctx context.Context, id, tokenHash string, c SessionCandidate, item Item) (r beatResult) {
+	r.c = c
+	_, err := k.b.Heartbeat(ctx, c.Election, c.ID, tokenHash)
+	switch {
+	case err == nil:
+		r.kept = true
+	case errors.Is(err, ErrTransferPending):
+		// A leader asked to hand over is not renewed (see
+		// Record.Transfer); its promise is its own expiry, which the
+		// answer names.
+		e, err := k.b.Election(ctx, c.Election)
+		was, ok := StatusOf(e, c.ID)
+		if err != nil || !ok {
+			r.err = fmt.Errorf("gateway: session %s: candidate %q of %q, asked to hand over: its expiry unread: %w", id, c.ID, c.Election, ErrUnavailable)
+			return r
+		}
+		r.c.ExpiresAt, r.kept = was.Candidate.ExpiresAt, true
+	case errors.Is(err, ErrCandidateNotFound), errors.Is(err, ErrElectionNotFound), errors.Is(err, ErrTokenMismatch):
+		// Resigned, expired, or the id campaigns again outside the
+		// session: no longer the session's.
+		if err := k.b.Delete(ctx, item.Key, item.Revision); err != nil && !errors.Is(err, ErrRevisionMismatch) {
+			k.log.LogAttrs(ctx, slog.LevelDebug, "session: drop a candidacy's name", slog.String("session", id), slog.String("error", err.Error()))
+		}
+	default:
+		r.err = fmt.Errorf("gateway: session %s: heartbeat %q of %q: %w", id, c.ID, c.Election, unavailableUnless(err))
+	}
+	return r
 }
 
 func (k *sessionsKV) CloseSession(ctx context.Context, id, tokenHash string) error {
