@@ -25,8 +25,8 @@ func (s *state) applyRevision(rev int64, changes []*clientv3.Event, derive bool)
 	if derive {
 		for _, c := range changes {
 			pk := s.keys.parse(string(c.Kv.Key))
-			if pk.kind == kindOther || pk.kind == kindPromise || pk.kind == kindRevoked {
-				continue // a promise or a record of a revocation changes no view
+			if pk.kind == kindOther || pk.kind == kindPromise || pk.kind == kindRevoked || pk.kind == kindSession {
+				continue // a promise, a record of a revocation or a session changes no view
 			}
 			if !slices.Contains(names, pk.election) {
 				names = append(names, pk.election)

@@ -30,6 +30,7 @@ const internalDir = "_elector"
 //	p/_elector/handover/<election>            marker of a handover delay (on a lease of its own, timers.go)
 //	p/_elector/handover/<election>/<term>     the same, per slot, with the lead record's list form
 //	p/_elector/cooldown/<election>/<lease-hex> marker of a cooldown (on a lease of its own, timers.go)
+//	p/_elector/sessions/<session-id>          a session (on its lease, sessions.go), no election's
 //	p/_elector/kv/<key>                       gateway.KV (kv.go), no election's
 //	p/_elector/barrier                        written to move the caches' watches, no election's
 //	p/_elector/version                        the oldest data version the replicas run (version.go), no election's
@@ -87,6 +88,13 @@ func parseTerm(name string) (uint64, bool) {
 // revision (see Backend.catchUp). It is no election's: parse ignores it.
 func (k keys) barrier() string { return k.p + "/" + internalDir + "/barrier" }
 
+// session is the key of session id (sessions.go), on the session's
+// lease. It is no election's: parse gives it kindSession, and electionOf
+// "", so that campaigns of one session into many elections, which all
+// compare it, may share a batch (batch.go).
+func (k keys) session(id string) string { return k.sessionsDir() + id }
+func (k keys) sessionsDir() string      { return k.p + "/" + internalDir + "/sessions/" }
+
 // version is the key that declares the oldest data version every replica
 // runs (version.go). It is no election's: parse ignores it.
 func (k keys) version() string { return k.p + "/" + internalDir + "/version" }
@@ -133,6 +141,7 @@ const (
 	kindCooldownMark
 	kindPromise
 	kindRevoked
+	kindSession // a session (no election's: name is the session's id)
 )
 
 // parsedKey is what a key under the prefix stands for: its kind, its
@@ -149,7 +158,7 @@ type parsedKey struct {
 // ranges' starts included.
 func (k keys) electionOf(key string) string {
 	rest, ok := strings.CutPrefix(key, k.root())
-	if !ok || strings.HasPrefix(key, k.kvDir()) {
+	if !ok || strings.HasPrefix(key, k.kvDir()) || strings.HasPrefix(key, k.sessionsDir()) {
 		return ""
 	}
 	if in, ok := strings.CutPrefix(rest, internalDir+"/"); ok {
@@ -171,6 +180,12 @@ func (k keys) parse(key string) parsedKey {
 	}
 	if strings.HasPrefix(key, k.kvDir()) {
 		return parsedKey{} // the KV: no election's
+	}
+	if id, ok := strings.CutPrefix(key, k.sessionsDir()); ok {
+		if gateway.ValidateSessionID(id) != nil {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindSession, name: id} // no election's
 	}
 	if in, ok := strings.CutPrefix(rest, internalDir+"/"); ok {
 		kind, tail, _ := strings.Cut(in, "/")

@@ -40,6 +40,10 @@ func TestKeyLayoutParses(t *testing.T) {
 		{"elector/_elector/promise/billing/", parsedKey{}},
 		{"elector/_elector/revoked/billing/694d", parsedKey{kindRevoked, "billing", "694d"}},
 		{"elector/_elector/revoked/billing", parsedKey{}},
+		// Sessions are no election's, though a session id spells one.
+		{"elector/_elector/sessions/ses_abcdefghijklmnopqrstuvwx", parsedKey{kind: kindSession, name: "ses_abcdefghijklmnopqrstuvwx"}},
+		{"elector/_elector/sessions/ses_short", parsedKey{}},
+		{"elector/_elector/sessions/billing", parsedKey{}},
 	}
 	for _, tt := range tests {
 		if got := k.parse(tt.key); got != tt.want {
@@ -48,6 +52,11 @@ func TestKeyLayoutParses(t *testing.T) {
 	}
 	if got := k.parse(k.candidacy("billing", leaseHex(0x694d7d3a1c2b0f05))); got.kind != kindCandidacy || got.name != "694d7d3a1c2b0f05" {
 		t.Errorf("candidacy key does not parse back: %+v", got)
+	}
+	// A batch holds the campaigns of one session into many elections,
+	// which all compare its key (batch.go).
+	if e := k.electionOf(k.session("ses_abcdefghijklmnopqrstuvwx")); e != "" {
+		t.Errorf("a session's key is of election %q, want none", e)
 	}
 }
 

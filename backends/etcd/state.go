@@ -40,6 +40,24 @@ type state struct {
 	// leases, set only in a replica's cache, counts the entries on each
 	// lease (leaseCount).
 	leases *leaseCount
+	// sessions are the sessions' keys (sessions.go), by id, and
+	// sessionLeases the same by lease: no election's, so no view and no
+	// event ever sees them.
+	sessions      map[string]*sessionRec
+	sessionLeases map[int64]*sessionRec
+}
+
+// sessionRec is a session's key as a state holds it, and where the
+// entries on its lease are.
+type sessionRec struct {
+	id          string
+	lease       int64
+	create, mod int64
+	value       sessionValue
+	// elections counts the entries (in line and cooling) on the
+	// session's lease, by election: at most one each, as a session
+	// campaigns once per election.
+	elections map[string]int
 }
 
 // estate is the keys of one election.
@@ -100,7 +118,72 @@ type idEntry struct {
 }
 
 func newState(k keys) *state {
-	return &state{keys: k, elections: map[string]*estate{}}
+	return &state{keys: k, elections: map[string]*estate{}, sessions: map[string]*sessionRec{}, sessionLeases: map[int64]*sessionRec{}}
+}
+
+// moveEntry counts an entry of election that went from lease old to
+// lease new (0: none): in the lease count, and in the session whose
+// lease either is.
+func (s *state) moveEntry(election string, old, new int64) {
+	s.leases.move(old, new)
+	if old == new {
+		return
+	}
+	if r := s.sessionLeases[old]; r != nil && old != 0 {
+		if r.elections[election]--; r.elections[election] <= 0 {
+			delete(r.elections, election)
+		}
+	}
+	if r := s.sessionLeases[new]; r != nil && new != 0 {
+		r.elections[election]++
+	}
+}
+
+// putSession applies a session's key.
+func (s *state) putSession(id string, kv *mvccpb.KeyValue) {
+	var v sessionValue
+	if json.Unmarshal(kv.Value, &v) != nil || v.Elector != 1 || v.TTLms <= 0 {
+		s.delSession(id) // not a session: as if absent
+		return
+	}
+	r := s.sessions[id]
+	if r == nil || r.lease != kv.Lease {
+		s.delSession(id)
+		r = &sessionRec{id: id, lease: kv.Lease, elections: map[string]int{}}
+		s.sessions[id] = r
+		if kv.Lease != 0 {
+			s.sessionLeases[kv.Lease] = r
+		}
+	}
+	r.create, r.mod, r.value = kv.CreateRevision, kv.ModRevision, v
+}
+
+// delSession applies the deletion of a session's key.
+func (s *state) delSession(id string) {
+	if r := s.sessions[id]; r != nil {
+		delete(s.sessions, id)
+		if s.sessionLeases[r.lease] == r {
+			delete(s.sessionLeases, r.lease)
+		}
+	}
+}
+
+// countSessions counts afresh the entries on each session's lease, after
+// a load put the keys in key order (an election whose name sorts before
+// "_elector" came before its sessions' keys).
+func (s *state) countSessions() {
+	for _, r := range s.sessions {
+		clear(r.elections)
+	}
+	for name, e := range s.elections {
+		for _, xs := range []map[string]*entry{e.line, e.cooling} {
+			for _, x := range xs {
+				if r := s.sessionLeases[x.lease]; r != nil && x.lease != 0 {
+					r.elections[name]++
+				}
+			}
+		}
+	}
 }
 
 // leaseCount counts the entries (candidacies in line and cooling) on each
@@ -210,7 +293,11 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 		return ""
 	}
 	pk := s.keys.parse(string(kv.Key))
-	if pk.kind == kindOther {
+	switch pk.kind {
+	case kindOther:
+		return ""
+	case kindSession:
+		s.putSession(pk.name, kv)
 		return ""
 	}
 	e := s.election(pk.election, true)
@@ -234,16 +321,16 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 		} else {
 			x.seen = time.Now()
 		}
-		s.leases.move(e.leaseAt(pk, true), x.lease)
+		s.moveEntry(pk.election, e.leaseAt(pk, true), x.lease)
 		e.line[x.hex] = x
 	case kindCooling:
 		var v candidateValue
 		if json.Unmarshal(kv.Value, &v) != nil {
-			s.leases.move(e.leaseAt(pk, false), 0)
+			s.moveEntry(pk.election, e.leaseAt(pk, false), 0)
 			e.unset(pk) // not ours: as if absent, as a fresh load sees it
 			return pk.election
 		}
-		s.leases.move(e.leaseAt(pk, true), kv.Lease)
+		s.moveEntry(pk.election, e.leaseAt(pk, true), kv.Lease)
 		e.cooling[pk.name] = &entry{hex: pk.name, name: pk.name, create: kv.CreateRevision, mod: kv.ModRevision, lease: kv.Lease, value: v}
 		e.touch(v.At)
 	case kindID:
@@ -334,6 +421,10 @@ func (s *state) del(key []byte) string {
 		return ""
 	}
 	pk := s.keys.parse(string(key))
+	if pk.kind == kindSession {
+		s.delSession(pk.name)
+		return ""
+	}
 	e := s.election(pk.election, false)
 	if pk.kind == kindOther || e == nil {
 		return ""
@@ -343,7 +434,7 @@ func (s *state) del(key []byte) string {
 		return pk.election
 	}
 	defer s.touched(pk.election, e, e.exists())
-	s.leases.move(e.leaseAt(pk, false), 0)
+	s.moveEntry(pk.election, e.leaseAt(pk, false), 0)
 	e.unset(pk)
 	return pk.election
 }
@@ -411,9 +502,11 @@ func (e *estate) touch(at time.Time) {
 // load replaces the state with the keys of a range response at rev.
 func (s *state) load(kvs []*mvccpb.KeyValue, rev int64) {
 	s.elections, s.count, s.minVersion = map[string]*estate{}, 0, 0
+	s.sessions, s.sessionLeases = map[string]*sessionRec{}, map[int64]*sessionRec{}
 	for _, kv := range kvs {
 		s.put(kv)
 	}
+	s.countSessions()
 	for _, e := range s.elections {
 		e.at = time.Time{}
 		if s.clock != nil && e.lead != nil {

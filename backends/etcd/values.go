@@ -118,6 +118,22 @@ type revokedValue struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// sessionValue (<prefix>/_elector/sessions/<id>, on the session's
+// lease) is a session (sessions.go):
+// {"elector":1,"token_hash":"…","ttl_ms":10000,"at":"…"}, and
+// "closing":true once CloseSession has begun. Elector is 1, as in a
+// candidacy's value; TTLms is the session's TTL as asked, which each of
+// its candidacies takes (the lease's is whole seconds, no shorter).
+type sessionValue struct {
+	Elector   int       `json:"elector"`
+	TokenHash string    `json:"token_hash"`
+	TTLms     int64     `json:"ttl_ms"`
+	At        time.Time `json:"at"`
+	Closing   bool      `json:"closing,omitempty"`
+}
+
+func (v sessionValue) ttl() time.Duration { return time.Duration(v.TTLms) * time.Millisecond }
+
 // markValue (<prefix>/_elector/mark/<election>) is written by the
 // transaction that removes a candidacy or cooling key on elector's behalf,
 // naming the key's lease and why: {"key":"<lease-hex>","reason":"resigned",
