@@ -35,8 +35,15 @@ const campaignLeases = 3
 // (campaignLanded): if it did, the campaign goes on as if the answer had
 // come; if that cannot be told, it fails as unavailable and its lease is
 // revoked (revoker), which removes the candidacy if it was written.
-// Errors: gateway.ErrCandidateExists, gateway.ErrUnavailable.
+// A campaign in a session (c.Session) puts its keys on the session's
+// lease instead, in one transaction and nothing else (campaignInSession).
+// Errors: gateway.ErrCandidateExists, gateway.ErrUnavailable; in a
+// session also gateway.ErrSessionNotFound, gateway.ErrTokenMismatch and
+// gateway.ErrSessionInElection.
 func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candidacy, defaults gateway.Settings) (gateway.Status, error) {
+	if c.Session != "" {
+		return b.campaignInSession(ctx, election, c, defaults)
+	}
 	op := fmt.Sprintf("campaign %q", c.ID)
 	rctx, cancel := b.reqCtx(ctx)
 	defer cancel()
@@ -81,7 +88,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 			})
 		}
 		var err error
-		resp, one, err = b.campaignTxn(ctx, rctx, election, c.ID, hex, lease.id, val, set)
+		resp, one, err = b.campaignTxn(ctx, rctx, election, c.ID, hex, lease.id, val, set, nil)
 		renew.Wait()
 		if err != nil && !leaseGone(err) {
 			// No answer came (a timeout, a connection lost): the
@@ -113,7 +120,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 			return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrCandidateExists)
 		}
 		if err != nil || !resp.Succeeded {
-			b.revoke(lease.id)
+			b.revokeOwn(lease.id) // its own: a campaign in a session never comes here
 			if err != nil {
 				return gateway.Status{}, translate(ctx, op, err)
 			}
@@ -121,13 +128,23 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 		}
 		break
 	}
+	return b.campaigned(ctx, op, election, c, resp, one, &entry{hex: hex, name: hex, lease: int64(lease.id), value: val}, set)
+}
+
+// campaigned finishes a campaign whose transaction (answering resp; one
+// as campaignTxn returns it) created candidacy x with the election's
+// settings set: it acknowledges x when that transaction proved the
+// election empty, waits for the cache to hold the write, makes the
+// actions due, and answers x's status.
+func (b *Backend) campaigned(ctx context.Context, op, election string, c gateway.Candidacy, resp *clientv3.TxnResponse, one bool, x *entry, set settingsValue) (gateway.Status, error) {
 	// The candidacy is written: from here on the answer is 201 or, when
 	// this replica cannot tell what became of it, 503; never "not found".
 	rev := resp.Header.Revision
+	x.create, x.mod = rev, rev
 	if one {
 		// Its transaction acknowledged it if its probe held; if not, the
 		// reconcile below does what is due, as for any campaign.
-	} else if a, ok := b.firstHolder(election, resp, &entry{hex: hex, name: hex, create: rev, mod: rev, lease: int64(lease.id), value: val}, set); ok {
+	} else if a, ok := b.firstHolder(election, resp, x, set); ok {
 		// A failure leaves the acknowledgement to the reconcile below (or
 		// to Run), as if it had not been tried.
 		if _, err := b.do(ctx, election, a); err != nil {
@@ -185,8 +202,10 @@ func (b *Backend) idKeyNow(ctx context.Context, election, id string) (kv *mvccpb
 
 // campaignTxn is a campaign's transaction: the candidacy of id at the back
 // of election's line and its id key, both on lease, plus the election's
-// settings if it has none, guarded by the id key's absence.
-func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex string, lease clientv3.LeaseID, val candidateValue, settings settingsValue) (*clientv3.TxnResponse, bool, error) {
+// settings if it has none, guarded by the id key's absence; in session
+// in (non-nil) also by sessionGuard's comparisons, with its reads as the
+// answer of a transaction they refuse.
+func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex string, lease clientv3.LeaseID, val candidateValue, settings settingsValue, in *sessionInfo) (*clientv3.TxnResponse, bool, error) {
 	idKey, setKey := b.keys.candidateID(election, id), b.keys.settings(election)
 	on := clientv3.WithLease(lease)
 	ops := []clientv3.Op{
@@ -220,7 +239,17 @@ func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex strin
 			clientv3.Compare(clientv3.CreateRevision(b.keys.lead(election)), "=", 0),
 		}, then, nil))
 	}
-	resp, err := b.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)).Then(ops...).Commit()
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)}
+	var elses []clientv3.Op
+	if in != nil {
+		more, reads := b.sessionGuard(election, id, hex, *in)
+		cmps, elses = append(cmps, more...), reads
+	}
+	t := b.cli.Txn(rctx).If(cmps...).Then(ops...)
+	if elses != nil {
+		t = t.Else(elses...)
+	}
+	resp, err := t.Commit()
 	return resp, one, err
 }
 

@@ -12,9 +12,29 @@ import (
 	"github.com/electorhq/elector/gateway"
 )
 
-// revoke ends a lease that nothing needs any more. A worker does it after
-// the caller's answer; when it is behind, the lease is left to expire.
+// revoke ends the lease of a candidacy that nothing needs any more
+// (resigned, expired after its promise), unless
+// it is a session's: a session's lease is shared by all its candidacies
+// and ends only with the session (CloseSession, or its expiry), so a
+// candidacy on it is ended by deleting its keys alone. The cache tells:
+// it holds a session's key from before any candidacy on its lease was
+// created until the lease ends, so a cache that held the candidacy holds
+// the key now, or the lease is gone. A cache that cannot be read leaves
+// the lease to expire. A worker revokes after the caller's answer; when
+// it is behind, the lease is left to expire.
 func (b *Backend) revoke(id clientv3.LeaseID) {
+	shared := true
+	_ = b.readCache(context.Background(), func(st *state) { shared = st.sessionLeases[int64(id)] != nil })
+	if shared {
+		return
+	}
+	b.revokeOwn(id)
+}
+
+// revokeOwn ends a lease that only the caller used (a timer's marker, a
+// pooled lease, a record of a revocation, the lease of a campaign that
+// failed): never one a session may share, which revoke ends.
+func (b *Backend) revokeOwn(id clientv3.LeaseID) {
 	b.leases.forget(int64(id))
 	select {
 	case b.revokes <- id:
@@ -141,7 +161,10 @@ func (b *Backend) owned(ctx context.Context, op, election, id, tokenHash string,
 // revision is as fresh, and answers "leader" only once that write
 // succeeded: a follower promoted meanwhile is promised before it is
 // told. The answer is found without deriving the whole election, so a
-// heartbeat costs the same with 3 candidates as with 1,000. Errors: gateway.ErrCandidateNotFound (unknown, or its lease
+// heartbeat costs the same with 3 candidates as with 1,000. A candidacy in
+// a session shares its lease with the session's others: its keep-alive
+// renews them all, so it writes the promise of each of them that holds
+// (promiseSession), as KeepSession does. Errors: gateway.ErrCandidateNotFound (unknown, or its lease
 // expired; a *gateway.CandidacyRevokedError when etcd revoked it early,
 // see revoked.go), gateway.ErrTokenMismatch, gateway.ErrUnavailable.
 func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string) (gateway.Status, error) {
@@ -182,12 +205,25 @@ func (b *Backend) Heartbeat(ctx context.Context, election, id, tokenHash string)
 	if err := b.handoverDue(ctx, election, id); err != nil {
 		return gateway.Status{}, err
 	}
+	shared, err := b.sessionLease(ctx, x.lease)
+	if err != nil {
+		return gateway.Status{}, err
+	}
 	var (
 		promised uint64
 		perr     error
 		wg       sync.WaitGroup
 	)
 	switch {
+	case shared:
+		// A session's lease: this keep-alive renews every candidacy of
+		// the session, so it promises each that holds (this one too),
+		// from a cache as fresh as a follower's answer.
+		wg.Go(func() {
+			var terms map[string]uint64
+			terms, perr = b.promiseSession(hctx, x.lease)
+			promised = terms[election]
+		})
 	case leads:
 		wg.Go(func() { promised, perr = b.promise(hctx, election, id) })
 	case caught == nil:
@@ -262,7 +298,8 @@ func (c *catching) wait() error {
 // candidate's keys and writes a mark saying it resigned; if it held, the
 // same transaction gives its slot to the next in line when it may take it
 // (see handOver), so there is no handover delay. The lease is
-// revoked afterwards. A transaction whose answer does not come succeeds
+// revoked afterwards, unless it is a session's (revoke): the session and
+// its other candidacies go on. A transaction whose answer does not come succeeds
 // when etcd then says the candidacy is gone (candidacyGone). Errors: gateway.ErrCandidateNotFound,
 // gateway.ErrTokenMismatch, gateway.ErrUnavailable.
 func (b *Backend) Resign(ctx context.Context, election, id, tokenHash string) error {
@@ -337,7 +374,7 @@ func (b *Backend) removeIf(ctx context.Context, op, election, id, tokenHash, rea
 		resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()
 		cancel()
 		if lease != 0 && notApplied(resp, err) {
-			b.revoke(lease)
+			b.revokeOwn(lease)
 		}
 		if lease != 0 && leaseGone(err) {
 			// The lease gone may be the marker's, which expired before the

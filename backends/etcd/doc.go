@@ -19,8 +19,10 @@
 // leases, dropped and revoked after 10s without a campaign, revoked at
 // Close; leasepool.go), so that its path is one raft write, not two; a
 // pooled lease more than 100ms old is kept alive beside the campaign's
-// transaction, so the candidacy lives its TTL from the campaign. Under the
-// prefix p (Config.Prefix):
+// transaction, so the candidacy lives its TTL from the campaign. A
+// candidacy in a session is on the session's lease instead, shared with
+// the session's other candidacies (see Sessions). Under the prefix p
+// (Config.Prefix):
 //
 //	p/<election>/<lease-hex>                  candidacy, on the lease: the line
 //	p/<election>/<lease-hex>.moved            the same after a move (see Transfers and priorities)
@@ -35,6 +37,7 @@
 //	p/_elector/handover/<election>            marker of a handover delay, on a lease of its own
 //	p/_elector/handover/<election>/<term>     the same, per slot (the lead record's list form)
 //	p/_elector/cooldown/<election>/<lease-hex> marker of a cooldown, on a lease of its own
+//	p/_elector/sessions/<session-id>          a session, on its lease (see Sessions)
 //	p/_elector/kv/<key>                       the gateway.KV (webhooks' endpoints, deliveries…)
 //	p/_elector/barrier                        written only to move the replicas' watches (see below)
 //	p/_elector/version                        the oldest data version every replica runs, as declared
@@ -83,6 +86,7 @@
 //	mark       {"key":"<lease-hex>","reason":"resigned"|"error"|"expired","detail":"…","at":"…"}
 //	promise    {"term":41,"key":"<lease-hex>","ttl_ms":10000,"at":"…"}
 //	revoked    {"id":"node-a","token_hash":"…","rev":512,"at":"…","expires_at":"…"}
+//	session    {"elector":1,"token_hash":"<sha-256 hex>","ttl_ms":10000,"at":"…"}, plus "closing":true
 //	version    {"min":2,"at":"…"}
 //
 // "priority", "preempt", "holders", "transfer", "failed" and the lead
@@ -120,6 +124,20 @@
 // loudly rather than act on what it may misread: its readiness probe
 // (Ping) and its campaigns fail with gateway.ErrUnavailable, and its
 // reconciler acts on nothing and logs an error each pass.
+//
+// Sessions need no declaration. A replica of a version before them reads
+// none of their keys: p/_elector/sessions/<id> fits no part of its layout
+// and it ignores it, as every version ignores what it does not know. A
+// candidacy of a session is to it a candidacy like any other, on its
+// lease: it keeps it alive, promises it, moves it and hands it over as
+// ever, and its values are those it writes itself. What it does not know
+// is that the lease is shared: when it ends one candidacy of a session (a
+// resignation, an expiry after its promise lapsed) it revokes the lease,
+// which ends every other candidacy of the session at once, as an expiry.
+// That costs those candidacies, never an extra holder: each holder's
+// slot stays taken until its promise lapses, as after any early
+// revocation (see Sessions). Open sessions once every replica runs this
+// version.
 //
 // # Who holds
 //
@@ -340,6 +358,82 @@
 // Every replica must run a version that keeps promises: an older replica
 // acknowledges the next leader when the key goes.
 //
+// # Sessions
+//
+// A session (gateway.Sessioner; sessions.go) is what etcd's
+// concurrency.Session is: one lease that many candidacies share, one per
+// election at most, so that a process campaigning in many elections
+// keeps them all alive with one keep-alive. OpenSession grants the lease
+// (the TTL rounded up to whole seconds, at least etcd's minimum) and
+// creates p/_elector/sessions/<id> on it. A campaign in the session puts
+// its candidacy and id key on that lease in one transaction and writes
+// nothing else: no grant, no pooled lease (session leases never enter or
+// leave the pool), the session read from the replica's cache (or with
+// one read when the cache does not hold it yet). The transaction requires
+// the session's key at the revision the campaign read (so its lease lives
+// and it is not closing) and no key of the session in the election's
+// line or cooling: the keys are named after the lease, so a session has
+// one candidacy per election (gateway.ErrSessionInElection). Its TTL is
+// the session's.
+//
+// The lease is shared, so no candidacy of a session ever revokes it:
+// Resign, ReportError, FailLeader, the reconcilers' expiry of a holder
+// whose promise lapsed, every removal of a candidacy deletes its keys
+// only (revoke refuses a session's lease). The lease ends with the
+// session: by its expiry, or by CloseSession, which rewrites the key
+// "closing" (every campaign in the session compares it, so none applies
+// after), resigns each candidacy as Resign does (a holder hands over at
+// once, reason resigned), then revokes the lease; a close cut short is
+// finished by a second one. A campaign whose transaction's answer does
+// not come cannot revoke its lease either: it rewrites the session's key
+// unchanged (a fence: the lost transaction's comparison can no longer
+// hold), then reads its id key to tell whether it applied.
+//
+// Why a session cannot make two leaders. A holder in a session is
+// renewed by every keep-alive of the lease, not only by its own
+// heartbeats: KeepSession, and a heartbeat of any candidacy of the
+// session. Its process counts on each such renewal it is told of (the
+// step-down deadline of gateway.Session's answer, a TTL from sending it).
+// So every keep-alive elector makes of a session's lease writes the
+// promise of each holder on it, from a cache as fresh as the call, before
+// it answers, and fails if one cannot be written (renewSession): a
+// holder's promise is never older than the last renewal its process was
+// told of, and its slot stays taken until that promise lapses (see The
+// leader's promise), whatever ends the holdership. A renewal does not
+// extend a holdership that ended without its holder's word (the
+// gateway's verdict, a lower holders setting): KeepSession's answer gives
+// it nothing, and its promise stays the last one it was given. Every path
+// that ends a holdership or fills a slot on a replica's own clock rather
+// than on the holder's key going is timed by the promise: a holder's
+// expiry after its promise lapsed (which a live session, renewing and
+// promising, never lets happen), the hold of an ended slot, the handover
+// delay, which only adds to it. So:
+//
+//   - Expiry: the keys go with the lease, at least a TTL after the last
+//     renewal; each holder's slot is held until its last promise lapses.
+//   - A frozen etcd member that resumes and revokes the lease early (see
+//     Candidacies revoked early): every candidacy of the session goes at
+//     once, without a mark; each holder's slot is held until the promise
+//     of the session's last renewal lapses on the clock of whichever
+//     replica would fill it, as for a holder on a lease of its own. The
+//     early revocation costs the slots that time, never an extra leader.
+//   - Transfers: a holder asked to hand over has its own heartbeats
+//     refused (gateway.ErrTransferPending, before their keep-alive), but
+//     its key is on the session's lease, which the session's renewals keep
+//     alive, and they promise it like any holder. So a transfer (or a
+//     preemption) away from a holder in a session completes only by its
+//     handover (or resignation, or error report), or once its session
+//     ends, by expiry or close: never on a timer while the session's
+//     answers may tell it that it is renewed. A process that only renews
+//     its session learns of the transfer from the election's events.
+//   - Error cooldowns and handover delays are timed on leases of their
+//     own (timers.go), as ever; a cooling candidacy stays on the session's
+//     lease and comes back on it.
+//
+// Whichever replica answered the renewals, every replica holds the
+// promises (they are keys), and a replica counts each from when it first
+// held it, after etcd committed it, which is after the renewal was sent.
+//
 // # Candidacies revoked early
 //
 // A follower whose lease etcd revokes early loses its place: the place is
@@ -356,7 +450,9 @@
 // back of the line), with a "revoked" member saying when the candidacy
 // ended and when it should have. A leader revoked early is told the same.
 // The record is matched by candidate id and token hash, so a candidacy
-// campaigned again is never told of an earlier one. The replica that
+// campaigned again is never told of an earlier one. A session's lease
+// revoked early ends each of its candidacies so, each told at its own
+// next request (KeepSession answers gateway.ErrSessionNotFound). The replica that
 // noticed also keeps it in memory and answers precisely at once; another
 // replica asked in the moment before the record is written (milliseconds)
 // answers a plain candidate-not-found, and so does every replica when
@@ -429,7 +525,10 @@
 // replica refuses that holder's heartbeats with
 // gateway.ErrTransferPending before keeping its lease alive, so its life
 // runs out unless it hands over (see gateway.Record.Transfer for why that
-// never makes more holders act); the other holders go on. The target must
+// never makes more holders act); the other holders go on. (A holder in a
+// session is renewed by its session whatever its own heartbeats are told:
+// a transfer away from it completes only by its handover or with its
+// session; see Sessions.) The target must
 // be the first behind the holders before anybody can hand over to it: the
 // reconcilers (and Handover itself) move the followers between them to
 // the back of the line, one key per transaction. Then Handover, in one

@@ -17,7 +17,7 @@ import (
 // RevokeLease queues the revocation of lease id, as a campaign whose
 // transaction's outcome is unknown does, and RevokeFailures counts the
 // attempts at one that etcd did not answer.
-func (b *Backend) RevokeLease(id int64)  { b.revoke(clientv3.LeaseID(id)) }
+func (b *Backend) RevokeLease(id int64)  { b.revokeOwn(clientv3.LeaseID(id)) }
 func (b *Backend) RevokeFailures() int64 { return b.revokeFails.Load() }
 
 // PrepareRemove computes, from this replica's view of election as it is

@@ -102,7 +102,7 @@ func (p *leasePool) take(secs int64) (pooledLease, bool) {
 		got = c.free[len(c.free)-1]
 		c.free = c.free[:len(c.free)-1]
 		if ok = got.usable(now); !ok {
-			p.b.revoke(got.id)
+			p.b.revokeOwn(got.id)
 		}
 	}
 	if len(c.free) <= poolSize/2 {
@@ -123,7 +123,7 @@ func (p *leasePool) put(secs int64, l pooledLease) {
 		c.free = append(c.free, l)
 		return
 	}
-	p.b.revoke(l.id)
+	p.b.revokeOwn(l.id)
 }
 
 // fill keeps class c of secs at up to poolSize leases while it is taken
@@ -137,7 +137,7 @@ func (p *leasePool) fill(secs int64, c *leaseClass) {
 		p.mu.Lock()
 		if p.closed || ctx.Err() != nil || now.Sub(c.lastTake) > poolIdle {
 			for _, l := range c.free {
-				p.b.revoke(l.id)
+				p.b.revokeOwn(l.id)
 			}
 			c.free = nil
 			if p.classes[secs] == c {
@@ -151,7 +151,7 @@ func (p *leasePool) fill(secs int64, c *leaseClass) {
 			if l.usable(now) {
 				kept = append(kept, l)
 			} else {
-				p.b.revoke(l.id)
+				p.b.revokeOwn(l.id)
 			}
 		}
 		c.free = kept

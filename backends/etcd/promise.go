@@ -108,8 +108,10 @@ func (v view) promiseHolds(mono time.Time) (left time.Duration, held bool) {
 // keys with a mark saying "expired", guarded by the lead record, the
 // promise record and the key itself: a heartbeat that promised again
 // meanwhile makes it fail, and a heartbeat after it finds the candidate
-// gone. The lease is revoked after. What follows is an expiry like any
-// other: the handover delay, then the next holder.
+// gone. The lease is revoked after, unless it is a session's (revoke):
+// the holder's keys are gone, the session's other candidacies stay. What
+// follows is an expiry like any other: the handover delay, then the next
+// holder.
 func (b *Backend) expireHolder(v view, i int, now time.Time) action {
 	x, s := v.holders[i], v.held[i]
 	name := termName(v.lead.list, s.Term)

@@ -43,7 +43,7 @@ func (b *Backend) do(ctx context.Context, election string, a action) (ok bool, e
 	resp, err := b.cli.Txn(rctx).If(a.cmps...).Then(ops...).Commit()
 	cancel()
 	if lease != 0 && notApplied(resp, err) {
-		b.revoke(lease)
+		b.revokeOwn(lease)
 	}
 	if leaseGone(err) && a.timer == nil {
 		// A key it moves is on a lease that just expired: the election is

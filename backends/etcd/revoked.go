@@ -110,7 +110,7 @@ func (b *Backend) writeRevoked(ctx context.Context) {
 			resp, err := b.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(put).Commit()
 			cancel()
 			if notApplied(resp, err) {
-				b.revoke(lease)
+				b.revokeOwn(lease)
 			}
 		}
 	}
