@@ -55,50 +55,71 @@ func BenchmarkLeaderRead(b *testing.B) {
 // BenchmarkCampaignFresh: campaigns into new elections, 8 at a time,
 // straight on the backend, with a gateway running over it (runB), on a prefix
 // as deployed and on one declared upgraded (a campaign into an empty
-// election in one transaction). It reports the requests to etcd per
-// campaign (txn/op, grant/op…, the reconciler's and the lease pool's
-// included) and the process's CPU per campaign (cpu-µs/op: the backend
-// and the embedded etcd member together, which share the process).
+// election in one transaction), each on a lease of its own and in one
+// session (session, session-declared: every campaign on the session's
+// lease, as etcd's concurrency.Session campaigns). It reports the
+// requests to etcd per campaign (txn/op, grant/op…, the reconciler's and
+// the lease pool's included) and the process's CPU per campaign
+// (cpu-µs/op: the backend and the embedded etcd member together, which
+// share the process).
 func BenchmarkCampaignFresh(b *testing.B) {
 	ms := startCluster(b, 1)
 	var runs atomic.Int64 // each run of a sub-benchmark on a prefix of its own
-	for _, declared := range []bool{false, true} {
-		name := "default"
-		if declared {
-			name = "declared"
-		}
-		b.Run(name, func(b *testing.B) {
-			be := newBackend(b, ms, fmt.Sprintf("bench-%s-%d", name, runs.Add(1)))
+	for _, session := range []bool{false, true} {
+		for _, declared := range []bool{false, true} {
+			name := "default"
 			if declared {
-				if err := be.DeclareUpgraded(context.Background()); err != nil {
-					b.Fatal(err)
-				}
+				name = "declared"
 			}
-			runB(b, be)
-			n, err := be.CountRequests(context.Background())
-			if err != nil {
-				b.Fatal(err)
+			if session {
+				name = "session-" + name
 			}
-			var next atomic.Int64
-			b.SetParallelism(4) // 8 goroutines on 2 cores
-			b.ResetTimer()
-			n.Take()
-			cpu := cpuTime(b)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					st, err := be.Campaign(context.Background(), fmt.Sprintf("new-%d", next.Add(1)), gateway.Candidacy{ID: "a", TTL: time.Hour, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings())
-					if err != nil || st.Candidate.State != gateway.StateLeader {
-						b.Errorf("%s, %v", st.Candidate.State, err)
-						return
-					}
-				}
+			b.Run(name, func(b *testing.B) {
+				benchCampaignFresh(b, ms, fmt.Sprintf("bench-%s-%d", name, runs.Add(1)), declared, session)
 			})
-			b.ReportMetric(float64(cpuTime(b)-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "campaigns/s")
-			for what, k := range n.Take() {
-				b.ReportMetric(float64(k)/float64(b.N), what+"/op")
+		}
+	}
+}
+
+// benchCampaignFresh is a run of BenchmarkCampaignFresh on prefix.
+func benchCampaignFresh(b *testing.B, ms []*member, prefix string, declared, session bool) {
+	be := newBackend(b, ms, prefix)
+	if declared {
+		if err := be.DeclareUpgraded(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runB(b, be)
+	var sid, th string
+	if session {
+		sid, th = openSession(b, be, time.Hour)
+	}
+	n, err := be.CountRequests(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	b.SetParallelism(4) // 8 goroutines on 2 cores
+	b.ResetTimer()
+	n.Take()
+	cpu := cpuTime(b)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c := gateway.Candidacy{ID: "a", TTL: time.Hour, TokenHash: gateway.HashToken(gateway.NewToken())}
+			if session {
+				c = gateway.Candidacy{ID: "a", Session: sid, TokenHash: th}
 			}
-		})
+			st, err := be.Campaign(context.Background(), fmt.Sprintf("new-%d", next.Add(1)), c, gateway.DefaultSettings())
+			if err != nil || st.Candidate.State != gateway.StateLeader {
+				b.Errorf("%s, %v", st.Candidate.State, err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "campaigns/s")
+	for what, k := range n.Take() {
+		b.ReportMetric(float64(k)/float64(b.N), what+"/op")
 	}
 }
 
