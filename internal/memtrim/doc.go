@@ -10,6 +10,12 @@
 // Run watches the allocation rate and, once a check interval passes with
 // almost nothing allocated while the heap holds much more than the last
 // collection left, collects once and returns the freed pages
-// (debug.FreeOSMemory). Under load it does nothing: GOGC, and GOMEMLIMIT
+// (debug.FreeOSMemory). Under load it trims nothing: GOGC, and GOMEMLIMIT
 // where one is set, govern as always.
+//
+// With a Floor, Run also keeps a small heap from being collected many
+// times a second under load: GOGC is raised while the live heap is small,
+// so that a collection waits until the heap reaches the Floor (see
+// Config.Percent), and is put back as the live heap grows. GOGC set in
+// the environment is left as it is.
 package memtrim

@@ -2,6 +2,7 @@ package memtrim
 
 import (
 	"context"
+	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -21,6 +22,15 @@ type Config struct {
 	Slack uint64
 	// Every bounds how often a trim runs. Default 30s.
 	Every time.Duration
+	// Floor, if not zero, is the heap a collection waits for at least:
+	// while the live heap is small, Run raises GOGC so that the heap may
+	// grow to Floor before the next collection, where GOGC alone would
+	// collect at twice the live heap (see Percent). A small heap that
+	// allocates fast is otherwise collected many times a second, each
+	// collection scanning it whole, on cores the process shares with its
+	// backend. Run leaves GOGC alone when the environment sets it.
+	// Default 0: off.
+	Floor uint64
 }
 
 // Defaults of Config.
@@ -29,6 +39,8 @@ const (
 	DefaultQuiet    = 1 << 20
 	DefaultSlack    = 32 << 20
 	DefaultEvery    = 30 * time.Second
+	// MaxPercent caps the GOGC that Floor raises.
+	MaxPercent = 1000
 )
 
 func (c Config) withDefaults() Config {
@@ -70,20 +82,44 @@ func (c Config) Due(before, now Sample, at, last time.Time) bool {
 	return now.Objects+now.Free > now.Live+max(c.Slack, now.Live/4)
 }
 
-// Run trims as Config says until ctx ends; trims counts the trims made,
-// if not nil (for tests).
+// Percent is the GOGC that lets a heap whose last collection left live
+// bytes grow to Floor before the next one, base being the process's own
+// GOGC: base itself once live × (1 + base/100) reaches Floor (or without
+// a Floor, or before the first collection), at most MaxPercent.
+func (c Config) Percent(base int, live uint64) int {
+	if c.Floor == 0 || live == 0 || live*uint64(100+base)/100 >= c.Floor {
+		return base
+	}
+	return min(max(base, int((c.Floor-live)*100/live)), MaxPercent)
+}
+
+// Run trims as Config says, and keeps GOGC at Percent of the live heap
+// (with a Floor, and GOGC not set in the environment), until ctx ends;
+// trims counts the trims made, if not nil (for tests).
 func Run(ctx context.Context, cfg Config, trims func()) {
 	cfg = cfg.withDefaults()
 	t := time.NewTicker(cfg.Interval)
 	defer t.Stop()
 	before := read()
 	var last time.Time
+	tune := cfg.Floor > 0 && os.Getenv("GOGC") == ""
+	const base = 100 // the runtime's default, GOGC being unset
+	percent := base
+	defer func() {
+		if percent != base {
+			debug.SetGCPercent(base)
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
 			s := read()
+			if p := cfg.Percent(base, s.Live); tune && p != percent {
+				debug.SetGCPercent(p)
+				percent = p
+			}
 			if cfg.Due(before, s, now, last) {
 				debug.FreeOSMemory()
 				last = now

@@ -2,11 +2,16 @@ package memtrim
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/electorhq/elector/internal/eventually"
 )
 
 func TestDue(t *testing.T) {
@@ -98,4 +103,63 @@ func TestRunEndsWithItsContext(t *testing.T) {
 	}()
 	cancel()
 	<-done
+}
+
+func TestPercent(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	tests := []struct {
+		name  string
+		floor uint64
+		live  uint64
+		want  int
+	}{
+		{"no floor", 0, 10 * mib, 100},
+		{"before the first collection", 256 * mib, 0, 100},
+		{"a small heap grows to the floor", 256 * mib, 64 * mib, 300},
+		{"a heap at half the floor", 256 * mib, 128 * mib, 100},
+		{"a heap past the floor", 256 * mib, 300 * mib, 100},
+		{"a tiny heap, capped", 256 * mib, 1 * mib, MaxPercent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := (Config{Floor: tt.floor}).Percent(100, tt.live); got != tt.want {
+				t.Fatalf("Percent(100, %d MiB) = %d, want %d", tt.live>>20, got, tt.want)
+			}
+		})
+	}
+}
+
+// gogc reads the GOGC the runtime runs with.
+func gogc() uint64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// With a floor far above the heap, Run raises GOGC, and puts it back when
+// it ends.
+func TestRunRaisesGOGCForASmallHeap(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set in the environment: Run leaves it alone")
+	}
+	runtime.GC() // a live heap to count from
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, Config{Interval: 10 * time.Millisecond, Floor: 1 << 40}, nil)
+	}()
+	eventually.NoError(t, 10*time.Second, "GOGC raised", func() error {
+		if p := gogc(); p != MaxPercent {
+			return fmt.Errorf("GOGC %d, want %d", p, MaxPercent)
+		}
+		return nil
+	})
+	cancel()
+	<-done
+	if p := gogc(); p != 100 {
+		t.Fatalf("GOGC %d after Run ended, want 100 again", p)
+	}
 }
