@@ -203,8 +203,7 @@ func (b *Backend) idKeyNow(ctx context.Context, election, id string) (kv *mvccpb
 // campaignTxn is a campaign's transaction: the candidacy of id at the back
 // of election's line and its id key, both on lease, plus the election's
 // settings if it has none, guarded by the id key's absence; in session
-// in (non-nil) also by sessionGuard's comparisons, with its reads as the
-// answer of a transaction they refuse.
+// in (non-nil) also by sessionGuard's comparisons.
 func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex string, lease clientv3.LeaseID, val candidateValue, settings settingsValue, in *sessionInfo) (*clientv3.TxnResponse, bool, error) {
 	idKey, setKey := b.keys.candidateID(election, id), b.keys.settings(election)
 	on := clientv3.WithLease(lease)
@@ -240,16 +239,10 @@ func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex strin
 		}, then, nil))
 	}
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)}
-	var elses []clientv3.Op
 	if in != nil {
-		more, reads := b.sessionGuard(election, id, hex, *in)
-		cmps, elses = append(cmps, more...), reads
+		cmps = append(cmps, b.sessionGuard(election, hex, *in)...)
 	}
-	t := b.cli.Txn(rctx).If(cmps...).Then(ops...)
-	if elses != nil {
-		t = t.Else(elses...)
-	}
-	resp, err := t.Commit()
+	resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()
 	return resp, one, err
 }
 

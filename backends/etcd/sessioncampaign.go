@@ -31,8 +31,8 @@ const sessionAttempts = 3
 //     finds its id key and is refused with gateway.ErrCandidateExists, as
 //     any campaign of an id that campaigns.
 //
-// A refused transaction answers with those keys, which tell why. When the
-// answer does not come, the campaign fences the session and reads its id
+// A refused transaction is followed by one read of those keys, which
+// tells why (sessionRefused). When the answer does not come, the campaign fences the session and reads its id
 // key (sessionCampaignLanded): it cannot revoke the lease, as a campaign
 // on a lease of its own does. Errors: gateway.ErrSessionNotFound,
 // gateway.ErrTokenMismatch, gateway.ErrSessionInElection,
@@ -74,7 +74,7 @@ func (b *Backend) campaignInSession(ctx context.Context, election string, c gate
 			}
 			resp, one = &clientv3.TxnResponse{Header: &etcdserverpb.ResponseHeader{Revision: rev}, Succeeded: true}, false
 		case !resp.Succeeded:
-			again, err := b.sessionRefused(op, election, &s, resp)
+			again, err := b.sessionRefused(ctx, op, election, c.ID, hex, &s)
 			if err != nil {
 				return gateway.Status{}, err
 			}
@@ -87,32 +87,40 @@ func (b *Backend) campaignInSession(ctx context.Context, election string, c gate
 	}
 }
 
-// sessionGuard returns the comparisons that put a campaign of id, whose
-// keys are named hex, in session s, and the reads that tell a refused
-// transaction why (sessionRefused reads them in this order): the session's
-// key, the candidate's id key, and the names the session's candidacy in
-// the election can have, in line (two: see movedSuffix) and cooling.
-func (b *Backend) sessionGuard(election, id, hex string, s sessionInfo) ([]clientv3.Cmp, []clientv3.Op) {
-	sk := b.keys.session(s.id)
+// sessionGuard returns the comparisons that put a campaign whose keys are
+// named hex in session s: the session's key at the revision the campaign
+// read it, and no key of the session in the election's line (under two
+// names: see movedSuffix) or cooling.
+func (b *Backend) sessionGuard(election, hex string, s sessionInfo) []clientv3.Cmp {
 	line, moved, cool := b.keys.candidacy(election, hex), b.keys.candidacy(election, hex+movedSuffix), b.keys.cooling(election, hex)
 	return []clientv3.Cmp{
-			clientv3.Compare(clientv3.ModRevision(sk), "=", s.mod),
-			clientv3.Compare(clientv3.CreateRevision(line), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(moved), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(cool), "=", 0),
-		}, []clientv3.Op{
-			clientv3.OpGet(sk), clientv3.OpGet(b.keys.candidateID(election, id)),
-			clientv3.OpGet(line), clientv3.OpGet(moved), clientv3.OpGet(cool),
-		}
+		clientv3.Compare(clientv3.ModRevision(b.keys.session(s.id)), "=", s.mod),
+		clientv3.Compare(clientv3.CreateRevision(line), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(moved), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(cool), "=", 0),
+	}
 }
 
-// sessionRefused tells why a campaign's transaction in session s was
-// refused, from the reads sessionGuard put in its other branch: the
+// sessionRefused tells why a campaign of id, whose keys are named hex, in
+// session s was refused, from one read of the keys sessionGuard compares
+// and of the candidate's id key, made after the refusal (a refusal is
+// rare: the campaign's own transaction carries no reads, so that its
+// answer and etcd's work stay those of a campaign that applies): the
 // session gone (its key absent, or on another lease), a campaign of the
 // same id (its id key), the session's candidacy in the election, or, when
-// the session's key was written since (a fence), nothing: s is then as
-// the key is now, and again is set.
-func (b *Backend) sessionRefused(op, election string, s *sessionInfo, resp *clientv3.TxnResponse) (again bool, err error) {
+// the session's key was written since (a fence), nothing: s is then as the
+// key is now, and again is set. What changed between the refusal and the
+// read only sends the campaign round again, at most sessionAttempts times.
+func (b *Backend) sessionRefused(ctx context.Context, op, election, id, hex string, s *sessionInfo) (again bool, err error) {
+	line, moved, cool := b.keys.candidacy(election, hex), b.keys.candidacy(election, hex+movedSuffix), b.keys.cooling(election, hex)
+	rctx, cancel := b.reqCtx(ctx)
+	defer cancel()
+	resp, err := b.cli.Txn(rctx).Then(
+		clientv3.OpGet(b.keys.session(s.id)), clientv3.OpGet(b.keys.candidateID(election, id)),
+		clientv3.OpGet(line), clientv3.OpGet(moved), clientv3.OpGet(cool)).Commit()
+	if err != nil {
+		return false, translate(ctx, op, err)
+	}
 	sk := firstKV(resp, 0)
 	switch {
 	case sk == nil || sk.Lease != s.lease:
@@ -129,7 +137,7 @@ func (b *Backend) sessionRefused(op, election string, s *sessionInfo, resp *clie
 	case firstKV(resp, 2) != nil || firstKV(resp, 3) != nil || firstKV(resp, 4) != nil:
 		return false, fmt.Errorf("etcd: %s in %q: %w", op, election, gateway.ErrSessionInElection)
 	}
-	return true, nil // refused by nothing it read: not expected; try again
+	return true, nil // refused by what has changed since: try again
 }
 
 // sessionCampaignLanded settles a campaign in session s whose
