@@ -271,8 +271,10 @@ type CampaignRequest struct {
 
 // Campaign validates r and puts the candidate at the back of the line. It
 // returns the candidate's status and its token, which Heartbeat, Resign and
-// ReportError require. Errors: ErrInvalid (a *ValidationError),
-// ErrCandidateExists, ErrLimit (a *LimitError), ErrUnavailable.
+// ReportError require (in a session, the session's). Errors: ErrInvalid
+// (a *ValidationError), ErrCandidateExists, ErrLimit (a *LimitError),
+// ErrUnavailable; in a session also ErrSessionNotFound, ErrTokenMismatch
+// and ErrSessionInElection.
 func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignRequest) (Status, string, error) {
 	if err := ValidateElectionName(election); err != nil {
 		return Status{}, "", err
@@ -357,8 +359,12 @@ func (g *Gateway) checkCandidate(election, id, token string) error {
 // Heartbeat keeps a candidate alive for another TTL and tells it where it
 // stands. A leader asked to hand over is refused with a
 // *TransferPendingError and must hand over or stop acting (see
-// Record.Transfer). Errors: ErrInvalid, ErrCandidateNotFound (campaign
-// again), ErrTokenMismatch, ErrTransferPending, ErrUnavailable.
+// Record.Transfer). A candidacy in a session renews its whole session (see
+// Sessioner); on a backend without sessions of its own that is a
+// heartbeat of each of the session's candidacies, after this one's
+// answer, whose failure is logged and leaves this one's answer as it is.
+// Errors: ErrInvalid, ErrCandidateNotFound (campaign again),
+// ErrTokenMismatch, ErrTransferPending, ErrUnavailable.
 func (g *Gateway) Heartbeat(ctx context.Context, election, id, token string) (Status, error) {
 	if err := g.checkCandidate(election, id, token); err != nil {
 		return Status{}, err
