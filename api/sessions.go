@@ -24,15 +24,17 @@ type sessionDoc struct {
 }
 
 type sessionCandidate struct {
-	Election  string `json:"election"`
-	ID        string `json:"id"`
-	ExpiresAt string `json:"expires_at"`
+	Election  string        `json:"election"`
+	ID        string        `json:"id"`
+	State     gateway.State `json:"state"`
+	Term      uint64        `json:"term"`
+	ExpiresAt string        `json:"expires_at"`
 }
 
 func sessionOf(s gateway.Session, token string) sessionDoc {
 	d := sessionDoc{ID: s.ID, TTL: s.TTL.String(), ExpiresAt: formatTime(s.ExpiresAt), Candidates: make([]sessionCandidate, len(s.Candidates)), Token: token}
 	for i, c := range s.Candidates {
-		d.Candidates[i] = sessionCandidate{Election: c.Election, ID: c.ID, ExpiresAt: formatTime(c.ExpiresAt)}
+		d.Candidates[i] = sessionCandidate{Election: c.Election, ID: c.ID, State: c.State, Term: c.Term, ExpiresAt: formatTime(c.ExpiresAt)}
 	}
 	return d
 }

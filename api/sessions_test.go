@@ -36,6 +36,11 @@ func TestWalkthroughSession(t *testing.T) {
 	if len(cs) != 2 || cs[0].(map[string]any)["election"] != "billing" || cs[1].(map[string]any)["election"] != "orders" {
 		t.Fatalf("session heartbeat: %v; want both candidacies, by election", k)
 	}
+	for _, c := range cs {
+		if c := c.(map[string]any); c["state"] != "leader" || c["term"] != 1.0 {
+			t.Fatalf("session heartbeat's entry %v: want it leading with term 1", c)
+		}
+	}
 	if _, ok := k["token"]; ok {
 		t.Error("a session heartbeat must not echo the token")
 	}

@@ -373,7 +373,7 @@ func (g *Gateway) Heartbeat(ctx context.Context, election, id, token string) (St
 	if sid, ok := sessionOfToken(token); ok && g.kvSessions != nil && err == nil {
 		// A candidacy's heartbeat renews its whole session, as on a
 		// backend where the session is one lease.
-		self := SessionCandidate{Election: election, ID: id, ExpiresAt: st.Candidate.ExpiresAt}
+		self := SessionCandidate{Election: election, ID: id, State: st.Candidate.State, Term: st.Term, ExpiresAt: st.Candidate.ExpiresAt}
 		if _, kerr := g.kvSessions.keep(ctx, sid, HashToken(token), self); kerr != nil {
 			g.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "heartbeat: renew the candidacy's session",
 				slog.String("election", election), slog.String("candidate", id), slog.String("session", sid), slog.String("error", kerr.Error()))

@@ -39,14 +39,25 @@ type Session struct {
 	Candidates []SessionCandidate
 }
 
-// SessionCandidate is one candidacy of a session.
+// SessionCandidate is one candidacy of a session, as the session's
+// heartbeat left it.
 type SessionCandidate struct {
 	Election string
 	ID       string
+	// State and Term are what the candidacy's own heartbeat would answer:
+	// StateLeader with its own term while it holds (its fencing token),
+	// else the election's term. A process acts as a holder only while
+	// its candidacy's entry says StateLeader with the term it acts under:
+	// a holdership ended without its word (a failed begin, a lower
+	// holders setting) leaves the candidacy in line and renewed, in
+	// another state.
+	State State
+	Term  uint64
 	// ExpiresAt is the candidacy's own expiry after the heartbeat: the
-	// session's, but for a leader asked to hand over, which a heartbeat
-	// does not renew (see Record.Transfer) on a backend that can leave it
-	// out, and whose promise is then its own.
+	// session's, but for a holder whose renewal the backend leaves out (a
+	// leader asked to hand over, on a backend that can leave it out; one
+	// whose holdership ended without its word), whose promise is its
+	// own.
 	ExpiresAt time.Time
 }
 

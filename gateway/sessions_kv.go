@@ -207,10 +207,10 @@ type beatResult struct {
 // gone has its name dropped.
 func (k *sessionsKV) beat(ctx context.Context, id, tokenHash string, c SessionCandidate, item Item) (r beatResult) {
 	r.c = c
-	_, err := k.b.Heartbeat(ctx, c.Election, c.ID, tokenHash)
+	st, err := k.b.Heartbeat(ctx, c.Election, c.ID, tokenHash)
 	switch {
 	case err == nil:
-		r.kept = true
+		r.c.State, r.c.Term, r.kept = st.Candidate.State, st.Term, true
 	case errors.Is(err, ErrTransferPending):
 		// A leader asked to hand over is not renewed (see
 		// Record.Transfer); its promise is its own expiry, which the
@@ -221,7 +221,7 @@ func (k *sessionsKV) beat(ctx context.Context, id, tokenHash string, c SessionCa
 			r.err = fmt.Errorf("gateway: session %s: candidate %q of %q, asked to hand over: its expiry unread: %w", id, c.ID, c.Election, ErrUnavailable)
 			return r
 		}
-		r.c.ExpiresAt, r.kept = was.Candidate.ExpiresAt, true
+		r.c.State, r.c.Term, r.c.ExpiresAt, r.kept = was.Candidate.State, was.Term, was.Candidate.ExpiresAt, true
 	case errors.Is(err, ErrCandidateNotFound), errors.Is(err, ErrElectionNotFound), errors.Is(err, ErrTokenMismatch):
 		// Resigned, expired, or the id campaigns again outside the
 		// session: no longer the session's.

@@ -191,7 +191,13 @@ func (b *Backend) sessionAnswer(ctx context.Context, op string, s sessionInfo, s
 			return
 		}
 		for _, c := range st.onLease(s.lease) {
-			sc := gateway.SessionCandidate{Election: c.election, ID: c.st.x.value.ID, ExpiresAt: out.ExpiresAt}
+			sc := gateway.SessionCandidate{Election: c.election, ID: c.st.x.value.ID, State: gateway.StateFollower, Term: c.st.term, ExpiresAt: out.ExpiresAt}
+			switch {
+			case c.st.own != nil:
+				sc.State, sc.Term = gateway.StateLeader, c.st.own.Term
+			case c.st.cooling:
+				sc.State = gateway.StateError
+			}
 			if c.st.own == nil && st.heldBack(c.election, c.st.x, mono) {
 				sc.ExpiresAt = sent
 			}

@@ -30,6 +30,7 @@ func runSessions(t *testing.T, b gateway.Backend) {
 		{"TokensAreChecked", testSessionTokens},
 		{"OneCandidacyPerElection", testSessionOnePerElection},
 		{"TransferAwayFromASessionLeader", testSessionTransfer},
+		{"DeposedLeaderIsToldItNoLongerLeads", testSessionDeposed},
 	} {
 		t.Run("Sessions/"+tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -311,6 +312,50 @@ func testSessionTransfer(t *testing.T, b gateway.Backend, g *gateway.Gateway) {
 	if promised.After(got[i].Time) {
 		t.Fatalf("b began at %s, but a heartbeat of the session promised leader a its candidacy until %s", got[i].Time, promised)
 	}
+}
+
+// testSessionDeposed ends a session leader's holdership without its word
+// (the gateway's verdict on its begin) while the session keeps
+// heartbeating: its candidacy stays in line and renewed, and every
+// answer of the session's heartbeat from then on says that it no longer
+// holds that term, so that its process stops acting; and once the next
+// leader begins, no answer still says it does.
+func testSessionDeposed(t *testing.T, b gateway.Backend, g *gateway.Gateway) {
+	ctx := context.Background()
+	s, tok := openSession(t, g, 2*time.Second)
+	e := name("sess-deposed")
+	rec := watch(t, b, e, "")
+	st := campaignIn(t, g, e, "a", s, tok)
+	if st.Candidate.State != gateway.StateLeader {
+		t.Fatalf("first candidacy: %+v, want leader", st)
+	}
+	thb, _ := campaign(t, b, e, "b", 30*time.Second)
+	keepAlive(t, b, e, "b", thb, 30*time.Second)
+	kept, err := g.KeepSession(ctx, s.ID, tok)
+	if err != nil {
+		t.Fatalf("keep session: %v", err)
+	}
+	if c, ok := sessionEntry(kept, e); !ok || c.State != gateway.StateLeader || c.Term != st.Term {
+		t.Fatalf("before the verdict, the session's heartbeat says %+v (ok %v); want a leading with term %d", c, ok, st.Term)
+	}
+	if ok, err := g.FailBegin(ctx, e, "a", gateway.HashToken(tok), st.Term, "begin hook failed"); err != nil || !ok {
+		t.Fatalf("fail a's begin: %v, %v", ok, err)
+	}
+	deadline := time.Now().Add(4 * s.TTL)
+	for time.Now().Before(deadline) {
+		kept, err := g.KeepSession(ctx, s.ID, tok)
+		if err != nil {
+			t.Fatalf("keep session: %v", err)
+		}
+		if c, ok := sessionEntry(kept, e); ok && c.State == gateway.StateLeader && c.Term == st.Term {
+			t.Fatalf("after the verdict on term %d, the session's heartbeat still says a leads it: %+v", st.Term, c)
+		}
+		if has(rec.all(), gateway.EventLeaderBegin, "b", "") {
+			return
+		}
+		waitFor(s.TTL / 8)
+	}
+	rec.wait(t, eventWait, "b begins", func(ev []gateway.Event) bool { return has(ev, gateway.EventLeaderBegin, "b", "") })
 }
 
 // waitFor lets d pass: the pace of the heartbeats a test makes.
