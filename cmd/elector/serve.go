@@ -87,15 +87,16 @@ func serve(ctx context.Context, l loaded, log *slog.Logger) error {
 	// grown to heapFloor rather than at twice what it holds. The
 	// process's, not the server's: a program that embeds the server runs
 	// its own heap.
-	wg.Go(func() { memtrim.Run(loops, memtrim.Config{Floor: heapFloor}, nil) })
+	wg.Go(func() { memtrim.Run(loops, memtrim.Config{Floor: memtrim.FloorUnder(heapFloor, memtrim.Limit())}, nil) })
 	return srv.Run(ctx)
 }
 
 // heapFloor is the heap a replica's collections wait for at least (see
 // memtrim.Config.Floor): on the etcd backend at 5,000 elections, about 65
 // MiB live, garbage collection took over a quarter of the gateway's CPU
-// under campaigns, on cores it shares with etcd. GOGC in the environment
-// turns it off.
+// under campaigns, on cores it shares with etcd. At most a quarter of the
+// process's memory limit (GOMEMLIMIT or its cgroup's), and none below 32
+// MiB of it; GOGC in the environment turns it off.
 const heapFloor = 256 << 20
 
 // catchHangup starts taking SIGHUP for the process; the caller passes the

@@ -2,9 +2,12 @@ package memtrim
 
 import (
 	"context"
+	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -155,4 +158,49 @@ func read() Sample {
 		return ms[i].Value.Uint64()
 	}
 	return Sample{Allocated: v(0), Live: v(1), Objects: v(2), Free: v(3)}
+}
+
+// FloorUnder returns the Floor to use for a process that wants want but
+// may hold at most limit bytes (0: no limit known): a quarter of the limit
+// at most, so that the heap the floor lets grow, with the runtime's own
+// memory beside it, stays well inside a container's limit; 0 (off) when
+// that quarter is below MinFloor.
+func FloorUnder(want, limit uint64) uint64 {
+	if limit == 0 {
+		return want
+	}
+	f := min(want, limit/4)
+	if f < MinFloor {
+		return 0
+	}
+	return f
+}
+
+// MinFloor is the smallest Floor FloorUnder gives: below it, collections
+// are cheap enough as they are.
+const MinFloor = 32 << 20
+
+// Limit returns the memory the process may hold, as far as it can tell:
+// the smaller of GOMEMLIMIT (debug.SetMemoryLimit) and its cgroup's memory
+// limit (v2 memory.max, or v1 memory.limit_in_bytes); 0 when neither is
+// set.
+func Limit() uint64 {
+	var limit uint64
+	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
+		limit = uint64(l)
+	}
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || n == 0 || n >= 1<<62 { // "max", or v1's "no limit"
+			continue
+		}
+		if limit == 0 || n < limit {
+			limit = n
+		}
+	}
+	return limit
 }

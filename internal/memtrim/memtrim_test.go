@@ -163,3 +163,26 @@ func TestRunRaisesGOGCForASmallHeap(t *testing.T) {
 		t.Fatalf("GOGC %d after Run ended, want 100 again", p)
 	}
 }
+
+func TestFloorUnder(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	tests := []struct {
+		name        string
+		want, limit uint64
+		floor       uint64
+	}{
+		{"no limit", 256 * mib, 0, 256 * mib},
+		{"a roomy limit", 256 * mib, 4096 * mib, 256 * mib},
+		{"a container of 256 MiB", 256 * mib, 256 * mib, 64 * mib},
+		{"a container of 64 MiB", 256 * mib, 64 * mib, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := FloorUnder(tt.want, tt.limit); got != tt.floor {
+				t.Fatalf("FloorUnder(%d MiB, %d MiB) = %d MiB, want %d MiB", tt.want>>20, tt.limit>>20, got>>20, tt.floor>>20)
+			}
+		})
+	}
+}
