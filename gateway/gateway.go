@@ -369,8 +369,20 @@ func (g *Gateway) Heartbeat(ctx context.Context, election, id, token string) (St
 	if err := g.checkCandidate(election, id, token); err != nil {
 		return Status{}, err
 	}
+	sid, inSession := sessionOfToken(token)
+	if inSession && g.kvSessions != nil {
+		// A candidacy ends with its session: closed, or expired, its
+		// heartbeats no longer keep it (a backend whose session is one
+		// lease has nothing left to renew).
+		if _, _, err := g.kvSessions.record(ctx, sid, HashToken(token)); errors.Is(err, ErrSessionNotFound) {
+			if rerr := g.b.Resign(ctx, election, id, HashToken(token)); rerr != nil && !errors.Is(rerr, ErrCandidateNotFound) && !errors.Is(rerr, ErrElectionNotFound) {
+				return Status{}, rerr
+			}
+			return Status{}, fmt.Errorf("gateway: heartbeat %q of %q: its session has ended: %w (%w)", id, election, ErrCandidateNotFound, err)
+		}
+	}
 	st, err := g.b.Heartbeat(ctx, election, id, HashToken(token))
-	if sid, ok := sessionOfToken(token); ok && g.kvSessions != nil && err == nil {
+	if inSession && g.kvSessions != nil && err == nil {
 		// A candidacy's heartbeat renews its whole session, as on a
 		// backend where the session is one lease.
 		self := SessionCandidate{Election: election, ID: id, State: st.Candidate.State, Term: st.Term, ExpiresAt: st.Candidate.ExpiresAt}

@@ -21,8 +21,10 @@ import (
 //   - sessions/<id>/members/<hash of the election> names its candidacy in
 //     that election (one per election, see ErrSessionInElection), written
 //     before the campaign, so that a replica that dies between the two
-//     leaves a name that the next heartbeat drops, never a candidacy that
-//     the session does not renew.
+//     leaves a name that a heartbeat drops once it is older than
+//     sessionJoinGrace, never a candidacy that the session does not
+//     renew (a heartbeat keeps a younger name: its campaign may be under
+//     way).
 //
 // A heartbeat of the session heartbeats each candidacy in turn, then
 // writes the record's new expiry. Each candidacy keeps its own TTL (the
@@ -52,12 +54,27 @@ type sessionRecord struct {
 	TTLms     int64     `json:"ttl_ms"`
 	TokenHash string    `json:"token_hash"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Closing is set by the first step of a close: no campaign joins the
+	// session after it (join reads the record again once its name is
+	// written), and only a close goes on with it.
+	Closing bool `json:"closing,omitempty"`
 }
 
 type sessionMember struct {
-	Election string `json:"election"`
-	ID       string `json:"id"`
+	Election string    `json:"election"`
+	ID       string    `json:"id"`
+	JoinedAt time.Time `json:"joined_at"`
 }
+
+// sessionJoinGrace is how long a session's name of a candidacy that the
+// backend does not hold is taken for a campaign still under way, rather
+// than for a candidacy that is gone: a heartbeat does not drop it, and
+// another campaign of the session into its election does not take it
+// over. A campaign is answered well within it.
+const sessionJoinGrace = time.Minute
+
+// young reports whether a name was written less than sessionJoinGrace ago.
+func (k *sessionsKV) young(m sessionMember) bool { return k.now().Sub(m.JoinedAt) < sessionJoinGrace }
 
 func recordKey(id string) string  { return sessionsPrefix + "/" + id + "/record" }
 func membersKey(id string) string { return sessionsPrefix + "/" + id + "/members" }
@@ -77,6 +94,22 @@ func (k *sessionsKV) OpenSession(ctx context.Context, id string, ttl time.Durati
 
 // record reads session id's record and checks its token and expiry.
 func (k *sessionsKV) record(ctx context.Context, id, tokenHash string) (sessionRecord, uint64, error) {
+	rec, rev, err := k.recordAny(ctx, id, tokenHash)
+	if err != nil {
+		return sessionRecord{}, 0, err
+	}
+	if rec.Closing {
+		return sessionRecord{}, 0, fmt.Errorf("gateway: session %s: being closed: %w", id, ErrSessionNotFound)
+	}
+	if !k.now().Before(rec.ExpiresAt) {
+		return sessionRecord{}, 0, fmt.Errorf("gateway: session %s: expired at %s: %w", id, rec.ExpiresAt.UTC().Format(time.RFC3339Nano), ErrSessionNotFound)
+	}
+	return rec, rev, nil
+}
+
+// recordAny reads session id's record and checks its token, whether the
+// session is closing or expired or not.
+func (k *sessionsKV) recordAny(ctx context.Context, id, tokenHash string) (sessionRecord, uint64, error) {
 	item, err := k.b.Get(ctx, recordKey(id))
 	if errors.Is(err, ErrKeyNotFound) {
 		return sessionRecord{}, 0, fmt.Errorf("gateway: session %s: %w", id, ErrSessionNotFound)
@@ -90,9 +123,6 @@ func (k *sessionsKV) record(ctx context.Context, id, tokenHash string) (sessionR
 	}
 	if !TokenMatches(rec.TokenHash, tokenHash) {
 		return sessionRecord{}, 0, fmt.Errorf("gateway: session %s: %w", id, ErrTokenMismatch)
-	}
-	if !k.now().Before(rec.ExpiresAt) {
-		return sessionRecord{}, 0, fmt.Errorf("gateway: session %s: expired at %s: %w", id, rec.ExpiresAt.UTC().Format(time.RFC3339Nano), ErrSessionNotFound)
 	}
 	return rec, item.Revision, nil
 }
@@ -166,7 +196,7 @@ func (k *sessionsKV) keep(ctx context.Context, id, tokenHash string, skip Sessio
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i] = k.beat(ctx, id, tokenHash, c, items[i])
+			results[i] = k.beat(ctx, id, tokenHash, m, c, items[i])
 		})
 	}
 	wg.Wait()
@@ -178,16 +208,23 @@ func (k *sessionsKV) keep(ctx context.Context, id, tokenHash string, skip Sessio
 			out.Candidates = append(out.Candidates, r.c)
 		}
 	}
-	rec.ExpiresAt = out.ExpiresAt
-	if _, err := k.b.Update(ctx, recordKey(id), mustMarshal(rec), rev); err != nil {
-		if errors.Is(err, ErrRevisionMismatch) {
-			// Written since by another heartbeat (whose expiry is as
-			// late) or deleted by a close or a sweep.
-			if _, _, err := k.record(ctx, id, tokenHash); err != nil {
-				return Session{}, err
-			}
-		} else {
+	// The record's expiry moves to this heartbeat's, unless another has
+	// written a later one meanwhile.
+	for attempt := 0; ; attempt++ {
+		if !out.ExpiresAt.After(rec.ExpiresAt) {
+			break
+		}
+		rec.ExpiresAt = out.ExpiresAt
+		_, err := k.b.Update(ctx, recordKey(id), mustMarshal(rec), rev)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrRevisionMismatch) || attempt == 2 {
 			return Session{}, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
+		}
+		// Written since: by another heartbeat, or a close.
+		if rec, rev, err = k.record(ctx, id, tokenHash); err != nil {
+			return Session{}, err
 		}
 	}
 	return out, nil
@@ -205,7 +242,7 @@ type beatResult struct {
 // beat heartbeats one candidacy of session id for its heartbeat, and
 // tells whether it is still the session's, with its expiry; one that is
 // gone has its name dropped.
-func (k *sessionsKV) beat(ctx context.Context, id, tokenHash string, c SessionCandidate, item Item) (r beatResult) {
+func (k *sessionsKV) beat(ctx context.Context, id, tokenHash string, m sessionMember, c SessionCandidate, item Item) (r beatResult) {
 	r.c = c
 	st, err := k.b.Heartbeat(ctx, c.Election, c.ID, tokenHash)
 	switch {
@@ -224,7 +261,11 @@ func (k *sessionsKV) beat(ctx context.Context, id, tokenHash string, c SessionCa
 		r.c.State, r.c.Term, r.c.ExpiresAt, r.kept = was.Candidate.State, was.Term, was.Candidate.ExpiresAt, true
 	case errors.Is(err, ErrCandidateNotFound), errors.Is(err, ErrElectionNotFound), errors.Is(err, ErrTokenMismatch):
 		// Resigned, expired, or the id campaigns again outside the
-		// session: no longer the session's.
+		// session: no longer the session's. A name written a moment ago
+		// may be of a campaign under way: it stays, unlisted.
+		if k.young(m) {
+			return r
+		}
 		if err := k.b.Delete(ctx, item.Key, item.Revision); err != nil && !errors.Is(err, ErrRevisionMismatch) {
 			k.log.LogAttrs(ctx, slog.LevelDebug, "session: drop a candidacy's name", slog.String("session", id), slog.String("error", err.Error()))
 		}
@@ -235,15 +276,28 @@ func (k *sessionsKV) beat(ctx context.Context, id, tokenHash string, c SessionCa
 }
 
 func (k *sessionsKV) CloseSession(ctx context.Context, id, tokenHash string) error {
-	if _, _, err := k.record(ctx, id, tokenHash); err != nil {
+	rec, rev, err := k.recordAny(ctx, id, tokenHash)
+	if err != nil {
 		return err
+	}
+	if !rec.Closing {
+		// First, no campaign joins any more (join reads the record again
+		// after writing its name). An expired session is closed all the
+		// same: its candidacies may outlive it by their own heartbeats.
+		rec.Closing = true
+		if _, err := k.b.Update(ctx, recordKey(id), mustMarshal(rec), rev); err != nil {
+			if errors.Is(err, ErrRevisionMismatch) {
+				return k.CloseSession(ctx, id, tokenHash)
+			}
+			return fmt.Errorf("gateway: close session %s: %w", id, unavailableUnless(err))
+		}
 	}
 	ms, items, err := k.members(ctx, id)
 	if err != nil {
 		return err
 	}
-	// Resign each first, and remove the record last: a close cut short
-	// leaves a session that a second close finishes.
+	// Resign each, and remove the record last: a close cut short leaves a
+	// closing session that a second close finishes.
 	for i, m := range ms {
 		err := k.b.Resign(ctx, m.Election, m.ID, tokenHash)
 		if err != nil && !errors.Is(err, ErrCandidateNotFound) && !errors.Is(err, ErrElectionNotFound) && !errors.Is(err, ErrTokenMismatch) {
@@ -262,19 +316,29 @@ func (k *sessionsKV) CloseSession(ctx context.Context, id, tokenHash string) err
 // join names candidacy (election, cand) in session id before its
 // campaign, and returns the session's TTL and an undo for a campaign that
 // failed for sure (nil when the name was there already: a campaign again
-// of the same id). Errors: ErrSessionInElection when the session names
-// another candidacy in election, and those of record.
+// of the same id). It reads the record again once the name is written, so
+// that a close that began meanwhile (and may have listed the names before
+// this one) refuses the campaign rather than leave it behind. Errors:
+// ErrSessionInElection when the session names another live candidacy in
+// election (or one written a moment ago, whose campaign may be under
+// way), and those of record.
 func (k *sessionsKV) join(ctx context.Context, id, tokenHash, election, cand string) (time.Duration, func(), error) {
 	rec, _, err := k.record(ctx, id, tokenHash)
 	if err != nil {
 		return 0, nil, err
 	}
+	ttl := time.Duration(rec.TTLms) * time.Millisecond
 	key := memberKey(id, election)
-	val := mustMarshal(sessionMember{Election: election, ID: cand})
+	val := mustMarshal(sessionMember{Election: election, ID: cand, JoinedAt: k.now()})
 	for range 3 {
 		rev, err := k.b.Create(ctx, key, val)
 		if err == nil {
-			return time.Duration(rec.TTLms) * time.Millisecond, func() { _ = k.b.Delete(context.WithoutCancel(ctx), key, rev) }, nil
+			undo := func() { _ = k.b.Delete(context.WithoutCancel(ctx), key, rev) }
+			if _, _, err := k.record(ctx, id, tokenHash); err != nil {
+				undo()
+				return 0, nil, err
+			}
+			return ttl, undo, nil
 		}
 		if !errors.Is(err, ErrRevisionMismatch) {
 			return 0, nil, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
@@ -287,13 +351,25 @@ func (k *sessionsKV) join(ctx context.Context, id, tokenHash, election, cand str
 			return 0, nil, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
 		}
 		var m sessionMember
-		if json.Unmarshal(item.Value, &m) == nil && m.ID == cand {
-			return time.Duration(rec.TTLms) * time.Millisecond, nil, nil
+		readable := json.Unmarshal(item.Value, &m) == nil
+		if readable && m.ID == cand {
+			return ttl, nil, nil
 		}
-		// Another candidacy's name: still the session's if it is live.
-		if err := k.b.CheckToken(ctx, m.Election, m.ID, tokenHash); err == nil || !(errors.Is(err, ErrCandidateNotFound) || errors.Is(err, ErrElectionNotFound) || errors.Is(err, ErrTokenMismatch)) {
-			return 0, nil, fmt.Errorf("gateway: session %s: candidate %q in %q: %w", id, m.ID, election, ErrSessionInElection)
+		if readable {
+			// Another candidacy's name: still the session's if it is live,
+			// or if it is young (its campaign may not have applied yet).
+			if k.young(m) {
+				return 0, nil, fmt.Errorf("gateway: session %s: candidate %q in %q: %w", id, m.ID, election, ErrSessionInElection)
+			}
+			err := k.b.CheckToken(ctx, m.Election, m.ID, tokenHash)
+			switch {
+			case err == nil:
+				return 0, nil, fmt.Errorf("gateway: session %s: candidate %q in %q: %w", id, m.ID, election, ErrSessionInElection)
+			case !errors.Is(err, ErrCandidateNotFound) && !errors.Is(err, ErrElectionNotFound) && !errors.Is(err, ErrTokenMismatch):
+				return 0, nil, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
+			}
 		}
+		// A stale name (or an unreadable one): taken over.
 		if err := k.b.Delete(ctx, key, item.Revision); err != nil && !errors.Is(err, ErrRevisionMismatch) {
 			return 0, nil, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
 		}

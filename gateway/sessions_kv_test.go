@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -110,5 +111,91 @@ func TestSessionTakesAStaleNameOver(t *testing.T) {
 	kept, err := g.KeepSession(ctx, s.ID, tok)
 	if err != nil || len(kept.Candidates) != 1 || kept.Candidates[0].ID != "a" {
 		t.Fatalf("kept session: %+v, %v; want candidacy a alone", kept, err)
+	}
+}
+
+// TestSessionKeepsAYoungName: a name written a moment ago whose candidacy
+// the backend does not hold yet is a campaign under way: a heartbeat
+// neither drops nor lists it, and another campaign of the session into
+// its election is refused.
+func TestSessionKeepsAYoungName(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New()
+	g := quietGateway(b)
+	s, tok, err := g.OpenSession(ctx, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	young, _ := json.Marshal(map[string]any{"election": "jobs", "id": "a", "joined_at": time.Now()})
+	if _, err := b.Create(ctx, gateway.SessionMemberKey(s.ID, "jobs"), young); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := g.KeepSession(ctx, s.ID, tok)
+	if err != nil || len(kept.Candidates) != 0 {
+		t.Fatalf("kept session: %+v, %v; want no candidacy listed", kept, err)
+	}
+	if _, err := b.Get(ctx, gateway.SessionMemberKey(s.ID, "jobs")); err != nil {
+		t.Fatalf("the young name was dropped: %v", err)
+	}
+	if _, _, err := g.Campaign(ctx, "jobs", gateway.CampaignRequest{ID: "b", Session: s.ID, SessionToken: tok}); !errors.Is(err, gateway.ErrSessionInElection) {
+		t.Fatalf("another candidacy beside a campaign under way: %v, want ErrSessionInElection", err)
+	}
+	// The campaign under way lands, and is the session's.
+	if _, _, err := g.Campaign(ctx, "jobs", gateway.CampaignRequest{ID: "a", Session: s.ID, SessionToken: tok}); err != nil {
+		t.Fatalf("the campaign under way: %v", err)
+	}
+	if kept, err := g.KeepSession(ctx, s.ID, tok); err != nil || len(kept.Candidates) != 1 {
+		t.Fatalf("kept session: %+v, %v; want candidacy a", kept, err)
+	}
+}
+
+// TestSessionEndsItsCandidacies: no campaign joins a session that is
+// being closed, and a candidacy whose session has ended is not kept by
+// heartbeats of its own.
+func TestSessionEndsItsCandidacies(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New()
+	g := quietGateway(b)
+	now := time.Now()
+	gateway.SessionClock(g, func() time.Time { return now })
+	s, tok, err := g.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Campaign(ctx, "jobs", gateway.CampaignRequest{ID: "a", Session: s.ID, SessionToken: tok}); err != nil {
+		t.Fatal(err)
+	}
+	// The session expires (no heartbeat of it), while the candidacy's
+	// own heartbeats would keep it: the next one ends it.
+	now = now.Add(time.Minute)
+	if _, err := g.Heartbeat(ctx, "jobs", "a", tok); !errors.Is(err, gateway.ErrCandidateNotFound) {
+		t.Fatalf("heartbeat of a candidacy whose session expired: %v, want ErrCandidateNotFound", err)
+	}
+	if e, err := b.Election(ctx, "jobs"); err == nil && len(e.Candidates) != 0 {
+		t.Fatalf("the candidacy outlived its session: %+v", e.Candidates)
+	}
+	// A close that began: campaigns are refused.
+	s2, tok2, err := g.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item, err := b.Get(ctx, "sessions/"+s2.ID+"/record")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(item.Value, &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["closing"] = true
+	v, _ := json.Marshal(rec)
+	if _, err := b.Update(ctx, item.Key, v, item.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Campaign(ctx, "jobs", gateway.CampaignRequest{ID: "b", Session: s2.ID, SessionToken: tok2}); !errors.Is(err, gateway.ErrSessionNotFound) {
+		t.Fatalf("campaign in a session being closed: %v, want ErrSessionNotFound", err)
+	}
+	if err := g.CloseSession(ctx, s2.ID, tok2); err != nil {
+		t.Fatalf("a second close finishes the first: %v", err)
 	}
 }
