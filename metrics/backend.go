@@ -48,6 +48,8 @@ var errorKinds = []struct {
 	{gateway.ErrElectionNotFound, "not_found"},
 	{gateway.ErrCandidateNotFound, "not_found"},
 	{gateway.ErrKeyNotFound, "not_found"},
+	{gateway.ErrSessionNotFound, "not_found"},
+	{gateway.ErrSessionInElection, "exists"},
 	{gateway.ErrNoLeader, "no_leader"},
 	{gateway.ErrCandidateExists, "exists"},
 	{gateway.ErrTokenMismatch, "token_mismatch"},
