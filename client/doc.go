@@ -99,19 +99,25 @@
 // A session campaigns once per election (ErrSessionInElection).
 //
 //	s, token, err := c.OpenSession(ctx, 10*time.Second)
-//	for _, e := range []string{"billing", "payroll"} {
-//		_, _, err = c.Campaign(ctx, e, client.CampaignRequest{ID: host, Session: s.ID, SessionToken: token})
-//	}
+//	st, _, err := c.Campaign(ctx, "billing", client.CampaignRequest{ID: host, Session: s.ID, SessionToken: token})
+//	term := st.Term // while st.State is StateLeader
 //	sent := time.Now()
 //	s, err = c.HeartbeatSession(ctx, s.ID, token) // every TTL/3
-//	deadline, _ := s.StepDownDeadline("billing", sent)
+//	deadline, leads := s.StepDownDeadline("billing", term, sent)
+//	// !leads: stop acting as leader now
 //
 // Leadership is unchanged: each candidacy of a session leads or follows
 // in its election as any other (Candidate, Watch and Observe say which),
-// and the step-down rule holds for each on the answer of the session's
-// heartbeat: Session.StepDownDeadline is when a leader must stop acting
-// unless renewed again, earlier than the session's for a leader asked to
-// hand over, which a heartbeat does not renew. Use a session when one
+// and each entry of the session heartbeat's answer carries its
+// candidacy's State and Term as the candidacy's own heartbeat would. The
+// step-down rule holds for each on that answer: Session.StepDownDeadline,
+// given the term a leader leads with, is when it must stop acting unless
+// renewed again, earlier than the session's for a leader asked to hand
+// over, which a heartbeat does not renew; and false when the candidacy no
+// longer leads with that term, when the leader must stop acting at once.
+// A heartbeat renews a candidacy that the gateway deposed (a failed begin
+// webhook, a lowered holders setting) as a follower or in error, so its
+// expiry alone does not say it still leads. Use a session when one
 // process holds candidacies in many elections and their heartbeats add
 // up; a Candidacy campaigns alone, without one.
 //

@@ -93,6 +93,7 @@ func ExampleClient_OpenSession() {
 		fmt.Println(err)
 		return
 	}
+	terms := map[string]uint64{} // the term each election is led with
 	for _, election := range []string{"billing", "payroll"} {
 		st, _, err := c.Campaign(ctx, election, client.CampaignRequest{ID: "node-a", Session: s.ID, SessionToken: token})
 		if err != nil {
@@ -100,19 +101,32 @@ func ExampleClient_OpenSession() {
 			return
 		}
 		fmt.Println(election+":", st.State)
+		if st.State == client.StateLeader {
+			terms[election] = st.Term
+		}
 	}
 
 	// Heartbeat the session every TTL/3. A leader stops acting at each
-	// candidacy's step-down deadline unless the next heartbeat renews it.
+	// candidacy's step-down deadline unless the next heartbeat renews it,
+	// and at once when the answer no longer shows it leading with its
+	// term.
 	sent := time.Now()
 	s, err = c.HeartbeatSession(ctx, s.ID, token)
 	if errors.Is(err, client.ErrSessionNotFound) {
 		fmt.Println("expired: open another session and campaign again")
 		return
 	}
-	for _, cand := range s.Candidates {
-		deadline, _ := s.StepDownDeadline(cand.Election, sent)
-		fmt.Println("renewed:", cand.Election, deadline.After(sent))
+	for _, election := range []string{"billing", "payroll"} {
+		term, leads := terms[election]
+		if !leads {
+			continue
+		}
+		if deadline, ok := s.StepDownDeadline(election, term, sent); ok {
+			fmt.Println("renewed:", election, deadline.After(sent))
+		} else {
+			fmt.Println("deposed:", election) // stop acting now
+			delete(terms, election)
+		}
 	}
 
 	_ = c.CloseSession(ctx, s.ID, token)

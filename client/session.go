@@ -25,6 +25,15 @@ type Session struct {
 type SessionCandidate struct {
 	Election string `json:"election"`
 	ID       string `json:"id"`
+	// State is the candidacy's state, as its own heartbeat would answer
+	// it. A holder that the gateway deposed (a failed begin webhook, a
+	// lowered holders setting) is still renewed by the session's
+	// heartbeats, as a follower or in error: it must not act as leader,
+	// whatever its ExpiresAt.
+	State State `json:"state"`
+	// Term is the candidacy's own term, its fencing token, while it is a
+	// leader; otherwise the election's term.
+	Term uint64 `json:"term"`
 	// ExpiresAt is the candidacy's own expiry: the session's, but for a
 	// leader asked to hand over (a transfer), which a heartbeat does not
 	// renew. A leader must stop acting by then unless renewed again; see
@@ -44,15 +53,23 @@ func (s Session) Candidate(election string) (SessionCandidate, bool) {
 
 // StepDownDeadline applies the step-down rule to the session's candidacy
 // in election, s being the answer of a heartbeat sent at sent (by this
-// process's clock): a leader of that election must stop acting by the
-// deadline unless a later heartbeat renews it. It is sent plus what the
-// heartbeat gave the candidacy (the session's TTL, less for a leader
-// asked to hand over) minus StepDownMargin of the TTL. The gateway's
-// times are compared only with each other, so the two clocks need not
-// agree. false when the session has no candidacy in election.
-func (s Session) StepDownDeadline(election string, sent time.Time) (time.Time, bool) {
+// process's clock), for a leader of that election that leads with term
+// (the term its campaign, or the last answer, gave it). It returns true
+// only when the candidacy is a leader with that very term; then the
+// deadline is when the leader must stop acting unless a later heartbeat
+// renews it: sent plus what the heartbeat gave the candidacy (the
+// session's TTL, less for a leader asked to hand over) minus
+// StepDownMargin of the TTL. The gateway's times are compared only with
+// each other, so the two clocks need not agree.
+//
+// A leader must stop acting at once when it returns false: the session
+// has no candidacy in election, or the gateway deposed it (a follower or
+// in error, though the heartbeat renewed it), or it leads with another
+// term (it lost the leadership and won it again, so what it did under
+// term is fenced off).
+func (s Session) StepDownDeadline(election string, term uint64, sent time.Time) (time.Time, bool) {
 	c, ok := s.Candidate(election)
-	if !ok {
+	if !ok || c.State != StateLeader || c.Term != term {
 		return time.Time{}, false
 	}
 	ttl := time.Duration(s.TTL)
@@ -85,11 +102,12 @@ func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (Session, s
 }
 
 // HeartbeatSession renews session id and every candidacy in it by the
-// session's TTL, and returns them, each with its own ExpiresAt. Heartbeat
-// every TTL/3, as a candidate does; a leader in the session obeys the
-// step-down rule on each answer (Session.StepDownDeadline), and learns
-// whether it leads from Candidate, Watch or Observe: the answer does not
-// say.
+// session's TTL, and returns them, each with its own ExpiresAt, State and
+// Term. Heartbeat every TTL/3, as a candidate does; a leader in the
+// session obeys the step-down rule on each answer
+// (Session.StepDownDeadline, with the term it leads with), and stops
+// acting as soon as an answer no longer shows its candidacy leading with
+// that term.
 //
 // Errors: ErrSessionNotFound when the session was closed or expired, its
 // candidacies with it (open another and campaign again),

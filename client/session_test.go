@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -59,10 +61,10 @@ func TestSessionHeartbeatRenewsAndCloseResignsEveryCandidacy(t *testing.T) {
 	}
 	for i, election := range []string{"billing", "payroll"} {
 		sc := hb.Candidates[i]
-		if sc.Election != election || sc.ID != "node-a" || !sc.ExpiresAt.Equal(hb.ExpiresAt.Time) {
-			t.Errorf("heartbeat's candidate %d: %+v; want node-a of %s expiring with the session", i, sc, election)
+		if sc.Election != election || sc.ID != "node-a" || !sc.ExpiresAt.Equal(hb.ExpiresAt.Time) || sc.State != client.StateLeader || sc.Term != terms[election] {
+			t.Errorf("heartbeat's candidate %d: %+v; want node-a of %s leading with term %d, expiring with the session", i, sc, election, terms[election])
 		}
-		deadline, ok := hb.StepDownDeadline(election, sent)
+		deadline, ok := hb.StepDownDeadline(election, terms[election], sent)
 		if want := sent.Add(5*time.Second - client.StepDownMargin(5*time.Second)); !ok || !deadline.Equal(want) {
 			t.Errorf("step-down deadline in %s: %v, %t; want %v", election, deadline, ok, want)
 		}
@@ -138,7 +140,8 @@ func TestSessionLeaderAskedToHandOverIsNotRenewed(t *testing.T) {
 	c := client.New(srv.URL)
 	const ttl = 10 * time.Second
 	s, token := openSession(t, c, ttl)
-	if _, _, err := c.Campaign(ctx, "billing", client.CampaignRequest{ID: "node-a", Session: s.ID, SessionToken: token}); err != nil {
+	st, _, err := c.Campaign(ctx, "billing", client.CampaignRequest{ID: "node-a", Session: s.ID, SessionToken: token})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := c.Campaign(ctx, "billing", client.CampaignRequest{ID: "node-b", TTL: time.Minute}); err != nil {
@@ -154,14 +157,17 @@ func TestSessionLeaderAskedToHandOverIsNotRenewed(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc, ok := hb.Candidate("billing")
-	if !ok || !sc.ExpiresAt.Before(hb.ExpiresAt.Time) {
-		t.Fatalf("heartbeat: %+v; want node-a of billing expiring before the session", hb)
+	if !ok || !sc.ExpiresAt.Before(hb.ExpiresAt.Time) || sc.State != client.StateLeader || sc.Term != st.Term {
+		t.Fatalf("heartbeat: %+v; want node-a of billing still leading with term %d, expiring before the session", hb, st.Term)
 	}
-	deadline, _ := hb.StepDownDeadline("billing", sent)
+	deadline, ok := hb.StepDownDeadline("billing", st.Term, sent)
+	if !ok {
+		t.Fatalf("no step-down deadline for the leader asked to hand over: %+v", hb)
+	}
 	if limit := sent.Add(ttl - client.StepDownMargin(ttl) - 50*time.Millisecond); deadline.After(limit) {
 		t.Fatalf("step-down deadline %v, after %v: the heartbeat did not renew the candidacy", deadline, limit)
 	}
-	if _, ok := hb.StepDownDeadline("payroll", sent); ok {
+	if _, ok := hb.StepDownDeadline("payroll", st.Term, sent); ok {
 		t.Fatal("a step-down deadline in an election the session is not in")
 	}
 	_ = c.CloseSession(ctx, s.ID, token)
@@ -221,33 +227,77 @@ func TestSessionProblemsMatchTheirSentinels(t *testing.T) {
 }
 
 // TestSessionStepDownDeadline: the deadline counts what the heartbeat
-// gave each candidacy from when it was sent, by the session's times alone.
+// gave each candidacy from when it was sent, by the session's times alone,
+// and there is none unless the candidacy leads with the caller's term.
 func TestSessionStepDownDeadline(t *testing.T) {
 	gw := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)                // the heartbeat began, on the gateway's clock
 	sent := time.Date(2031, 1, 1, 0, 0, 0, 0, time.FixedZone("", 3600)) // and was sent, on ours
 	const ttl = 10 * time.Second
 	margin := client.StepDownMargin(ttl)
+	renewed := client.Time{Time: gw.Add(ttl)}
 	s := client.Session{ID: "ses_x", TTL: client.Duration(ttl), ExpiresAt: client.Time{Time: gw.Add(ttl)},
 		Candidates: []client.SessionCandidate{
-			{Election: "renewed", ID: "a", ExpiresAt: client.Time{Time: gw.Add(ttl)}},
-			{Election: "handing-over", ID: "a", ExpiresAt: client.Time{Time: gw.Add(3 * time.Second)}},
-			{Election: "odd", ID: "a", ExpiresAt: client.Time{Time: gw.Add(time.Hour)}},
+			{Election: "renewed", ID: "a", State: client.StateLeader, Term: 7, ExpiresAt: renewed},
+			{Election: "handing-over", ID: "a", State: client.StateLeader, Term: 7, ExpiresAt: client.Time{Time: gw.Add(3 * time.Second)}},
+			{Election: "odd", ID: "a", State: client.StateLeader, Term: 7, ExpiresAt: client.Time{Time: gw.Add(time.Hour)}},
+			// Renewed by the heartbeat, but deposed: it must not lead.
+			{Election: "deposed", ID: "a", State: client.StateError, Term: 8, ExpiresAt: renewed},
+			{Election: "demoted", ID: "a", State: client.StateFollower, Term: 7, ExpiresAt: renewed},
+			// Leads again, with a later term than the caller's.
+			{Election: "re-elected", ID: "a", State: client.StateLeader, Term: 9, ExpiresAt: renewed},
+			// An answer without state or term, as from an older gateway.
+			{Election: "unstated", ID: "a", ExpiresAt: renewed},
 		}}
 	for _, tt := range []struct {
 		election string
+		term     uint64
 		want     time.Time
 		ok       bool
 	}{
-		{"renewed", sent.Add(ttl - margin), true},
-		{"handing-over", sent.Add(3*time.Second - margin), true},
-		{"odd", sent.Add(ttl - margin), true}, // never more than the TTL
-		{"elsewhere", time.Time{}, false},
+		{"renewed", 7, sent.Add(ttl - margin), true},
+		{"handing-over", 7, sent.Add(3*time.Second - margin), true},
+		{"odd", 7, sent.Add(ttl - margin), true}, // never more than the TTL
+		{"elsewhere", 7, time.Time{}, false},
+		{"renewed", 6, time.Time{}, false}, // leads, but with another term
+		{"renewed", 8, time.Time{}, false},
+		{"deposed", 7, time.Time{}, false},
+		{"deposed", 8, time.Time{}, false},
+		{"demoted", 7, time.Time{}, false},
+		{"re-elected", 7, time.Time{}, false},
+		{"re-elected", 9, sent.Add(ttl - margin), true},
+		{"unstated", 0, time.Time{}, false},
+		{"unstated", 7, time.Time{}, false},
 	} {
-		t.Run(tt.election, func(t *testing.T) {
-			got, ok := s.StepDownDeadline(tt.election, sent)
+		t.Run(fmt.Sprintf("%s/term-%d", tt.election, tt.term), func(t *testing.T) {
+			got, ok := s.StepDownDeadline(tt.election, tt.term, sent)
 			if ok != tt.ok || !got.Equal(tt.want) {
-				t.Fatalf("StepDownDeadline(%q) = %v, %t; want %v, %t", tt.election, got, ok, tt.want, tt.ok)
+				t.Fatalf("StepDownDeadline(%q, %d) = %v, %t; want %v, %t", tt.election, tt.term, got, ok, tt.want, tt.ok)
 			}
 		})
+	}
+}
+
+// TestSessionCandidateReadsStateAndTerm: a heartbeat answer's entries
+// carry each candidacy's state and term.
+func TestSessionCandidateReadsStateAndTerm(t *testing.T) {
+	var s client.Session
+	doc := `{"id":"ses_x","ttl":"10s","expires_at":"2026-11-27T10:00:10Z","candidates":[
+		{"election":"billing","id":"a","state":"leader","term":42,"expires_at":"2026-11-27T10:00:10Z"},
+		{"election":"payroll","id":"a","state":"error","term":3,"expires_at":"2026-11-27T10:00:10Z"}]}`
+	if err := json.Unmarshal([]byte(doc), &s); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	if c, _ := s.Candidate("billing"); c.State != client.StateLeader || c.Term != 42 {
+		t.Fatalf("billing: %+v", c)
+	}
+	if c, _ := s.Candidate("payroll"); c.State != client.StateError || c.Term != 3 {
+		t.Fatalf("payroll: %+v", c)
+	}
+	if _, ok := s.StepDownDeadline("billing", 42, sent); !ok {
+		t.Error("no deadline for billing's leader with its term")
+	}
+	if _, ok := s.StepDownDeadline("payroll", 3, sent); ok {
+		t.Error("a deadline for payroll's candidacy in error")
 	}
 }

@@ -325,10 +325,11 @@ class Client:
     ) -> Session:
         """Renews ``session`` (a Session, or its id with ``token``) and
         every candidacy in it by the session's TTL; the answer lists them,
-        each with its own ``expires_at``, and keeps the token. Heartbeat
-        every TTL/3. A leader in the session obeys the step-down rule on
-        each answer (``Session.step_down_deadline``); whether it leads,
-        ``candidate``, ``watch`` or ``observe`` say.
+        each with its own ``state``, ``term`` and ``expires_at``, and keeps
+        the token. Heartbeat every TTL/3. A leader in the session obeys the
+        step-down rule on each answer (``Session.step_down_deadline``, with
+        the term it leads with), and stops acting as soon as an answer no
+        longer shows its candidacy leading with that term.
 
         Raises SessionNotFoundError when the session was closed or expired,
         its candidacies with it (open another and campaign again),

@@ -220,19 +220,34 @@ class Status:
 
 @dataclass
 class SessionCandidate:
-    """One candidacy of a session. ``expires_at`` is its own expiry: the
+    """One candidacy of a session. ``state`` is its state as its own
+    heartbeat would answer it (``leader``, ``follower`` or ``error``), and
+    ``term`` its own term (its fencing token) while it is ``leader``, else
+    the election's term: a holder that the gateway deposed (a failed begin
+    webhook, a lowered holders setting) is still renewed by the session's
+    heartbeats, as a follower or in error, and must not act as leader
+    whatever its ``expires_at``. ``expires_at`` is its own expiry: the
     session's, but for a leader asked to hand over (a transfer), which a
     heartbeat does not renew; a leader must stop acting by then unless
     renewed again (see :meth:`Session.step_down_deadline`)."""
 
     election: str
     id: str
+    state: str = ""
+    term: int = 0
     expires_at: Optional[_dt.datetime] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "SessionCandidate":
-        return cls(election=d.get("election", ""), id=d.get("id", ""), expires_at=_opt_time(d, "expires_at"), raw=d)
+        return cls(
+            election=d.get("election", ""),
+            id=d.get("id", ""),
+            state=d.get("state", ""),
+            term=int(d.get("term", 0)),
+            expires_at=_opt_time(d, "expires_at"),
+            raw=d,
+        )
 
 
 @dataclass
@@ -270,19 +285,26 @@ class Session:
                 return c
         return None
 
-    def step_down_deadline(self, election: str, sent: float) -> Optional[float]:
+    def step_down_deadline(self, election: str, term: int, sent: float) -> Optional[float]:
         """The step-down rule for the session's candidacy in ``election``,
         this Session being the answer of a heartbeat sent at ``sent``
-        (seconds on any clock of this process, such as ``time.monotonic()``):
-        the moment, on that clock, by which a leader of that election must
-        stop acting unless a later heartbeat renews it. It is ``sent`` plus
-        what the heartbeat gave the candidacy (the session's TTL, less for
-        a leader asked to hand over) minus ``step_down_margin`` of the TTL.
-        Only the gateway's times are compared with each other, so the two
-        clocks need not agree. None when the session has no candidacy in
-        ``election``."""
+        (seconds on any clock of this process, such as ``time.monotonic()``),
+        for a leader of that election that leads with ``term`` (the term its
+        campaign, or the last answer, gave it). None unless the candidacy is
+        ``leader`` with that very term; then the moment, on that clock, by
+        which the leader must stop acting unless a later heartbeat renews
+        it: ``sent`` plus what the heartbeat gave the candidacy (the
+        session's TTL, less for a leader asked to hand over) minus
+        ``step_down_margin`` of the TTL. Only the gateway's times are
+        compared with each other, so the two clocks need not agree.
+
+        A leader must stop acting at once when it returns None: the session
+        has no candidacy in ``election``, or the gateway deposed it (a
+        follower or in error, though the heartbeat renewed it), or it leads
+        with another term (it lost the leadership and won it again, so what
+        it did under ``term`` is fenced off)."""
         c = self.candidate(election)
-        if c is None:
+        if c is None or c.state != STATE_LEADER or c.term != term:
             return None
         given = self.ttl
         if c.expires_at is not None and self.expires_at is not None:

@@ -230,10 +230,11 @@ export class Client {
 
   /**
    * heartbeatSession renews session id and every candidacy in it by the
-   * session's TTL, and lists them, each with its own expires_at. Heartbeat
-   * every TTL/3. A leader in the session obeys the step-down rule on each
-   * answer (sessionStepDownDeadline); whether it leads, candidate, watch
-   * and observe say.
+   * session's TTL, and lists them, each with its own state, term and
+   * expires_at. Heartbeat every TTL/3. A leader in the session obeys the
+   * step-down rule on each answer (sessionStepDownDeadline, with the term
+   * it leads with), and stops acting as soon as an answer no longer shows
+   * its candidacy leading with that term.
    *
    * Errors: SessionNotFoundError when the session was closed or expired,
    * its candidacies with it (open another and campaign again),

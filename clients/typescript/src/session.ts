@@ -18,17 +18,25 @@ function parseDuration(s: string): number {
  * sessionStepDownDeadline applies the step-down rule to the session's
  * candidacy in election, session being the answer of a heartbeat sent at
  * sentMs (milliseconds on any clock of this process, such as Date.now()
- * or performance.now()): the moment, on that clock, by which a leader of
- * that election must stop acting unless a later heartbeat renews it. It is
- * sentMs plus what the heartbeat gave the candidacy (the session's TTL,
- * less for a leader asked to hand over, which a heartbeat does not renew)
- * minus stepDownMargin of the TTL. Only the gateway's times are compared
- * with each other, so the two clocks need not agree. undefined when the
- * session has no candidacy in election.
+ * or performance.now()), for a leader of that election that leads with
+ * term (the term its campaign, or the last answer, gave it). undefined
+ * unless the candidacy is "leader" with that very term; then the moment,
+ * on that clock, by which the leader must stop acting unless a later
+ * heartbeat renews it: sentMs plus what the heartbeat gave the candidacy
+ * (the session's TTL, less for a leader asked to hand over, which a
+ * heartbeat does not renew) minus stepDownMargin of the TTL. Only the
+ * gateway's times are compared with each other, so the two clocks need
+ * not agree.
+ *
+ * A leader must stop acting at once when it returns undefined: the
+ * session has no candidacy in election, or the gateway deposed it (a
+ * follower or in error, though the heartbeat renewed it), or it leads
+ * with another term (it lost the leadership and won it again, so what it
+ * did under term is fenced off).
  */
-export function sessionStepDownDeadline(session: Session, election: string, sentMs: number): number | undefined {
+export function sessionStepDownDeadline(session: Session, election: string, term: number, sentMs: number): number | undefined {
   const c = session.candidates.find((x) => x.election === election);
-  if (c === undefined) return undefined;
+  if (c === undefined || c.state !== "leader" || c.term !== term) return undefined;
   const ttl = parseDuration(session.ttl);
   // The session's expiry is the heartbeat's start on the gateway's clock
   // plus the TTL; the candidacy's is at most that.

@@ -102,6 +102,15 @@ export interface SessionCandidate {
   election: string;
   id: string;
   /**
+   * The candidacy's state, as its own heartbeat would answer it. A holder
+   * that the gateway deposed (a failed begin webhook, a lowered holders
+   * setting) is still renewed by the session's heartbeats, as a follower
+   * or in error: it must not act as leader, whatever its expires_at.
+   */
+  state: State;
+  /** Its own term, the fencing token, while it is leader; otherwise the election's term. */
+  term: number;
+  /**
    * The candidacy's own expiry: the session's, but for a leader asked to
    * hand over (a transfer), which a heartbeat does not renew. A leader
    * must stop acting by then unless renewed again: see

@@ -13,6 +13,7 @@ import {
   sessionStepDownDeadline,
   stepDownMargin,
   type Session,
+  type SessionCandidate,
 } from "../dist/index.js";
 import { startGateway, waitFor, type Gateway } from "./helpers.js";
 
@@ -30,11 +31,13 @@ test("a session's heartbeat renews and its close resigns every candidacy", async
   assert.ok(s.token.length > 0);
   assert.equal(s.ttl, "5s");
   assert.deepEqual(s.candidates, []);
+  const terms: Record<string, number> = {};
   for (const election of ["s-billing", "s-payroll"]) {
     const st = await c.campaign(election, { id: "node-a", session: s });
     assert.equal(st.state, "leader");
     assert.equal(st.ttl, "5s");
     assert.equal(st.token, s.token);
+    terms[election] = st.term;
   }
   const b = await c.campaign("s-billing", { id: "node-b", ttl: "1m" });
   const before = Date.parse((await c.candidate("s-payroll", "node-a")).expires_at);
@@ -47,7 +50,9 @@ test("a session's heartbeat renews and its close resigns every candidacy", async
   assert.deepEqual(hb.candidates.map((x) => [x.election, x.id]), [["s-billing", "node-a"], ["s-payroll", "node-a"]]);
   for (const x of hb.candidates) {
     assert.equal(x.expires_at, hb.expires_at);
-    assert.equal(sessionStepDownDeadline(hb, x.election, sent), sent + 5000 - stepDownMargin(5000));
+    assert.equal(x.state, "leader");
+    assert.equal(x.term, terms[x.election]);
+    assert.equal(sessionStepDownDeadline(hb, x.election, terms[x.election], sent), sent + 5000 - stepDownMargin(5000));
   }
   assert.ok(Date.parse((await c.candidate("s-payroll", "node-a")).expires_at) > before);
   // A candidacy's own heartbeat takes the session's token.
@@ -101,15 +106,34 @@ test("the step-down deadline counts what the heartbeat gave each candidacy", () 
     ttl: "10s",
     expires_at: at(10_000),
     candidates: [
-      { election: "renewed", id: "a", expires_at: at(10_000) },
-      { election: "handing-over", id: "a", expires_at: at(3000) },
-      { election: "odd", id: "a", expires_at: at(3_600_000) },
+      { election: "renewed", id: "a", state: "leader", term: 7, expires_at: at(10_000) },
+      { election: "handing-over", id: "a", state: "leader", term: 7, expires_at: at(3000) },
+      { election: "odd", id: "a", state: "leader", term: 7, expires_at: at(3_600_000) },
     ],
   };
   const sent = 1000; // our clock, unrelated to the gateway's
-  assert.equal(sessionStepDownDeadline(s, "renewed", sent), sent + 10_000 - 1000);
-  assert.equal(sessionStepDownDeadline(s, "handing-over", sent), sent + 3000 - 1000);
-  assert.equal(sessionStepDownDeadline(s, "odd", sent), sent + 10_000 - 1000); // never more than the TTL
-  assert.equal(sessionStepDownDeadline(s, "elsewhere", sent), undefined);
-  assert.equal(sessionStepDownDeadline({ ...s, ttl: "1m0.5s" }, "renewed", 0), 60_500 - 6050);
+  assert.equal(sessionStepDownDeadline(s, "renewed", 7, sent), sent + 10_000 - 1000);
+  assert.equal(sessionStepDownDeadline(s, "handing-over", 7, sent), sent + 3000 - 1000);
+  assert.equal(sessionStepDownDeadline(s, "odd", 7, sent), sent + 10_000 - 1000); // never more than the TTL
+  assert.equal(sessionStepDownDeadline(s, "elsewhere", 7, sent), undefined);
+  assert.equal(sessionStepDownDeadline({ ...s, ttl: "1m0.5s" }, "renewed", 7, 0), 60_500 - 6050);
+});
+
+test("the step-down deadline needs the candidacy to lead with the caller's term", () => {
+  const expires = "2026-11-27T10:00:10Z";
+  const cases: { state: SessionCandidate["state"]; term: number; leadsWith: number; leads: boolean; why: string }[] = [
+    { state: "leader", term: 7, leadsWith: 7, leads: true, why: "the caller's very term" },
+    { state: "leader", term: 9, leadsWith: 7, leads: false, why: "leads again, with a later term: fenced off" },
+    { state: "leader", term: 7, leadsWith: 6, leads: false, why: "another term" },
+    { state: "follower", term: 7, leadsWith: 7, leads: false, why: "deposed (a lowered holders setting), yet renewed" },
+    { state: "error", term: 8, leadsWith: 8, leads: false, why: "deposed (a failed begin webhook), yet renewed" },
+    { state: "error", term: 8, leadsWith: 7, leads: false, why: "in error, another term" },
+  ];
+  for (const { state, term, leadsWith, leads, why } of cases) {
+    const s: Session = { id: "ses_x", ttl: "10s", expires_at: expires, candidates: [{ election: "billing", id: "a", state, term, expires_at: expires }] };
+    assert.equal(sessionStepDownDeadline(s, "billing", leadsWith, 1000), leads ? 1000 + 10_000 - 1000 : undefined, why);
+  }
+  // An answer without state or term, as from an older gateway: no deadline.
+  const old = JSON.parse(`{"id":"ses_x","ttl":"10s","expires_at":"${expires}","candidates":[{"election":"billing","id":"a","expires_at":"${expires}"}]}`) as Session;
+  assert.equal(sessionStepDownDeadline(old, "billing", 0, 1000), undefined);
 });
