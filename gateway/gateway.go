@@ -378,7 +378,7 @@ func (g *Gateway) Heartbeat(ctx context.Context, election, id, token string) (St
 			if rerr := g.b.Resign(ctx, election, id, HashToken(token)); rerr != nil && !errors.Is(rerr, ErrCandidateNotFound) && !errors.Is(rerr, ErrElectionNotFound) {
 				return Status{}, rerr
 			}
-			return Status{}, fmt.Errorf("gateway: heartbeat %q of %q: its session has ended: %w (%w)", id, election, ErrCandidateNotFound, err)
+			return Status{}, fmt.Errorf("gateway: heartbeat %q of %q: its session has ended (%v): %w", id, election, err, ErrCandidateNotFound)
 		}
 	}
 	st, err := g.b.Heartbeat(ctx, election, id, HashToken(token))
