@@ -26,13 +26,13 @@ import (
 //     renew (a heartbeat keeps a younger name: its campaign may be under
 //     way).
 //
-// A heartbeat of the session heartbeats each candidacy in turn, then
-// writes the record's new expiry. Each candidacy keeps its own TTL (the
+// A heartbeat of the session heartbeats its candidacies, sessionBeats at
+// a time, then writes the record's new expiry. Each candidacy keeps its own TTL (the
 // session's) on the backend, which alone decides its life and its
 // leadership: the session adds no path by which a candidacy lives longer
 // than its last heartbeat's TTL.
 //
-// Records of sessions that expired are swept by Run (sweepSessions).
+// Records of sessions that expired are swept by Run (runSweeper).
 type sessionsKV struct {
 	b   Backend
 	log *slog.Logger
@@ -127,38 +127,30 @@ func (k *sessionsKV) recordAny(ctx context.Context, id, tokenHash string) (sessi
 	return rec, item.Revision, nil
 }
 
-// members lists the candidacies named in session id, with their keys'
-// revisions, by election then id.
-func (k *sessionsKV) members(ctx context.Context, id string) ([]sessionMember, []Item, error) {
+// sessionName is one name of a session's candidacy and the KV item
+// that holds it.
+type sessionName struct {
+	sessionMember
+	item Item
+}
+
+// members lists the candidacies named in session id, by election (a
+// session names one per election); a name that cannot be read is left
+// out (join takes its election over).
+func (k *sessionsKV) members(ctx context.Context, id string) ([]sessionName, error) {
 	items, err := k.b.List(ctx, membersKey(id))
 	if err != nil {
-		return nil, nil, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
+		return nil, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
 	}
-	ms := make([]sessionMember, 0, len(items))
-	kept := items[:0]
+	names := make([]sessionName, 0, len(items))
 	for _, it := range items {
-		var m sessionMember
-		if json.Unmarshal(it.Value, &m) != nil {
-			continue
+		n := sessionName{item: it}
+		if json.Unmarshal(it.Value, &n.sessionMember) == nil {
+			names = append(names, n)
 		}
-		ms = append(ms, m)
-		kept = append(kept, it)
 	}
-	order := make([]int, len(ms))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		if c := strings.Compare(ms[a].Election, ms[b].Election); c != 0 {
-			return c
-		}
-		return strings.Compare(ms[a].ID, ms[b].ID)
-	})
-	sortedM, sortedI := make([]sessionMember, len(ms)), make([]Item, len(ms))
-	for i, j := range order {
-		sortedM[i], sortedI[i] = ms[j], kept[j]
-	}
-	return sortedM, sortedI, nil
+	slices.SortFunc(names, func(a, b sessionName) int { return strings.Compare(a.Election, b.Election) })
+	return names, nil
 }
 
 func (k *sessionsKV) KeepSession(ctx context.Context, id, tokenHash string) (Session, error) {
@@ -175,7 +167,7 @@ func (k *sessionsKV) keep(ctx context.Context, id, tokenHash string, skip Sessio
 		return Session{}, err
 	}
 	began := k.now()
-	ms, items, err := k.members(ctx, id)
+	ms, err := k.members(ctx, id)
 	if err != nil {
 		return Session{}, err
 	}
@@ -196,7 +188,7 @@ func (k *sessionsKV) keep(ctx context.Context, id, tokenHash string, skip Sessio
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i] = k.beat(ctx, id, tokenHash, m, c, items[i])
+			results[i] = k.beat(ctx, id, tokenHash, m, c)
 		})
 	}
 	wg.Wait()
@@ -242,7 +234,7 @@ type beatResult struct {
 // beat heartbeats one candidacy of session id for its heartbeat, and
 // tells whether it is still the session's, with its expiry; one that is
 // gone has its name dropped.
-func (k *sessionsKV) beat(ctx context.Context, id, tokenHash string, m sessionMember, c SessionCandidate, item Item) (r beatResult) {
+func (k *sessionsKV) beat(ctx context.Context, id, tokenHash string, m sessionName, c SessionCandidate) (r beatResult) {
 	r.c = c
 	st, err := k.b.Heartbeat(ctx, c.Election, c.ID, tokenHash)
 	switch {
@@ -263,10 +255,10 @@ func (k *sessionsKV) beat(ctx context.Context, id, tokenHash string, m sessionMe
 		// Resigned, expired, or the id campaigns again outside the
 		// session: no longer the session's. A name written a moment ago
 		// may be of a campaign under way: it stays, unlisted.
-		if k.young(m) {
+		if k.young(m.sessionMember) {
 			return r
 		}
-		if err := k.b.Delete(ctx, item.Key, item.Revision); err != nil && !errors.Is(err, ErrRevisionMismatch) {
+		if err := k.b.Delete(ctx, m.item.Key, m.item.Revision); err != nil && !errors.Is(err, ErrRevisionMismatch) {
 			k.log.LogAttrs(ctx, slog.LevelDebug, "session: drop a candidacy's name", slog.String("session", id), slog.String("error", err.Error()))
 		}
 	default:
@@ -292,18 +284,18 @@ func (k *sessionsKV) CloseSession(ctx context.Context, id, tokenHash string) err
 			return fmt.Errorf("gateway: close session %s: %w", id, unavailableUnless(err))
 		}
 	}
-	ms, items, err := k.members(ctx, id)
+	ms, err := k.members(ctx, id)
 	if err != nil {
 		return err
 	}
 	// Resign each, and remove the record last: a close cut short leaves a
 	// closing session that a second close finishes.
-	for i, m := range ms {
+	for _, m := range ms {
 		err := k.b.Resign(ctx, m.Election, m.ID, tokenHash)
 		if err != nil && !errors.Is(err, ErrCandidateNotFound) && !errors.Is(err, ErrElectionNotFound) && !errors.Is(err, ErrTokenMismatch) {
 			return fmt.Errorf("gateway: close session %s: resign %q of %q: %w", id, m.ID, m.Election, unavailableUnless(err))
 		}
-		if err := k.b.Delete(ctx, items[i].Key, 0); err != nil {
+		if err := k.b.Delete(ctx, m.item.Key, 0); err != nil {
 			return fmt.Errorf("gateway: close session %s: %w", id, unavailableUnless(err))
 		}
 	}
