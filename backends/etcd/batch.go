@@ -17,10 +17,16 @@ import (
 // and then go as one transaction, each its own nested transaction
 // (etcd 3.3 and later). One raft proposal, one WAL entry, one read view
 // and one gRPC call then carry a batch: etcd's CPU per campaign falls to
-// about half (bench/etcdfloor_test.go). A write that finds fewer than
-// batchFlights batches under way and nobody waiting is sent at once, alone,
-// as it would be without batching: batches form only under load, and
-// they add no wait but the one for the batch ahead.
+// about half (bench/etcdfloor_test.go). As a database's group commit
+// keeps one log flush under way and has the commits that arrive meanwhile
+// join the next: a write that finds no batch under way is sent at once,
+// alone, as it would be without batching; one that finds a batch under
+// way waits for it and goes in the next, so batches grow with the load
+// and add no wait but the one for the batch ahead. A second batch goes
+// beside the first (batchFlights) only when a full one waits (see most):
+// the load is then more than one flight carries. Two flights whatever the
+// queue halve the batches under a moderate load, and with them what each
+// batch saves of both processes' CPU (docs/performance.md).
 //
 // Why a batch commits each of its writes as that write alone would, so
 // that no safety argument of a transaction changes:
@@ -51,7 +57,7 @@ import (
 //     its writes is then sent again alone, and gets the answer it would
 //     have got alone.
 const (
-	batchFlights = 2   // batches (or lone writes) under way at once
+	batchFlights = 2   // batches (or lone writes) under way at once, the second only for a full batch
 	batchMost    = 32  // writes in a batch
 	batchOps     = 128 // etcd's --max-txn-ops default: a batch's depth budget
 	batchBytes   = 512 << 10
@@ -105,13 +111,17 @@ func (b *batcher) commit(ctx context.Context, t *routedTxn) (*clientv3.TxnRespon
 	q.foot.elections(b.election)
 	q.need = opsNeed(t.cmps, t.thens, t.elses)
 	b.mu.Lock()
-	if b.flights < batchFlights && len(b.queue) == 0 {
+	if b.flights == 0 && len(b.queue) == 0 {
 		b.flights++
 		b.mu.Unlock()
 		b.send([]*queued{q})
 		return q.resp, q.err
 	}
 	b.queue = append(b.queue, q)
+	if b.flights < batchFlights && len(b.queue) >= b.most {
+		// A full batch waits: it goes beside the one under way.
+		b.start(b.take())
+	}
 	b.mu.Unlock()
 	select {
 	case <-q.wake:
@@ -196,11 +206,7 @@ func (b *batcher) send(batch []*queued) {
 	}
 	b.mu.Lock()
 	b.flights--
-	if next := b.take(); len(next) > 0 {
-		b.flights++
-		next[0].lead = next
-		next[0].wake <- struct{}{}
-	}
+	b.start(b.take())
 	b.mu.Unlock()
 	for _, q := range batch[1:] {
 		q.wake <- struct{}{}
@@ -279,6 +285,17 @@ func (b *batcher) sendBatch(batch []*queued) {
 func refusedWhole(err error) bool {
 	return !retriable(err) && !errors.Is(err, errOutcomeUnknown) &&
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// start has the first write of batch, if any, send it (lead), as one
+// more flight. b.mu is held.
+func (b *batcher) start(batch []*queued) {
+	if len(batch) == 0 {
+		return
+	}
+	b.flights++
+	batch[0].lead = batch
+	batch[0].wake <- struct{}{} // buffered: each write is woken once
 }
 
 // take removes from the queue, and returns, the next batch: the waiting

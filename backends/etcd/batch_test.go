@@ -27,7 +27,7 @@ type batches struct {
 	hold  int           // the first hold batches wait for release
 	gate  chan struct{} // closed by release
 	sent  chan struct{} // a receive per batch about to be sent
-	third chan struct{} // if set before the writes, holds the third batch until closed
+	next  chan struct{} // if set before the writes, holds the batch after the held ones until closed
 }
 
 func recordBatches(b *etcd.Backend, hold int) *batches {
@@ -41,8 +41,8 @@ func recordBatches(b *etcd.Backend, hold int) *batches {
 		if held {
 			<-r.gate
 		}
-		if len(r.get()) == 3 && r.third != nil {
-			<-r.third
+		if len(r.get()) == r.hold+1 && r.next != nil {
+			<-r.next
 		}
 	})
 	return r
@@ -69,28 +69,25 @@ func createIfAbsent(ctx context.Context, cli *clientv3.Client, key, val string, 
 	return cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, val, opts...)).Commit()
 }
 
-// startHeld starts the backend's two writes under way (each alone, held
-// by r) and then the writes of f, and waits until those wait for a
-// batch.
+// startHeld starts a write, alone and held by r (r.hold 1), and then the
+// writes of f, and waits until those wait for a batch: the one after it.
 func startHeld(t *testing.T, b *etcd.Backend, r *batches, cli *clientv3.Client, queued int, f func(wg *sync.WaitGroup)) *sync.WaitGroup {
 	t.Helper()
 	ctx := t.Context()
 	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Go(func() {
-			if _, err := createIfAbsent(ctx, cli, fmt.Sprintf("batch/first-%d", i), "x"); err != nil {
-				t.Error(err)
-			}
-		})
-		<-r.sent
-	}
+	wg.Go(func() {
+		if _, err := createIfAbsent(ctx, cli, "batch/first", "x"); err != nil {
+			t.Error(err)
+		}
+	})
+	<-r.sent
 	f(&wg)
 	eventually.True(t, 10*time.Second, fmt.Sprintf("%d writes waiting for a batch", queued), func() bool { return b.QueuedWrites() == queued })
 	return &wg
 }
 
 func TestWritesThatArriveMeanwhileGoInOneBatchEachUnderItsOwnComparisons(t *testing.T) {
-	b, cli, r := batchBackend(t, 2)
+	b, cli, r := batchBackend(t, 1)
 	ctx := t.Context()
 
 	// Ten writes of their own keys, and two that both create the key dup:
@@ -123,15 +120,10 @@ func TestWritesThatArriveMeanwhileGoInOneBatchEachUnderItsOwnComparisons(t *test
 	if t.Failed() {
 		return
 	}
-	sizes := r.get()
-	// The two held, then the twelve waiting: one batch of eleven (every
-	// write but the second of dup), and that one alone (beside it, as the
-	// two held ones end at about the same time).
-	if len(sizes) > 2 {
-		slices.Sort(sizes[2:])
-	}
-	if want := []int{1, 1, 1, n + 1}; !slices.Equal(sizes, want) {
-		t.Fatalf("batch sizes %v, want %v in some order", sizes, want)
+	// The one held, then the twelve waiting: one batch of eleven (every
+	// write but the second of dup), then that one alone.
+	if sizes, want := r.get(), []int{1, n + 1, 1}; !slices.Equal(sizes, want) {
+		t.Fatalf("batch sizes %v, want %v", sizes, want)
 	}
 	var revs []int64
 	for i, resp := range resps {
@@ -165,7 +157,7 @@ func TestWritesThatArriveMeanwhileGoInOneBatchEachUnderItsOwnComparisons(t *test
 }
 
 func TestABatchEtcdRefusesIsSentAgainWriteByWrite(t *testing.T) {
-	b, cli, r := batchBackend(t, 2)
+	b, cli, r := batchBackend(t, 1)
 	ctx := t.Context()
 
 	// One write puts its key on a lease that does not exist: etcd refuses
@@ -199,13 +191,13 @@ func TestABatchEtcdRefusesIsSentAgainWriteByWrite(t *testing.T) {
 			t.Errorf("write %d not applied: %v %v", i, get, err)
 		}
 	}
-	if sizes := r.get(); len(sizes) != 3 || !slices.Equal(sizes, []int{1, 1, len(errs)}) {
-		t.Errorf("batch sizes %v, want 1, 1, %d, then the writes alone", sizes, len(errs))
+	if sizes := r.get(); !slices.Equal(sizes, []int{1, len(errs)}) {
+		t.Errorf("batch sizes %v, want 1, %d, then the writes alone", sizes, len(errs))
 	}
 }
 
 func TestAWriteWhoseContextEndsWhileItWaitsForABatchIsNeverSent(t *testing.T) {
-	b, cli, r := batchBackend(t, 2)
+	b, cli, r := batchBackend(t, 1)
 
 	wctx, cancel := context.WithCancel(t.Context())
 	var err error
@@ -223,8 +215,8 @@ func TestAWriteWhoseContextEndsWhileItWaitsForABatchIsNeverSent(t *testing.T) {
 	if gerr != nil || len(get.Kvs) != 0 {
 		t.Errorf("the cancelled write was applied: %v %v", get.Kvs, gerr)
 	}
-	if sizes := r.get(); !slices.Equal(sizes, []int{1, 1}) {
-		t.Errorf("batch sizes %v, want only the two held", sizes)
+	if sizes := r.get(); !slices.Equal(sizes, []int{1}) {
+		t.Errorf("batch sizes %v, want only the one held", sizes)
 	}
 }
 
@@ -356,7 +348,7 @@ func TestWriteBatchOneSendsEveryWriteAlone(t *testing.T) {
 // run one after the other, the second's comparison fails; so they must
 // not share a batch, whose comparisons all see the state before it.
 func TestWritesThatReadWhatTheOtherWritesAreNeverBatchedTogether(t *testing.T) {
-	b, cli, r := batchBackend(t, 2)
+	b, cli, r := batchBackend(t, 1)
 	ctx := t.Context()
 
 	skew := func(read, write string) (*clientv3.TxnResponse, error) {
@@ -382,7 +374,7 @@ func TestWritesThatReadWhatTheOtherWritesAreNeverBatchedTogether(t *testing.T) {
 	if resps[0].Succeeded == resps[1].Succeeded {
 		t.Errorf("write skew: the writes applied %v and %v, want exactly one", resps[0].Succeeded, resps[1].Succeeded)
 	}
-	if sizes := r.get(); !slices.Equal(sizes, []int{1, 1, 1, 1}) {
+	if sizes := r.get(); !slices.Equal(sizes, []int{1, 1, 1}) {
 		t.Errorf("batch sizes %v, want each write alone", sizes)
 	}
 }
@@ -395,8 +387,8 @@ func TestWritesThatReadWhatTheOtherWritesAreNeverBatchedTogether(t *testing.T) {
 func TestAWriteInABatchUnderWayAnswersUnknownWhenItsContextEnds(t *testing.T) {
 	for _, cancelled := range []string{"follow", "lead"} {
 		t.Run(cancelled, func(t *testing.T) {
-			b, cli, r := batchBackend(t, 2)
-			r.third = make(chan struct{})
+			b, cli, r := batchBackend(t, 1)
+			r.next = make(chan struct{})
 			ctx := t.Context()
 			cctx, cancel := context.WithCancel(ctx)
 			var cerr error
@@ -431,10 +423,10 @@ func TestAWriteInABatchUnderWayAnswersUnknownWhenItsContextEnds(t *testing.T) {
 			if cerr == nil || !errors.Is(cerr, context.Canceled) || !strings.Contains(cerr.Error(), "outcome is unknown") {
 				t.Errorf("a batched write whose context ended: %v, want an unknown outcome", cerr)
 			}
-			close(r.third)
+			close(r.next)
 			wg.Wait()
-			if sizes := r.get(); !slices.Equal(sizes, []int{1, 1, 3}) {
-				t.Errorf("batch sizes %v, want 1, 1, 3", sizes)
+			if sizes := r.get(); !slices.Equal(sizes, []int{1, 3}) {
+				t.Errorf("batch sizes %v, want 1, 3", sizes)
 			}
 			for _, k := range []string{"lead", "follow", "last"} {
 				get, err := cli.Get(ctx, "batch/"+k)
@@ -452,7 +444,7 @@ func TestAWriteInABatchUnderWayAnswersUnknownWhenItsContextEnds(t *testing.T) {
 // the batch answers that its outcome is unknown, none that it applied
 // nor that it was refused, and etcd holds every one of them once.
 func TestABatchWhoseAnswerIsLostAnswersUnknownToEachOfItsWrites(t *testing.T) {
-	b, cli, r := batchBackend(t, 2)
+	b, cli, r := batchBackend(t, 1)
 	ctx := t.Context()
 	b.LoseBatchAnswer()
 	const n = 5
@@ -466,8 +458,8 @@ func TestABatchWhoseAnswerIsLostAnswersUnknownToEachOfItsWrites(t *testing.T) {
 	})
 	r.release()
 	wg.Wait()
-	if sizes := r.get(); len(sizes) < 3 || sizes[2] != n {
-		t.Fatalf("batches %v, want the %d writes in the third", sizes, n)
+	if sizes := r.get(); len(sizes) < 2 || sizes[1] != n {
+		t.Fatalf("batches %v, want the %d writes in the second", sizes, n)
 	}
 	for i, err := range errs {
 		if !errors.Is(err, etcd.ErrOutcomeUnknown) {
@@ -483,4 +475,37 @@ func TestABatchWhoseAnswerIsLostAnswersUnknownToEachOfItsWrites(t *testing.T) {
 			t.Errorf("write %d: %v, want applied once", i, resp.Kvs)
 		}
 	}
+}
+
+// While a batch is under way the writes that arrive wait for the next,
+// so that batches grow with the load; but a full batch waiting goes at
+// once, beside the one under way: the load is then more than one batch
+// at a time carries.
+func TestAFullBatchWaitingGoesBesideTheOneUnderWay(t *testing.T) {
+	const most = 4
+	b, cli, r := batchBackend(t, 2, func(c *etcd.Config) { c.WriteBatch = most })
+	ctx := t.Context()
+	wg := startHeld(t, b, r, cli, most-1, func(wg *sync.WaitGroup) {
+		for i := range most - 1 {
+			wg.Go(func() {
+				if _, err := createIfAbsent(ctx, cli, fmt.Sprintf("batch/full-%d", i), "x"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	})
+	if sizes := r.get(); !slices.Equal(sizes, []int{1}) {
+		t.Fatalf("with %d writes waiting for a batch of %d: batches %v, want only the one under way", most-1, most, sizes)
+	}
+	wg.Go(func() {
+		if _, err := createIfAbsent(ctx, cli, "batch/full-last", "x"); err != nil {
+			t.Error(err)
+		}
+	})
+	<-r.sent // the full batch, held beside the first
+	if sizes, queued := r.get(), b.QueuedWrites(); !slices.Equal(sizes, []int{1, most}) || queued != 0 {
+		t.Errorf("a full batch waiting: batches %v and %d writes waiting, want 1 and %d under way and none waiting", sizes, queued, most)
+	}
+	r.release()
+	wg.Wait()
 }
