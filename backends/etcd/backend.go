@@ -83,7 +83,7 @@ func newBackend(cfg Config, mono clock) (*Backend, error) {
 	}
 	cli := routedClient(ctx, ms)
 	k := keys{p: cfg.Prefix}
-	ms.batch.election = k.electionOf
+	ms.batch.election = k.electionOf()
 	b := &Backend{cfg: cfg, cli: cli, members: ms, keys: k, log: cfg.Logger, cache: newCache(cli, ms, k, cfg.Logger), leases: newLeaseBook(), now: time.Now, mono: mono,
 		revokes: make(chan clientv3.LeaseID, 1024), revocations: make(chan revocation, 256), revokedBook: newRevokedBook(), done: ctx, stop: stop}
 	b.cache.clock, b.cache.departed = mono.now, b.departed

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -67,10 +69,10 @@ const (
 type batcher struct {
 	p   *members
 	off bool // Config.WriteBatch 1: every write alone
-	// election names the election a key belongs to, "" for none
+	// election names the election a key belongs to, nil for none
 	// (keys.electionOf): two writes that touch one election, whatever
 	// their keys, never share a batch.
-	election func(key string) string
+	election func(key []byte) []byte
 
 	mu      sync.Mutex
 	most    int       // writes in a batch: Config.WriteBatch, halved each time etcd refuses a batch for too many operations
@@ -88,7 +90,7 @@ type batcher struct {
 // queued is one writing transaction waiting to be sent or answered.
 type queued struct {
 	ctx  context.Context
-	t    *routedTxn
+	req  *pb.TxnRequest
 	foot footprint
 	need int // etcd's operation budget it takes (see opsNeed)
 	size int
@@ -100,16 +102,17 @@ type queued struct {
 	err   error
 }
 
-// commit sends t, a transaction that writes, alone or in a batch, and
-// returns its answer as do(guarded) would.
-func (b *batcher) commit(ctx context.Context, t *routedTxn) (*clientv3.TxnResponse, error) {
+// commit sends req, a transaction that writes, alone or in a batch, and
+// returns its answer as do(guarded) would. req is not changed, and must
+// not be while commit runs.
+func (b *batcher) commit(ctx context.Context, req *pb.TxnRequest) (*clientv3.TxnResponse, error) {
 	if b.off {
-		return b.sendAlone(ctx, t)
+		return b.sendAlone(ctx, req)
 	}
-	q := &queued{ctx: ctx, t: t, wake: make(chan struct{}, 1)}
-	q.foot, q.size = footprintOf(t.cmps, t.thens, t.elses)
+	q := &queued{ctx: ctx, req: req, wake: make(chan struct{}, 1)}
+	q.foot, q.size = footprintOf(req)
 	q.foot.elections(b.election)
-	q.need = opsNeed(t.cmps, t.thens, t.elses)
+	q.need = opsNeed(req)
 	b.mu.Lock()
 	if b.flights == 0 && len(b.queue) == 0 {
 		b.flights++
@@ -147,7 +150,7 @@ func (b *batcher) commit(ctx context.Context, t *routedTxn) (*clientv3.TxnRespon
 	case q.lead != nil:
 		return b.lead(ctx, q)
 	case q.alone:
-		q.resp, q.err = b.sendAlone(ctx, t)
+		q.resp, q.err = b.sendAlone(ctx, req)
 	}
 	return q.resp, q.err
 }
@@ -183,11 +186,11 @@ func unknownInBatch(ctx context.Context) error {
 	return fmt.Errorf("etcd: the transaction was sent in a batch whose answer has not come, its outcome is unknown: %w: %w", errOutcomeUnknown, ctx.Err())
 }
 
-// sendAlone sends t as its own transaction.
-func (b *batcher) sendAlone(ctx context.Context, t *routedTxn) (*clientv3.TxnResponse, error) {
+// sendAlone sends req as its own transaction.
+func (b *batcher) sendAlone(ctx context.Context, req *pb.TxnRequest) (*clientv3.TxnResponse, error) {
 	return do(ctx, b.p, guarded, func(resp *clientv3.TxnResponse) bool { return resp.Succeeded },
 		func(ctx context.Context, c *clientv3.Client) (*clientv3.TxnResponse, error) {
-			return c.Txn(ctx).If(t.cmps...).Then(t.thens...).Else(t.elses...).Commit()
+			return sendTxn(ctx, c, req)
 		})
 }
 
@@ -200,7 +203,7 @@ func (b *batcher) send(batch []*queued) {
 	}
 	if len(batch) == 1 {
 		q := batch[0]
-		q.resp, q.err = b.sendAlone(q.ctx, q.t)
+		q.resp, q.err = b.sendAlone(q.ctx, q.req)
 	} else {
 		b.sendBatch(batch)
 	}
@@ -233,9 +236,9 @@ func (b *batcher) sendBatch(batch []*queued) {
 		})
 		defer stop()
 	}
-	ops := make([]clientv3.Op, len(batch))
+	req := &pb.TxnRequest{Success: make([]*pb.RequestOp, len(batch))}
 	for i, q := range batch {
-		ops[i] = clientv3.OpTxn(q.t.cmps, q.t.thens, q.t.elses)
+		req.Success[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestTxn{RequestTxn: q.req}}
 	}
 	resp, err := do(ctx, b.p, guarded, func(resp *clientv3.TxnResponse) bool {
 		for _, r := range resp.Responses {
@@ -245,7 +248,7 @@ func (b *batcher) sendBatch(batch []*queued) {
 		}
 		return true
 	}, func(ctx context.Context, c *clientv3.Client) (*clientv3.TxnResponse, error) {
-		resp, err := c.Txn(ctx).Then(ops...).Commit()
+		resp, err := sendTxn(ctx, c, req)
 		if f := b.onAnswer.Load(); f != nil {
 			resp, err = (*f)(resp, err)
 		}
@@ -272,7 +275,7 @@ func (b *batcher) sendBatch(batch []*queued) {
 		// The first write is sent again here, on the batch's goroutine.
 		q := batch[0]
 		q.alone = false
-		q.resp, q.err = b.sendAlone(q.ctx, q.t)
+		q.resp, q.err = b.sendAlone(q.ctx, q.req)
 	default:
 		for _, q := range batch {
 			q.err = err
@@ -309,20 +312,18 @@ func (b *batcher) take() []*queued {
 		return nil
 	}
 	var batch []*queued
-	var foot footprint
 	need, size := 0, 0
 	rest := b.queue[:0]
 	for _, q := range b.queue {
 		fits := len(batch) < b.most &&
 			(len(batch) == 0 || max(need, q.need)+len(batch)+1 <= batchOps) &&
 			(len(batch) == 0 || size+q.size <= batchBytes) &&
-			!foot.conflicts(q.foot)
+			!slices.ContainsFunc(batch, func(p *queued) bool { return p.foot.conflicts(&q.foot) })
 		if !fits {
 			rest = append(rest, q)
 			continue
 		}
 		batch = append(batch, q)
-		foot.add(q.foot)
 		need, size = max(need, q.need), size+q.size
 	}
 	clear(b.queue[len(rest):])
@@ -331,20 +332,21 @@ func (b *batcher) take() []*queued {
 }
 
 // span is a key (end empty) or a range of keys [key, end) as etcd takes
-// them; an end of "\x00" is every key from key on.
-type span struct{ key, end string }
+// them; an end of "\x00" is every key from key on. Its bytes are the
+// request's own, which nothing changes while the request is under way.
+type span struct{ key, end []byte }
 
 // before reports whether x sorts before the end of s, without building
 // the end: a single key's span [key, key+"\x00") holds nothing between
 // key and its end, so x lies before that end exactly when x <= key.
-func (s span) before(x string) bool {
-	switch s.end {
-	case "":
-		return x <= s.key
-	case "\x00":
+func (s span) before(x []byte) bool {
+	switch {
+	case len(s.end) == 0:
+		return bytes.Compare(x, s.key) <= 0
+	case len(s.end) == 1 && s.end[0] == 0:
 		return true // open-ended
 	}
-	return x < s.end
+	return bytes.Compare(x, s.end) < 0
 }
 
 func (s span) overlaps(o span) bool {
@@ -352,12 +354,16 @@ func (s span) overlaps(o span) bool {
 }
 
 // footprint is what a transaction reads (its comparisons and gets) and
-// writes (its puts and deletes), over every branch.
-type footprint struct{ reads, writes []span }
+// writes (its puts and deletes), over every branch, and the elections
+// whose keys it touches (see elections).
+type footprint struct {
+	reads, writes []span
+	names         [][]byte
+}
 
 // conflicts reports whether one of f and g writes what the other reads or
-// writes.
-func (f *footprint) conflicts(g footprint) bool {
+// writes, or both touch one election.
+func (f *footprint) conflicts(g *footprint) bool {
 	hits := func(ws, ss []span) bool {
 		for _, w := range ws {
 			for _, s := range ss {
@@ -368,78 +374,94 @@ func (f *footprint) conflicts(g footprint) bool {
 		}
 		return false
 	}
+	for _, n := range f.names {
+		if slices.ContainsFunc(g.names, func(m []byte) bool { return bytes.Equal(n, m) }) {
+			return true
+		}
+	}
 	return hits(f.writes, g.writes) || hits(f.writes, g.reads) || hits(g.writes, f.reads)
 }
 
-// elections adds to f a write of every election (named by election) whose
-// keys f reads or writes, so that two writes of one election conflict
-// even where their keys do not: each of an election's writes is planned
-// on a view of all its keys (who holds, the order of the line), and the
-// line's order is by create revision, which two candidacy keys written in
-// one batch would share.
-func (f *footprint) elections(election func(key string) string) {
+// elections names in f every election (found by election) whose keys f
+// reads or writes, so that two writes of one election conflict even
+// where their keys do not: each of an election's writes is planned on a
+// view of all its keys (who holds, the order of the line), and the line's
+// order is by create revision, which two candidacy keys written in one
+// batch would share.
+func (f *footprint) elections(election func(key []byte) []byte) {
 	if election == nil {
 		return
 	}
-	var names []string
-	for _, s := range slices.Concat(f.reads, f.writes) {
-		if e := election(s.key); e != "" && !slices.Contains(names, e) {
-			names = append(names, e)
+	for _, ss := range [][]span{f.reads, f.writes} {
+		for _, s := range ss {
+			if e := election(s.key); e != nil && !slices.ContainsFunc(f.names, func(n []byte) bool { return bytes.Equal(n, e) }) {
+				f.names = append(f.names, e)
+			}
 		}
 	}
-	for _, e := range names {
-		// No key of etcd's that elector uses starts with a NUL byte.
-		f.writes = append(f.writes, span{"\x00election/" + e, ""})
-	}
-}
-
-func (f *footprint) add(g footprint) {
-	f.reads = append(f.reads, g.reads...)
-	f.writes = append(f.writes, g.writes...)
 }
 
 // footprintOf returns the footprint of a transaction and about how many
 // bytes it takes in a request.
-func footprintOf(cmps []clientv3.Cmp, thens, elses []clientv3.Op) (footprint, int) {
+func footprintOf(req *pb.TxnRequest) (footprint, int) {
 	var f footprint
+	f.walk(req)
 	size := 0
-	for i := range cmps {
-		cmp := cmps[i] // a copy: GetCompare may set its field
-		c := cmp.GetCompare()
-		f.reads = append(f.reads, span{string(c.GetKey()), string(c.GetRangeEnd())})
-		size += len(c.GetKey()) + len(c.GetRangeEnd()) + 16
+	for _, ss := range [][]span{f.reads, f.writes} {
+		for _, s := range ss {
+			size += len(s.key) + len(s.end) + 16
+		}
 	}
-	walk := func(ops []clientv3.Op) {
+	return f, size + valueBytes(req)
+}
+
+// walk adds to f the spans of req, nested transactions' too.
+func (f *footprint) walk(req *pb.TxnRequest) {
+	for _, c := range req.Compare {
+		f.reads = append(f.reads, span{c.Key, c.RangeEnd})
+	}
+	for _, ops := range [][]*pb.RequestOp{req.Success, req.Failure} {
 		for _, op := range ops {
-			s := span{string(op.KeyBytes()), string(op.RangeBytes())}
-			size += len(s.key) + len(s.end) + len(op.ValueBytes()) + 16
-			switch {
-			case op.IsTxn():
-				c, t, e := op.Txn()
-				g, n := footprintOf(c, t, e)
-				f.add(g)
-				size += n
-			case op.IsGet():
-				f.reads = append(f.reads, s)
-			default: // a put or a delete
-				f.writes = append(f.writes, s)
+			switch r := op.Request.(type) {
+			case *pb.RequestOp_RequestTxn:
+				f.walk(r.RequestTxn)
+			case *pb.RequestOp_RequestRange:
+				f.reads = append(f.reads, span{r.RequestRange.Key, r.RequestRange.RangeEnd})
+			case *pb.RequestOp_RequestPut:
+				f.writes = append(f.writes, span{key: r.RequestPut.Key})
+			case *pb.RequestOp_RequestDeleteRange:
+				f.writes = append(f.writes, span{r.RequestDeleteRange.Key, r.RequestDeleteRange.RangeEnd})
 			}
 		}
 	}
-	walk(thens)
-	walk(elses)
-	return f, size
+}
+
+// valueBytes is the size of the values req puts.
+func valueBytes(req *pb.TxnRequest) int {
+	n := 0
+	for _, ops := range [][]*pb.RequestOp{req.Success, req.Failure} {
+		for _, op := range ops {
+			switch r := op.Request.(type) {
+			case *pb.RequestOp_RequestTxn:
+				n += valueBytes(r.RequestTxn)
+			case *pb.RequestOp_RequestPut:
+				n += len(r.RequestPut.Value)
+			}
+		}
+	}
+	return n
 }
 
 // opsNeed is the operation budget a transaction takes in etcd's check of
 // --max-txn-ops: its largest list (comparisons, then, else) plus what its
 // nested transactions take.
-func opsNeed(cmps []clientv3.Cmp, thens, elses []clientv3.Op) int {
-	n, nested := max(len(cmps), len(thens), len(elses)), 0
-	for _, op := range slices.Concat(thens, elses) {
-		if op.IsTxn() {
-			c, t, e := op.Txn()
-			nested = max(nested, opsNeed(c, t, e))
+func opsNeed(req *pb.TxnRequest) int {
+	n, nested := max(len(req.Compare), len(req.Success), len(req.Failure)), 0
+	for _, ops := range [][]*pb.RequestOp{req.Success, req.Failure} {
+		for _, op := range ops {
+			if t := op.GetRequestTxn(); t != nil {
+				nested = max(nested, opsNeed(t))
+			}
 		}
 	}
 	return n + nested

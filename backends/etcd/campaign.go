@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -96,7 +96,7 @@ func (b *Backend) Campaign(ctx context.Context, election string, c gateway.Candi
 			// revoke a candidacy that may be in line (its candidate,
 			// retrying, would be told it exists), ask etcd.
 			if rev, ok := b.campaignLanded(ctx, election, c.ID, hex); ok {
-				resp, err = &clientv3.TxnResponse{Header: &etcdserverpb.ResponseHeader{Revision: rev}, Succeeded: true}, nil
+				resp, err = &clientv3.TxnResponse{Header: &pb.ResponseHeader{Revision: rev}, Succeeded: true}, nil
 			}
 		}
 		if leaseGone(err) {
@@ -206,16 +206,14 @@ func (b *Backend) idKeyNow(ctx context.Context, election, id string) (kv *mvccpb
 // in (non-nil) also by sessionGuard's comparisons.
 func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex string, lease clientv3.LeaseID, val candidateValue, settings settingsValue, in *sessionInfo) (*clientv3.TxnResponse, bool, error) {
 	idKey, setKey := b.keys.candidateID(election, id), b.keys.settings(election)
-	on := clientv3.WithLease(lease)
-	ops := []clientv3.Op{
-		clientv3.OpPut(idKey, hex, on),
-		clientv3.OpPut(b.keys.candidacy(election, hex), mustJSON(val), on),
+	ops := []*pb.RequestOp{
+		pbPut(idKey, hex, int64(lease)),
+		pbPut(b.keys.candidacy(election, hex), mustJSON(val), int64(lease)),
 		// The settings, created if absent, else read: a first holder's
 		// acknowledgement compares their mod revision.
-		clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(setKey), "=", 0)},
-			[]clientv3.Op{clientv3.OpPut(setKey, mustJSON(settings))},
-			[]clientv3.Op{clientv3.OpGet(setKey)}),
+		pbTxn([]*pb.Compare{cmpCreated(setKey, 0)},
+			[]*pb.RequestOp{pbPut(setKey, mustJSON(settings), 0)},
+			[]*pb.RequestOp{pbGet(setKey)}),
 	}
 	empty, one, err := b.looksEmpty(ctx, election)
 	if err != nil {
@@ -229,20 +227,17 @@ func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex strin
 		// With every replica declared to read it (oneWrite), the answer
 		// yes also writes the lead record naming the candidate, term 0
 		// (see firstLead).
-		var then []clientv3.Op
+		var then []*pb.RequestOp
 		if one {
-			then = []clientv3.Op{clientv3.OpPut(b.keys.lead(election), firstLead(hex, val))}
+			then = []*pb.RequestOp{pbPut(b.keys.lead(election), firstLead(hex, val), 0)}
 		}
-		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{
-			clientv3.Compare(clientv3.CreateRevision(b.keys.line(election)), "=", 0).WithPrefix(),
-			clientv3.Compare(clientv3.CreateRevision(b.keys.lead(election)), "=", 0),
-		}, then, nil))
+		ops = append(ops, pbTxn([]*pb.Compare{cmpNoneUnder(b.keys.line(election)), cmpCreated(b.keys.lead(election), 0)}, then, nil))
 	}
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(idKey), "=", 0)}
+	cmps := []*pb.Compare{cmpCreated(idKey, 0)}
 	if in != nil {
 		cmps = append(cmps, b.sessionGuard(election, hex, *in)...)
 	}
-	resp, err := b.cli.Txn(rctx).If(cmps...).Then(ops...).Commit()
+	resp, err := b.commitTxn(rctx, &pb.TxnRequest{Compare: cmps, Success: ops})
 	return resp, one, err
 }
 

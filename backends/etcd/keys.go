@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -152,23 +153,30 @@ type parsedKey struct {
 	name     string
 }
 
-// electionOf is the election whose keys key (or a range from key) lies in,
-// "" for a key of no election (the KV, the version, the barrier, another
+// electionOf returns the function that names the election whose keys a
+// key (or a range from it) lies in, as a part of the key, or nil for a key
+// of no election (the KV, the sessions, the version, the barrier, another
 // prefix). Unlike parse it takes any key under an election's directories,
-// ranges' starts included.
-func (k keys) electionOf(key string) string {
-	rest, ok := strings.CutPrefix(key, k.root())
-	if !ok || strings.HasPrefix(key, k.kvDir()) || strings.HasPrefix(key, k.sessionsDir()) {
-		return ""
+// ranges' starts included, and it does not check the name: a key whose
+// name is not an election's only keeps its write out of a batch with
+// others that name the same (batcher). The prefixes are built once.
+func (k keys) electionOf() func(key []byte) []byte {
+	root, kv, sessions := []byte(k.root()), []byte(k.kvDir()), []byte(k.sessionsDir())
+	internal := []byte(internalDir + "/")
+	return func(key []byte) []byte {
+		rest, ok := bytes.CutPrefix(key, root)
+		if !ok || bytes.HasPrefix(key, kv) || bytes.HasPrefix(key, sessions) {
+			return nil
+		}
+		if in, ok := bytes.CutPrefix(rest, internal); ok {
+			_, rest, _ = bytes.Cut(in, []byte("/"))
+		}
+		e, _, _ := bytes.Cut(rest, []byte("/"))
+		if len(e) == 0 {
+			return nil
+		}
+		return e
 	}
-	if in, ok := strings.CutPrefix(rest, internalDir+"/"); ok {
-		_, rest, _ = strings.Cut(in, "/")
-	}
-	e, _, _ := strings.Cut(rest, "/")
-	if gateway.ValidateElectionName(e) != nil {
-		return ""
-	}
-	return e
 }
 
 // parse classifies key. Keys that fit no part of the layout, or name an

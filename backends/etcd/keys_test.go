@@ -55,8 +55,21 @@ func TestKeyLayoutParses(t *testing.T) {
 	}
 	// A batch holds the campaigns of one session into many elections,
 	// which all compare its key (batch.go).
-	if e := k.electionOf(k.session("ses_abcdefghijklmnopqrstuvwx")); e != "" {
-		t.Errorf("a session's key is of election %q, want none", e)
+	electionOf := k.electionOf()
+	for key, want := range map[string]string{
+		k.session("ses_abcdefghijklmnopqrstuvwx"): "",
+		k.candidacy("billing", "1a"):              "billing",
+		k.line("billing"):                         "billing",
+		k.settings("billing"):                     "billing",
+		k.promiseOf("billing", "3"):               "billing",
+		k.kv("billing/x"):                         "",
+		k.version():                               "",
+		k.barrier():                               "",
+		"other/billing/1a":                        "",
+	} {
+		if e := electionOf([]byte(key)); string(e) != want {
+			t.Errorf("electionOf(%q) = %q, want %q", key, e, want)
+		}
 	}
 }
 

@@ -115,7 +115,7 @@ func (t *routedTxn) Commit() (*clientv3.TxnResponse, error) {
 	}
 	for _, op := range append(t.thens[:len(t.thens):len(t.thens)], t.elses...) {
 		if !op.IsGet() {
-			return t.p.batch.commit(t.ctx, t)
+			return t.p.batch.commit(t.ctx, txnRequest(t.cmps, t.thens, t.elses))
 		}
 	}
 	return do(t.ctx, t.p, idempotent, nil, func(ctx context.Context, c *clientv3.Client) (*clientv3.TxnResponse, error) {

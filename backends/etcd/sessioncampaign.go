@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/electorhq/elector/gateway"
@@ -72,7 +72,7 @@ func (b *Backend) campaignInSession(ctx context.Context, election string, c gate
 			if lerr != nil {
 				return gateway.Status{}, fmt.Errorf("etcd: %s in %q: %w (its transaction's answer was lost: %v)", op, election, lerr, err)
 			}
-			resp, one = &clientv3.TxnResponse{Header: &etcdserverpb.ResponseHeader{Revision: rev}, Succeeded: true}, false
+			resp, one = &clientv3.TxnResponse{Header: &pb.ResponseHeader{Revision: rev}, Succeeded: true}, false
 		case !resp.Succeeded:
 			again, err := b.sessionRefused(ctx, op, election, c.ID, hex, &s)
 			if err != nil {
@@ -91,13 +91,13 @@ func (b *Backend) campaignInSession(ctx context.Context, election string, c gate
 // named hex in session s: the session's key at the revision the campaign
 // read it, and no key of the session in the election's line (under two
 // names: see movedSuffix) or cooling.
-func (b *Backend) sessionGuard(election, hex string, s sessionInfo) []clientv3.Cmp {
+func (b *Backend) sessionGuard(election, hex string, s sessionInfo) []*pb.Compare {
 	line, moved, cool := b.keys.candidacy(election, hex), b.keys.candidacy(election, hex+movedSuffix), b.keys.cooling(election, hex)
-	return []clientv3.Cmp{
-		clientv3.Compare(clientv3.ModRevision(b.keys.session(s.id)), "=", s.mod),
-		clientv3.Compare(clientv3.CreateRevision(line), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(moved), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(cool), "=", 0),
+	return []*pb.Compare{
+		cmpModified(b.keys.session(s.id), s.mod),
+		cmpCreated(line, 0),
+		cmpCreated(moved, 0),
+		cmpCreated(cool, 0),
 	}
 }
 
