@@ -37,7 +37,7 @@ func (s *state) applyRevision(rev int64, changes []*clientv3.Event, derive bool)
 	before := make([]view, len(names))
 	newest := make([]time.Time, len(names))
 	for i, n := range names {
-		before[i] = s.view(n)
+		before[i] = s.eventView(n, true)
 		if e := s.elections[n]; e != nil {
 			e.at, newest[i] = time.Time{}, e.newest()
 		}
@@ -52,7 +52,7 @@ func (s *state) applyRevision(rev int64, changes []*clientv3.Event, derive bool)
 	s.rev = rev
 	var out []gateway.Event
 	for i, n := range names {
-		after := s.view(n)
+		after := s.eventView(n, false)
 		var at time.Time
 		if e := s.elections[n]; e != nil {
 			at = e.at

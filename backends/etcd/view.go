@@ -67,7 +67,7 @@ type view struct {
 }
 
 // view derives the view of election name.
-func (s *state) view(name string) view { return s.derive(name, true) }
+func (s *state) view(name string) view { return s.derive(name, deriveAll) }
 
 // leaderView derives what view does of election name but for the
 // candidates that only a whole snapshot shows (those cooling, the ids, the
@@ -76,10 +76,33 @@ func (s *state) view(name string) view { return s.derive(name, true) }
 // code, so a snapshot of it names the same holders (Backend.ElectionLeader).
 // It shares the state's maps instead of copying them: it must not be used
 // once the cache's lock is released.
-func (s *state) leaderView(name string) view { return s.derive(name, false) }
+func (s *state) leaderView(name string) view { return s.derive(name, deriveLeader) }
 
-// derive is view, or leaderView without all.
-func (s *state) derive(name string, all bool) view {
+// eventView derives what the events of a revision are found from (diff,
+// departures, eventTime): view's line, cooling, holders, transfer, mark
+// and promises, but not its ids, handovers, cooldowns or promise clock
+// (nil). With kept, the promises are copied, for a view taken before the
+// state changes; without, they are shared, and the view must not be used
+// once the state changes or the cache's lock is released.
+func (s *state) eventView(name string, kept bool) view {
+	if kept {
+		return s.derive(name, deriveEventsKept)
+	}
+	return s.derive(name, deriveEvents)
+}
+
+// deriveMode is what derive derives.
+type deriveMode int
+
+const (
+	deriveAll        deriveMode = iota // view
+	deriveLeader                       // leaderView
+	deriveEvents                       // eventView, shared
+	deriveEventsKept                   // eventView, kept
+)
+
+// derive is view, leaderView or eventView, as m says.
+func (s *state) derive(name string, m deriveMode) view {
 	v := view{name: name, settings: gateway.DefaultSettings(), from: -1}
 	e := s.elections[name]
 	if e == nil {
@@ -95,20 +118,29 @@ func (s *state) derive(name string, all bool) view {
 	}
 	slices.SortFunc(v.line, func(a, b *entry) int { return cmp.Compare(a.create, b.create) })
 	v.lead, v.leadMod = e.lead, e.leadMod
-	if all {
+	switch m {
+	case deriveAll, deriveEvents, deriveEventsKept:
 		for _, x := range e.cooling {
 			v.cooling = append(v.cooling, x)
 		}
 		slices.SortFunc(v.cooling, func(a, b *entry) int {
 			return cmp.Or(a.value.CooldownUntil.Compare(b.value.CooldownUntil), cmp.Compare(a.create, b.create))
 		})
+		v.mark, v.markMod = e.mark, e.markMod
+	}
+	switch m {
+	case deriveAll:
 		// A view outlives the cache's lock: it shares only values that are
 		// replaced, never changed in place (entries, records), and copies maps.
-		v.ids, v.mark, v.markMod = maps.Clone(e.ids), e.mark, e.markMod
+		v.ids = maps.Clone(e.ids)
 		v.handovers, v.cooldowns = maps.Clone(e.handovers), maps.Clone(e.cooldowns)
 		v.promises, v.promised = maps.Clone(e.promises), maps.Clone(e.promised)
-	} else {
+	case deriveLeader:
 		v.handovers, v.promises, v.promised = e.handovers, e.promises, e.promised
+	case deriveEvents:
+		v.promises = e.promises
+	case deriveEventsKept:
+		v.promises = maps.Clone(e.promises)
 	}
 	l := e.lead
 	if l == nil {
