@@ -405,6 +405,9 @@ func (f *footprint) elections(election func(key []byte) []byte) {
 // bytes it takes in a request.
 func footprintOf(req *pb.TxnRequest) (footprint, int) {
 	var f footprint
+	reads, writes := countSpans(req)
+	spans := make([]span, 0, reads+writes) // one allocation for both
+	f.reads, f.writes = spans[:0:reads], spans[reads:reads]
 	f.walk(req)
 	size := 0
 	for _, ss := range [][]span{f.reads, f.writes} {
@@ -434,6 +437,25 @@ func (f *footprint) walk(req *pb.TxnRequest) {
 			}
 		}
 	}
+}
+
+// countSpans counts the spans walk adds for req.
+func countSpans(req *pb.TxnRequest) (reads, writes int) {
+	reads = len(req.Compare)
+	for _, ops := range [][]*pb.RequestOp{req.Success, req.Failure} {
+		for _, op := range ops {
+			switch r := op.Request.(type) {
+			case *pb.RequestOp_RequestTxn:
+				nr, nw := countSpans(r.RequestTxn)
+				reads, writes = reads+nr, writes+nw
+			case *pb.RequestOp_RequestRange:
+				reads++
+			default:
+				writes++
+			}
+		}
+	}
+	return reads, writes
 }
 
 // valueBytes is the size of the values req puts.

@@ -58,9 +58,30 @@ func sendTxn(ctx context.Context, c *clientv3.Client, req *pb.TxnRequest) (*clie
 	return (*clientv3.TxnResponse)(resp), nil
 }
 
-// pbPut is a put of val at key, on lease (0: none).
+// pbPut is a put of val at key, on lease (0: none). Its three messages
+// are allocated together (as putOp), as are cmpCreated's and cmpModified's.
 func pbPut(key, val string, lease int64) *pb.RequestOp {
-	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(key), Value: []byte(val), Lease: lease}}}
+	p := new(putOp)
+	p.put.Key, p.put.Value, p.put.Lease = []byte(key), []byte(val), lease
+	p.union.RequestPut = &p.put
+	p.op.Request = &p.union
+	return &p.op
+}
+
+type putOp struct {
+	op    pb.RequestOp
+	union pb.RequestOp_RequestPut
+	put   pb.PutRequest
+}
+
+type createCmp struct {
+	cmp   pb.Compare
+	union pb.Compare_CreateRevision
+}
+
+type modCmp struct {
+	cmp   pb.Compare
+	union pb.Compare_ModRevision
 }
 
 // pbGet is a read of key.
@@ -75,8 +96,10 @@ func pbTxn(cmps []*pb.Compare, thens, elses []*pb.RequestOp) *pb.RequestOp {
 
 // cmpCreated compares key's create revision with rev (0: key absent).
 func cmpCreated(key string, rev int64) *pb.Compare {
-	return &pb.Compare{Key: []byte(key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
-		TargetUnion: &pb.Compare_CreateRevision{CreateRevision: rev}}
+	c := new(createCmp)
+	c.union.CreateRevision = rev
+	c.cmp.Key, c.cmp.Target, c.cmp.Result, c.cmp.TargetUnion = []byte(key), pb.Compare_CREATE, pb.Compare_EQUAL, &c.union
+	return &c.cmp
 }
 
 // cmpNoneUnder requires that no key starts with prefix.
@@ -88,8 +111,10 @@ func cmpNoneUnder(prefix string) *pb.Compare {
 
 // cmpModified compares key's mod revision with rev.
 func cmpModified(key string, rev int64) *pb.Compare {
-	return &pb.Compare{Key: []byte(key), Target: pb.Compare_MOD, Result: pb.Compare_EQUAL,
-		TargetUnion: &pb.Compare_ModRevision{ModRevision: rev}}
+	c := new(modCmp)
+	c.union.ModRevision = rev
+	c.cmp.Key, c.cmp.Target, c.cmp.Result, c.cmp.TargetUnion = []byte(key), pb.Compare_MOD, pb.Compare_EQUAL, &c.union
+	return &c.cmp
 }
 
 // commitTxn sends req, a writing transaction, as the backend's KV sends
