@@ -23,6 +23,12 @@ const (
 // parameter, and go on doing so for any other (and the leader read, the
 // hottest path of the API, pays nothing for it).
 func readContext(r *http.Request) (context.Context, error) {
+	switch r.URL.RawQuery {
+	case "consistency=" + consistencyLocal: // the common case, without parsing
+		return gateway.WithLocalRead(r.Context()), nil
+	case "consistency=" + consistencyLinearizable:
+		return r.Context(), nil
+	}
 	if !strings.Contains(r.URL.RawQuery, "consistency") {
 		return r.Context(), nil
 	}
