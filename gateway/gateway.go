@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -181,11 +182,19 @@ func New(b Backend, cfg Config) *Gateway {
 	return g
 }
 
-// nativeSessions finds the Sessioner that b is, or wraps.
+// nativeSessions finds the Sessioner that b is, or wraps, and reports its
+// calls to the Observers that wrap it (Observe), as b's other calls are.
 func nativeSessions(b Backend) (Sessioner, bool) {
+	var observers []Observer // outermost first
 	for {
 		if s, ok := b.(Sessioner); ok {
+			for _, o := range slices.Backward(observers) {
+				s = observedSessions{s, o}
+			}
 			return s, true
+		}
+		if o, ok := b.(*observed); ok {
+			observers = append(observers, o.o)
 		}
 		u, ok := b.(interface{ Unwrap() Backend })
 		if !ok {

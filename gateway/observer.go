@@ -355,3 +355,31 @@ func (m observedCursorBound) MaxCursor(ctx context.Context) (string, error) {
 	m.o.done("max_cursor", start, err)
 	return c, err
 }
+
+// observedSessions is a backend's own Sessioner whose calls are reported
+// to an Observer, as observed reports the backend's other calls.
+type observedSessions struct {
+	s Sessioner
+	o Observer
+}
+
+func (o observedSessions) OpenSession(ctx context.Context, id string, ttl time.Duration, tokenHash string) (Session, error) {
+	start := time.Now()
+	s, err := o.s.OpenSession(ctx, id, ttl, tokenHash)
+	o.o.BackendCall("open_session", time.Since(start), err)
+	return s, err
+}
+
+func (o observedSessions) KeepSession(ctx context.Context, id, tokenHash string) (Session, error) {
+	start := time.Now()
+	s, err := o.s.KeepSession(ctx, id, tokenHash)
+	o.o.BackendCall("keep_session", time.Since(start), err)
+	return s, err
+}
+
+func (o observedSessions) CloseSession(ctx context.Context, id, tokenHash string) error {
+	start := time.Now()
+	err := o.s.CloseSession(ctx, id, tokenHash)
+	o.o.BackendCall("close_session", time.Since(start), err)
+	return err
+}

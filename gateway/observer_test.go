@@ -212,3 +212,53 @@ func TestObserveReportsEachCallByItsOperation(t *testing.T) {
 		t.Errorf("MaxHolders and Run reported %v", got)
 	}
 }
+
+// sessioning is a memory backend with sessions of its own, which answer
+// whatever is asked.
+type sessioning struct{ *memory.Backend }
+
+func (sessioning) OpenSession(_ context.Context, id string, ttl time.Duration, _ string) (gateway.Session, error) {
+	return gateway.Session{ID: id, TTL: ttl}, nil
+}
+
+func (sessioning) KeepSession(_ context.Context, id, _ string) (gateway.Session, error) {
+	return gateway.Session{ID: id}, nil
+}
+
+func (sessioning) CloseSession(context.Context, string, string) error { return nil }
+
+// recording is an Observer that keeps the ops it is told of.
+type recording struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+func (r *recording) BackendCall(op string, _ time.Duration, _ error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops = append(r.ops, op)
+}
+
+// A backend's own sessions are observed as its other calls are: a Gateway
+// finds them under the observer, and times them through it.
+func TestObservedBackendsSessionsAreObserved(t *testing.T) {
+	t.Parallel()
+	var rec recording
+	gw := gateway.New(gateway.Observe(sessioning{memory.New()}, &rec), gateway.Config{})
+	ctx := t.Context()
+	s, token, err := gw.OpenSession(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gw.KeepSession(ctx, s.ID, token); err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.CloseSession(ctx, s.ID, token); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if want := []string{"open_session", "keep_session", "close_session"}; !slices.Equal(rec.ops, want) {
+		t.Errorf("observed %v, want %v", rec.ops, want)
+	}
+}

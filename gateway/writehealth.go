@@ -28,6 +28,7 @@ const (
 var writeOps = map[string]bool{
 	"campaign": true, "heartbeat": true, "resign": true, "report_error": true, "fail_leader": true,
 	"configure": true, "delete_election": true, "transfer": true, "handover": true, "cancel_transfer": true,
+	"open_session": true, "keep_session": true, "close_session": true,
 }
 
 // writeHealth remembers how this replica's recent writes went. Safe for

@@ -18,7 +18,7 @@ type backendSeries struct {
 
 // backendOps are the op label values of the Backend methods, created at
 // zero so that dashboards see them before the first call.
-var backendOps = []string{"campaign", "heartbeat", "resign", "report_error", "election", "elections", "election_local", "elections_local", "configure", "watch", "transfer", "handover"}
+var backendOps = []string{"campaign", "heartbeat", "resign", "report_error", "election", "elections", "election_local", "elections_local", "configure", "watch", "transfer", "handover", "open_session", "keep_session", "close_session"}
 
 func newBackendSeries(reg prometheus.Registerer) backendSeries {
 	s := backendSeries{
