@@ -3,6 +3,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -18,10 +19,40 @@ const RouteUnmatched = "unmatched"
 type httpSeries struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// of holds the series of each route, method and status met so far
+	// (routeKey to routeSeries): looked up without the vectors' hashing
+	// of the label values, their locks and the slice of values each
+	// lookup allocates. It grows as the vectors do, by route, method and
+	// status, never by a raw path.
+	of *sync.Map
+}
+
+// routeKey names the series of one route, method and status.
+type routeKey struct {
+	route, method string
+	code          int
+}
+
+// routeSeries are the series a request of a routeKey counts in.
+type routeSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// series returns the series of route, method and code.
+func (s httpSeries) series(route, method string, code int) routeSeries {
+	k := routeKey{route, method, code}
+	if v, ok := s.of.Load(k); ok {
+		return v.(routeSeries)
+	}
+	v := routeSeries{s.requests.WithLabelValues(route, method, strconv.Itoa(code)), s.duration.WithLabelValues(route, method)}
+	s.of.Store(k, v)
+	return v
 }
 
 func newHTTPSeries(reg prometheus.Registerer) httpSeries {
 	s := httpSeries{
+		of: new(sync.Map),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: "http", Name: "requests_total",
 			Help: "HTTP requests answered, by route pattern, method and status code.",
@@ -55,9 +86,9 @@ func (m *Metrics) Middleware(next http.Handler) http.Handler {
 			if code == 0 {
 				code = http.StatusOK
 			}
-			route, method := routeOf(r), methodLabel(r.Method)
-			m.http.requests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
-			m.http.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
+			s := m.http.series(routeOf(r), methodLabel(r.Method), code)
+			s.requests.Inc()
+			s.duration.Observe(time.Since(start).Seconds())
 		}()
 		next.ServeHTTP(ww, r)
 	})
