@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,16 +39,31 @@ type boundedRead struct {
 	context.Context // the parent, for its values
 	deadline        time.Time
 
-	once   sync.Once
-	timed  context.Context // context.WithDeadline(parent, deadline), once asked for
-	cancel context.CancelFunc
+	once    sync.Once
+	timed   context.Context // context.WithDeadline(parent, deadline), once asked for
+	cancel  context.CancelFunc
+	started atomic.Bool // timed is the deadline's context
 }
 
 // waited returns the context with the deadline's timer, started at the
 // first call.
 func (c *boundedRead) waited() context.Context {
-	c.once.Do(func() { c.timed, c.cancel = context.WithDeadline(c.Context, c.deadline) })
+	c.once.Do(func() {
+		c.timed, c.cancel = context.WithDeadline(c.Context, c.deadline)
+		c.started.Store(true)
+	})
 	return c.timed
+}
+
+// Value is the parent's, through the deadline's context once it started:
+// a context derived from this one then finds that context's cancellation
+// (the package context's own lookup) and is cancelled with it, rather
+// than by a goroutine of its own.
+func (c *boundedRead) Value(key any) any {
+	if c.started.Load() {
+		return c.timed.Value(key)
+	}
+	return c.Context.Value(key)
 }
 
 func (c *boundedRead) Deadline() (time.Time, bool) {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -59,6 +60,26 @@ func TestBoundedReadIsADeadline(t *testing.T) {
 		case <-c.Done():
 		default:
 			t.Error("a read's context is not done once the read is answered")
+		}
+	})
+}
+
+// A context derived from a read's is cancelled with it by the package
+// context's own bookkeeping, as one derived from context.WithDeadline's
+// is: no goroutine per derived context.
+func TestBoundedReadsChildrenNeedNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &boundedRead{Context: t.Context(), deadline: time.Now().Add(ReadTimeout)}
+		defer c.end()
+		before := runtime.NumGoroutine()
+		child, cancel := context.WithCancel(c)
+		defer cancel()
+		if n := runtime.NumGoroutine(); n != before {
+			t.Errorf("deriving a context started %d goroutines, want none", n-before)
+		}
+		<-child.Done()
+		if !errors.Is(child.Err(), context.DeadlineExceeded) {
+			t.Errorf("a derived context at the read's deadline: %v, want %v", child.Err(), context.DeadlineExceeded)
 		}
 	})
 }
