@@ -832,10 +832,11 @@
 //
 // A replica sends its writing transactions to etcd in batches while its
 // earlier writes are under way (group commit, batch.go): a write that
-// finds fewer than two batches under way and none waiting goes at once,
-// alone; the writes that arrive meanwhile go together, up to
-// Config.WriteBatch, as the nested transactions of one transaction. One
-// raft proposal, WAL entry, read view and gRPC call then carry a batch.
+// finds no batch under way goes at once, alone; the writes that arrive
+// meanwhile wait for it and go together, up to Config.WriteBatch, as the
+// nested transactions of one transaction, and a second batch goes beside
+// the first only once a full one waits. One raft proposal, WAL entry,
+// read view and gRPC call then carry a batch.
 // No write changes its meaning in a batch: etcd evaluates every comparison
 // of a transaction, nested ones included, before any of its writes, and a
 // batch holds only writes of which none writes a key that another
