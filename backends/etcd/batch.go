@@ -121,10 +121,7 @@ func (b *batcher) commit(ctx context.Context, req *pb.TxnRequest) (*clientv3.Txn
 		return q.resp, q.err
 	}
 	b.queue = append(b.queue, q)
-	if b.flights < batchFlights && len(b.queue) >= b.most {
-		// A full batch waits: it goes beside the one under way.
-		b.start(b.take())
-	}
+	b.more()
 	b.mu.Unlock()
 	select {
 	case <-q.wake:
@@ -209,7 +206,7 @@ func (b *batcher) send(batch []*queued) {
 	}
 	b.mu.Lock()
 	b.flights--
-	b.start(b.take())
+	b.more()
 	b.mu.Unlock()
 	for _, q := range batch[1:] {
 		q.wake <- struct{}{}
@@ -290,12 +287,19 @@ func refusedWhole(err error) bool {
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// start has the first write of batch, if any, send it (lead), as one
-// more flight. b.mu is held.
-func (b *batcher) start(batch []*queued) {
-	if len(batch) == 0 {
-		return
+// more starts batches of the queue: the next when none is under way, and
+// one beside the one under way while a full one waits (so also when a
+// batch ends with a full queue behind it). take never returns an empty
+// batch of a queue that holds a write, so the loop ends. b.mu is held.
+func (b *batcher) more() {
+	for len(b.queue) > 0 && (b.flights == 0 || (b.flights < batchFlights && len(b.queue) >= b.most)) {
+		b.start(b.take())
 	}
+}
+
+// start has the first write of batch send it (lead), as one more flight.
+// b.mu is held.
+func (b *batcher) start(batch []*queued) {
 	b.flights++
 	batch[0].lead = batch
 	batch[0].wake <- struct{}{} // buffered: each write is woken once

@@ -183,6 +183,8 @@ func (c Config) client(ctx context.Context, url string) (*clientv3.Client, error
 	if err != nil {
 		return nil, err
 	}
+	// No MaxCallSendMsgSize or MaxCallRecvMsgSize: writes are sent with
+	// clientv3's defaults for them (txnCallOpts).
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:            []string{url},
 		Context:              ctx,

@@ -2,11 +2,13 @@ package etcd
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 )
 
 // A writing transaction goes to etcd as the protobuf request etcd takes,
@@ -41,7 +43,8 @@ func (k *keepTxn) Txn(_ context.Context, req *pb.TxnRequest, _ ...grpc.CallOptio
 }
 
 // txnCallOpts are the call options clientv3 gives a transaction: its
-// defaults, which connect leaves as they are.
+// defaults, which connect leaves as they are (it sets no message size:
+// one set there must be set here too).
 var txnCallOpts = []grpc.CallOption{
 	grpc.WaitForReady(true),
 	grpc.MaxCallSendMsgSize(2 << 20),
@@ -129,12 +132,19 @@ func (b *Backend) commitTxn(ctx context.Context, req *pb.TxnRequest) (*clientv3.
 	return b.cli.Txn(ctx).If(cmps...).Then(thens...).Else(elses...).Commit()
 }
 
-// clientTxn returns req as clientv3's comparisons and operations: the
-// fields the builders above set (a put's key, value and lease; a range's
-// or a delete's key and end), nested transactions too.
+// clientTxn returns req as clientv3's comparisons and operations. It
+// takes the fields the builders above set (a put's key, value and lease;
+// a range's or a delete's key and end), nested transactions too, and
+// panics on any other, so that a wrapped KV never gets a different
+// transaction than etcd would.
 func clientTxn(req *pb.TxnRequest) (cmps []clientv3.Cmp, thens, elses []clientv3.Op) {
 	for _, c := range req.Compare {
 		cmps = append(cmps, clientv3.FromCompare(c))
+	}
+	only := func(got, want proto.Message) {
+		if !proto.Equal(got, want) {
+			panic(fmt.Sprintf("etcd: clientTxn cannot convert %v", got))
+		}
 	}
 	ops := func(rs []*pb.RequestOp) []clientv3.Op {
 		var out []clientv3.Op
@@ -142,13 +152,20 @@ func clientTxn(req *pb.TxnRequest) (cmps []clientv3.Cmp, thens, elses []clientv3
 			switch r := r.Request.(type) {
 			case *pb.RequestOp_RequestPut:
 				p := r.RequestPut
+				only(p, &pb.PutRequest{Key: p.Key, Value: p.Value, Lease: p.Lease})
 				out = append(out, clientv3.OpPut(string(p.Key), string(p.Value), clientv3.WithLease(clientv3.LeaseID(p.Lease))))
 			case *pb.RequestOp_RequestRange:
-				out = append(out, clientv3.OpGet(string(r.RequestRange.Key), withEnd(r.RequestRange.RangeEnd)...))
+				g := r.RequestRange
+				only(g, &pb.RangeRequest{Key: g.Key, RangeEnd: g.RangeEnd})
+				out = append(out, clientv3.OpGet(string(g.Key), withEnd(g.RangeEnd)...))
 			case *pb.RequestOp_RequestDeleteRange:
-				out = append(out, clientv3.OpDelete(string(r.RequestDeleteRange.Key), withEnd(r.RequestDeleteRange.RangeEnd)...))
+				d := r.RequestDeleteRange
+				only(d, &pb.DeleteRangeRequest{Key: d.Key, RangeEnd: d.RangeEnd})
+				out = append(out, clientv3.OpDelete(string(d.Key), withEnd(d.RangeEnd)...))
 			case *pb.RequestOp_RequestTxn:
 				out = append(out, clientv3.OpTxn(clientTxn(r.RequestTxn)))
+			default:
+				panic(fmt.Sprintf("etcd: clientTxn cannot convert %v", r))
 			}
 		}
 		return out

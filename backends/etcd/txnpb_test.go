@@ -39,3 +39,22 @@ func TestBuiltRequestsAreClientv3s(t *testing.T) {
 		t.Errorf("built:\n%v\nsent through a wrapped KV as:\n%v", built, back)
 	}
 }
+
+// A request with a field the wrapped path cannot carry is refused loudly,
+// not sent without it.
+func TestClientTxnRefusesWhatItCannotCarry(t *testing.T) {
+	for name, op := range map[string]*pb.RequestOp{
+		"a put that asks for the previous value": {Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("k"), PrevKv: true}}},
+		"a limited range":                        {Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte("k"), Limit: 1}}},
+		"a delete that asks for the values":      {Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte("k"), PrevKv: true}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("converted without the field")
+				}
+			}()
+			clientTxn(&pb.TxnRequest{Success: []*pb.RequestOp{op}})
+		})
+	}
+}
