@@ -59,7 +59,9 @@ func (w *writeHealth) record(op string, now time.Time, err error) {
 // BackendCall implements Observer: the Gateway observes its backend with
 // its writeHealth.
 func (w *writeHealth) BackendCall(op string, _ time.Duration, err error) {
-	w.record(op, time.Now(), err)
+	if writeOps[op] { // a read costs no clock reading
+		w.record(op, time.Now(), err)
+	}
 }
 
 // check returns an error wrapping ErrUnavailable while writes are failing
