@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -73,11 +74,6 @@ func fleetEtcd(t *testing.T) string {
 	for i := range elections {
 		reads = append(reads, wrkRequest{method: "GET", path: fmt.Sprintf("/v1/elections/e-%03d/leader", i)})
 	}
-	var rd, lr wrkResult
-	var rdBeside, lrBeside, erBeside beside
-	etcdProfileDuring(t, etcd.URL, "etcd-leader", d, func() {
-		rdBeside = besideLoad(t, etcd, func() { rd = wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, reads) })
-	})
 	// The same reads with consistency=local: from the replica's copy as
 	// it is, without the read index.
 	localReads := make([]wrkRequest, len(reads))
@@ -85,20 +81,31 @@ func fleetEtcd(t *testing.T) string {
 		r.path += "?consistency=local"
 		localReads[i] = r
 	}
-	etcdProfileDuring(t, etcd.URL, "etcd-leader-local", d, func() {
-		lrBeside = besideLoad(t, etcd, func() { lr = wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, localReads) })
-	})
-	// The gateway's own ceiling on this machine: GET /healthz of the same
-	// process, which touches no backend.
-	var ceil wrkResult
-	var ceilBeside beside
-	etcdProfileDuring(t, etcd.URL, "etcd-healthz", d, func() {
-		ceilBeside = besideLoad(t, etcd, func() {
-			ceil = wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, []wrkRequest{{method: "GET", path: "/healthz"}})
+	// Each round: elector's reads, its local reads, its ceiling (GET
+	// /healthz of the same process, which touches no backend), etcd's
+	// reads; the median round of each counts (ELECTOR_BENCH_ROUNDS).
+	var rds, lrs, ceils, ers []besideResult
+	for range fleetRounds(t) {
+		etcdProfileDuring(t, etcd.URL, "etcd-leader", d, func() {
+			rds = append(rds, measureBeside(t, etcd, func() wrkResult { return wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, reads) }))
 		})
-	})
+		etcdProfileDuring(t, etcd.URL, "etcd-leader-local", d, func() {
+			lrs = append(lrs, measureBeside(t, etcd, func() wrkResult { return wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, localReads) }))
+		})
+		etcdProfileDuring(t, etcd.URL, "etcd-healthz", d, func() {
+			ceils = append(ceils, measureBeside(t, etcd, func() wrkResult {
+				return wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, []wrkRequest{{method: "GET", path: "/healthz"}})
+			}))
+		})
+		if !skipEtcd() {
+			ers = append(ers, measureBeside(t, etcd, func() wrkResult { return wrkCycle(t, etcd.URL, etcd.pid, conns, d, etcdReads) }))
+		}
+	}
+	rd, rdBeside := medianBeside(rds)
+	lr, lrBeside := medianBeside(lrs)
+	ceil, ceilBeside := medianBeside(ceils)
+	er, erBeside := medianBeside(ers)
 	if !skipEtcd() {
-		erBeside = besideLoad(t, etcd, func() { er = wrkCycle(t, etcd.URL, etcd.pid, conns, d, etcdReads) })
 		n0 = runWrk(t, etcd.URL, etcd.pid, clients, d, "etcd", append([]string{"c0"}, leases...)...)
 	}
 	var m0, m0v, m5 wrkResult
@@ -188,6 +195,8 @@ func fleetEtcd(t *testing.T) string {
 		existing, perSecond(n5g), us(n5g), fails(n5g), existing, ratio(m5.rate(), n5g.rate()))
 	fmt.Fprintf(&b, "Ceiling: `GET /healthz` of the same process, %d connections: %s/s (p99 %s, %s non-2xx, %s of CPU per request, wrk %s).\n",
 		conns, perSecond(ceil), ms(ceil.p99()), fails(ceil), us(ceil), ceilBeside.wrkPer(ceil))
+	fmt.Fprintf(&b, "Reads: the median of %d round(s), each elector's reads, local reads, ceiling, then etcd's reads; rounds: reads %s, local reads %s, ceiling %s, etcd's reads %s.\n",
+		len(rds), ratesOf(rds), ratesOf(lrs), ratesOf(ceils), ratesOf(ers))
 	fmt.Fprintf(&b, "elector's server CPU is the gateway process alone. Beside it, per request of elector's loads: etcd's process %s (reads), %s (local reads), %s / %s / %s (campaigns at 0 / declared / at %d); wrk %s (reads; %s local; %s for etcd's), %s / %s / %s (campaigns).\n",
 		rdBeside.etcdPer(rd), lrBeside.etcdPer(lr), m0Beside.etcdPer(m0), m0vBeside.etcdPer(m0v), m5Beside.etcdPer(m5), existing,
 		rdBeside.wrkPer(rd), lrBeside.wrkPer(lr), erBeside.wrkPer(er), m0Beside.wrkPer(m0), m0vBeside.wrkPer(m0v), m5Beside.wrkPer(m5))
@@ -322,4 +331,41 @@ func etcdProfileDuring(tb testing.TB, base, name string, d time.Duration, load f
 	})
 	profileDuring(tb, name, d, load)
 	wg.Wait()
+}
+
+// besideResult is a load's result and what etcd and wrk spent beside it.
+type besideResult struct {
+	r wrkResult
+	b beside
+}
+
+// measureBeside runs load, noting what etcd and wrk spend beside it.
+func measureBeside(t *testing.T, etcd *etcdServer, load func() wrkResult) besideResult {
+	var m besideResult
+	m.b = besideLoad(t, etcd, func() { m.r = load() })
+	return m
+}
+
+// medianBeside returns the round of ms with the median rate (nothing for
+// no round: etcd's, left out).
+func medianBeside(ms []besideResult) (wrkResult, beside) {
+	if len(ms) == 0 {
+		return wrkResult{}, beside{}
+	}
+	ms = slices.Clone(ms)
+	slices.SortFunc(ms, func(a, b besideResult) int { return cmp.Compare(a.r.rate(), b.r.rate()) })
+	m := ms[len(ms)/2]
+	return m.r, m.b
+}
+
+// ratesOf lists the rates of ms, "–" for none.
+func ratesOf(ms []besideResult) string {
+	if len(ms) == 0 {
+		return "–"
+	}
+	rs := make([]wrkResult, len(ms))
+	for i, m := range ms {
+		rs[i] = m.r
+	}
+	return rates(rs)
 }

@@ -26,7 +26,8 @@ import (
 //
 // ELECTOR_BENCH_SECONDS sets the length of each load (default 10),
 // ELECTOR_BENCH_ROUNDS how many times each load of heartbeats and reads
-// runs, interleaved (the median counts; default 1), ELECTOR_BENCH_OUT a
+// runs (the etcd part's reads and ceiling too), interleaved (the median
+// counts; default 1), ELECTOR_BENCH_OUT a
 // file the tables are also written to, ELECTOR_BENCH_CONFIG YAML settings
 // added to every elector serve (to measure other settings than the
 // defaults), ELECTOR_BENCH_BINARY an elector binary to measure instead
