@@ -379,23 +379,35 @@ func (g *Gateway) Heartbeat(ctx context.Context, election, id, token string) (St
 		return Status{}, err
 	}
 	sid, inSession := sessionOfToken(token)
-	if inSession && g.kvSessions != nil {
+	inSession = inSession && g.kvSessions != nil
+	var (
+		rec    sessionRecord
+		rev    uint64
+		recErr error
+	)
+	if inSession {
 		// A candidacy ends with its session: closed, or expired, its
 		// heartbeats no longer keep it (a backend whose session is one
 		// lease has nothing left to renew).
-		if _, _, err := g.kvSessions.record(ctx, sid, HashToken(token)); errors.Is(err, ErrSessionNotFound) {
+		rec, rev, recErr = g.kvSessions.record(ctx, sid, HashToken(token))
+		if errors.Is(recErr, ErrSessionNotFound) {
 			if rerr := g.b.Resign(ctx, election, id, HashToken(token)); rerr != nil && !errors.Is(rerr, ErrCandidateNotFound) && !errors.Is(rerr, ErrElectionNotFound) {
 				return Status{}, rerr
 			}
-			return Status{}, fmt.Errorf("gateway: heartbeat %q of %q: its session has ended (%v): %w", id, election, err, ErrCandidateNotFound)
+			return Status{}, fmt.Errorf("gateway: heartbeat %q of %q: its session has ended (%v): %w", id, election, recErr, ErrCandidateNotFound)
 		}
 	}
 	st, err := g.b.Heartbeat(ctx, election, id, HashToken(token))
-	if inSession && g.kvSessions != nil && err == nil {
+	if inSession && err == nil {
 		// A candidacy's heartbeat renews its whole session, as on a
-		// backend where the session is one lease.
+		// backend where the session is one lease, from the record read
+		// above.
 		self := SessionCandidate{Election: election, ID: id, State: st.Candidate.State, Term: st.Term, ExpiresAt: st.Candidate.ExpiresAt}
-		if _, kerr := g.kvSessions.keep(ctx, sid, HashToken(token), self); kerr != nil {
+		kerr := recErr
+		if kerr == nil {
+			_, kerr = g.kvSessions.keep(ctx, sid, HashToken(token), rec, rev, self)
+		}
+		if kerr != nil {
 			g.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "heartbeat: renew the candidacy's session",
 				slog.String("election", election), slog.String("candidate", id), slog.String("session", sid), slog.String("error", kerr.Error()))
 		}

@@ -154,18 +154,18 @@ func (k *sessionsKV) members(ctx context.Context, id string) ([]sessionName, err
 }
 
 func (k *sessionsKV) KeepSession(ctx context.Context, id, tokenHash string) (Session, error) {
-	return k.keep(ctx, id, tokenHash, SessionCandidate{})
-}
-
-// keep heartbeats every candidacy of session id but skip (one whose own
-// heartbeat was just made), drops the names of those that are gone, and
-// writes the session's new expiry, counted from before the first
-// heartbeat.
-func (k *sessionsKV) keep(ctx context.Context, id, tokenHash string, skip SessionCandidate) (Session, error) {
 	rec, rev, err := k.record(ctx, id, tokenHash)
 	if err != nil {
 		return Session{}, err
 	}
+	return k.keep(ctx, id, tokenHash, rec, rev, SessionCandidate{})
+}
+
+// keep heartbeats every candidacy of session id but skip (one whose own
+// heartbeat was just made, entered as it is), drops the names of those
+// that are gone, and writes the session's new expiry, counted from before
+// the first heartbeat, over rec read at revision rev (record).
+func (k *sessionsKV) keep(ctx context.Context, id, tokenHash string, rec sessionRecord, rev uint64, skip SessionCandidate) (Session, error) {
 	began := k.now()
 	ms, err := k.members(ctx, id)
 	if err != nil {
@@ -179,12 +179,11 @@ func (k *sessionsKV) keep(ctx context.Context, id, tokenHash string, skip Sessio
 	sem := make(chan struct{}, sessionBeats)
 	var wg sync.WaitGroup
 	for i, m := range ms {
-		c := SessionCandidate{Election: m.Election, ID: m.ID, ExpiresAt: out.ExpiresAt}
 		if m.Election == skip.Election && m.ID == skip.ID {
-			c.ExpiresAt = skip.ExpiresAt
-			results[i] = beatResult{c: c, kept: true}
+			results[i] = beatResult{c: skip, kept: true}
 			continue
 		}
+		c := SessionCandidate{Election: m.Election, ID: m.ID, ExpiresAt: out.ExpiresAt}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -231,6 +230,13 @@ type beatResult struct {
 	err  error
 }
 
+// notTheSessions reports whether err, a backend's answer about a
+// candidacy the session names, says it is no longer the session's: gone
+// (resigned, expired), or its id campaigning again with another token.
+func notTheSessions(err error) bool {
+	return errors.Is(err, ErrCandidateNotFound) || errors.Is(err, ErrElectionNotFound) || errors.Is(err, ErrTokenMismatch)
+}
+
 // beat heartbeats one candidacy of session id for its heartbeat, and
 // tells whether it is still the session's, with its expiry; one that is
 // gone has its name dropped.
@@ -251,7 +257,7 @@ func (k *sessionsKV) beat(ctx context.Context, id, tokenHash string, m sessionNa
 			return r
 		}
 		r.c.State, r.c.Term, r.c.ExpiresAt, r.kept = was.Candidate.State, was.Term, was.Candidate.ExpiresAt, true
-	case errors.Is(err, ErrCandidateNotFound), errors.Is(err, ErrElectionNotFound), errors.Is(err, ErrTokenMismatch):
+	case notTheSessions(err):
 		// Resigned, expired, or the id campaigns again outside the
 		// session: no longer the session's. A name written a moment ago
 		// may be of a campaign under way: it stays, unlisted.
@@ -292,7 +298,7 @@ func (k *sessionsKV) CloseSession(ctx context.Context, id, tokenHash string) err
 	// closing session that a second close finishes.
 	for _, m := range ms {
 		err := k.b.Resign(ctx, m.Election, m.ID, tokenHash)
-		if err != nil && !errors.Is(err, ErrCandidateNotFound) && !errors.Is(err, ErrElectionNotFound) && !errors.Is(err, ErrTokenMismatch) {
+		if err != nil && !notTheSessions(err) {
 			return fmt.Errorf("gateway: close session %s: resign %q of %q: %w", id, m.ID, m.Election, unavailableUnless(err))
 		}
 		if err := k.b.Delete(ctx, m.item.Key, 0); err != nil {
@@ -357,7 +363,7 @@ func (k *sessionsKV) join(ctx context.Context, id, tokenHash, election, cand str
 			switch {
 			case err == nil:
 				return 0, nil, fmt.Errorf("gateway: session %s: candidate %q in %q: %w", id, m.ID, election, ErrSessionInElection)
-			case !errors.Is(err, ErrCandidateNotFound) && !errors.Is(err, ErrElectionNotFound) && !errors.Is(err, ErrTokenMismatch):
+			case !notTheSessions(err):
 				return 0, nil, fmt.Errorf("gateway: session %s: %w", id, unavailableUnless(err))
 			}
 		}
