@@ -18,6 +18,16 @@ func quietGateway(b gateway.Backend) *gateway.Gateway {
 	return gateway.New(b, gateway.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
+// openSession opens a session of ttl on g, failing t if it cannot.
+func openSession(t *testing.T, g *gateway.Gateway, ttl time.Duration) (gateway.Session, string) {
+	t.Helper()
+	s, tok, err := g.OpenSession(t.Context(), ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, tok
+}
+
 // TestSessionSweepRemovesOnlyExpiredSessions: the records and names of a
 // session expired past the grace go, as do names without a record; a live
 // session's stay.
@@ -27,10 +37,7 @@ func TestSessionSweepRemovesOnlyExpiredSessions(t *testing.T) {
 	g := quietGateway(b)
 	now := time.Now()
 	gateway.SessionClock(g, func() time.Time { return now })
-	dead, deadTok, err := g.OpenSession(ctx, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dead, deadTok := openSession(t, g, 2*time.Second)
 	if _, _, err := g.Campaign(ctx, "jobs", gateway.CampaignRequest{ID: "a", Session: dead.ID, SessionToken: deadTok}); err != nil {
 		t.Fatal(err)
 	}
@@ -40,10 +47,7 @@ func TestSessionSweepRemovesOnlyExpiredSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(time.Hour)
-	live, liveTok, err := g.OpenSession(ctx, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	live, liveTok := openSession(t, g, 2*time.Second)
 	gateway.SweepSessions(ctx, g)
 	items, err := b.List(ctx, "sessions")
 	if err != nil {
@@ -64,10 +68,7 @@ func TestSessionDropsANameWithoutItsCandidacy(t *testing.T) {
 	ctx := context.Background()
 	b := memory.New()
 	g := quietGateway(b)
-	s, tok, err := g.OpenSession(ctx, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tok := openSession(t, g, 30*time.Second)
 	if _, _, err := g.Campaign(ctx, "jobs", gateway.CampaignRequest{ID: "a", Session: s.ID, SessionToken: tok}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +98,7 @@ func TestSessionTakesAStaleNameOver(t *testing.T) {
 	ctx := context.Background()
 	b := memory.New()
 	g := quietGateway(b)
-	s, tok, err := g.OpenSession(ctx, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tok := openSession(t, g, 30*time.Second)
 	stale, _ := json.Marshal(map[string]string{"election": "jobs", "id": "gone"})
 	if _, err := b.Create(ctx, gateway.SessionMemberKey(s.ID, "jobs"), stale); err != nil {
 		t.Fatal(err)
@@ -122,10 +120,7 @@ func TestSessionKeepsAYoungName(t *testing.T) {
 	ctx := context.Background()
 	b := memory.New()
 	g := quietGateway(b)
-	s, tok, err := g.OpenSession(ctx, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tok := openSession(t, g, 30*time.Second)
 	young, _ := json.Marshal(map[string]any{"election": "jobs", "id": "a", "joined_at": time.Now()})
 	if _, err := b.Create(ctx, gateway.SessionMemberKey(s.ID, "jobs"), young); err != nil {
 		t.Fatal(err)
@@ -158,10 +153,7 @@ func TestSessionEndsItsCandidacies(t *testing.T) {
 	g := quietGateway(b)
 	now := time.Now()
 	gateway.SessionClock(g, func() time.Time { return now })
-	s, tok, err := g.OpenSession(ctx, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tok := openSession(t, g, 10*time.Second)
 	if _, _, err := g.Campaign(ctx, "jobs", gateway.CampaignRequest{ID: "a", Session: s.ID, SessionToken: tok}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,10 +167,7 @@ func TestSessionEndsItsCandidacies(t *testing.T) {
 		t.Fatalf("the candidacy outlived its session: %+v", e.Candidates)
 	}
 	// A close that began: campaigns are refused.
-	s2, tok2, err := g.OpenSession(ctx, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2, tok2 := openSession(t, g, 10*time.Second)
 	item, err := b.Get(ctx, "sessions/"+s2.ID+"/record")
 	if err != nil {
 		t.Fatal(err)
