@@ -409,17 +409,16 @@ func (f *footprint) elections(election func(key []byte) []byte) {
 // bytes it takes in a request.
 func footprintOf(req *pb.TxnRequest) (footprint, int) {
 	var f footprint
-	reads, writes := countSpans(req)
+	reads, writes, size := measure(req)
 	spans := make([]span, 0, reads+writes) // one allocation for both
 	f.reads, f.writes = spans[:0:reads], spans[reads:reads]
 	f.walk(req)
-	size := 0
 	for _, ss := range [][]span{f.reads, f.writes} {
 		for _, s := range ss {
 			size += len(s.key) + len(s.end) + 16
 		}
 	}
-	return f, size + valueBytes(req)
+	return f, size
 }
 
 // walk adds to f the spans of req, nested transactions' too.
@@ -443,39 +442,26 @@ func (f *footprint) walk(req *pb.TxnRequest) {
 	}
 }
 
-// countSpans counts the spans walk adds for req.
-func countSpans(req *pb.TxnRequest) (reads, writes int) {
+// measure counts the spans walk adds for req, and the bytes of the
+// values it puts.
+func measure(req *pb.TxnRequest) (reads, writes, values int) {
 	reads = len(req.Compare)
 	for _, ops := range [][]*pb.RequestOp{req.Success, req.Failure} {
 		for _, op := range ops {
 			switch r := op.Request.(type) {
 			case *pb.RequestOp_RequestTxn:
-				nr, nw := countSpans(r.RequestTxn)
-				reads, writes = reads+nr, writes+nw
+				nr, nw, nv := measure(r.RequestTxn)
+				reads, writes, values = reads+nr, writes+nw, values+nv
 			case *pb.RequestOp_RequestRange:
 				reads++
+			case *pb.RequestOp_RequestPut:
+				writes, values = writes+1, values+len(r.RequestPut.Value)
 			default:
 				writes++
 			}
 		}
 	}
-	return reads, writes
-}
-
-// valueBytes is the size of the values req puts.
-func valueBytes(req *pb.TxnRequest) int {
-	n := 0
-	for _, ops := range [][]*pb.RequestOp{req.Success, req.Failure} {
-		for _, op := range ops {
-			switch r := op.Request.(type) {
-			case *pb.RequestOp_RequestTxn:
-				n += valueBytes(r.RequestTxn)
-			case *pb.RequestOp_RequestPut:
-				n += len(r.RequestPut.Value)
-			}
-		}
-	}
-	return n
+	return reads, writes, values
 }
 
 // opsNeed is the operation budget a transaction takes in etcd's check of
