@@ -1,7 +1,9 @@
 package etcd
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,9 +70,13 @@ type estate struct {
 	leadMod     int64
 	mark        *markValue
 	markMod     int64
-	line        map[string]*entry // by lease hex (a native key: by its name)
-	cooling     map[string]*entry // by lease hex
-	ids         map[string]idEntry
+	line        map[string]*entry // by lease hex (a native key: by its name); changed only by putLine and delLine
+	// byCreate is line ordered by create revision, as views show it,
+	// made on the first read after line changed (ordered); nil until
+	// then. Views share it: it is replaced, never changed in place.
+	byCreate []*entry
+	cooling  map[string]*entry // by lease hex
+	ids      map[string]idEntry
 	// handovers are the markers of handover delays, by the last component
 	// of their key ("" for p/_elector/handover/<election>), each with the
 	// term of the slot it times; cooldowns the lease hexes of the
@@ -322,7 +328,7 @@ func (s *state) put(kv *mvccpb.KeyValue) string {
 			x.seen = time.Now()
 		}
 		s.moveEntry(pk.election, e.leaseAt(pk, true), x.lease)
-		e.line[x.hex] = x
+		e.putLine(x)
 	case kindCooling:
 		var v candidateValue
 		if json.Unmarshal(kv.Value, &v) != nil {
@@ -439,6 +445,35 @@ func (s *state) del(key []byte) string {
 	return pk.election
 }
 
+// putLine sets the line's entry x.
+func (e *estate) putLine(x *entry) {
+	e.line[x.hex] = x
+	e.byCreate = nil
+}
+
+// delLine removes the line's entry of lease hex k.
+func (e *estate) delLine(k string) {
+	delete(e.line, k)
+	e.byCreate = nil
+}
+
+// ordered returns the line ordered by create revision, as concurrency.
+// Election orders it: made once per change of the line, and shared by
+// every view derived until the next, which none changes in place (its
+// capacity is its length, so an append copies it). A leader read then
+// derives no line of its own.
+func (e *estate) ordered() []*entry {
+	if e.byCreate == nil && len(e.line) > 0 {
+		line := make([]*entry, 0, len(e.line))
+		for _, x := range e.line {
+			line = append(line, x)
+		}
+		slices.SortFunc(line, func(a, b *entry) int { return cmp.Compare(a.create, b.create) })
+		e.byCreate = line
+	}
+	return e.byCreate
+}
+
 // unset removes the key pk from e.
 func (e *estate) unset(pk parsedKey) {
 	switch pk.kind {
@@ -447,7 +482,7 @@ func (e *estate) unset(pk parsedKey) {
 		// deleted in the revision its new name is written.
 		for _, k := range []string{pk.name, strings.TrimSuffix(pk.name, movedSuffix)} {
 			if x := e.line[k]; x != nil && x.name == pk.name {
-				delete(e.line, k)
+				e.delLine(k)
 				break
 			}
 		}

@@ -113,10 +113,7 @@ func (s *state) derive(name string, m deriveMode) view {
 		v.settings = e.settings.settings()
 	}
 	v.settingsMod = e.settingsMod
-	for _, x := range e.line {
-		v.line = append(v.line, x)
-	}
-	slices.SortFunc(v.line, func(a, b *entry) int { return cmp.Compare(a.create, b.create) })
+	v.line = e.ordered()
 	v.lead, v.leadMod = e.lead, e.leadMod
 	switch m {
 	case deriveAll, deriveEvents, deriveEventsKept:
@@ -131,7 +128,8 @@ func (s *state) derive(name string, m deriveMode) view {
 	switch m {
 	case deriveAll:
 		// A view outlives the cache's lock: it shares only values that are
-		// replaced, never changed in place (entries, records), and copies maps.
+		// replaced, never changed in place (entries, records, the ordered
+		// line), and copies maps.
 		v.ids = maps.Clone(e.ids)
 		v.handovers, v.cooldowns = maps.Clone(e.handovers), maps.Clone(e.cooldowns)
 		v.promises, v.promised = maps.Clone(e.promises), maps.Clone(e.promised)
