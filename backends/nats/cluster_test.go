@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/gateway/backendtest"
@@ -205,5 +207,115 @@ func TestShutdownHandsStreamLeadershipToAnotherMember(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no stream seen")
+	}
+}
+
+// TestShutdownHandsMetaLeadershipToAnotherMember: the member that leads
+// JetStream's meta group moves that leadership before it shuts down, so
+// that the others have a meta leader as soon as it is gone. Without one,
+// every member answers a record read at once with "JetStream system
+// temporarily unavailable", and writes fail until the others elect.
+func TestShutdownHandsMetaLeadershipToAnotherMember(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-server cluster")
+	}
+	servers := startCluster(t)
+	bs := []*Backend{openWhenReady(t, servers[0], freshConfig()), nil, nil}
+	cfg := bs[0].cfg
+	bs[1], bs[2] = openWhenReady(t, servers[1], cfg), openWhenReady(t, servers[2], cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := bs[0].Campaign(ctx, "meta", gateway.Candidacy{ID: "a", TTL: time.Minute, TokenHash: gateway.HashToken(gateway.NewToken())}, gateway.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	gone := -1
+	eventually.NoErrorUntil(ctx, t, "a meta leader", func() error {
+		for i, e := range servers {
+			if e.srv.JetStreamIsLeader() {
+				gone = i
+				return nil
+			}
+		}
+		return errors.New("no member leads the meta group")
+	})
+	servers[gone].Shutdown()
+
+	for _, i := range []int{(gone + 1) % 3, (gone + 2) % 3} {
+		jsz, err := servers[i].srv.Jsz(&server.JSzOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if jsz.Meta == nil || jsz.Meta.Leader == "" || jsz.Meta.Leader == servers[gone].srv.Name() {
+			t.Errorf("meta group as %s sees it right after its leader %s shut down: %+v", servers[i].srv.Name(), servers[gone].srv.Name(), jsz.Meta)
+		}
+	}
+	up := bs[(gone+1)%3]
+	if _, found, err := up.load(ctx, "meta"); err != nil || !found {
+		t.Errorf("record read right after the meta leader shut down: found %v, %v", found, err)
+	}
+}
+
+// TestClusterClientsAuthenticateAsBefore: a clustered embedded server lets
+// clients in as a server without authentication does, into the global
+// account, whatever user they name; only the process itself gets into the
+// system account, with the password it made.
+func TestClusterClientsAuthenticateAsBefore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-server cluster")
+	}
+	servers := startCluster(t)
+	e := servers[0]
+	tests := []struct {
+		name   string
+		opts   []nats.Option
+		system bool // lands in the system account
+		refuse bool
+	}{
+		{name: "NoCredentials"},
+		{name: "AnyUser", opts: []nats.Option{nats.UserInfo("someone", "anything")}},
+		{name: "SystemUserWrongPassword", opts: []nats.Option{nats.UserInfo(systemUser, "guess")}, refuse: true},
+		{name: "SystemUserNoPassword", opts: []nats.Option{nats.UserInfo(systemUser, "")}, refuse: true},
+		{name: "SystemUser", opts: []nats.Option{nats.UserInfo(systemUser, e.auth.secret)}, system: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Through the member's client port (a cluster member has one),
+			// as any client of the host would come.
+			nc, err := nats.Connect(e.srv.ClientURL(), append(tt.opts, nats.NoReconnect())...)
+			if tt.refuse {
+				if err == nil {
+					nc.Close()
+					t.Fatal("connected")
+				}
+				if !errors.Is(err, nats.ErrAuthorization) {
+					t.Fatalf("refused with %v, want %v", err, nats.ErrAuthorization)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			// $SYS.REQ.USER.INFO answers with the account the connection is in.
+			resp, err := nc.Request("$SYS.REQ.USER.INFO", nil, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var info struct {
+				Data struct {
+					Account string `json:"account"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(resp.Data, &info); err != nil {
+				t.Fatalf("%s: %v", resp.Data, err)
+			}
+			want := e.srv.GlobalAccount().Name
+			if tt.system {
+				want = e.srv.SystemAccount().Name
+			}
+			if info.Data.Account != want {
+				t.Errorf("account %q, want %q (%s)", info.Data.Account, want, resp.Data)
+			}
+		})
 	}
 }

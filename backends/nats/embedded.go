@@ -118,6 +118,9 @@ func (cfg EmbeddedConfig) Validate() error {
 type Embedded struct {
 	srv *server.Server
 	log *slog.Logger
+	// auth lets this process into the system account, in a cluster
+	// (handOver); nil otherwise.
+	auth *systemAuth
 }
 
 // StartEmbedded starts an in-process NATS server as cfg says and waits
@@ -134,9 +137,17 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 	if err != nil {
 		return nil, err
 	}
+	var auth *systemAuth
+	if cfg.ClusterListen != "" {
+		auth = newSystemAuth()
+		opts.CustomClientAuthentication = auth
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("nats: embedded server: %w", err)
+	}
+	if auth != nil {
+		auth.srv.Store(srv)
 	}
 	srv.SetLoggerV2(serverLogger{log.With("component", "nats-server")}, false, false, false)
 	srv.Start()
@@ -149,7 +160,7 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 		srv.WaitForShutdown()
 		return nil, fmt.Errorf("nats: embedded server not ready after %s: %w", timeout, gateway.ErrUnavailable)
 	}
-	return &Embedded{srv: srv, log: log}, nil
+	return &Embedded{srv: srv, log: log, auth: auth}, nil
 }
 
 // serverOptions returns the server's options of cfg, which is valid; its
@@ -250,72 +261,6 @@ func (e *Embedded) Connect(log *slog.Logger) (*nats.Conn, error) {
 		return nil, fmt.Errorf("nats: connect in-process: %w: %w", gateway.ErrUnavailable, err)
 	}
 	return nc, nil
-}
-
-// Shutdown stops the server and waits until it has flushed and closed its
-// stores. A member of a cluster first hands the leadership of the streams
-// it leads to other members (handOver), so that a rolling restart pauses
-// writes for a leader transfer, not for an election after its silence.
-func (e *Embedded) Shutdown() {
-	if e.srv.JetStreamIsClustered() {
-		e.handOver(HandOverWait)
-	}
-	e.srv.Shutdown()
-	e.srv.WaitForShutdown()
-}
-
-// HandOverWait bounds how long a member that shuts down waits for the
-// streams it leads to have a leader elsewhere (handOver).
-const HandOverWait = 3 * time.Second
-
-// handOver asks the raft group of every stream this member leads to elect
-// another leader (JetStream's stream leader step-down: the leader names a
-// current follower, which stands at once) and waits, at most wait, until
-// each has a leader on another member. Without it the others elect one
-// only after missing this member for 4 to 9 s, and writes wait so long.
-// Leadership is the stream's raft group's to move: the records and their
-// compare-and-set chain are the same whichever member leads.
-func (e *Embedded) handOver(wait time.Duration) {
-	acc := e.srv.GlobalAccount().Name
-	name := e.srv.Name()
-	leading := func() (mine, leaderless []string) {
-		jsz, err := e.srv.Jsz(&server.JSzOptions{Account: acc, Streams: true})
-		if err != nil {
-			return nil, nil
-		}
-		for _, a := range jsz.AccountDetails {
-			for _, st := range a.Streams {
-				switch {
-				case st.Cluster == nil:
-				case st.Cluster.Leader == name:
-					mine = append(mine, st.Name)
-				case st.Cluster.Leader == "":
-					leaderless = append(leaderless, st.Name)
-				}
-			}
-		}
-		return mine, leaderless
-	}
-	mine, _ := leading()
-	if len(mine) == 0 {
-		return
-	}
-	start := time.Now()
-	for _, st := range mine {
-		if err := e.srv.JetStreamStepdownStream(acc, st); err != nil {
-			e.log.LogAttrs(context.Background(), slog.LevelWarn, "nats: stream leader step-down", slog.String("stream", st), slog.Any("err", err))
-		}
-	}
-	for time.Since(start) < wait {
-		time.Sleep(20 * time.Millisecond)
-		left, leaderless := leading()
-		if len(left) == 0 && len(leaderless) == 0 {
-			e.log.LogAttrs(context.Background(), slog.LevelInfo, "nats: handed stream leadership to other members",
-				slog.Any("streams", mine), slog.Duration("took", time.Since(start)))
-			return
-		}
-	}
-	e.log.LogAttrs(context.Background(), slog.LevelWarn, "nats: streams still led here at shutdown", slog.Any("streams", mine), slog.Duration("waited", wait))
 }
 
 // lastSeq returns a read of stream's last sequence from this server's own
