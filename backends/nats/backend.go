@@ -25,13 +25,17 @@ type Backend struct {
 	nc   *nats.Conn
 	// request sends a publish and waits for its acknowledgement:
 	// nc.RequestMsg, unless a test loses answers.
-	request  func(m *nats.Msg, timeout time.Duration) (*nats.Msg, error)
-	js       jetstream.JetStream
-	records  jetstream.Stream   // election records and their events
-	alive    jetstream.Stream   // candidacies' liveness messages with per-message TTLs, no delete markers
-	timers   jetstream.Stream   // timers' markers with per-message TTLs, and the server's delete markers
-	kv       jetstream.KeyValue // the gateway.KV, bucket Stream+"_KV"
-	kvStream jetstream.Stream   // the KV bucket's stream, for List's reads from its leader
+	request func(m *nats.Msg, timeout time.Duration) (*nats.Msg, error)
+	// answerWait is how long a request to a stream's leader waits for its
+	// answer before it is sent again, doubling each time (resend.go); 0,
+	// never, on streams of one replica, whose leader does not change.
+	answerWait time.Duration
+	js         jetstream.JetStream
+	records    jetstream.Stream   // election records and their events
+	alive      jetstream.Stream   // candidacies' liveness messages with per-message TTLs, no delete markers
+	timers     jetstream.Stream   // timers' markers with per-message TTLs, and the server's delete markers
+	kv         jetstream.KeyValue // the gateway.KV, bucket Stream+"_KV"
+	kvStream   jetstream.Stream   // the KV bucket's stream, for List's reads from its leader
 
 	ownConn  bool            // Close closes nc
 	onClose  func()          // extra cleanup, such as an embedded server's shutdown
@@ -116,6 +120,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 		lease: newQuorumLease(), live: newLiveness(cfg.SubjectPrefix),
 	}
 	b.request = nc.RequestMsg
+	if cfg.Replicas > 1 {
+		b.answerWait = answerWait
+	}
 	b.epochs = &epochs{b: b}
 	b.readIndex = gateway.NewReadIndex(b.fetchHead)
 	b.ctx, b.cancel = context.WithCancel(context.Background())

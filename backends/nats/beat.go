@@ -80,7 +80,11 @@ func (b *Backend) lastBeat(ctx context.Context, subject string) (seq uint64, exp
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
 	stream, _ := b.livenessOf(subject)
-	m, err := stream.GetLastMsgForSubject(ctx, subject)
+	var m *jetstream.RawStreamMsg
+	err = b.resent(ctx, func(ctx context.Context) (err error) {
+		m, err = stream.GetLastMsgForSubject(ctx, subject)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		b.live.forget(subject)
 		return 0, time.Time{}, false, nil
@@ -114,7 +118,7 @@ func (b *Backend) purgeBeats(ctx context.Context, subject string) {
 	ctx, cancel := b.opContext(context.WithoutCancel(ctx))
 	defer cancel()
 	stream, _ := b.livenessOf(subject)
-	if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+	if err := b.resent(ctx, func(ctx context.Context) error { return stream.Purge(ctx, jetstream.WithPurgeSubject(subject)) }); err != nil {
 		b.log.Warn("nats: purge liveness", "subject", subject, "err", err)
 	}
 }

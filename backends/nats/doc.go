@@ -531,11 +531,17 @@
 // last sequence, and fails while Run is not running.
 //
 // A member of an embedded cluster that shuts down (elector serve on
-// SIGTERM, Backend.Close) first asks the raft group of each stream it
-// leads to step down to a current follower, and waits up to HandOverWait
-// for the others to name the new leader: a rolling restart pauses writes
-// for a leader transfer (tens of milliseconds), not for the election that
-// follows a member's silence (4 to 9 s), which only a crash costs.
+// SIGTERM, Backend.Close) first asks JetStream's meta group, if it leads
+// it, and the raft group of each stream it leads to step down to a current
+// follower, and waits up to HandOverWait for the others to name the new
+// leaders (handover.go): a rolling restart pauses writes for a leader
+// transfer (tens of milliseconds), not for the election that follows a
+// member's silence (4 to 9 s), which only a crash costs. A request that
+// reaches a stream in the moment its leadership moves is dropped without
+// an answer, or answered that there is no leader; on a replicated stream
+// it is sent again, after half a second without an answer or a few tens
+// of milliseconds after "no leader", and only as a copy that cannot be
+// stored twice (resend.go).
 //
 // A NATS member cut off from the other members of a cluster is the harder
 // case: if it leads the records stream it goes on answering message gets

@@ -19,42 +19,56 @@ import (
 // and campaigns are little else. It sends no Nats-Expected-Stream header,
 // which the server would keep with every message; instead the
 // acknowledgement must name stream. It waits at most OpTimeout (or until
-// ctx's earlier deadline), with the connection's pooled timers. Errors
-// are those of jetstream's Publish: a *jetstream.APIError for a refusal
-// (a wrong last sequence is a conflict, isConflict), and
-// jetstream.ErrNoStreamResponse when no stream answers after the same
-// retries.
+// ctx's earlier deadline), with the connection's pooled timers, and on a
+// replicated stream sends m again each time its answer has not come within
+// a wait (resend.go). Errors are those of jetstream's Publish: a
+// *jetstream.APIError for a refusal (a wrong last sequence is a conflict,
+// isConflict), and jetstream.ErrNoStreamResponse when no stream answers
+// after leaderlessWaits. A conflict that answers a copy sent after an
+// unanswered one is nats.ErrTimeout instead: the first copy may be what
+// it found.
 func (b *Backend) publish(ctx context.Context, m *nats.Msg, stream string) (uint64, error) {
-	request := func() (*nats.Msg, error) {
-		timeout := b.cfg.OpTimeout
-		if dl, ok := ctx.Deadline(); ok {
-			timeout = min(timeout, time.Until(dl))
-		}
+	deadline := time.Now().Add(b.cfg.OpTimeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	wait, waits, unanswered := b.answerWait, leaderlessWaits, false
+	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return 0, err
 		}
-		if timeout <= 0 {
-			return nil, context.DeadlineExceeded
+		left := time.Until(deadline)
+		if left <= 0 {
+			return 0, context.DeadlineExceeded
 		}
-		return b.request(m, timeout)
-	}
-	resp, err := request()
-	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < jetstream.DefaultPubRetryAttempts; r++ {
-		// A stream changing leader answers no one for a moment.
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(jetstream.DefaultPubRetryWait):
+		attempt, last := left, true
+		if wait > 0 && wait < left {
+			attempt, last = wait, false
 		}
-		resp, err = request()
+		resp, err := b.request(m, attempt)
+		switch {
+		case errors.Is(err, nats.ErrNoResponders) && len(waits) > 0:
+			// A stream changing leader answers no one for a moment.
+			if err := pause(ctx, waits[0]); err != nil {
+				return 0, err
+			}
+			waits = waits[1:]
+			continue
+		case errors.Is(err, nats.ErrNoResponders):
+			return 0, jetstream.ErrNoStreamResponse
+		case errors.Is(err, nats.ErrTimeout) && !last:
+			unanswered = true
+			wait *= 2
+			continue
+		case err != nil:
+			return 0, err
+		}
+		seq, err := ackSeq(resp.Data, stream)
+		if unanswered && isConflict(err) {
+			return 0, fmt.Errorf("nats: a copy of a publish sent after one went unanswered was refused (%v): %w", err, nats.ErrTimeout)
+		}
+		return seq, err
 	}
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		return 0, jetstream.ErrNoStreamResponse
-	case err != nil:
-		return 0, err
-	}
-	return ackSeq(resp.Data, stream)
 }
 
 // ackSeq reads the sequence of a publish's acknowledgement by stream, or

@@ -112,7 +112,11 @@ func (b *Backend) streamHeard(ctx context.Context, s jetstream.Stream, name stri
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	info, err := s.Info(ctx)
+	var info *jetstream.StreamInfo
+	err := b.resent(ctx, func(ctx context.Context) (err error) {
+		info, err = s.Info(ctx)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("nats: quorum: stream %s: %w", name, translate(err))
 	}

@@ -127,7 +127,11 @@ func (b *Backend) load(ctx context.Context, election string) (s stored, found bo
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	m, err := b.records.GetLastMsgForSubject(ctx, b.subj.record(election))
+	var m *jetstream.RawStreamMsg
+	err = b.resent(ctx, func(ctx context.Context) (err error) {
+		m, err = b.records.GetLastMsgForSubject(ctx, b.subj.record(election))
+		return err
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return stored{}, false, b.confirmQuorum(ctx)
 	}
@@ -394,7 +398,11 @@ func (b *Backend) landed(ctx context.Context, m *nats.Msg) (uint64, bool) {
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	last, err := b.records.GetLastMsgForSubject(ctx, m.Subject)
+	var last *jetstream.RawStreamMsg
+	err := b.resent(ctx, func(ctx context.Context) (err error) {
+		last, err = b.records.GetLastMsgForSubject(ctx, m.Subject)
+		return err
+	})
 	if err != nil || !bytes.Equal(last.Data, m.Data) {
 		return 0, false
 	}

@@ -298,9 +298,11 @@ func pullOpts() []jetstream.PullMessagesOpt {
 
 // lastSeq returns the records stream's last sequence.
 func (b *Backend) lastSeq(ctx context.Context) (uint64, error) {
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
-	info, err := b.records.Info(ctx)
+	var info *jetstream.StreamInfo
+	err := b.resent(ctx, func(ctx context.Context) (err error) {
+		info, err = b.records.Info(ctx)
+		return err
+	})
 	if err != nil {
 		return 0, translate(err)
 	}

@@ -1,0 +1,150 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/electorhq/elector/gateway"
+)
+
+// TestPublishSendsAgainWhatWentUnanswered: on a replicated stream, a
+// publish whose answer does not come (its leader stepped down as it
+// arrived) is sent again. A copy that finds the first stored is refused by
+// the expected last sequence, and that refusal is reported as no answer,
+// never as a conflict: a record's write then finds its own message
+// (landed), a conditional heartbeat fails as unavailable. Without the
+// resend the write waited out OpTimeout and failed.
+func TestPublishSendsAgainWhatWentUnanswered(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	tests := []struct {
+		name   string
+		stored bool // the unanswered copy was stored
+	}{{"Stored", true}, {"NeverStored", false}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := open(t, e, freshConfig())
+			b.answerWait = 10 * time.Millisecond // as on a replicated stream
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			// unanswered loses the answer to the first request on subject.
+			unanswered := func(subject string) *atomic.Int32 {
+				var sent atomic.Int32
+				send := b.request
+				b.request = func(m *nats.Msg, timeout time.Duration) (*nats.Msg, error) {
+					if m.Subject != subject || sent.Add(1) > 1 {
+						return send(m, timeout)
+					}
+					if tt.stored {
+						if _, err := send(m, timeout); err != nil {
+							return nil, err
+						}
+					}
+					return nil, nats.ErrTimeout
+				}
+				return &sent
+			}
+
+			sent := unanswered(b.subj.record("resend"))
+			th := gateway.HashToken(gateway.NewToken())
+			st, err := b.Campaign(ctx, "resend", gateway.Candidacy{ID: "a", TTL: time.Minute, TokenHash: th}, gateway.DefaultSettings())
+			if err != nil || st.Candidate.State != gateway.StateLeader {
+				t.Fatalf("campaign: %+v, %v; want a leading", st, err)
+			}
+			if n := sent.Load(); n != 2 {
+				t.Errorf("the record was sent %d times, want 2", n)
+			}
+			if _, err := b.Heartbeat(ctx, "resend", "a", th); err != nil {
+				t.Fatalf("heartbeat with the campaign's token: %v", err)
+			}
+
+			subject := b.subj.alive("resend-beat", "n1")
+			seq, err := b.publishBeat(ctx, subject, time.Minute, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent = unanswered(subject)
+			_, err = b.publishBeat(ctx, subject, time.Minute, &seq)
+			switch {
+			case sent.Load() != 2:
+				t.Errorf("the conditional heartbeat was sent %d times, want 2", sent.Load())
+			case tt.stored && (err == nil || isConflict(err) || !errors.Is(err, nats.ErrTimeout)):
+				t.Errorf("a copy refused after the first was stored: %v; want no answer, not a conflict", err)
+			case !tt.stored && err != nil:
+				t.Errorf("a copy after one never stored: %v", err)
+			}
+		})
+	}
+}
+
+// TestResentSendsAgainUntilAnswered: an idempotent request is sent again
+// each time its wait passes without an answer, the wait doubling, within
+// OpTimeout; an answer, an error of its own or the caller's end stop it.
+func TestResentSendsAgainUntilAnswered(t *testing.T) {
+	refused := errors.New("refused")
+	noLeader := &jetstream.APIError{Code: 503, ErrorCode: jsClusterNotAvail, Description: "JetStream system temporarily unavailable"}
+	tests := []struct {
+		name       string
+		answerAt   int           // the call that answers (0: none does)
+		err        error         // what it answers
+		within     time.Duration // the caller's deadline (0: none)
+		leaderless int           // the calls before it that found no leader
+		noLeader   error         // what those answered (default: JetStream's 10008)
+		wantCalls  int
+		wantErr    error
+	}{
+		// A leader handed over: in place after a pause or two.
+		{name: "LeaderMoved", answerAt: 3, leaderless: 2, wantCalls: 3},
+		// No leader through all of leaderlessWaits: unavailable.
+		{name: "NoLeader", answerAt: 100, leaderless: 99, wantCalls: 1 + len(leaderlessWaits), wantErr: noLeader},
+		{name: "NoResponders", answerAt: 2, leaderless: 1, noLeader: nats.ErrNoResponders, wantCalls: 2},
+		{name: "AnsweredFirst", answerAt: 1, wantCalls: 1},
+		{name: "AnsweredThird", answerAt: 3, wantCalls: 3},
+		{name: "RefusedFirst", answerAt: 1, err: refused, wantCalls: 1, wantErr: refused},
+		// Waits of 500 ms, 1 s, 2 s, then the rest of OpTimeout (5 s).
+		{name: "NeverAnswered", wantCalls: 4, wantErr: context.DeadlineExceeded},
+		// 500 ms, 1 s, then the rest of the caller's 2 s.
+		{name: "CallerDeadline", within: 2 * time.Second, wantCalls: 3, wantErr: context.DeadlineExceeded},
+		{name: "NotReplicated", wantCalls: 1, wantErr: context.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := &Backend{cfg: Config{OpTimeout: DefaultOpTimeout}, answerWait: answerWait}
+				if tt.name == "NotReplicated" {
+					b.answerWait = 0
+				}
+				ctx := context.Background()
+				if tt.within > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tt.within)
+					defer cancel()
+				}
+				calls := 0
+				err := b.resent(ctx, func(ctx context.Context) error {
+					calls++
+					switch {
+					case calls <= tt.leaderless && tt.noLeader != nil:
+						return tt.noLeader
+					case calls <= tt.leaderless:
+						return noLeader
+					case calls == tt.answerAt:
+						return tt.err
+					}
+					<-ctx.Done()
+					return ctx.Err()
+				})
+				if calls != tt.wantCalls || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+					t.Errorf("%d calls, %v; want %d, %v", calls, err, tt.wantCalls, tt.wantErr)
+				}
+			})
+		})
+	}
+}
