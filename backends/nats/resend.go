@@ -13,8 +13,8 @@ import (
 // failing. A leader that steps down (handOver moves every leadership of a
 // member that shuts down, for a rolling restart) drops what it received
 // and did not answer, and its successor never saw it: JetStream answers
-// no one, and the request would wait out OpTimeout, 5 s. Four requests
-// caught so, one per writer, stalled every write for those 5 s.
+// no one, and the request would wait out OpTimeout, 5 s. With one request
+// of every writer caught so, no write went through for those 5 s.
 //
 // So on a replicated stream a request is sent again when its answer has
 // not come within answerWait, then within twice that, and so on until
@@ -32,7 +32,9 @@ import (
 //     unanswered, and a record's write then looks for its own message,
 //     landed);
 //   - an unconditional liveness message (a heartbeat) stored twice is one
-//     renewal.
+//     renewal, and a timer's marker stored twice ends as much later as the
+//     copy was sent: a handover delay, hold or cooldown that ends later
+//     never lets a candidate lead early.
 const answerWait = 500 * time.Millisecond
 
 // leaderlessWaits are the pauses before a request is sent again after its
