@@ -39,8 +39,12 @@ func TestBackendObserverCountsCallsAndErrors(t *testing.T) {
 			t.Errorf("%s %s errors: %v, want %v", tc.op, tc.kind, got, tc.want)
 		}
 	}
-	if got := backendCalls(t, m, "campaign"); got != 1 {
-		t.Errorf("campaign calls timed: %v, want 1", got)
+	// One op whose series is made up front, one whose series is made on
+	// its first call.
+	for _, op := range []string{"campaign", "kv_get"} {
+		if got := backendCalls(t, m, op); got != 1 {
+			t.Errorf("%s calls timed: %v, want 1", op, got)
+		}
 	}
 }
 
