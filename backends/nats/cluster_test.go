@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/gateway/backendtest"
@@ -317,5 +319,82 @@ func TestClusterClientsAuthenticateAsBefore(t *testing.T) {
 				t.Errorf("account %q, want %q (%s)", info.Data.Account, want, resp.Data)
 			}
 		})
+	}
+}
+
+// TestShutdownMovesTheConsumersItHosts: a member that shuts down deletes
+// the consumers of one replica it hosts, the watches' of other members,
+// so that each reader makes another at once from where it was, rather
+// than after two missed heartbeats (4 s), during which its replica's
+// view stood still. Right after the shutdown the consumer is gone from
+// the cluster (without the deletion it is still assigned to the stopped
+// member), and the watch goes on to deliver what is written next.
+func TestShutdownMovesTheConsumersItHosts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-server cluster")
+	}
+	servers := startCluster(t)
+	cfg := freshConfig()
+	bs := []*Backend{openWhenReady(t, servers[0], cfg), nil, nil}
+	cfg = bs[0].cfg
+	bs[1], bs[2] = openWhenReady(t, servers[1], cfg), openWhenReady(t, servers[2], cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// A tail of member 0's backend whose consumer another member hosts.
+	var (
+		tl   *tail
+		host = -1
+	)
+	for host < 0 {
+		var err error
+		if tl, err = bs[0].openTail(ctx, cfg.Stream, jetstream.ConsumerConfig{FilterSubject: bs[0].subj.record("*")}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < 3; i++ {
+			if slices.Contains(servers[i].hostedConsumers(servers[i].srv.GlobalAccount().Name, servers[i].srv.Name()), [2]string{cfg.Stream, tl.name}) {
+				host = i
+			}
+		}
+		if host < 0 {
+			tl.Close()
+		}
+	}
+	name := tl.name
+	got := make(chan string, 16)
+	go func() {
+		defer close(got)
+		for {
+			m, _, err := tl.Next()
+			if err != nil {
+				return
+			}
+			got <- m.Subject()
+		}
+	}()
+	defer tl.Close()
+
+	servers[host].Shutdown()
+	up := bs[3-host] // the member neither the tail's nor the stopped one
+	if _, err := up.js.Consumer(ctx, cfg.Stream, name); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Errorf("the tail's consumer on the stopped member, right after it stopped: %v; want it deleted", err)
+	}
+
+	th := gateway.HashToken(gateway.NewToken())
+	if _, err := up.Campaign(ctx, "moved", gateway.Candidacy{ID: "a", TTL: time.Minute, TokenHash: th}, gateway.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case s, ok := <-got:
+			if !ok {
+				t.Fatal("the tail ended")
+			}
+			if s == bs[0].subj.record("moved") {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("the tail delivered no record written after the member stopped")
+		}
 	}
 }

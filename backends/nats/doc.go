@@ -536,7 +536,10 @@
 // follower, and waits up to HandOverWait for the others to name the new
 // leaders (handover.go): a rolling restart pauses writes for a leader
 // transfer (tens of milliseconds), not for the election that follows a
-// member's silence (4 to 9 s), which only a crash costs. A request that
+// member's silence (4 to 9 s), which only a crash costs. It then deletes
+// the consumers of one replica it hosts (the other members' watches), whose
+// readers make them again elsewhere at once instead of after two missed
+// heartbeats. A request that
 // reaches a stream in the moment its leadership moves is dropped without
 // an answer, or answered that there is no leader; on a replicated stream
 // it is sent again, after half a second without an answer or a few tens

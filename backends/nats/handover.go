@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -42,7 +43,10 @@ const HandOverWait = 3 * time.Second
 //     its routes may close before the transfer is sent, and the others
 //     then elect only after missing this member for 4 to 9 s.
 //   - the streams it leads (JetStream's stream leader step-down: the
-//     leader names a current follower, which stands at once).
+//     leader names a current follower, which stands at once);
+//   - then the consumers of one replica it hosts, the other members'
+//     watches', which are deleted so that their readers make them again
+//     elsewhere at once (moveConsumers).
 //
 // Leadership is the raft groups' to move: the records and their
 // compare-and-set chain are the same whichever member leads, and a group
@@ -64,20 +68,84 @@ func (e *Embedded) handOver(wait time.Duration) {
 			e.log.LogAttrs(context.Background(), slog.LevelWarn, "nats: stream leader step-down", slog.String("stream", st), slog.Any("err", err))
 		}
 	}
-	if !meta && len(mine) == 0 {
-		return
-	}
-	for time.Since(start) < wait {
+	handed := !meta && len(mine) == 0
+	for !handed && time.Since(start) < wait {
 		time.Sleep(20 * time.Millisecond)
 		left, leaderless := e.leading(acc, name)
-		if len(left) == 0 && len(leaderless) == 0 && e.metaElsewhere(name) {
-			e.log.LogAttrs(context.Background(), slog.LevelInfo, "nats: handed leadership to other members",
-				slog.Bool("meta", meta), slog.Any("streams", mine), slog.Duration("took", time.Since(start)))
-			return
+		handed = len(left) == 0 && len(leaderless) == 0 && e.metaElsewhere(name)
+	}
+	if !handed {
+		e.log.LogAttrs(context.Background(), slog.LevelWarn, "nats: leadership still here, or nowhere, at shutdown",
+			slog.Bool("meta", meta), slog.Any("streams", mine), slog.Duration("waited", wait))
+		return
+	}
+	moved := e.moveConsumers(acc, name, start.Add(wait))
+	if meta || len(mine) > 0 || moved > 0 {
+		e.log.LogAttrs(context.Background(), slog.LevelInfo, "nats: handed leadership to other members",
+			slog.Bool("meta", meta), slog.Any("streams", mine), slog.Int("consumers", moved), slog.Duration("took", time.Since(start)))
+	}
+}
+
+// moveConsumers deletes the consumers of one replica that this member
+// hosts, so that their readers make them again on another member at once
+// and returns how many it deleted, by until at the latest.
+//
+// Each replica's watch reads through such a consumer (tail), which
+// JetStream places on a member of its choosing. When that member stops,
+// the watch would notice only after two missed heartbeats (4 s): nats.go's
+// pull iterator does not pass on the server's "409 Server Shutdown". Its
+// replica's reads would wait for the view (gateway.CatchUpGrace) and go
+// to the stream leader meanwhile, and its events and webhooks would lag.
+// A deleted consumer ends its reader's pull at once ("409 Consumer
+// Deleted"), and the reader makes another from the message after its last
+// (tail.remake) on a member JetStream picks, which may be this one again
+// while it is up: so moveConsumers looks again after the readers had time
+// to, until none is here. Nothing is lost: a reader goes on from where it
+// was, whichever consumer delivers.
+func (e *Embedded) moveConsumers(acc, name string, until time.Time) (moved int) {
+	hosted := e.hostedConsumers(acc, name)
+	if len(hosted) == 0 {
+		return 0
+	}
+	nc, err := e.Connect(e.log)
+	if err != nil {
+		e.log.LogAttrs(context.Background(), slog.LevelWarn, "nats: consumers left to their readers' heartbeats", slog.Any("err", err))
+		return 0
+	}
+	defer nc.Close()
+	for len(hosted) > 0 && time.Now().Before(until) {
+		for _, c := range hosted {
+			resp, err := nc.Request("$JS.API.CONSUMER.DELETE."+c[0]+"."+c[1], nil, max(time.Until(until), time.Millisecond))
+			if err == nil && !bytes.Contains(resp.Data, []byte(`"error"`)) {
+				moved++
+			}
+		}
+		// The readers make their consumers again after tailRetryEvery/2
+		// to 3/2 of it: look once they have.
+		time.Sleep(min(2*tailRetryEvery, time.Until(until)))
+		hosted = e.hostedConsumers(acc, name)
+	}
+	return moved
+}
+
+// hostedConsumers lists, as {stream, consumer}, the consumers of one
+// replica (no followers) of account acc that this member (name) hosts.
+func (e *Embedded) hostedConsumers(acc, name string) [][2]string {
+	jsz, err := e.srv.Jsz(&server.JSzOptions{Account: acc, Streams: true, Consumer: true})
+	if err != nil {
+		return nil
+	}
+	var out [][2]string
+	for _, a := range jsz.AccountDetails {
+		for _, st := range a.Streams {
+			for _, c := range st.Consumer {
+				if c != nil && c.Cluster != nil && c.Cluster.Leader == name && len(c.Cluster.Replicas) == 0 {
+					out = append(out, [2]string{st.Name, c.Name})
+				}
+			}
 		}
 	}
-	e.log.LogAttrs(context.Background(), slog.LevelWarn, "nats: leadership still here, or nowhere, at shutdown",
-		slog.Bool("meta", meta), slog.Any("streams", mine), slog.Duration("waited", wait))
+	return out
 }
 
 // leading lists the clustered streams of account acc that this member
