@@ -1,7 +1,6 @@
 package nats
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Shutdown stops the server and waits until it has flushed and closed its
@@ -27,9 +27,9 @@ func (e *Embedded) Shutdown() {
 	e.srv.WaitForShutdown()
 }
 
-// HandOverWait bounds how long a member that shuts down waits for what it
-// leads (JetStream's meta group, streams) to have a leader elsewhere
-// (handOver).
+// HandOverWait bounds how long a member that shuts down spends handing
+// over (handOver): waiting for what it leads (JetStream's meta group,
+// streams) to have a leader elsewhere, then moving the consumers it hosts.
 const HandOverWait = 3 * time.Second
 
 // handOver moves every leadership this member holds to another member and
@@ -113,10 +113,16 @@ func (e *Embedded) moveConsumers(acc, name string, until time.Time) (moved int) 
 		return 0
 	}
 	defer nc.Close()
-	for len(hosted) > 0 && time.Now().Before(until) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		e.log.LogAttrs(context.Background(), slog.LevelWarn, "nats: consumers left to their readers' heartbeats", slog.Any("err", err))
+		return 0
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), until)
+	defer cancel()
+	for len(hosted) > 0 && ctx.Err() == nil {
 		for _, c := range hosted {
-			resp, err := nc.Request("$JS.API.CONSUMER.DELETE."+c[0]+"."+c[1], nil, max(time.Until(until), time.Millisecond))
-			if err == nil && !bytes.Contains(resp.Data, []byte(`"error"`)) {
+			if js.DeleteConsumer(ctx, c[0], c[1]) == nil {
 				moved++
 			}
 		}

@@ -97,6 +97,7 @@ func TestResentSendsAgainUntilAnswered(t *testing.T) {
 		within     time.Duration // the caller's deadline (0: none)
 		leaderless int           // the calls before it that found no leader
 		noLeader   error         // what those answered (default: JetStream's 10008)
+		single     bool          // a stream of one replica: no resends
 		wantCalls  int
 		wantErr    error
 	}{
@@ -112,14 +113,14 @@ func TestResentSendsAgainUntilAnswered(t *testing.T) {
 		{name: "NeverAnswered", wantCalls: 4, wantErr: context.DeadlineExceeded},
 		// 500 ms, 1 s, then the rest of the caller's 2 s.
 		{name: "CallerDeadline", within: 2 * time.Second, wantCalls: 3, wantErr: context.DeadlineExceeded},
-		{name: "NotReplicated", wantCalls: 1, wantErr: context.DeadlineExceeded},
+		{name: "NotReplicated", single: true, wantCalls: 1, wantErr: context.DeadlineExceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := &Backend{cfg: Config{OpTimeout: DefaultOpTimeout}, answerWait: answerWait}
-				if tt.name == "NotReplicated" {
-					b.answerWait = 0
+				if tt.single {
+					b.answerWait = 0 // a stream of one replica
 				}
 				ctx := context.Background()
 				if tt.within > 0 {
