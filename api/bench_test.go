@@ -42,6 +42,7 @@ func BenchmarkAPI(b *testing.B) {
 		{"healthz", "GET", "/healthz", "", http.StatusOK},
 		{"heartbeat", "PUT", "/v1/elections/bench/candidates/node-1/heartbeat", token, http.StatusOK},
 		{"leader", "GET", "/v1/elections/bench/leader", "", http.StatusOK},
+		{"leader, local", "GET", "/v1/elections/bench/leader?consistency=local", "", http.StatusOK},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

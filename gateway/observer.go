@@ -139,16 +139,16 @@ func (o *observed) ReportError(ctx context.Context, election, id, tokenHash, rea
 func (o *observed) Election(ctx context.Context, election string) (Election, error) {
 	start := time.Now()
 	e, err := o.b.Election(ctx, election)
-	o.done(readOp(ctx, "election"), start, err)
+	o.done(readOp(ctx, "election", "election_local"), start, err)
 	return e, err
 }
 
-// readOp names the operation of a read of elections: op, or op_local for
-// a local read (WithLocalRead), whose latencies are not a linearizable
-// read's.
-func readOp(ctx context.Context, op string) string {
+// readOp names the operation of a read of elections: op, or local (op
+// with "_local") for a local read (WithLocalRead), whose latencies are not
+// a linearizable read's. Both names are constants: a read makes no string.
+func readOp(ctx context.Context, op, local string) string {
 	if LocalRead(ctx) {
-		return op + "_local"
+		return local
 	}
 	return op
 }
@@ -157,7 +157,7 @@ func readOp(ctx context.Context, op string) string {
 func (o *observed) Elections(ctx context.Context) ([]Election, string, error) {
 	start := time.Now()
 	es, cursor, err := o.b.Elections(ctx)
-	o.done(readOp(ctx, "elections"), start, err)
+	o.done(readOp(ctx, "elections", "elections_local"), start, err)
 	return es, cursor, err
 }
 
@@ -324,7 +324,7 @@ type observedLeaderReader struct {
 func (r observedLeaderReader) ElectionLeader(ctx context.Context, election string) (Election, error) {
 	start := time.Now()
 	e, err := r.lr.ElectionLeader(ctx, election)
-	r.o.done(readOp(ctx, "election"), start, err)
+	r.o.done(readOp(ctx, "election", "election_local"), start, err)
 	return e, err
 }
 
