@@ -26,6 +26,10 @@ type Backend struct {
 	// request sends a publish and waits for its acknowledgement:
 	// nc.RequestMsg, unless a test loses answers.
 	request func(m *nats.Msg, timeout time.Duration) (*nats.Msg, error)
+	// call sends a JetStream API request the jetstream package would
+	// answer without its error code (deleteMsg): nc.RequestMsgWithContext,
+	// unless a test loses answers.
+	call func(ctx context.Context, m *nats.Msg) (*nats.Msg, error)
 	// answerWait is how long a request to a stream's leader waits for its
 	// answer before it is sent again, doubling each time (resend.go); 0,
 	// never, on streams of one replica, whose leader does not change.
@@ -119,7 +123,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config, opts ...Option) (*Backe
 		cfg: cfg, subj: subjects{stream: cfg.Stream, prefix: cfg.SubjectPrefix}, log: o.log, now: o.now, nc: nc, js: js,
 		lease: newQuorumLease(), live: newLiveness(cfg.SubjectPrefix),
 	}
-	b.request = nc.RequestMsg
+	b.request, b.call = nc.RequestMsg, nc.RequestMsgWithContext
 	if cfg.Replicas > 1 {
 		b.answerWait = answerWait
 	}

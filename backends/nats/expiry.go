@@ -2,11 +2,14 @@ package nats
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
@@ -318,37 +321,77 @@ func (r *reconciler) checkDue(ctx context.Context, due []*watchedLeader) {
 
 // serverNow reads the clock of the liveness stream's leader: the timestamp
 // it gives a message published now on the clock subject (which keeps only
-// the last one).
+// the last one). Both requests are sent again when unanswered (publish,
+// resent): a clock message stored twice is two readings, and the one read
+// is no earlier than the request, which is all checkDue needs of it.
 func (b *Backend) serverNow(ctx context.Context) (time.Time, error) {
 	if err := b.connected(); err != nil {
 		return time.Time{}, err
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	ack, err := b.js.Publish(ctx, b.subj.clock(), nil)
+	seq, err := b.publish(ctx, nats.NewMsg(b.subj.clock()), b.subj.aliveStream())
 	if err != nil {
 		return time.Time{}, translate(err)
 	}
-	m, err := b.alive.GetMsg(ctx, ack.Sequence)
+	var m *jetstream.RawStreamMsg
+	err = b.resent(ctx, func(ctx context.Context) (err error) {
+		m, err = b.alive.GetMsg(ctx, seq)
+		return err
+	})
 	if err != nil {
 		return time.Time{}, translate(err)
 	}
 	return m.Time, nil
 }
 
-// deleteBeat deletes the liveness message at seq; it fails if the message
-// is gone (replaced by a heartbeat, or expired by the server).
+// deleteBeat deletes the liveness message at seq; it fails with
+// jetstream.ErrMsgNotFound if the message is gone (replaced by a
+// heartbeat, or expired by the server). A deletion that goes unanswered
+// is sent again (resent): should the first have been applied, the second
+// finds the message gone, and checkDue then finds the subject empty, as
+// it would had the answer come.
 func (b *Backend) deleteBeat(ctx context.Context, seq uint64) error {
 	if err := b.connected(); err != nil {
 		return err
 	}
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
-	err := b.alive.DeleteMsg(ctx, seq)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return err
+	err := b.resent(ctx, func(ctx context.Context) error { return b.deleteMsg(ctx, b.subj.aliveStream(), seq) })
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jsSequenceNotFound || apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound) {
+		return fmt.Errorf("nats: liveness message %d: %w", seq, jetstream.ErrMsgNotFound)
 	}
 	return translate(err)
+}
+
+// jsSequenceNotFound is JetStream's answer to the deletion of a message
+// that is not there ("sequence not found"), where a get answers 10037.
+const jsSequenceNotFound jetstream.ErrorCode = 10043
+
+// deleteMsg deletes the message at seq of stream, without erasing it, as
+// jetstream's Stream.DeleteMsg does, but returns JetStream's refusal as
+// the *jetstream.APIError it is: DeleteMsg keeps only its text, so that
+// neither "no leader" (resent's leaderless) nor "not found" could be told
+// from other failures.
+func (b *Backend) deleteMsg(ctx context.Context, stream string, seq uint64) error {
+	m := nats.NewMsg(jetstream.DefaultAPIPrefix + "STREAM.MSG.DELETE." + stream)
+	m.Data = fmt.Appendf(nil, `{"seq":%d,"no_erase":true}`, seq)
+	resp, err := b.call(ctx, m)
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Success bool                `json:"success"`
+		Error   *jetstream.APIError `json:"error"`
+	}
+	switch err := json.Unmarshal(resp.Data, &r); {
+	case err != nil:
+		return fmt.Errorf("nats: deletion of message %d: %w", seq, err)
+	case r.Error != nil:
+		return r.Error
+	case !r.Success:
+		return fmt.Errorf("nats: deletion of message %d: %w", seq, jetstream.ErrMsgDeleteUnsuccessful)
+	}
+	return nil
 }
 
 // expireCandidacy removes the candidacy with nonce n from election, if it

@@ -122,9 +122,12 @@ func (v *view) giveUp(p gateway.Position) {
 	v.lookedBack = p.Rev
 }
 
-// getRecord reads the record message at seq.
-func (b *Backend) getRecord(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error) {
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
-	return b.records.GetMsg(ctx, seq)
+// getRecord reads the record message at seq, sent again when unanswered
+// (resent).
+func (b *Backend) getRecord(ctx context.Context, seq uint64) (m *jetstream.RawStreamMsg, err error) {
+	err = b.resent(ctx, func(ctx context.Context) error {
+		m, err = b.records.GetMsg(ctx, seq)
+		return err
+	})
+	return m, err
 }

@@ -22,8 +22,10 @@ import (
 // a leader slow under load is sent a few copies at most, not one every
 // half second. What is sent again is safe to send twice:
 //
-//   - reads and purges (resent), which change nothing, or nothing more the
-//     second time;
+//   - reads, purges and the deletion of an expired liveness message
+//     (resent), which change nothing, or nothing more the second time (a
+//     second deletion finds the message gone, which expiry reads as it
+//     would a lost answer: deleteBeat);
 //   - publishes of records and of conditional liveness messages carry the
 //     subject's expected last sequence. JetStream checks it at the leader,
 //     which takes proposals only once it has applied its whole log

@@ -3,6 +3,7 @@ package nats
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -146,6 +147,82 @@ func TestResentSendsAgainUntilAnswered(t *testing.T) {
 					t.Errorf("%d calls, %v; want %d, %v", calls, err, tt.wantCalls, tt.wantErr)
 				}
 			})
+		})
+	}
+}
+
+// unansweredGets is a stream whose first message get goes unanswered: it
+// waits until the caller gives up on it.
+type unansweredGets struct {
+	jetstream.Stream
+	gets atomic.Int32
+}
+
+func (s *unansweredGets) GetMsg(ctx context.Context, seq uint64, opts ...jetstream.GetMsgOpt) (*jetstream.RawStreamMsg, error) {
+	if s.gets.Add(1) > 1 {
+		return s.Stream.GetMsg(ctx, seq, opts...)
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestExpirySendsAgainWhatWentUnanswered: on a replicated stream, the
+// requests that expire a candidacy (the server's clock, the deletion of
+// its liveness message) are sent again when unanswered, as a leader
+// stepping down leaves them, rather than waiting out OpTimeout. A
+// deletion whose first copy was applied fails as not found, which the
+// expiry reads as a subject to look at again (it finds it empty); one
+// whose first copy was lost succeeds.
+func TestExpirySendsAgainWhatWentUnanswered(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	for _, tt := range []struct {
+		name    string
+		applied bool // the unanswered deletion was applied
+		wantErr error
+	}{{"Applied", true, jetstream.ErrMsgNotFound}, {"Lost", false, nil}} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := freshConfig()
+			cfg.OpTimeout = 10 * time.Minute // what a request would wait without the resend
+			b := open(t, e, cfg)
+			b.answerWait = 10 * time.Millisecond // as on a replicated stream
+			s := &unansweredGets{Stream: b.alive}
+			b.alive = s
+			var deletes atomic.Int32
+			call := b.call
+			b.call = func(ctx context.Context, m *nats.Msg) (*nats.Msg, error) {
+				if !strings.Contains(m.Subject, ".MSG.DELETE.") || deletes.Add(1) > 1 {
+					return call(ctx, m)
+				}
+				if tt.applied {
+					if _, err := call(ctx, m); err != nil {
+						return nil, err
+					}
+				}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+
+			before := time.Now().Add(-time.Second) // the server's clock may trail this one's a little
+			now, err := b.serverNow(ctx)
+			if err != nil || now.Before(before) || s.gets.Load() != 2 {
+				t.Fatalf("the server's clock: %v, %v after %d gets; want a reading after %v from the second", now, err, s.gets.Load(), before)
+			}
+
+			subject := b.subj.alive("resend-expiry", "n1")
+			seq, err := b.publishBeat(ctx, subject, time.Minute, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.deleteBeat(ctx, seq); !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) || deletes.Load() != 2 {
+				t.Fatalf("delete: %v after %d sends; want %v after 2", err, deletes.Load(), tt.wantErr)
+			}
+			last, _, alive, err := b.lastBeat(ctx, subject)
+			if err != nil || alive || last != 0 {
+				t.Fatalf("the subject after the deletion: seq %d, alive %v, %v; want it empty", last, alive, err)
+			}
 		})
 	}
 }
