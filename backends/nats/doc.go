@@ -545,8 +545,10 @@
 // it is sent again, after half a second without an answer or a few tens
 // of milliseconds after "no leader", and only as a copy that cannot be
 // stored twice (resend.go). The requests that expire a candidacy (the
-// server's clock, the deletion of its liveness message) go again too, so
-// that a restart does not hold an expiry for the request timeout.
+// server's clock, the deletion of its liveness message) and the KV's
+// gets, lists and updates (sessions, webhooks) go again too, so that
+// a restart does not hold them for the request timeout; the KV's creates
+// and deletes do not yet.
 //
 // A NATS member cut off from the other members of a cluster is the harder
 // case: if it leads the records stream it goes on answering message gets

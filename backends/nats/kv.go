@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
@@ -21,7 +23,7 @@ var _ gateway.KV = (*Backend)(nil)
 // ever deleted.
 func (b *Backend) kvStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:              "KV_" + b.subj.kvBucket(),
+		Name:              b.subj.kvStream(),
 		Description:       "elector: key-value store (webhook endpoints, secrets, deliveries)",
 		Subjects:          []string{"$KV." + b.subj.kvBucket() + ".>"},
 		Storage:           jetstream.FileStorage,
@@ -84,9 +86,11 @@ func (b *Backend) Get(ctx context.Context, key string) (gateway.Item, error) {
 	if err := b.kvCheck("get", key, nil); err != nil {
 		return gateway.Item{}, err
 	}
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
-	e, err := b.kv.Get(ctx, kvKey(key))
+	var e jetstream.KeyValueEntry
+	err := b.resent(ctx, func(ctx context.Context) (err error) {
+		e, err = b.kv.Get(ctx, kvKey(key))
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return gateway.Item{}, fmt.Errorf("nats: kv get %q: %w", key, gateway.ErrKeyNotFound)
 	}
@@ -126,8 +130,13 @@ func (b *Backend) Create(ctx context.Context, key string, value []byte) (uint64,
 
 // Update implements gateway.KV: the write is published with
 // Nats-Expected-Last-Subject-Sequence rev, so the stream leader refuses it
-// if the key was written or deleted since. Errors:
-// gateway.ErrRevisionMismatch, gateway.ErrInvalid, gateway.ErrUnavailable.
+// if the key was written or deleted since. It is published as
+// jetstream's KeyValue.Update publishes it, but through publish, which
+// sends it again when unanswered: the expected revision keeps a second
+// copy from being stored, and a refusal after an unanswered copy is
+// reported as unavailable (the write may have been stored), never as a
+// mismatch. Errors: gateway.ErrRevisionMismatch, gateway.ErrInvalid,
+// gateway.ErrUnavailable.
 func (b *Backend) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
 	if err := b.kvCheck("update", key, value); err != nil {
 		return 0, err
@@ -135,10 +144,14 @@ func (b *Backend) Update(ctx context.Context, key string, value []byte, rev uint
 	if rev == 0 { // no key has revision 0; NATS would read it as "create"
 		return 0, fmt.Errorf("nats: kv update %q at revision 0: %w", key, gateway.ErrRevisionMismatch)
 	}
-	ctx, cancel := b.opContext(ctx)
-	defer cancel()
-	next, err := b.kv.Update(ctx, kvKey(key), value, rev)
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isConflict(err) {
+	if err := b.connected(); err != nil {
+		return 0, fmt.Errorf("nats: kv update %q: %w", key, err)
+	}
+	m := nats.NewMsg(b.kvSubject(kvKey(key)))
+	m.Data = value
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
+	next, err := b.publish(ctx, m, b.subj.kvStream())
+	if isConflict(err) {
 		return 0, fmt.Errorf("nats: kv update %q: %w", key, gateway.ErrRevisionMismatch)
 	}
 	if err != nil {
@@ -206,7 +219,11 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]gateway.Item, erro
 	}
 	subjects := b.kvSubject(filter)
 	for seq := last + 1; ; {
-		m, err := b.kvStream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subjects))
+		var m *jetstream.RawStreamMsg
+		err := b.resent(ctx, func(ctx context.Context) (err error) {
+			m, err = b.kvStream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subjects))
+			return err
+		})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}

@@ -26,17 +26,18 @@ import (
 //     (resent), which change nothing, or nothing more the second time (a
 //     second deletion finds the message gone, which expiry reads as it
 //     would a lost answer: deleteBeat);
-//   - publishes of records and of conditional liveness messages carry the
-//     subject's expected last sequence. JetStream checks it at the leader,
-//     which takes proposals only once it has applied its whole log
-//     (nats-server v2.15.2, the embedded server's: stream.isLeader), so at
-//     most one copy is stored: the second finds the first. That refusal
-//     therefore says nothing about the write (publish reports it as
-//     unanswered, and a record's write then looks for its own message,
-//     landed). A server that stored both would store one record twice,
-//     the second naming as its Prev the sequence before the first: an
-//     event watch refuses that as a gap and ends (watchGap), loudly, and
-//     no state differs, the copies being the same record;
+//   - publishes of records, of conditional liveness messages and of the
+//     KV's updates carry the subject's expected last sequence. JetStream
+//     checks it at the leader, which takes proposals only once it has
+//     applied its whole log (nats-server v2.15.2, the embedded server's:
+//     stream.isLeader), so at most one copy is stored: the second finds
+//     the first. That refusal therefore says nothing about the write
+//     (publish reports it as unanswered: a record's write then looks for
+//     its own message, landed; a KV update answers unavailable). A
+//     server that stored both would store one record twice, the second
+//     naming as its Prev the sequence before the first: an event watch
+//     refuses that as a gap and ends (watchGap), loudly, and no state
+//     differs, the copies being the same record (or the same KV value);
 //   - an unconditional liveness message (a heartbeat) stored twice is one
 //     renewal, and a timer's marker stored twice ends as much later as the
 //     copy was sent: a handover delay, hold or cooldown that ends later

@@ -226,3 +226,77 @@ func TestExpirySendsAgainWhatWentUnanswered(t *testing.T) {
 		})
 	}
 }
+
+// unansweredKVGets is a KV bucket whose first get goes unanswered.
+type unansweredKVGets struct {
+	jetstream.KeyValue
+	gets atomic.Int32
+}
+
+func (kv *unansweredKVGets) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if kv.gets.Add(1) > 1 {
+		return kv.KeyValue.Get(ctx, key)
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestKVSendsAgainWhatWentUnanswered: on a replicated stream, the KV's
+// get and update are sent again when unanswered. An update whose first
+// copy was stored finds it (the expected revision refuses the second) and
+// reports the outcome unknown, unavailable, never a revision mismatch,
+// which would tell its caller that someone else wrote the key; one whose
+// first copy was lost is stored by the second.
+func TestKVSendsAgainWhatWentUnanswered(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	for _, tt := range []struct {
+		name   string
+		stored bool // the unanswered update was stored
+	}{{"Stored", true}, {"Lost", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := freshConfig()
+			cfg.OpTimeout = 10 * time.Minute // what a request would wait without the resend
+			b := open(t, e, cfg)
+			b.answerWait = 10 * time.Millisecond // as on a replicated stream
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			rev, err := b.Create(ctx, "resend/k", []byte("1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			kv := &unansweredKVGets{KeyValue: b.kv}
+			b.kv = kv
+			if it, err := b.Get(ctx, "resend/k"); err != nil || string(it.Value) != "1" || kv.gets.Load() != 2 {
+				t.Fatalf("get: %+v, %v after %d gets; want 1 from the second", it, err, kv.gets.Load())
+			}
+
+			var sent atomic.Int32
+			send := b.request
+			b.request = func(m *nats.Msg, timeout time.Duration) (*nats.Msg, error) {
+				if m.Subject != b.kvSubject("resend.k") || sent.Add(1) > 1 {
+					return send(m, timeout)
+				}
+				if tt.stored {
+					if _, err := send(m, timeout); err != nil {
+						return nil, err
+					}
+				}
+				return nil, nats.ErrTimeout
+			}
+			next, err := b.Update(ctx, "resend/k", []byte("2"), rev)
+			switch {
+			case sent.Load() != 2:
+				t.Errorf("the update was sent %d times, want 2", sent.Load())
+			case tt.stored && (!errors.Is(err, gateway.ErrUnavailable) || errors.Is(err, gateway.ErrRevisionMismatch)):
+				t.Errorf("an update whose first copy was stored: %v; want unavailable, not a mismatch", err)
+			case !tt.stored && (err != nil || next <= rev):
+				t.Errorf("an update whose first copy was lost: revision %d, %v; want one after %d", next, err, rev)
+			}
+			if it, err := b.Get(ctx, "resend/k"); err != nil || string(it.Value) != "2" || it.Revision != rev+1 {
+				t.Fatalf("the key after the update: %+v, %v; want 2 at revision %d, stored once", it, err, rev+1)
+			}
+		})
+	}
+}

@@ -27,6 +27,9 @@ func (n subjects) timerStream() string { return n.stream + "_TIMERS" }
 // "KV_" + kvBucket, its subjects "$KV.<bucket>.<key>".
 func (n subjects) kvBucket() string { return n.stream + "_KV" }
 
+// kvStream is the name of the KV bucket's stream.
+func (n subjects) kvStream() string { return "KV_" + n.kvBucket() }
+
 func (n subjects) record(election string) string { return n.prefix + ".election." + election }
 
 func (n subjects) alive(election, nonce string) string {
