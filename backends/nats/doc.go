@@ -546,9 +546,8 @@
 // of milliseconds after "no leader", and only as a copy that cannot be
 // stored twice (resend.go). The requests that expire a candidacy (the
 // server's clock, the deletion of its liveness message) and the KV's
-// gets, lists and updates (sessions, webhooks) go again too, so that
-// a restart does not hold them for the request timeout; the KV's creates
-// and deletes do not yet.
+// (sessions, webhooks) go again too, so that a restart does not hold them
+// for the request timeout.
 //
 // A NATS member cut off from the other members of a cluster is the harder
 // case: if it leads the records stream it goes on answering message gets

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -100,43 +101,48 @@ func (b *Backend) Get(ctx context.Context, key string) (gateway.Item, error) {
 	return gateway.Item{Key: key, Value: e.Value(), Revision: e.Revision()}, nil
 }
 
-// Create implements gateway.KV. Errors: gateway.ErrRevisionMismatch when
-// key exists, gateway.ErrInvalid, gateway.ErrUnavailable.
+// Create implements gateway.KV: a write of key expecting no message on
+// its subject, or, over a delete marker, the marker's sequence, as
+// jetstream's KeyValue.Create writes it. Errors:
+// gateway.ErrRevisionMismatch when key exists, gateway.ErrInvalid,
+// gateway.ErrUnavailable.
 func (b *Backend) Create(ctx context.Context, key string, value []byte) (uint64, error) {
 	if err := b.kvCheck("create", key, value); err != nil {
 		return 0, err
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	// jetstream's Create writes over a delete marker at the marker's
-	// revision. If the marker expires between its two requests, the second
-	// fails although the key does not exist: look, and try again.
+	subject := b.kvSubject(kvKey(key))
+	var over uint64 // the delete marker written over, or 0 for none
 	for attempt := 0; ; attempt++ {
-		rev, err := b.kv.Create(ctx, kvKey(key), value)
+		rev, err := b.kvWrite(ctx, subject, value, nil, over)
 		if err == nil {
 			return rev, nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) && !isConflict(err) {
+		if !isConflict(err) {
 			return 0, fmt.Errorf("nats: kv create %q: %w", key, translate(err))
 		}
-		if attempt < 2 {
-			if _, gerr := b.kv.Get(ctx, kvKey(key)); errors.Is(gerr, jetstream.ErrKeyNotFound) {
-				continue
-			}
+		// The subject holds a message other than the one expected: a value
+		// (the key exists), or a delete marker, which may also have
+		// expired or been written meanwhile: look, and try again.
+		last, lerr := b.lastKVMsg(ctx, subject)
+		switch {
+		case lerr != nil:
+			return 0, fmt.Errorf("nats: kv create %q: %w", key, translate(lerr))
+		case attempt < 2 && last == nil:
+			over = 0
+		case attempt < 2 && kvDeleted(last.Header.Get(kvOperationHeader)):
+			over = last.Sequence
+		default:
+			return 0, fmt.Errorf("nats: kv create %q: %w", key, gateway.ErrRevisionMismatch)
 		}
-		return 0, fmt.Errorf("nats: kv create %q: %w", key, gateway.ErrRevisionMismatch)
 	}
 }
 
 // Update implements gateway.KV: the write is published with
 // Nats-Expected-Last-Subject-Sequence rev, so the stream leader refuses it
-// if the key was written or deleted since. It is published as
-// jetstream's KeyValue.Update publishes it, but through publish, which
-// sends it again when unanswered: the expected revision keeps a second
-// copy from being stored, and a refusal after an unanswered copy is
-// reported as unavailable (the write may have been stored), never as a
-// mismatch. Errors: gateway.ErrRevisionMismatch, gateway.ErrInvalid,
-// gateway.ErrUnavailable.
+// if the key was written or deleted since. Errors:
+// gateway.ErrRevisionMismatch, gateway.ErrInvalid, gateway.ErrUnavailable.
 func (b *Backend) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
 	if err := b.kvCheck("update", key, value); err != nil {
 		return 0, err
@@ -144,13 +150,7 @@ func (b *Backend) Update(ctx context.Context, key string, value []byte, rev uint
 	if rev == 0 { // no key has revision 0; NATS would read it as "create"
 		return 0, fmt.Errorf("nats: kv update %q at revision 0: %w", key, gateway.ErrRevisionMismatch)
 	}
-	if err := b.connected(); err != nil {
-		return 0, fmt.Errorf("nats: kv update %q: %w", key, err)
-	}
-	m := nats.NewMsg(b.kvSubject(kvKey(key)))
-	m.Data = value
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
-	next, err := b.publish(ctx, m, b.subj.kvStream())
+	next, err := b.kvWrite(ctx, b.kvSubject(kvKey(key)), value, nil, rev)
 	if isConflict(err) {
 		return 0, fmt.Errorf("nats: kv update %q: %w", key, gateway.ErrRevisionMismatch)
 	}
@@ -161,27 +161,98 @@ func (b *Backend) Update(ctx context.Context, key string, value []byte, rev uint
 }
 
 // Delete implements gateway.KV with a purge: the key's value is removed and
-// a marker, which expires after Config.MarkerTTL, takes its place. With rev
-// not 0 the purge is conditional on the key's revision. Errors:
-// gateway.ErrRevisionMismatch, gateway.ErrInvalid, gateway.ErrUnavailable.
+// a marker, which expires after Config.MarkerTTL, takes its place (the
+// message jetstream's KeyValue.Purge writes with PurgeTTL). With rev not 0
+// the purge is conditional on the key's revision. With rev 0 it is
+// conditional on the revision read just before (again if the key is
+// written meanwhile), so that a copy sent again (kvWrite) cannot purge a
+// value written after the first; a key already gone is left as it is.
+// Errors: gateway.ErrRevisionMismatch, gateway.ErrInvalid,
+// gateway.ErrUnavailable.
 func (b *Backend) Delete(ctx context.Context, key string, rev uint64) error {
 	if err := b.kvCheck("delete", key, nil); err != nil {
 		return err
 	}
 	ctx, cancel := b.opContext(ctx)
 	defer cancel()
-	opts := []jetstream.KVDeleteOpt{jetstream.PurgeTTL(b.cfg.MarkerTTL)}
-	if rev != 0 {
-		opts = append(opts, jetstream.LastRevision(rev))
+	subject := b.kvSubject(kvKey(key))
+	hdr := nats.Header{kvOperationHeader: {"PURGE"}, jetstream.MsgRollup: {jetstream.MsgRollupSubject}}
+	if b.cfg.MarkerTTL > 0 {
+		hdr.Set(jetstream.MsgTTLHeader, b.cfg.MarkerTTL.String())
 	}
-	err := b.kv.Purge(ctx, kvKey(key), opts...)
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isConflict(err) {
-		return fmt.Errorf("nats: kv delete %q: %w", key, gateway.ErrRevisionMismatch)
-	}
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		expect := rev
+		if rev == 0 {
+			gone, seq, err := b.kvGone(ctx, subject)
+			if err != nil || gone {
+				return err
+			}
+			expect = seq
+		}
+		_, err := b.kvWrite(ctx, subject, nil, hdr, expect)
+		switch {
+		case err == nil:
+			return nil
+		case isConflict(err) && rev != 0:
+			return fmt.Errorf("nats: kv delete %q: %w", key, gateway.ErrRevisionMismatch)
+		case isConflict(err) && attempt < 2:
+			continue // written meanwhile: purge what is there now
+		case isConflict(err):
+			return fmt.Errorf("nats: kv delete %q: written again as often as it was read: %w", key, gateway.ErrUnavailable)
+		case rev == 0 && errors.Is(err, nats.ErrTimeout):
+			// Perhaps stored: the key is deleted if it is gone now.
+			if gone, _, gerr := b.kvGone(ctx, subject); gerr == nil && gone {
+				return nil
+			}
+		}
 		return fmt.Errorf("nats: kv delete %q: %w", key, translate(err))
 	}
-	return nil
+}
+
+// kvGone reads the last message of a subject of the KV's stream: gone
+// when it has none or a deletion's marker, else its sequence.
+func (b *Backend) kvGone(ctx context.Context, subject string) (gone bool, seq uint64, err error) {
+	last, err := b.lastKVMsg(ctx, subject)
+	switch {
+	case err != nil:
+		return false, 0, translate(err)
+	case last == nil || kvDeleted(last.Header.Get(kvOperationHeader)):
+		return true, 0, nil
+	}
+	return false, last.Sequence, nil
+}
+
+// kvWrite publishes data with hdr on subject of the KV's stream, expecting
+// the subject's last sequence to be expect (0: no message), and returns
+// the message's sequence, the key's new revision. It goes through
+// publish, which sends it again when unanswered: the expected sequence
+// keeps a second copy from being stored, and a refusal after an
+// unanswered copy is reported as unanswered (nats.ErrTimeout: the write
+// may have been stored), never as a conflict (resend.go).
+func (b *Backend) kvWrite(ctx context.Context, subject string, data []byte, hdr nats.Header, expect uint64) (uint64, error) {
+	if err := b.connected(); err != nil {
+		return 0, err
+	}
+	m := &nats.Msg{Subject: subject, Data: data, Header: maps.Clone(hdr)}
+	if m.Header == nil {
+		m.Header = nats.Header{}
+	}
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expect, 10))
+	return b.publish(ctx, m, b.subj.kvStream())
+}
+
+// lastKVMsg returns the last message of a subject of the KV's stream, or
+// nil if it has none, from the stream's leader.
+func (b *Backend) lastKVMsg(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	var m *jetstream.RawStreamMsg
+	err := b.resent(ctx, func(ctx context.Context) (err error) {
+		m, err = b.kvStream.GetLastMsgForSubject(ctx, subject)
+		return err
+	})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	return m, err
 }
 
 // List implements gateway.KV: every item under prefix as the stream

@@ -27,13 +27,13 @@ import (
 //     second deletion finds the message gone, which expiry reads as it
 //     would a lost answer: deleteBeat);
 //   - publishes of records, of conditional liveness messages and of the
-//     KV's updates carry the subject's expected last sequence. JetStream
+//     KV's writes carry the subject's expected last sequence. JetStream
 //     checks it at the leader, which takes proposals only once it has
 //     applied its whole log (nats-server v2.15.2, the embedded server's:
 //     stream.isLeader), so at most one copy is stored: the second finds
 //     the first. That refusal therefore says nothing about the write
 //     (publish reports it as unanswered: a record's write then looks for
-//     its own message, landed; a KV update answers unavailable). A
+//     its own message, landed; a KV write answers unavailable). A
 //     server that stored both would store one record twice, the second
 //     naming as its Prev the sequence before the first: an event watch
 //     refuses that as a gap and ends (watchGap), loudly, and no state

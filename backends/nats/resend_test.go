@@ -3,6 +3,7 @@ package nats
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -242,61 +243,82 @@ func (kv *unansweredKVGets) Get(ctx context.Context, key string) (jetstream.KeyV
 }
 
 // TestKVSendsAgainWhatWentUnanswered: on a replicated stream, the KV's
-// get and update are sent again when unanswered. An update whose first
-// copy was stored finds it (the expected revision refuses the second) and
-// reports the outcome unknown, unavailable, never a revision mismatch,
-// which would tell its caller that someone else wrote the key; one whose
+// requests are sent again when unanswered. A write whose first copy was
+// stored finds it (the expected revision refuses the second) and reports
+// the outcome unknown, unavailable, never a revision mismatch, which
+// would tell its caller that someone else wrote the key; but a deletion
+// of whatever revision, which finds the key gone, succeeds. A write whose
 // first copy was lost is stored by the second.
 func TestKVSendsAgainWhatWentUnanswered(t *testing.T) {
 	e := startServer(t, t.TempDir())
 	t.Cleanup(e.Shutdown)
-	for _, tt := range []struct {
-		name   string
-		stored bool // the unanswered update was stored
-	}{{"Stored", true}, {"Lost", false}} {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := freshConfig()
-			cfg.OpTimeout = 10 * time.Minute // what a request would wait without the resend
-			b := open(t, e, cfg)
-			b.answerWait = 10 * time.Millisecond // as on a replicated stream
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			rev, err := b.Create(ctx, "resend/k", []byte("1"))
-			if err != nil {
-				t.Fatal(err)
-			}
-
-			kv := &unansweredKVGets{KeyValue: b.kv}
-			b.kv = kv
-			if it, err := b.Get(ctx, "resend/k"); err != nil || string(it.Value) != "1" || kv.gets.Load() != 2 {
-				t.Fatalf("get: %+v, %v after %d gets; want 1 from the second", it, err, kv.gets.Load())
-			}
-
-			var sent atomic.Int32
-			send := b.request
-			b.request = func(m *nats.Msg, timeout time.Duration) (*nats.Msg, error) {
-				if m.Subject != b.kvSubject("resend.k") || sent.Add(1) > 1 {
-					return send(m, timeout)
+	ops := []struct {
+		name      string
+		write     func(ctx context.Context, b *Backend, rev uint64) error
+		key, want string // the key written, and its value once written ("": deleted)
+		known     bool   // the outcome is known though the first answer was lost
+	}{
+		{"Update", func(ctx context.Context, b *Backend, rev uint64) error {
+			_, err := b.Update(ctx, "resend/k", []byte("2"), rev)
+			return err
+		}, "resend/k", "2", false},
+		{"Create", func(ctx context.Context, b *Backend, _ uint64) error {
+			_, err := b.Create(ctx, "resend/new", []byte("3"))
+			return err
+		}, "resend/new", "3", false},
+		{"Delete", func(ctx context.Context, b *Backend, rev uint64) error { return b.Delete(ctx, "resend/k", rev) }, "resend/k", "", false},
+		{"DeleteAny", func(ctx context.Context, b *Backend, _ uint64) error { return b.Delete(ctx, "resend/k", 0) }, "resend/k", "", true},
+	}
+	for _, op := range ops {
+		for _, stored := range []bool{true, false} { // the unanswered copy was stored
+			t.Run(fmt.Sprintf("%s/stored=%v", op.name, stored), func(t *testing.T) {
+				cfg := freshConfig()
+				cfg.OpTimeout = 10 * time.Minute // what a request would wait without the resend
+				b := open(t, e, cfg)
+				b.answerWait = 10 * time.Millisecond // as on a replicated stream
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				rev, err := b.Create(ctx, "resend/k", []byte("1"))
+				if err != nil {
+					t.Fatal(err)
 				}
-				if tt.stored {
-					if _, err := send(m, timeout); err != nil {
-						return nil, err
+
+				kv := &unansweredKVGets{KeyValue: b.kv}
+				b.kv = kv
+				if it, err := b.Get(ctx, "resend/k"); err != nil || string(it.Value) != "1" || kv.gets.Load() != 2 {
+					t.Fatalf("get: %+v, %v after %d gets; want 1 from the second", it, err, kv.gets.Load())
+				}
+
+				var sent atomic.Int32
+				send := b.request
+				b.request = func(m *nats.Msg, timeout time.Duration) (*nats.Msg, error) {
+					if !strings.HasPrefix(m.Subject, b.kvSubject("resend.")) || sent.Add(1) > 1 {
+						return send(m, timeout)
 					}
+					if stored {
+						if _, err := send(m, timeout); err != nil {
+							return nil, err
+						}
+					}
+					return nil, nats.ErrTimeout
 				}
-				return nil, nats.ErrTimeout
-			}
-			next, err := b.Update(ctx, "resend/k", []byte("2"), rev)
-			switch {
-			case sent.Load() != 2:
-				t.Errorf("the update was sent %d times, want 2", sent.Load())
-			case tt.stored && (!errors.Is(err, gateway.ErrUnavailable) || errors.Is(err, gateway.ErrRevisionMismatch)):
-				t.Errorf("an update whose first copy was stored: %v; want unavailable, not a mismatch", err)
-			case !tt.stored && (err != nil || next <= rev):
-				t.Errorf("an update whose first copy was lost: revision %d, %v; want one after %d", next, err, rev)
-			}
-			if it, err := b.Get(ctx, "resend/k"); err != nil || string(it.Value) != "2" || it.Revision != rev+1 {
-				t.Fatalf("the key after the update: %+v, %v; want 2 at revision %d, stored once", it, err, rev+1)
-			}
-		})
+				err = op.write(ctx, b, rev)
+				switch {
+				case sent.Load() != 2:
+					t.Errorf("the write was sent %d times, want 2", sent.Load())
+				case stored && !op.known && (!errors.Is(err, gateway.ErrUnavailable) || errors.Is(err, gateway.ErrRevisionMismatch)):
+					t.Errorf("a write whose first copy was stored: %v; want unavailable, not a mismatch", err)
+				case (!stored || op.known) && err != nil:
+					t.Errorf("a write whose first copy was lost: %v", err)
+				}
+				it, err := b.Get(ctx, op.key)
+				switch {
+				case op.want == "" && !errors.Is(err, gateway.ErrKeyNotFound):
+					t.Errorf("%s after its deletion: %+v, %v; want it gone", op.key, it, err)
+				case op.want != "" && (err != nil || string(it.Value) != op.want || it.Revision != rev+1):
+					t.Errorf("%s after the write: %+v, %v; want %s at revision %d, stored once", op.key, it, err, op.want, rev+1)
+				}
+			})
+		}
 	}
 }
