@@ -21,10 +21,6 @@ func (a *api) logRequests(next http.Handler) http.Handler {
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)
 
-		route := ""
-		if rc := chi.RouteContext(r.Context()); rc != nil {
-			route = rc.RoutePattern()
-		}
 		status := ww.Status()
 		if status == 0 {
 			status = http.StatusOK
@@ -35,6 +31,10 @@ func (a *api) logRequests(next http.Handler) http.Handler {
 			level = slog.LevelError
 		case !a.cfg.LogRequests:
 			return
+		}
+		route := ""
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			route = rc.RoutePattern()
 		}
 		a.log.LogAttrs(r.Context(), level, "request",
 			slog.String("method", r.Method),
