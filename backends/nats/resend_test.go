@@ -309,7 +309,7 @@ func TestKVSendsAgainWhatWentUnanswered(t *testing.T) {
 				case stored && !op.known && (!errors.Is(err, gateway.ErrUnavailable) || errors.Is(err, gateway.ErrRevisionMismatch)):
 					t.Errorf("a write whose first copy was stored: %v; want unavailable, not a mismatch", err)
 				case (!stored || op.known) && err != nil:
-					t.Errorf("a write whose first copy was lost: %v", err)
+					t.Errorf("a write whose first copy was stored=%v: %v; want it done", stored, err)
 				}
 				it, err := b.Get(ctx, op.key)
 				switch {
