@@ -121,6 +121,23 @@
 // process holds candidacies in many elections and their heartbeats add
 // up; a Candidacy campaigns alone, without one.
 //
+// Client.KeepSession does the heartbeats: it opens a session and renews
+// it every TTL/3 until its context ends or SessionKeeper.Close closes it
+// (resigning every candidacy), and ends when the gateway answers that the
+// session is gone. SessionKeeper.Lead applies the step-down rule to each
+// of its answers for a leader:
+//
+//	k, err := c.KeepSession(ctx, client.SessionConfig{TTL: 10 * time.Second})
+//	st, sent, err := k.Campaign(ctx, "billing", client.CampaignRequest{ID: host})
+//	if st.State == client.StateLeader {
+//		lead, cancel := k.Lead(ctx, "billing", st.Term, sent)
+//		defer cancel()
+//		work(lead, st.Term) // until lead ends: the deadline passed, or it no longer leads
+//	}
+//
+// A follower learns that it leads from SessionKeeper.Last, whose answer
+// lists each candidacy's state and term, or from Observe.
+//
 // # Observing
 //
 // Client.Observe (and Candidacy.Observe) follows who leads an election,

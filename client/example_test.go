@@ -139,3 +139,43 @@ func ExampleClient_OpenSession() {
 	// renewed: payroll true
 	// true
 }
+
+// KeepSession heartbeats a session by itself; a leader of one of its
+// elections works under Lead's context, which ends by the step-down rule,
+// and Close resigns every candidacy of the session at once.
+func ExampleClient_KeepSession() {
+	srv, stop := startGateway()
+	defer stop()
+	ctx := context.Background()
+	c := client.New(srv.URL)
+
+	k, err := c.KeepSession(ctx, client.SessionConfig{TTL: 6 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, sent, err := k.Campaign(ctx, "billing", client.CampaignRequest{ID: "node-a"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("billing:", st.State)
+	if st.State == client.StateLeader {
+		lead, cancel := k.Lead(ctx, "billing", st.Term, sent)
+		defer cancel()
+		// Work as the leader, under lead and with st.Term as the fencing
+		// token, until lead ends: its step-down deadline passed without a
+		// heartbeat of the session, or an answer no longer shows it
+		// leading with that term.
+		fmt.Println("leading:", lead.Err() == nil)
+		_ = k.Close(ctx)
+		fmt.Println("after Close:", errors.Is(context.Cause(lead), client.ErrSessionEnded))
+	}
+	_, err = c.Leader(ctx, "billing")
+	fmt.Println(errors.Is(err, client.ErrNoLeader))
+	// Output:
+	// billing: leader
+	// leading: true
+	// after Close: true
+	// true
+}
