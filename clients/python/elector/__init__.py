@@ -51,6 +51,7 @@ from .leadership import (
     REASON_TRANSFERRED,
     Leadership,
 )
+from .session_keeper import SessionKeeper, SessionLead, keep_session
 from .types import *  # noqa: F401,F403
 from .watch import Observe, Watch
 from .webhooks import WebhookVerificationError
