@@ -125,17 +125,14 @@ func (b *Backend) Create(ctx context.Context, key string, value []byte) (uint64,
 		// The subject holds a message other than the one expected: a value
 		// (the key exists), or a delete marker, which may also have
 		// expired or been written meanwhile: look, and try again.
-		last, lerr := b.lastKVMsg(ctx, subject)
+		seq, live, lerr := b.kvLast(ctx, subject)
 		switch {
 		case lerr != nil:
-			return 0, fmt.Errorf("nats: kv create %q: %w", key, translate(lerr))
-		case attempt < 2 && last == nil:
-			over = 0
-		case attempt < 2 && kvDeleted(last.Header.Get(kvOperationHeader)):
-			over = last.Sequence
-		default:
+			return 0, fmt.Errorf("nats: kv create %q: %w", key, lerr)
+		case live || attempt >= 2:
 			return 0, fmt.Errorf("nats: kv create %q: %w", key, gateway.ErrRevisionMismatch)
 		}
+		over = seq
 	}
 }
 
@@ -183,9 +180,12 @@ func (b *Backend) Delete(ctx context.Context, key string, rev uint64) error {
 	for attempt := 0; ; attempt++ {
 		expect := rev
 		if rev == 0 {
-			gone, seq, err := b.kvGone(ctx, subject)
-			if err != nil || gone {
-				return err
+			seq, live, err := b.kvLast(ctx, subject)
+			switch {
+			case err != nil:
+				return fmt.Errorf("nats: kv delete %q: %w", key, err)
+			case !live:
+				return nil
 			}
 			expect = seq
 		}
@@ -201,25 +201,12 @@ func (b *Backend) Delete(ctx context.Context, key string, rev uint64) error {
 			return fmt.Errorf("nats: kv delete %q: written again as often as it was read: %w", key, gateway.ErrUnavailable)
 		case rev == 0 && errors.Is(err, nats.ErrTimeout):
 			// Perhaps stored: the key is deleted if it is gone now.
-			if gone, _, gerr := b.kvGone(ctx, subject); gerr == nil && gone {
+			if _, live, lerr := b.kvLast(ctx, subject); lerr == nil && !live {
 				return nil
 			}
 		}
 		return fmt.Errorf("nats: kv delete %q: %w", key, translate(err))
 	}
-}
-
-// kvGone reads the last message of a subject of the KV's stream: gone
-// when it has none or a deletion's marker, else its sequence.
-func (b *Backend) kvGone(ctx context.Context, subject string) (gone bool, seq uint64, err error) {
-	last, err := b.lastKVMsg(ctx, subject)
-	switch {
-	case err != nil:
-		return false, 0, translate(err)
-	case last == nil || kvDeleted(last.Header.Get(kvOperationHeader)):
-		return true, 0, nil
-	}
-	return false, last.Sequence, nil
 }
 
 // kvWrite publishes data with hdr on subject of the KV's stream, expecting
@@ -241,18 +228,22 @@ func (b *Backend) kvWrite(ctx context.Context, subject string, data []byte, hdr 
 	return b.publish(ctx, m, b.subj.kvStream())
 }
 
-// lastKVMsg returns the last message of a subject of the KV's stream, or
-// nil if it has none, from the stream's leader.
-func (b *Backend) lastKVMsg(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+// kvLast reads, from the stream's leader, the last message of a subject
+// of the KV's stream: its sequence (0: none), and whether it is a value
+// (live) rather than a deletion's marker or nothing.
+func (b *Backend) kvLast(ctx context.Context, subject string) (seq uint64, live bool, err error) {
 	var m *jetstream.RawStreamMsg
-	err := b.resent(ctx, func(ctx context.Context) (err error) {
+	err = b.resent(ctx, func(ctx context.Context) (err error) {
 		m, err = b.kvStream.GetLastMsgForSubject(ctx, subject)
 		return err
 	})
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, translate(err)
 	}
-	return m, err
+	return m.Sequence, !kvDeleted(m.Header.Get(kvOperationHeader)), nil
 }
 
 // List implements gateway.KV: every item under prefix as the stream
