@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -75,6 +76,14 @@ func TestREADMEQuickstart(t *testing.T) {
 			stopped = true
 			_ = syscall.Kill(-use.Process.Pid, syscall.SIGTERM)
 			_ = use.Wait()
+			// bash exits on SIGTERM at once; its children, `elector
+			// run` resigning on its way out among them, may not have.
+			eventually.NoError(t, 30*time.Second, "the quick start's processes to exit", func() error {
+				if n := liveInGroup(use.Process.Pid); n > 0 {
+					return fmt.Errorf("%d processes of the group still run", n)
+				}
+				return nil
+			})
 		}
 	}
 	defer stop()
@@ -98,7 +107,8 @@ func TestREADMEQuickstart(t *testing.T) {
 		t.Fatalf("GET %s: %v %v", started[3], res, err)
 	}
 	res.Body.Close()
-	// Stopping the candidate resigns it: once it has exited, it is gone.
+	// Stopping the candidate resigns it: once it has exited, it is gone
+	// (well before its TTL would have expired it).
 	stop()
 	res, err = http.Get(base + "/v1/elections/billing/candidates")
 	if err != nil {
@@ -109,4 +119,34 @@ func TestREADMEQuickstart(t *testing.T) {
 	if err := json.NewDecoder(res.Body).Decode(&list); err != nil || len(list.Candidates) != 0 {
 		t.Fatalf("candidates after node-a stopped: %+v, %v; want none (it resigns)", list, err)
 	}
+}
+
+// liveInGroup counts the processes of group pgid that have not exited
+// (a zombie has): from /proc where there is one, else 1 while kill(2) finds
+// the group, zombies included.
+func liveInGroup(pgid int) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		if syscall.Kill(-pgid, 0) == nil {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited since ReadDir
+		}
+		// After the command name in parentheses: state, ppid, pgrp.
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) >= 3 && fields[0] != "Z" && fields[2] == strconv.Itoa(pgid) {
+			n++
+		}
+	}
+	return n
 }
