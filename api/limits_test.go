@@ -197,6 +197,38 @@ func TestHeartbeatLimitIsPerCandidateAndToken(t *testing.T) {
 	}
 }
 
+// TestSessionHeartbeatLimitIsPerSessionAndToken: a session's heartbeats
+// are heartbeats, limited per session like a candidate's, never as writes
+// of the client's address.
+func TestSessionHeartbeatLimitIsPerSessionAndToken(t *testing.T) {
+	t.Parallel()
+	e := newLimitedEnv(t, gateway.Config{}, Config{WriteRate: 0.5, WriteBurst: 2, HeartbeatRate: 0.5, HeartbeatBurst: 2})
+	open := func() (string, string) {
+		s := e.do("POST", "/v1/sessions", `{"ttl":"30s"}`).expect(t, http.StatusCreated).json(t)
+		return s["id"].(string), s["token"].(string)
+	}
+	idA, tokA := open()
+	idB, tokB := open() // the address's writes are spent
+	expectLimit(t, e.do("POST", "/v1/sessions", `{"ttl":"30s"}`), http.StatusTooManyRequests, "rate-limited", "writes_per_second")
+	hb := func(id string) string { return "/v1/sessions/" + id + "/heartbeat" }
+
+	// Somebody without A's token cannot spend A's bucket.
+	for range 5 {
+		if r := e.do("PUT", hb(idA), nil, sessionToken("ecs_"+idA+".guess")); r.Status != http.StatusForbidden && r.Status != http.StatusTooManyRequests {
+			t.Fatalf("a guessed token: status %d", r.Status)
+		}
+	}
+	e.do("PUT", hb(idA), nil, sessionToken(tokA)).expect(t, http.StatusOK)
+	e.do("PUT", hb(idA), nil, sessionToken(tokA)).expect(t, http.StatusOK)
+	r := e.do("PUT", hb(idA), nil, sessionToken(tokA))
+	expectLimit(t, r, http.StatusTooManyRequests, "rate-limited", "heartbeats_per_second")
+	if d := r.json(t)["detail"].(string); !strings.Contains(d, "session \""+idA+"\"") || r.Header.Get("Retry-After") == "" {
+		t.Errorf("the refusal does not name session %s, or has no Retry-After: %s", idA, r.Body)
+	}
+	// Another session from the same address has its own bucket.
+	e.do("PUT", hb(idB), nil, sessionToken(tokB)).expect(t, http.StatusOK)
+}
+
 func TestReadRateLimitIsPerClientAndSparesStreams(t *testing.T) {
 	t.Parallel()
 	e := newLimitedEnv(t, gateway.Config{}, Config{ReadRate: 0.5, ReadBurst: 2})

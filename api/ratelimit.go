@@ -97,19 +97,32 @@ func isWrite(method string) bool {
 	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
 }
 
-// heartbeatPattern is the route of heartbeats, which are limited per
-// candidate rather than per client address.
-const heartbeatPattern = "/v1/elections/{election}/candidates/{id}/heartbeat"
+// heartbeatPattern and sessionHeartbeatPattern are the routes of
+// heartbeats, which are limited per candidate and per session rather than
+// per client address.
+const (
+	heartbeatPattern        = "/v1/elections/{election}/candidates/{id}/heartbeat"
+	sessionHeartbeatPattern = "/v1/sessions/{session}/heartbeat"
+)
 
 // limitRequests wraps the handler of one route with the rate limits that
-// apply to it: heartbeats per candidate, other writes per client address,
+// apply to it: heartbeats per candidate or session, other writes per
+// client address,
 // reads (but event streams) per client address and by how many run at
 // once. Over a limit: a 429 problem with Retry-After naming the limit.
 // Routes no limit applies to are returned as they are, at no cost.
 func (a *api) limitRequests(rt route, next http.Handler) http.Handler {
 	switch {
 	case rt.pattern == heartbeatPattern:
-		return a.limitHeartbeats(next)
+		return a.limitHeartbeats(TokenHeader, "candidate", func(r *http.Request) (string, string) {
+			return chi.URLParam(r, "election"), chi.URLParam(r, "id")
+		}, next)
+	case rt.pattern == sessionHeartbeatPattern:
+		// No election name is empty: a session's bucket is never a
+		// candidate's.
+		return a.limitHeartbeats(SessionTokenHeader, "session", func(r *http.Request) (string, string) {
+			return "", chi.URLParam(r, "session")
+		}, next)
 	case isWrite(rt.method):
 		return a.limitByAddress(a.writes, "writes_per_second", "writes", next)
 	case strings.HasPrefix(rt.pattern, "/v1/") && !rt.stream:
@@ -132,36 +145,38 @@ func (a *api) limitByAddress(l *bucketLimiter[netip.Addr], limit, what string, n
 	})
 }
 
-// limitHeartbeats applies the heartbeat limit per candidate: the key is
-// the election, the candidate and the hash of the token sent, so that a
-// fleet behind one proxy address is never refused as a crowd, and nobody
-// without a candidate's token can spend its bucket. Leadership: refusing a
-// heartbeat can at most let a candidate expire, never make a second
-// leader; and a candidate that heartbeats at most HeartbeatRate times a
-// second (far above TTL/3 for the shortest TTL) is never refused.
-func (a *api) limitHeartbeats(next http.Handler) http.Handler {
+// limitHeartbeats applies the heartbeat limit per candidate, or per
+// session (what): the key is the election and the candidate (or the
+// session) that names gives, and the hash of the token sent in
+// tokenHeader, so that a fleet behind one proxy address is never refused
+// as a crowd, and nobody without the token can spend its bucket.
+// Leadership: refusing a heartbeat can at most let a candidate expire,
+// never make a second leader; and a candidate or session that heartbeats
+// at most HeartbeatRate times a second (far above TTL/3 for the shortest
+// TTL) is never refused.
+func (a *api) limitHeartbeats(tokenHeader, what string, names func(*http.Request) (election, id string), next http.Handler) http.Handler {
 	l := a.heartbeats
 	if l == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok := r.Header.Get(TokenHeader)
+		tok := r.Header.Get(tokenHeader)
 		if tok == "" {
-			next.ServeHTTP(w, r) // refused as candidate-token-missing
+			next.ServeHTTP(w, r) // refused as a missing token
 			return
 		}
-		id := chi.URLParam(r, "id")
-		if ok, wait := l.allow(newHeartbeatKey(chi.URLParam(r, "election"), id, tok), time.Now()); !ok {
-			a.rateLimited(w, r, wait, "heartbeats_per_second", "candidate %q sent more than %g heartbeats per second (burst %d; limit heartbeats_per_second); heartbeat every TTL/3",
-				clip(id), l.rate, int(l.burst))
+		election, id := names(r)
+		if ok, wait := l.allow(newHeartbeatKey(election, id, tok), time.Now()); !ok {
+			a.rateLimited(w, r, wait, "heartbeats_per_second", "%s %q sent more than %g heartbeats per second (burst %d; limit heartbeats_per_second); heartbeat every TTL/3",
+				what, clip(id), l.rate, int(l.burst))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// heartbeatKey is a heartbeat bucket's key: the SHA-256 of the election,
-// the candidate and the token, so that the limiter's memory holds no
+// heartbeatKey is a heartbeat bucket's key: the SHA-256 of the election
+// (empty for a session), the candidate (or the session) and the token, so that the limiter's memory holds no
 // candidate token and no string of the request.
 type heartbeatKey [sha256.Size]byte
 

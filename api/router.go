@@ -78,14 +78,16 @@ type Config struct {
 	// read scope; the probes stay open. Default false.
 	ProtectOperational bool
 	// WriteRate and WriteBurst are the per-client token bucket of write
-	// requests (every method but GET and HEAD) other than heartbeats; 0
-	// disables it, and a zero burst is the rate rounded up. Default 0: behind a load balancer every client shares
-	// one address, and a fleet's writes would be refused as a crowd.
+	// requests (every method but GET and HEAD) other than heartbeats, of
+	// candidates and of sessions; 0 disables it, and a zero burst is the
+	// rate rounded up. Default 0: behind a load balancer every client
+	// shares one address, and a fleet's writes would be refused as a
+	// crowd.
 	WriteRate  float64
 	WriteBurst int
 	// HeartbeatRate and HeartbeatBurst are the token bucket of each
-	// candidate's heartbeats (keyed by election, candidate and token, not
-	// by address); 0 disables it. Default 0; elector serve sets
+	// candidate's heartbeats, and of each session's (keyed by election,
+	// candidate or session, and token, not by address); 0 disables it. Default 0; elector serve sets
 	// DefaultHeartbeatRate and DefaultHeartbeatBurst.
 	HeartbeatRate  float64
 	HeartbeatBurst int
