@@ -387,3 +387,12 @@ export class NotRunningError extends Error {
     super("elector: the candidacy is not running");
   }
 }
+
+/**
+ * SessionEndedError is why a SessionKeeper ended when the program ended it:
+ * the reason of its signal after close() or stop(), and the cause of the
+ * LeadershipLostError ("session-ended") of each of its leads.
+ */
+export class SessionEndedError extends Error {
+  override name = "SessionEndedError";
+}

@@ -27,6 +27,7 @@ export {
   type TransferOptions,
 } from "./client.js";
 export { sessionStepDownDeadline } from "./session.js";
+export { keepSession, SessionKeeper, SessionLead, type SessionAnswer, type SessionCampaign, type SessionKeeperOptions } from "./session-keeper.js";
 export { EventStream, type WatchOptions } from "./watch.js";
 export { SSEParser, type SSEFrame } from "./sse.js";
 export { retryDelay } from "./backoff.js";

@@ -19,16 +19,20 @@ export type Reason =
   /** close(), or the signal given to run() aborted. */
   | "resigned"
   /** The gateway asked the leader to hand over (a transfer or a preemption); it stopped acting, then handed over. */
-  | "transferred";
+  | "transferred"
+  /** A SessionLead only: its SessionKeeper ended (closed, stopped, or its session gone); the error's cause says why. */
+  | "session-ended"
+  /** A SessionLead only: cancel(), or the signal given to lead() aborted; the candidacy itself is untouched. */
+  | "cancelled";
 
-/** LeadershipLostError is the reason of an aborted leadership signal. */
+/** LeadershipLostError is the reason of an aborted leadership signal; its cause, when it has one, is what ended it. */
 export class LeadershipLostError extends Error {
   override name = "LeadershipLostError";
   readonly reason: Reason;
   readonly term: number;
 
-  constructor(term: number, reason: Reason) {
-    super(`elector: leadership of term ${term} lost: ${reason}`);
+  constructor(term: number, reason: Reason, options?: { cause?: unknown }) {
+    super(`elector: leadership of term ${term} lost: ${reason}`, options);
     this.term = term;
     this.reason = reason;
   }
@@ -55,13 +59,14 @@ export class Leadership {
   #deadline: number;
   #timer: unknown;
 
-  /** @internal */
-  constructor(term: number, deadline: number, now: () => number) {
+  /** @internal ended gives a leadership that is over from the start, with that reason. */
+  constructor(term: number, deadline: number, now: () => number, ended?: { reason: Reason; cause?: unknown }) {
     this.term = term;
     this.#now = now;
     this.since = now();
     this.#deadline = deadline;
-    this.#arm();
+    if (ended) this.end(ended.reason, ended.cause);
+    else this.#arm();
   }
 
   /** signal aborts when the leadership may be lost, at the step-down deadline at the latest; its reason is a LeadershipLostError. */
@@ -72,7 +77,8 @@ export class Leadership {
   /**
    * deadline is the step-down deadline, in milliseconds since the epoch: the
    * last successful heartbeat's send time plus TTL minus the margin. It
-   * moves later with each successful heartbeat.
+   * moves later with each successful heartbeat (a SessionLead's moves
+   * earlier too, for a leader asked to hand over).
    */
   get deadline(): number {
     return this.#deadline;
@@ -97,10 +103,10 @@ export class Leadership {
     this.#arm();
   }
 
-  /** @internal end aborts the signal with reason, unless it has already been aborted; it returns the reason the signal carries. */
-  end(reason: Reason): Reason {
+  /** @internal end aborts the signal with reason (and cause), unless it has already been aborted; it returns the reason the signal carries. */
+  end(reason: Reason, cause?: unknown): Reason {
     clearTimeout(this.#timer);
-    if (!this.#controller.signal.aborted) this.#controller.abort(new LeadershipLostError(this.term, reason));
+    if (!this.#controller.signal.aborted) this.#controller.abort(new LeadershipLostError(this.term, reason, cause === undefined ? undefined : { cause }));
     return (this.#controller.signal.reason as LeadershipLostError).reason;
   }
 

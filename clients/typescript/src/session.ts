@@ -3,8 +3,8 @@
 import { stepDownMargin } from "./candidacy-config.js";
 import type { Session } from "./types.js";
 
-/** parseDuration reads a Go duration string ("10s", "1m30s", "1.5s", "500ms") as milliseconds; NaN for anything else. */
-function parseDuration(s: string): number {
+/** @internal parseDuration reads a Go duration string ("10s", "1m30s", "1.5s", "500ms") as milliseconds; NaN for anything else. */
+export function parseDuration(s: string): number {
   const units: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
   if (s === "0") return 0;
   const re = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
@@ -32,7 +32,8 @@ function parseDuration(s: string): number {
  * session has no candidacy in election, or the gateway deposed it (a
  * follower or in error, though the heartbeat renewed it), or it leads
  * with another term (it lost the leadership and won it again, so what it
- * did under term is fenced off).
+ * did under term is fenced off); or the answer's ttl or expires_at cannot
+ * be read.
  */
 export function sessionStepDownDeadline(session: Session, election: string, term: number, sentMs: number): number | undefined {
   const c = session.candidates.find((x) => x.election === election);
@@ -42,5 +43,7 @@ export function sessionStepDownDeadline(session: Session, election: string, term
   // plus the TTL; the candidacy's is at most that.
   const began = Date.parse(session.expires_at) - ttl;
   const given = Math.min(Date.parse(c.expires_at) - began, ttl);
-  return sentMs + given - stepDownMargin(ttl);
+  const deadline = sentMs + given - stepDownMargin(ttl);
+  // An answer whose times cannot be read proves no renewal.
+  return Number.isFinite(deadline) ? deadline : undefined;
 }

@@ -54,6 +54,9 @@ test("a session's heartbeat renews and its close resigns every candidacy", async
     assert.equal(x.term, terms[x.election]);
     assert.equal(sessionStepDownDeadline(hb, x.election, terms[x.election], sent), sent + 5000 - stepDownMargin(5000));
   }
+  // An answer whose times cannot be read gives no deadline: stop at once.
+  assert.equal(sessionStepDownDeadline({ ...hb, expires_at: "soon" }, "s-billing", terms["s-billing"], sent), undefined);
+  assert.equal(sessionStepDownDeadline({ ...hb, ttl: "5 seconds" }, "s-billing", terms["s-billing"], sent), undefined);
   assert.ok(Date.parse((await c.candidate("s-payroll", "node-a")).expires_at) > before);
   // A candidacy's own heartbeat takes the session's token.
   assert.equal((await c.heartbeat("s-billing", "node-a", s.token)).state, "leader");
