@@ -69,7 +69,7 @@ func TestConformance(t *testing.T) {
 		})
 	}
 	if m := env.measured(); m != "" {
-		t.Logf("the leader's signal after its gateway was paused (SIGSTOP), per client:\n%s", m)
+		t.Logf("the leader's signal once its heartbeats stopped getting through (a paused gateway, refused session heartbeats), per client:\n%s", m)
 	}
 }
 

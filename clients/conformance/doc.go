@@ -28,7 +28,11 @@
 //     tampered with or replayed;
 //   - problems come back as the client's typed errors;
 //   - a session's heartbeats keep its candidacies in two elections past
-//     their TTL, and closing it resigns both.
+//     their TTL, and closing it resigns both;
+//   - the client's session keeper keeps its leader past twice the TTL and
+//     resigns it when closed; with its heartbeats refused, the leader's
+//     signal ends before the gateway could expire the candidacy, and the
+//     keeper ends with the session-not-found error once they pass again.
 //
 // The parity tests (go test ./clients/conformance -run Parity) need no
 // gateway: they read openapi.yaml and each client's source, and check

@@ -82,7 +82,7 @@ func (e *replyError) Error() string {
 
 // report is a line the driver writes as things happen.
 type report struct {
-	Event     string  `json:"event"` // leading, stopped, campaigned, observed, leader, log
+	Event     string  `json:"event"` // leading, stopped, campaigned, observed, leader, session_ended, log
 	Name      string  `json:"name"`
 	Term      uint64  `json:"term"`
 	Reason    string  `json:"reason"`
@@ -92,6 +92,8 @@ type report struct {
 	Candidate string  `json:"candidate"`
 	Leader    string  `json:"leader"`
 	Message   string  `json:"message"`
+	// Error is why a keeper ended (session_ended).
+	Error *replyError `json:"error"`
 }
 
 // At is when the report's thing happened.

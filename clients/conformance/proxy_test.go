@@ -19,8 +19,9 @@ import (
 // faultProxy is an HTTP proxy the suite puts between a driver and a
 // gateway. It records the candidacy's requests (campaign, heartbeat,
 // resign, error report, handover: every request under …/candidates but a
-// GET) and can answer them itself with a fault, refuse heartbeats, and
-// cut the event streams it carries.
+// GET) and its session's (open, heartbeat, close), and can answer them
+// itself with a fault, refuse heartbeats, and cut the event streams it
+// carries.
 type faultProxy struct {
 	URL string
 
@@ -34,7 +35,9 @@ type faultProxy struct {
 
 // proxied is one request of the candidacy through the proxy.
 type proxied struct {
-	Kind     string    // campaign, heartbeat, resign, error, handover
+	// Kind is campaign, heartbeat, resign, error or handover; or
+	// open_session, session_heartbeat or close_session.
+	Kind     string
 	Arrived  time.Time // when the proxy got it
 	Answered time.Time // when the proxy began its answer (zero until then)
 	Status   int
@@ -82,9 +85,22 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 	return p
 }
 
-// kind names a request of the candidacy, or "" for another request.
+// kind names a request of the candidacy or of its session, or "" for
+// another request.
 func kind(r *http.Request) string {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	// v1 sessions [{session} [heartbeat]]
+	if len(parts) >= 2 && parts[0] == "v1" && parts[1] == "sessions" {
+		switch {
+		case len(parts) == 2 && r.Method == http.MethodPost:
+			return "open_session"
+		case len(parts) == 3 && r.Method == http.MethodDelete:
+			return "close_session"
+		case len(parts) == 4 && parts[3] == "heartbeat" && r.Method == http.MethodPut:
+			return "session_heartbeat"
+		}
+		return ""
+	}
 	// v1 elections {election} candidates [{id} [heartbeat|error|handover]]
 	if r.Method == http.MethodGet || len(parts) < 4 || parts[0] != "v1" || parts[1] != "elections" || parts[3] != "candidates" {
 		return ""
@@ -126,7 +142,7 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request, rp *httputil.
 	case len(p.faults) > 0:
 		f = &p.faults[0]
 		p.faults = p.faults[1:]
-	case p.refusing && k == "heartbeat":
+	case p.refusing && (k == "heartbeat" || k == "session_heartbeat"):
 		f = &fault{status: http.StatusServiceUnavailable}
 	}
 	p.notify()
@@ -215,8 +231,8 @@ func (p *faultProxy) Fail(n int, f fault) {
 	}
 }
 
-// Refuse makes the proxy answer heartbeats with 503 (on) or pass them
-// again (off).
+// Refuse makes the proxy answer heartbeats, of candidacies and of
+// sessions, with 503 (on) or pass them again (off).
 func (p *faultProxy) Refuse(on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -29,6 +29,8 @@ var scenarios = []scenario{
 	{"transfer_hands_over", transferHandsOver},
 	// Sessions (scenarios_session_test.go).
 	{"session_renews_and_closes", sessionRenewsAndCloses},
+	{"kept_session_leads_until_closed", keptSessionLeadsUntilClosed},
+	{"kept_session_steps_down_in_time", keptSessionStepsDownInTime},
 	// Faults (scenarios_faults_test.go).
 	{"paused_gateway_ends_the_signal_before_ttl_minus_margin", pausedGatewayEndsTheSignal},
 	{"dead_first_gateway_fails_over", deadFirstGatewayFailsOver},

@@ -40,6 +40,7 @@ class Driver:
         self._write_lock = threading.Lock()
         self._lock = threading.Lock()
         self._candidacies: Dict[str, elector.Candidacy] = {}
+        self._keepers: Dict[str, "_Keeper"] = {}
         self._streams: Dict[str, Any] = {}
         self._stream_threads: Dict[str, threading.Thread] = {}
         self._workers: List[threading.Thread] = []
@@ -119,11 +120,35 @@ class Driver:
     def cmd_close(self, c: Dict[str, Any]) -> Dict[str, Any]:
         name = required(c, "name")
         with self._lock:
-            cand = self._candidacies.pop(name, None)
+            keeper = self._keepers.pop(name, None)
+            cand = self._candidacies.pop(name, None) if keeper is None else None
+        if keeper is not None:
+            keeper.close()
+            return {}
         if cand is None:
             raise DriverError("no candidacy named %r" % name)
         cand.close()
         return {}
+
+    def cmd_keep_session(self, c: Dict[str, Any]) -> Dict[str, Any]:
+        name = required(c, "name")
+        client = elector.Client(gateways(c)[0], api_token=c.get("api_token") or None)
+        k = _Keeper(self, name, elector.keep_session(client, float(required(c, "ttl_ms")) / 1000.0))
+        with self._lock:
+            if name in self._keepers:
+                k.close()
+                raise DriverError("a keeper named %r exists" % name)
+            self._keepers[name] = k
+        k.follow()
+        return {"session": k.keeper.id, "token": k.keeper.token, "margin_ms": elector.step_down_margin(k.keeper.ttl) * 1000.0}
+
+    def cmd_keeper_campaign(self, c: Dict[str, Any]) -> Dict[str, Any]:
+        name = required(c, "name")
+        with self._lock:
+            k = self._keepers.get(name)
+        if k is None:
+            raise DriverError("no keeper named %r" % name)
+        return k.campaign(required(c, "lead"), required(c, "election"), required(c, "candidate"))
 
     def cmd_report_error(self, c: Dict[str, Any]) -> Dict[str, Any]:
         name = required(c, "name")
@@ -225,14 +250,16 @@ class Driver:
     def close_all(self) -> None:
         with self._lock:
             cands = list(self._candidacies.values())
+            keepers = list(self._keepers.values())
             streams = list(self._streams.values())
             threads = list(self._stream_threads.values())
             self._candidacies.clear()
+            self._keepers.clear()
             self._streams.clear()
             self._stream_threads.clear()
         for s in streams:
             s.close()
-        closers = [threading.Thread(target=cand.close, daemon=True) for cand in cands]
+        closers = [threading.Thread(target=x.close, daemon=True) for x in cands + keepers]
         for t in closers:
             t.start()
         for t in closers + [t for t in threads if t.ident is not None]:
@@ -249,6 +276,53 @@ class Driver:
         with self._lock:
             workers = list(self._workers)
         for t in workers:
+            t.join(30)
+
+
+class _Keeper:
+    """A running SessionKeeper and the reports of its leads: "leading" once
+    a lead is given, "stopped" (with its reason) when it is lost, and
+    "session_ended" when the keeper ends without being closed."""
+
+    def __init__(self, driver: Driver, name: str, keeper: elector.SessionKeeper) -> None:
+        self.driver = driver
+        self.name = name
+        self.keeper = keeper
+        self._closing = threading.Event()
+        self._threads: List[threading.Thread] = []
+
+    def _thread(self, target: Callable[[], None]) -> None:
+        t = threading.Thread(target=target, daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def follow(self) -> None:
+        def ended() -> None:
+            self.keeper.done.wait()
+            if not self._closing.is_set():
+                self.driver.report("session_ended", name=self.name, error=error_of(self.keeper.error), at_ms=now_ms())
+
+        self._thread(ended)
+
+    def campaign(self, lead_name: str, election: str, candidate: str) -> Any:
+        st, sent = self.keeper.campaign(election, candidate)
+        if st.state == "leader":
+            lead = self.keeper.lead(election, st.term, sent)
+            self.driver.report("leading", name=lead_name, term=st.term, at_ms=now_ms())
+
+            def stopped() -> None:
+                lead.wait()
+                self.driver.report("stopped", name=lead_name, term=st.term, reason=lead.reason, at_ms=now_ms())
+
+            self._thread(stopped)
+        return st.raw
+
+    def close(self) -> None:
+        """Closes the session, and returns once every lead's stopped report
+        is written."""
+        self._closing.set()
+        self.keeper.close()
+        for t in self._threads:
             t.join(30)
 
 

@@ -23,6 +23,7 @@ func main() {
 		log:     slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		cands:   map[string]*candidacy{},
 		streams: map[string]*stream{},
+		keepers: map[string]*keeper{},
 	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 64<<10), 16<<20)
@@ -54,6 +55,7 @@ type command struct {
 	Ref         int64             `json:"ref"`
 	Cmd         string            `json:"cmd"`
 	Name        string            `json:"name"`
+	Lead        string            `json:"lead"`
 	Gateways    []string          `json:"gateways"`
 	Election    string            `json:"election"`
 	Candidate   string            `json:"candidate"`
@@ -81,6 +83,7 @@ type driver struct {
 	mu      sync.Mutex
 	cands   map[string]*candidacy
 	streams map[string]*stream
+	keepers map[string]*keeper
 	running sync.WaitGroup // commands being carried out
 }
 
@@ -99,7 +102,14 @@ func (d *driver) do(c command) (any, error) {
 	case "start":
 		return d.start(c)
 	case "close":
+		if ok, err := d.closeKeeper(c.Name); ok {
+			return struct{}{}, err
+		}
 		return d.close(c.Name)
+	case "keep_session":
+		return d.keepSession(c)
+	case "keeper_campaign":
+		return d.keeperCampaign(c)
 	case "report_error":
 		return d.reportError(c)
 	case "watch", "observe":
@@ -148,12 +158,15 @@ func (d *driver) report(event, name string, members map[string]any) {
 // nowMS is the wall clock in milliseconds since the Unix epoch.
 func nowMS() float64 { return float64(time.Now().UnixNano()) / 1e6 }
 
-// closeAll closes every candidacy and stream.
+// closeAll closes every candidacy, keeper and stream.
 func (d *driver) closeAll() {
 	d.mu.Lock()
-	var names, streams []string
+	var names, keepers, streams []string
 	for n := range d.cands {
 		names = append(names, n)
+	}
+	for n := range d.keepers {
+		keepers = append(keepers, n)
 	}
 	for n := range d.streams {
 		streams = append(streams, n)
@@ -161,6 +174,9 @@ func (d *driver) closeAll() {
 	d.mu.Unlock()
 	for _, n := range names {
 		_, _ = d.close(n)
+	}
+	for _, n := range keepers {
+		_, _ = d.closeKeeper(n)
 	}
 	for _, n := range streams {
 		_, _ = d.stop(n)

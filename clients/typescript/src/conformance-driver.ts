@@ -11,10 +11,12 @@
 import {
   Candidacy,
   Client,
+  keepSession,
   ProblemError,
   TimeoutError,
   TransportError,
   verifyWebhook,
+  type SessionKeeper,
   type Leadership,
   type LeadershipLostError,
   type Logger,
@@ -76,6 +78,8 @@ function logger(name: string): Logger {
 
 const candidacies = new Map<string, { candidacy: Candidacy; done: Promise<void> }>();
 const watches = new Map<string, { controller: AbortController; done: Promise<void> }>();
+/** The running session keepers: closing is set once close began, and stops are the leads' stopped reports, each resolved once written. */
+const keepers = new Map<string, { keeper: SessionKeeper; closing: boolean; stops: Promise<void>[] }>();
 
 function start(c: Command): Record<string, unknown> {
   const name = str(c, "name");
@@ -107,12 +111,63 @@ function start(c: Command): Record<string, unknown> {
 
 async function close(c: Command): Promise<Record<string, unknown>> {
   const name = str(c, "name");
+  if (keepers.has(name)) {
+    await closeKeeper(name);
+    return {};
+  }
   const entry = candidacies.get(name);
   if (!entry) throw new DriverError(`close: no candidacy ${name}`);
   await entry.candidacy.close();
   await entry.done;
   candidacies.delete(name);
   return {};
+}
+
+async function keepSessionCommand(c: Command): Promise<Record<string, unknown>> {
+  const name = str(c, "name");
+  if (keepers.has(name)) throw new DriverError(`keep_session: ${name} already runs`);
+  if (typeof c.ttl_ms !== "number") throw new DriverError("keep_session: ttl_ms must be a number");
+  const keeper = await keepSession(clientOf(c), { ttlMs: c.ttl_ms, logger: logger(name) });
+  const entry = { keeper, closing: false, stops: [] as Promise<void>[] };
+  keepers.set(name, entry);
+  void keeper.done.then(() => {
+    if (!entry.closing) send({ event: "session_ended", name, error: errorOf(keeper.signal.reason), at_ms: atMs() });
+  });
+  return { session: keeper.id, token: keeper.token, margin_ms: keeper.marginMs };
+}
+
+async function keeperCampaign(c: Command): Promise<unknown> {
+  const name = str(c, "name");
+  const entry = keepers.get(name);
+  if (!entry) throw new DriverError(`keeper_campaign: no keeper ${name}`);
+  const lead = str(c, "lead");
+  const { status, sent } = await entry.keeper.campaign(str(c, "election"), { id: str(c, "candidate") });
+  if (status.state === "leader") {
+    const l = entry.keeper.lead(str(c, "election"), status.term, sent);
+    send({ event: "leading", name: lead, term: status.term, at_ms: atMs() });
+    entry.stops.push(
+      new Promise<void>((resolve) => {
+        const stopped = () => {
+          const reason = l.signal.reason as LeadershipLostError;
+          send({ event: "stopped", name: lead, term: status.term, reason: reason.cause === undefined ? reason.reason : `${reason.reason}: ${String(reason.cause)}`, at_ms: atMs() });
+          resolve();
+        };
+        if (l.signal.aborted) stopped();
+        else l.signal.addEventListener("abort", stopped, { once: true });
+      }),
+    );
+  }
+  return status;
+}
+
+/** closeKeeper closes the keeper's session and resolves once every lead's stopped report is written. */
+async function closeKeeper(name: string): Promise<void> {
+  const entry = keepers.get(name);
+  if (!entry) return;
+  entry.closing = true;
+  keepers.delete(name);
+  await entry.keeper.close();
+  await Promise.all(entry.stops);
 }
 
 async function reportError(c: Command): Promise<Record<string, unknown>> {
@@ -239,8 +294,14 @@ async function verify(c: Command): Promise<Record<string, unknown>> {
   }
 }
 
-/** shutdown closes every candidacy (resigning) and every watch. */
-async function shutdown(): Promise<void> {
+/** shutdown closes every candidacy and keeper (resigning) and every watch, once: every caller waits for the same. */
+let shuttingDown: Promise<void> | undefined;
+function shutdown(): Promise<void> {
+  shuttingDown ??= closeEverything();
+  return shuttingDown;
+}
+
+async function closeEverything(): Promise<void> {
   await Promise.all(
     [...candidacies.values()].map(async (e) => {
       await e.candidacy.close();
@@ -248,6 +309,7 @@ async function shutdown(): Promise<void> {
     }),
   );
   candidacies.clear();
+  await Promise.all([...keepers.keys()].map(closeKeeper));
   for (const w of watches.values()) w.controller.abort();
   await Promise.all([...watches.values()].map((w) => w.done));
   watches.clear();
@@ -264,6 +326,8 @@ const commands: Record<string, (c: Command) => unknown> = {
   start,
   close,
   report_error: reportError,
+  keep_session: keepSessionCommand,
+  keeper_campaign: keeperCampaign,
   watch: (c) => watch(c, false),
   observe: (c) => watch(c, true),
   stop,
@@ -311,7 +375,9 @@ async function main(): Promise<void> {
       pending.add(p);
     }
   }
-  // Standard input closed: close everything and leave.
+  // Standard input closed: let the commands under way answer (exit among
+  // them), then close everything and leave.
+  await Promise.all(pending);
   await shutdown();
   proc.exit(0);
 }
