@@ -19,7 +19,9 @@
 // in 1,000 elections, leader reads, campaigns at 0 and at 100,000
 // elections, resident memory of 100,000 elections of one and of three
 // candidates, failover after a crashed leader, and a rolling restart and
-// crashes of an embedded three-member cluster); scripts/perf.sh runs it
+// crashes of an embedded three-member cluster), with the gateway's HTTP
+// ceiling (its GET /healthz) and the floor under it (barehttp: net/http
+// alone, with elector serve's server settings); scripts/perf.sh runs it
 // all in one command, and its doc comment lists the knobs (profiles
 // included).
 //

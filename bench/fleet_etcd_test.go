@@ -25,7 +25,8 @@ import (
 // campaign into an empty election is one transaction: see the etcd
 // backend's version.go), and at 5,000. Beside each of elector's loads it
 // reports what etcd's process and wrk spent, and etcd's gRPC calls, per
-// request; the gateway's ceiling (GET /healthz of the same process); and
+// request; the gateway's ceiling (GET /healthz of the same process) and
+// the floor under it (bench/barehttp: net/http alone); and
 // last, etcd alone under the requests of a campaign from bare clients
 // (etcdFloor). Sizes that fit a CI run: a few minutes with the default
 // 10 s loads.
@@ -82,9 +83,13 @@ func fleetEtcd(t *testing.T) string {
 		localReads[i] = r
 	}
 	// Each round: elector's reads, its local reads, its ceiling (GET
-	// /healthz of the same process, which touches no backend), etcd's
-	// reads; the median round of each counts (ELECTOR_BENCH_ROUNDS).
-	var rds, lrs, ceils, ers []besideResult
+	// /healthz of the same process, which touches no backend), the floor
+	// under that ceiling (bench/barehttp: net/http alone, answering as
+	// /healthz does), etcd's reads; the median round of each counts
+	// (ELECTOR_BENCH_ROUNDS).
+	bare := startBare(t)
+	healthz := []wrkRequest{{method: "GET", path: "/healthz"}}
+	var rds, lrs, ceils, bares, ers []besideResult
 	for range fleetRounds(t) {
 		etcdProfileDuring(t, etcd.URL, "etcd-leader", d, func() {
 			rds = append(rds, measureBeside(t, etcd, func() wrkResult { return wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, reads) }))
@@ -93,10 +98,9 @@ func fleetEtcd(t *testing.T) string {
 			lrs = append(lrs, measureBeside(t, etcd, func() wrkResult { return wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, localReads) }))
 		})
 		etcdProfileDuring(t, etcd.URL, "etcd-healthz", d, func() {
-			ceils = append(ceils, measureBeside(t, etcd, func() wrkResult {
-				return wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, []wrkRequest{{method: "GET", path: "/healthz"}})
-			}))
+			ceils = append(ceils, measureBeside(t, etcd, func() wrkResult { return wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, healthz) }))
 		})
+		bares = append(bares, measureBeside(t, etcd, func() wrkResult { return wrkCycle(t, bare.URL, bare.cmd.Process.Pid, conns, d, healthz) }))
 		if !skipEtcd() {
 			ers = append(ers, measureBeside(t, etcd, func() wrkResult { return wrkCycle(t, etcd.URL, etcd.pid, conns, d, etcdReads) }))
 		}
@@ -104,6 +108,7 @@ func fleetEtcd(t *testing.T) string {
 	rd, rdBeside := medianBeside(rds)
 	lr, lrBeside := medianBeside(lrs)
 	ceil, ceilBeside := medianBeside(ceils)
+	bareRes, bareBeside := medianBeside(bares)
 	er, erBeside := medianBeside(ers)
 	if !skipEtcd() {
 		n0 = runWrk(t, etcd.URL, etcd.pid, clients, d, "etcd", append([]string{"c0"}, leases...)...)
@@ -195,8 +200,10 @@ func fleetEtcd(t *testing.T) string {
 		existing, perSecond(n5g), us(n5g), fails(n5g), existing, ratio(m5.rate(), n5g.rate()))
 	fmt.Fprintf(&b, "Ceiling: `GET /healthz` of the same process, %d connections: %s/s (p99 %s, %s non-2xx, %s of CPU per request, wrk %s).\n",
 		conns, perSecond(ceil), ms(ceil.p99()), fails(ceil), us(ceil), ceilBeside.wrkPer(ceil))
-	fmt.Fprintf(&b, "Reads: the median of %d round(s), each elector's reads, local reads, ceiling, then etcd's reads; rounds: reads %s, local reads %s, ceiling %s, etcd's reads %s.\n",
-		len(rds), ratesOf(rds), ratesOf(lrs), ratesOf(ceils), ratesOf(ers))
+	fmt.Fprintf(&b, "Floor under the ceiling: net/http alone (bench/barehttp: elector serve's server settings, no router, middleware or backend, the same answer), %d connections: %s/s (p99 %s, %s of CPU per request, wrk %s); the ceiling is %s of it, the local reads %s, and 4× etcd's leader read would be %s.\n",
+		conns, perSecond(bareRes), ms(bareRes.p99()), us(bareRes), bareBeside.wrkPer(bareRes), pct(ceil.rate(), bareRes.rate()), pct(lr.rate(), bareRes.rate()), pct(4*er.rate(), bareRes.rate()))
+	fmt.Fprintf(&b, "Reads: the median of %d round(s), each elector's reads, local reads, ceiling, floor, then etcd's reads; rounds: reads %s, local reads %s, ceiling %s, floor %s, etcd's reads %s.\n",
+		len(rds), ratesOf(rds), ratesOf(lrs), ratesOf(ceils), ratesOf(bares), ratesOf(ers))
 	fmt.Fprintf(&b, "elector's server CPU is the gateway process alone. Beside it, per request of elector's loads: etcd's process %s (reads), %s (local reads), %s / %s / %s (campaigns at 0 / declared / at %d); wrk %s (reads; %s local; %s for etcd's), %s / %s / %s (campaigns).\n",
 		rdBeside.etcdPer(rd), lrBeside.etcdPer(lr), m0Beside.etcdPer(m0), m0vBeside.etcdPer(m0v), m5Beside.etcdPer(m5), existing,
 		rdBeside.wrkPer(rd), lrBeside.wrkPer(lr), erBeside.wrkPer(er), m0Beside.wrkPer(m0), m0vBeside.wrkPer(m0v), m5Beside.wrkPer(m5))

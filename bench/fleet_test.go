@@ -190,10 +190,12 @@ func fleetHeartbeats(t *testing.T) string {
 		}
 	}
 	health := []wrkRequest{{method: "GET", path: "/healthz"}}
+	bare := startBare(t) // the floor under the ceiling: net/http alone
 
-	var ceil, hb, ka, rd, er []wrkResult
+	var ceil, floor, hb, ka, rd, er []wrkResult
 	for range rounds {
 		profileDuring(t, "healthz", d, func() { ceil = append(ceil, wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, health)) })
+		floor = append(floor, wrkCycle(t, bare.URL, bare.cmd.Process.Pid, conns, d, health))
 		profileDuring(t, "heartbeat", d, func() { hb = append(hb, wrkCycle(t, srv.URL, srv.cmd.Process.Pid, conns, d, beats)) })
 		if skipEtcd() {
 			ka, er = append(ka, wrkResult{}), append(er, wrkResult{})
@@ -209,7 +211,7 @@ func fleetHeartbeats(t *testing.T) string {
 	if _, err := electorCampaign(c, srv.URL, "after-load", "a", "1h"); err != nil {
 		after = short(err.Error())
 	}
-	mc, mh, mk, mr, me := median(ceil), median(hb), median(ka), median(rd), median(er)
+	mc, mf, mh, mk, mr, me := median(ceil), median(floor), median(hb), median(ka), median(rd), median(er)
 
 	var b strings.Builder
 	tb := &table{title: fmt.Sprintf("Heartbeats: %d candidates in %d elections, each request a different candidate, %d connections", candidates, elections, conns)}
@@ -224,6 +226,8 @@ func fleetHeartbeats(t *testing.T) string {
 	b.WriteString(tb.String())
 	fmt.Fprintf(&b, "\nCeiling: `GET /healthz` of the same process, %d connections: %s/s (p99 %s, %s non-2xx, %s of CPU per request). Campaign right after the loads: %s. Median of %d round(s); rounds: heartbeats %s, keep-alives %s, reads %s, etcd reads %s, ceiling %s.\n",
 		conns, perSecond(mc), ms(mc.p99()), fails(mc), us(mc), after, rounds, rates(hb), rates(ka), rates(rd), rates(er), rates(ceil))
+	fmt.Fprintf(&b, "Floor under the ceiling: net/http alone (bench/barehttp: elector serve's server settings, no router, middleware or backend, the same answer): %s/s (p99 %s, %s of CPU per request; rounds %s); the ceiling is %s of it, the leader reads %s, and 5× etcd's leader read would be %s.\n",
+		perSecond(mf), ms(mf.p99()), us(mf), rates(floor), pct(mc.rate(), mf.rate()), pct(mr.rate(), mf.rate()), pct(5*me.rate(), mf.rate()))
 	return b.String()
 }
 

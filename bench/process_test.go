@@ -20,11 +20,14 @@ import (
 	"github.com/electorhq/elector/internal/testnet"
 )
 
-var built struct {
+// build is one binary a benchmark builds, once per test binary.
+type build struct {
 	once sync.Once
 	path string
 	err  error
 }
+
+var built, builtBare build
 
 // buildElector builds cmd/elector once per test binary as a release is
 // built (-trimpath, -ldflags "-s -w", no cgo), or with ELECTOR_BENCH_TAGS
@@ -36,29 +39,53 @@ func buildElector(tb testing.TB) string {
 	if bin := os.Getenv("ELECTOR_BENCH_BINARY"); bin != "" {
 		return bin // another build to measure, such as one of an earlier commit
 	}
-	built.once.Do(func() {
+	return built.get(tb, "../cmd/elector", os.Getenv("ELECTOR_BENCH_TAGS"))
+}
+
+// buildBare builds bench/barehttp, the floor under elector's HTTP
+// ceiling, as a release is built.
+func buildBare(tb testing.TB) string {
+	tb.Helper()
+	return builtBare.get(tb, "./barehttp", "")
+}
+
+// get builds pkg once as a release is built, or with tags as build tags
+// and symbols kept, and returns the binary's path.
+func (b *build) get(tb testing.TB, pkg, tags string) string {
+	tb.Helper()
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "elector-bench-")
 		if err != nil {
-			built.err = err
+			b.err = err
 			return
 		}
-		built.path = filepath.Join(dir, "elector")
-		args := []string{"build", "-trimpath", "-o", built.path}
-		if tags := os.Getenv("ELECTOR_BENCH_TAGS"); tags != "" {
+		b.path = filepath.Join(dir, filepath.Base(pkg))
+		args := []string{"build", "-trimpath", "-o", b.path}
+		if tags != "" {
 			args = append(args, "-tags", tags)
 		} else {
 			args = append(args, "-ldflags", "-s -w")
 		}
-		cmd := exec.Command("go", append(args, "../cmd/elector")...)
+		cmd := exec.Command("go", append(args, pkg)...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 		}
 	})
-	if built.err != nil {
-		tb.Fatal(built.err)
+	if b.err != nil {
+		tb.Fatal(b.err)
 	}
-	return built.path
+	return b.path
+}
+
+// startBare starts bench/barehttp and waits until it answers.
+func startBare(tb testing.TB) *process {
+	tb.Helper()
+	listen := testnet.FreeAddr(tb)
+	p := startProcess(tb, tb.TempDir(), buildBare(tb), nil, "-listen", listen)
+	p.URL = "http://" + listen
+	p.waitHTTP(tb, p.URL+"/healthz")
+	return p
 }
 
 // process is a server process a benchmark started: elector serve or etcd.
