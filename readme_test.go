@@ -3,6 +3,7 @@ package elector_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/internal/servertest"
 	"github.com/electorhq/elector/server"
 )
@@ -143,13 +145,13 @@ func (o *output) String() string {
 
 func (o *output) waitFor(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(o.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("output never contained %q:\n%s", s, o.String())
+	// A bound for a process that starts on a busy machine, not a timing.
+	eventually.NoError(t, 30*time.Second, fmt.Sprintf("the output to contain %q", s), func() error {
+		if out := o.String(); !strings.Contains(out, s) {
+			return fmt.Errorf("the output so far:\n%s", out)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func startBash(t *testing.T, ctx context.Context, script string) *output {

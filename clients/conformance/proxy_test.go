@@ -148,19 +148,25 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request, rp *httputil.
 	p.notify()
 	p.mu.Unlock()
 
-	done := proxied{}
-	if f != nil {
-		done.Status, done.Answered = f.status, time.Now()
-		done.RetryAfter = f.answer(w)
-	} else {
-		rec := &statusRecorder{ResponseWriter: w}
-		rp.ServeHTTP(rec, r)
-		done.Status, done.Answered = rec.status, rec.at
+	record := func(status int, answered, retryAfter time.Time) {
+		p.mu.Lock()
+		p.requests[i].Status, p.requests[i].Answered, p.requests[i].RetryAfter = status, answered, retryAfter
+		p.notify()
+		p.mu.Unlock()
 	}
-	p.mu.Lock()
-	p.requests[i].Status, p.requests[i].Answered, p.requests[i].RetryAfter = done.Status, done.Answered, done.RetryAfter
-	p.notify()
-	p.mu.Unlock()
+	if f != nil {
+		// The answer is buffered until this handler returns: recorded
+		// first, the client cannot have it before the suite does.
+		answered := time.Now()
+		record(f.status, answered, f.answer(w))
+		return
+	}
+	// The gateway's answer is recorded as it begins, before the proxy
+	// passes any of it on (it flushes at once): a driver's report of what
+	// the answer said never comes before the record of it.
+	rp.ServeHTTP(&statusRecorder{ResponseWriter: w, began: func(status int, at time.Time) {
+		record(status, at, time.Time{})
+	}}, r)
 }
 
 // answer writes the fault as the gateway writes problems and returns the
@@ -189,23 +195,26 @@ func (f *fault) answer(w http.ResponseWriter) time.Time {
 	return at
 }
 
-// statusRecorder notes the status of an answer and when it began.
+// statusRecorder tells began the status of an answer, and when it began,
+// before the answer is passed on.
 type statusRecorder struct {
 	http.ResponseWriter
+	began  func(status int, at time.Time)
 	status int
-	at     time.Time
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
 	if s.status == 0 {
-		s.status, s.at = code, time.Now()
+		s.status = code
+		s.began(code, time.Now())
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
-		s.status, s.at = http.StatusOK, time.Now()
+		s.status = http.StatusOK
+		s.began(http.StatusOK, time.Now())
 	}
 	return s.ResponseWriter.Write(b)
 }

@@ -3,13 +3,13 @@ package conformance
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
 
 	"github.com/electorhq/elector/client"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // scenario is one behaviour every client shows, written once.
@@ -132,12 +132,9 @@ func handsOver(t *testing.T, s *setup, reason string, end func(*proc)) {
 // A candidate whose first gateway is dead (connection refused) campaigns
 // through the second and leads.
 func deadFirstGatewayFailsOver(t *testing.T, s *setup) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + l.Addr().String()
-	l.Close()
+	// Below the ephemeral range: no ":0" listener of a test running
+	// meanwhile is given the port while the candidate dials it.
+	dead := "http://" + testnet.FreeAddr(t)
 	p := s.start(t)
 	s.candidate(t, p, "a", []string{dead, s.gateway.URL}, ttl)
 	p.await("a leading through the second gateway", is("leading", "a"))

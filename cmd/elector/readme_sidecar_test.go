@@ -17,6 +17,7 @@ import (
 	"github.com/electorhq/elector/client"
 	"github.com/electorhq/elector/internal/eventually"
 	"github.com/electorhq/elector/internal/servertest"
+	"github.com/electorhq/elector/internal/testnet"
 )
 
 // readmeExample returns the shell block of README.md after the marker
@@ -69,15 +70,13 @@ func readmeShell(t *testing.T, g *testGateway, dir, script string, needs ...stri
 	return cmd, stdout, stderr
 }
 
-// freePort is a port nothing listens on at the moment.
+// freePort is a port nothing listens on at the moment, from
+// testnet.FreeAddr: below the ephemeral range, so that neither an outgoing
+// connection nor a ":0" listener of a test running meanwhile takes it
+// before the process the test starts binds it.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	_, port, _ := net.SplitHostPort(testnet.FreeAddr(t))
 	return port
 }
 

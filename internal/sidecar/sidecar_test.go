@@ -83,7 +83,11 @@ func TestSidecarStepsDownBeforeTheGatewayExpiresIt(t *testing.T) {
 	if expired.Data.Reason != "expired" {
 		t.Fatalf("leader.end reason %q, want expired", expired.Data.Reason)
 	}
-	lines := readLines(log)
+	// The end command's date is taken before the expiry, but its line may
+	// be appended after the event reached the test: wait for it, and let
+	// the date say when it ran.
+	var lines []string
+	eventually.True(t, 10*time.Second, "the end command's line", func() bool { lines = readLines(log); return len(lines) >= 2 })
 	if len(lines) != 2 || !strings.HasPrefix(lines[1], "end 1 heartbeat-timeout ") {
 		t.Fatalf("commands ran: %q, want the end command after the heartbeat timeout; logs:\n%s", lines, logs)
 	}
