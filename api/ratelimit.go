@@ -107,9 +107,9 @@ const (
 
 // limitRequests wraps the handler of one route with the rate limits that
 // apply to it: heartbeats per candidate or session, other writes per
-// client address,
-// reads (but event streams) per client address and by how many run at
-// once. Over a limit: a 429 problem with Retry-After naming the limit.
+// client address, reads (but event streams) per client address and by how
+// many run at once. Over a limit: a 429 problem with Retry-After naming
+// the limit.
 // Routes no limit applies to are returned as they are, at no cost.
 func (a *api) limitRequests(rt route, next http.Handler) http.Handler {
 	switch {
