@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/proc"
 )
 
 // TestREADMEQuickstart runs the README's quick start with the binary its
@@ -79,7 +79,7 @@ func TestREADMEQuickstart(t *testing.T) {
 			// bash exits on SIGTERM at once; its children, `elector
 			// run` resigning on its way out among them, may not have.
 			eventually.NoError(t, 30*time.Second, "the quick start's processes to exit", func() error {
-				if n := liveInGroup(use.Process.Pid); n > 0 {
+				if n := proc.LiveInGroup(use.Process.Pid); n > 0 {
 					return fmt.Errorf("%d processes of the group still run", n)
 				}
 				return nil
@@ -119,34 +119,4 @@ func TestREADMEQuickstart(t *testing.T) {
 	if err := json.NewDecoder(res.Body).Decode(&list); err != nil || len(list.Candidates) != 0 {
 		t.Fatalf("candidates after node-a stopped: %+v, %v; want none (it resigns)", list, err)
 	}
-}
-
-// liveInGroup counts the processes of group pgid that have not exited
-// (a zombie has): from /proc where there is one, else 1 while kill(2) finds
-// the group, zombies included.
-func liveInGroup(pgid int) int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		if syscall.Kill(-pgid, 0) == nil {
-			return 1
-		}
-		return 0
-	}
-	n := 0
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // exited since ReadDir
-		}
-		// After the command name in parentheses: state, ppid, pgrp.
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) >= 3 && fields[0] != "Z" && fields[2] == strconv.Itoa(pgid) {
-			n++
-		}
-	}
-	return n
 }

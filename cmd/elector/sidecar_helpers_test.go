@@ -5,11 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -123,22 +121,6 @@ func startProcess(t testing.TB, args ...string) (*exec.Cmd, *servertest.SyncBuff
 		_ = cmd.Wait()
 	})
 	return cmd, out
-}
-
-// pidAlive reports whether a process with pid exists and is not a zombie.
-func pidAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil
-	}
-	// The state follows the command name in parentheses.
-	s := string(b)
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == ')' && i+2 < len(s) {
-			return s[i+2] != 'Z'
-		}
-	}
-	return true
 }
 
 // campaignReq is a campaign of id with a TTL of a minute.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/electorhq/elector/client"
 	"github.com/electorhq/elector/internal/eventually"
+	"github.com/electorhq/elector/internal/proc"
 	"github.com/electorhq/elector/internal/servertest"
 )
 
@@ -71,7 +72,7 @@ func TestSidecarProcessEndsStopsChildAndResignsOnSIGTERM(t *testing.T) {
 	// the grandchild was signalled, but may not have run to its exit yet.
 	for name, pid := range map[string]int{"child": child, "grandchild": grandchild} {
 		eventually.True(t, 10*time.Second, "the supervised command's "+name+" (pid "+strconv.Itoa(pid)+") to exit with the sidecar",
-			func() bool { return !pidAlive(pid) })
+			func() bool { return !proc.Alive(pid) })
 	}
 	if _, err := g.c.Leader(context.Background(), "e"); !errors.Is(err, client.ErrNoLeader) {
 		t.Fatalf("leader after SIGTERM: %v, want ErrNoLeader (resigned)", err)
@@ -105,7 +106,7 @@ func TestSidecarKilledLeaderIsReplacedAfterTheTTLAndItsChildDies(t *testing.T) {
 		t.Errorf("b began %s after the kill, before a's TTL could run out", took)
 	}
 	eventually.True(t, 5*time.Second, "b's supervised command", func() bool { _, err := os.Stat(dirB + "/child"); return err == nil })
-	eventually.True(t, 5*time.Second, "a's supervised command and its child to die", func() bool { return !pidAlive(child) && !pidAlive(grandchild) })
+	eventually.True(t, 5*time.Second, "a's supervised command and its child to die", func() bool { return !proc.Alive(child) && !proc.Alive(grandchild) })
 	if got := readLines(logA); !slices.Equal(got, []string{"begin a 1 elected"}) {
 		t.Errorf("a's commands: %q (a SIGKILLed sidecar runs no end command); output:\n%s", got, outA)
 	}
