@@ -14,24 +14,25 @@ import (
 	"flag"
 	"log"
 	"net/http"
-	"time"
+
+	"github.com/electorhq/elector/server"
 )
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:8081", "the address to serve on")
 	flag.Parse()
 	body := []byte(`{"status":"ok"}` + "\n")
+	h := server.DefaultConfig().HTTP
 	srv := &http.Server{
 		Addr: *listen,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header()["Content-Type"] = []string{"application/json"}
 			_, _ = w.Write(body)
 		}),
-		// server.HTTPConfig's defaults.
-		ReadHeaderTimeout: 10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		ReadHeaderTimeout: h.ReadHeaderTimeout,
+		WriteTimeout:      h.WriteTimeout,
+		IdleTimeout:       h.IdleTimeout,
+		MaxHeaderBytes:    64 << 10, // as server's
 	}
 	log.Fatal(srv.ListenAndServe())
 }
