@@ -42,7 +42,10 @@ func startServe(t *testing.T, extra ...string) (base string, logs *servertest.Sy
 			return -1
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	// The bound only ends a test whose gateway never starts: the loop
+	// returns as soon as the start is logged. It is generous because the
+	// embedded backend's first start can take seconds on a loaded machine.
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if addr := startedAddr(logs.String()); addr != "" {
 			return "http://" + addr, logs, stop
