@@ -39,6 +39,21 @@ def wait_until(what: str, cond: Callable[[], object], timeout: float = 10.0, eve
         time.sleep(every)
 
 
+def wait_candidate_gone(client: object, election: str, candidate: str, timeout: float = 10.0) -> None:
+    """Waits until the gateway answers that candidate of election is not
+    found: its candidacy expired or ended."""
+    import elector  # on sys.path from above
+
+    def gone() -> bool:
+        try:
+            client.candidate(election, candidate)  # type: ignore[attr-defined]
+        except elector.CandidateNotFoundError:
+            return True
+        return False
+
+    wait_until("candidate %s of %s to be gone" % (candidate, election), gone, timeout)
+
+
 @pytest.fixture(scope="session")
 def elector_bin(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The elector binary: $ELECTOR_BIN, or built once per session."""

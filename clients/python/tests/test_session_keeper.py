@@ -10,7 +10,7 @@ import time
 import pytest
 
 import elector
-from conftest import wait_until
+from conftest import wait_candidate_gone
 from elector.session_keeper import SessionKeeper
 
 
@@ -76,16 +76,7 @@ def test_a_cut_off_keeper_steps_down_and_ends_once_the_session_is_gone(gateway, 
         assert "step-down deadline" in (lead.reason or ""), lead.reason
         assert k.last()[1] == last and not k.done.is_set()
 
-        direct = elector.Client(gateway.url)
-
-        def expired():
-            try:
-                direct.candidate(election, "node-a")
-            except elector.CandidateNotFoundError:
-                return True
-            return False
-
-        wait_until("the session's candidacy to expire", expired)
+        wait_candidate_gone(elector.Client(gateway.url), election, "node-a")
         p.set_cut(False)
         assert k.done.wait(20), "the keeper did not end once the gateway said the session was gone"
         assert isinstance(k.error, elector.SessionNotFoundError)

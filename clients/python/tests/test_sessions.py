@@ -8,7 +8,7 @@ import time
 import pytest
 
 import elector
-from conftest import wait_until
+from conftest import wait_candidate_gone
 
 
 def test_a_session_heartbeat_renews_and_its_close_resigns_every_candidacy(gateway, election):
@@ -59,14 +59,7 @@ def test_a_session_outlives_its_ttl_while_it_heartbeats_and_ends_when_it_stops(g
         time.sleep(0.25)
     assert c.leader(election).id == "node-a"
 
-    def expired() -> bool:
-        try:
-            c.candidate(election, "node-a")
-        except elector.CandidateNotFoundError:
-            return True
-        return False
-
-    wait_until("the session's candidacy to expire", expired)
+    wait_candidate_gone(c, election, "node-a")
     with pytest.raises(elector.SessionNotFoundError):
         c.heartbeat_session(s)
 
