@@ -62,6 +62,10 @@ func baseURL(addr net.Addr, tlsOn bool) string {
 	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
+// MaxHeaderBytes bounds the request line and headers the API's server
+// reads from one request.
+const MaxHeaderBytes = 64 << 10
+
 // server is the HTTP server of the API, serving handler.
 func (h HTTPConfig) server(handler http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
@@ -69,7 +73,7 @@ func (h HTTPConfig) server(handler http.Handler, log *slog.Logger) *http.Server 
 		ReadHeaderTimeout: cmp.Or(h.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		WriteTimeout:      h.WriteTimeout,
 		IdleTimeout:       h.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }

@@ -32,7 +32,7 @@ func main() {
 		ReadHeaderTimeout: h.ReadHeaderTimeout,
 		WriteTimeout:      h.WriteTimeout,
 		IdleTimeout:       h.IdleTimeout,
-		MaxHeaderBytes:    64 << 10, // as server's
+		MaxHeaderBytes:    server.MaxHeaderBytes,
 	}
 	log.Fatal(srv.ListenAndServe())
 }
