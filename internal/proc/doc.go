@@ -2,5 +2,6 @@
 // serve` replicas — that the test kills, stops and restarts: each start
 // appends to one log file, the environment is filtered so that only the
 // flags configure the child, and Stop ends it even when it was stopped
-// with SIGSTOP.
+// with SIGSTOP. Alive and LiveInGroup tell a test whether a process, or
+// any process of a group, has yet exited.
 package proc
