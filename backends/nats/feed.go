@@ -75,11 +75,13 @@ func (f *feed) take(dst []stored) ([]stored, bool) {
 // noneBefore: no event lies after cursor p up to S0 (newest is not past
 // it), so the feed alone delivers every event after p.
 //
-// It returns a nil feed once Run is ending.
+// It returns a nil feed once Run is ending, and while the view's watch
+// may still skip records after seen (until seen reaches ordered, see
+// resume): the caller then reads from a tail of its own.
 func (v *view) attach(p gateway.Position) (f *feed, s0 uint64, noneBefore bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.feedsEnded {
+	if v.feedsEnded || !v.orderedKnown || v.seen < v.ordered {
 		return nil, 0, false
 	}
 	f = newFeed()

@@ -2,9 +2,12 @@ package nats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/electorhq/elector/gateway"
 	"github.com/electorhq/elector/internal/eventually"
@@ -120,6 +123,79 @@ func TestWatchFromAnOlderCursorCatchesUpThenFollowsTheView(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A watch of every election fed by the view before the view has delivered
+// anything misses no record. The view's consumer is held off here (the
+// records stream takes no more consumers) while a campaign and a change of
+// settings, which has no event, are written. Made once the stream has
+// both, a consumer of the last record per election would deliver the
+// change alone, and the watch would find the campaign's record missing
+// (a gap where there is none: the watch ends, and cursors before the
+// change expire). The view's consumer, first tried while the stream was
+// empty, starts at its first record instead: the watch gets every event,
+// in order, and goes on.
+func TestWatchFedBeforeTheViewDeliversMissesNoRecord(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	cfg := freshConfig()
+	b := open(t, e, cfg)
+	writer := open(t, e, cfg) // no Run: its writes do not wait for a view
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	maxConsumers := func(n int) {
+		t.Helper()
+		info, err := b.records.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := info.Config
+		c.MaxConsumers = n
+		if _, err := b.js.UpdateStream(ctx, c); err != nil {
+			t.Fatalf("max consumers %d: %v", n, err)
+		}
+	}
+	if _, err := b.js.CreateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{Name: "held", AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	maxConsumers(1)
+	run(t, b)
+	eventually.NoErrorUntil(ctx, t, "the view filled and ordered", func() error {
+		v := b.running()
+		if v == nil || !v.isFilled() {
+			return errors.New("not filled")
+		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if !v.orderedKnown {
+			return errors.New("not ordered")
+		}
+		return nil
+	})
+	ch, err := b.Watch(ctx, "", "0")
+	if err != nil {
+		t.Fatal(err) // a watch not fed by the view could make no consumer here
+	}
+	campaignT(t, writer, "e1", "a", time.Minute)
+	if _, err := writer.Configure(ctx, "e1", gateway.Settings{ErrorCooldown: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	v := b.running()
+	v.mu.Lock()
+	seen := v.seen
+	v.mu.Unlock()
+	if seen != 0 {
+		t.Fatalf("the view delivered up to %d before its consumer was let in", seen)
+	}
+	maxConsumers(-1)
+	campaignT(t, writer, "e1", "b", time.Minute)
+	got := describe(nextEvents(ctx, t, ch, 3))
+	if want := []string{"candidate.joined a", "leader.begin a", "candidate.joined b"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if err := b.checkCursor(ctx, 1); err != nil {
+		t.Fatalf("the campaign's record as a cursor: %v", err)
+	}
 }
 
 // A feed whose receiver falls too far behind ends, after the records it

@@ -61,7 +61,7 @@ func (b *Backend) Run(ctx context.Context) error {
 // follow starts a new tail only when one could not be opened or the
 // connection closed. live, if not nil, is kept true while a consumer of
 // the tail is made and not given up (tail.live).
-func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, live *atomic.Bool, handle func(context.Context, jetstream.Msg, *jetstream.MsgMetadata)) {
+func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnly bool, from func(context.Context) uint64, live *atomic.Bool, handle func(context.Context, jetstream.Msg, *jetstream.MsgMetadata)) {
 	for ctx.Err() == nil {
 		err := b.followOnce(ctx, stream, subject, headersOnly, from, live, handle)
 		if ctx.Err() != nil {
@@ -75,14 +75,14 @@ func (b *Backend) follow(ctx context.Context, stream, subject string, headersOnl
 	}
 }
 
-func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, from func() uint64, live *atomic.Bool, handle func(context.Context, jetstream.Msg, *jetstream.MsgMetadata)) error {
+func (b *Backend) followOnce(ctx context.Context, stream, subject string, headersOnly bool, from func(context.Context) uint64, live *atomic.Bool, handle func(context.Context, jetstream.Msg, *jetstream.MsgMetadata)) error {
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject: subject,
 		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
 		HeadersOnly:   headersOnly,
 	}
 	if from != nil {
-		if seq := from(); seq > 0 {
+		if seq := from(ctx); seq > 0 {
 			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq
 		}
 	}

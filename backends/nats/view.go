@@ -67,6 +67,11 @@ type view struct {
 	// feedsEnded is set, as Run ends.
 	feeds      map[*feed]struct{}
 	feedsEnded bool
+	// ordered is a sequence after which the view's watch delivers every
+	// record, in order; orderedKnown once there is one (see resume and
+	// learnOrdered). A feed is attached only once seen has reached it.
+	ordered      uint64
+	orderedKnown bool
 	// filled is set once the watch has delivered the stream's last
 	// sequence as of Run's start: until then the view is still loading,
 	// and reads go to the stream leader without waiting for it.
@@ -96,6 +101,7 @@ func (v *view) record(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMet
 	if !v.onDisk(ctx, md.Sequence.Stream) {
 		return // ctx ended: the next watch starts again at this record
 	}
+	v.learnOrdered(ctx)
 	s, err := decode(v.b.subj.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
 	if err != nil {
 		v.b.log.Error("nats: reconciler: bad record", "err", err)
@@ -161,14 +167,64 @@ func (v *view) onDisk(ctx context.Context, seq uint64) bool {
 // held record after it in order. Starting again from the last record per
 // election would skip the records superseded meanwhile while seen passes
 // them, and reads waiting for a sequence among them would answer from
-// records older than it. 0 (nothing delivered yet): the last per election.
-func (v *view) resume() uint64 {
+// records older than it.
+//
+// Before anything is delivered it is 0, the last record per election
+// (DeliverLastPerSubject: a replica starting on a long stream loads one
+// record per election, not their history), unless the stream is empty:
+// then 1, every record from the first, in order. A consumer of the last
+// per election skips the records superseded before it is made, and one
+// made again before it delivers anything is made the same way (tail.make),
+// so while the view has seen nothing, a watch fed by it (feed.go) would
+// miss the records written before that consumer was made, superseded
+// since, and find a gap where there is none (watchGap). Started at 1, it
+// skips nothing: the view is ordered from 0, and watches of every
+// election are fed by it from the start, as a new replica's hub is.
+func (v *view) resume(ctx context.Context) uint64 {
+	v.mu.Lock()
+	seen, known := v.seen, v.orderedKnown
+	v.mu.Unlock()
+	switch {
+	case seen > 0:
+		return seen + 1
+	case known:
+		return 1
+	}
+	if last, err := v.b.lastSeq(ctx); err != nil || last > 0 {
+		return 0 // ordered once it has delivered a record (learnOrdered)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.seen == 0 {
-		return 0
+	v.orderedKnown = true // ordered from 0; and every later watch starts at 1 or after seen
+	return 1
+}
+
+// learnOrdered notes, at the first record the view's watch delivers in a
+// consumer of the last record per election (see resume), where that
+// consumer's skipping ends: the stream's last sequence, read once the
+// record is in hand, so after the consumer was made. A consumer of the
+// last per election delivers every record after the stream's last as it
+// was made; and once a record is delivered, every consumer made after it
+// starts right after the last one delivered (tail.make, resume), skipping
+// nothing. So every record after that sequence is delivered, in order. A
+// read that fails is tried again at the next record; until one succeeds,
+// no feed is attached (Watch reads from a tail of its own instead).
+func (v *view) learnOrdered(ctx context.Context) {
+	v.mu.Lock()
+	known := v.orderedKnown
+	v.mu.Unlock()
+	if known {
+		return
 	}
-	return v.seen + 1
+	last, err := v.b.lastSeq(ctx)
+	if err != nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.orderedKnown {
+		v.ordered, v.orderedKnown = last, true
+	}
 }
 
 // put takes a record this replica wrote (or loaded) into the view, ahead
