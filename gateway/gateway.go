@@ -320,10 +320,14 @@ func (g *Gateway) Campaign(ctx context.Context, election string, r CampaignReque
 	if err := g.checkCandidateLimit(ctx, election); err != nil {
 		return Status{}, "", err
 	}
-	token := NewToken()
 	c := Candidacy{ID: r.ID, Metadata: meta, TTL: ttl, Priority: r.Priority}
-	var undo func()
-	if r.Session != "" {
+	var (
+		token string
+		undo  func()
+	)
+	if r.Session == "" {
+		token = NewToken()
+	} else {
 		if sid, ok := sessionOfToken(r.SessionToken); !ok || sid != r.Session {
 			return Status{}, "", fmt.Errorf("gateway: campaign %q in session %s: the token is not the session's: %w", r.ID, r.Session, ErrTokenMismatch)
 		}
