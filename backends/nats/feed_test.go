@@ -198,6 +198,52 @@ func TestWatchFedBeforeTheViewDeliversMissesNoRecord(t *testing.T) {
 	}
 }
 
+// On a stream that had records when Run started, the view loads the last
+// record of each election; once it has passed the stream's end as it was
+// then, a watch of every election from Head is fed by it again (no
+// consumer of its own) and gets the events after Head.
+func TestWatchFollowsTheViewOfAStreamThatHadRecords(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	cfg := freshConfig()
+	b := open(t, e, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	campaignT(t, b, "e1", "a", time.Minute)
+	if _, err := b.Configure(ctx, "e1", gateway.Settings{ErrorCooldown: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, b)
+	eventually.NoErrorUntil(ctx, t, "the view past where its tail skipped", func() error {
+		v := b.running()
+		if v == nil || !v.isFilled() {
+			return errors.New("not filled")
+		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if !v.orderedKnown || v.seen < v.ordered {
+			return fmt.Errorf("seen %d, ordered after %d (known %v)", v.seen, v.ordered, v.orderedKnown)
+		}
+		return nil
+	})
+	before := consumers(t, b)[b.cfg.Stream]
+	head, err := b.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := b.Watch(ctx, "", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := consumers(t, b)[b.cfg.Stream]; n != before {
+		t.Fatalf("%d consumers of the records stream with the watch, %d without: the watch made its own", n, before)
+	}
+	campaignT(t, b, "e1", "b", time.Minute)
+	if got := describe(nextEvents(ctx, t, ch, 1)); fmt.Sprint(got) != fmt.Sprint([]string{"candidate.joined b"}) {
+		t.Fatalf("events after %s: %q", head, got)
+	}
+}
+
 // A feed whose receiver falls too far behind ends, after the records it
 // holds, rather than hold the view's records without bound.
 func TestFeedOfASlowReceiverEnds(t *testing.T) {

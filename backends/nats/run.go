@@ -52,6 +52,7 @@ func (b *Backend) Run(ctx context.Context) error {
 	wg.Go(func() { r.expireDue(ctx) })
 	r.loop(ctx)
 	wg.Wait()
+	v.bg.Wait()
 	return nil
 }
 

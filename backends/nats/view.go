@@ -72,6 +72,8 @@ type view struct {
 	// learnOrdered). A feed is attached only once seen has reached it.
 	ordered      uint64
 	orderedKnown bool
+	learning     bool           // learnOrdered is under way
+	bg           sync.WaitGroup // learnOrdered; Run waits for it
 	// filled is set once the watch has delivered the stream's last
 	// sequence as of Run's start: until then the view is still loading,
 	// and reads go to the stream leader without waiting for it.
@@ -101,7 +103,6 @@ func (v *view) record(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMet
 	if !v.onDisk(ctx, md.Sequence.Stream) {
 		return // ctx ended: the next watch starts again at this record
 	}
-	v.learnOrdered(ctx)
 	s, err := decode(v.b.subj.electionOf(m.Subject()), md.Sequence.Stream, m.Data())
 	if err != nil {
 		v.b.log.Error("nats: reconciler: bad record", "err", err)
@@ -130,6 +131,10 @@ func (v *view) record(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMet
 		for f := range v.feeds {
 			f.push(s)
 		}
+	}
+	if !v.orderedKnown && !v.learning {
+		v.learning = true
+		v.bg.Go(func() { v.learnOrdered(ctx) })
 	}
 	if md.Sequence.Stream > v.seen {
 		v.noteNewest(md.Sequence.Stream, s, err == nil)
@@ -199,31 +204,32 @@ func (v *view) resume(ctx context.Context) uint64 {
 	return 1
 }
 
-// learnOrdered notes, at the first record the view's watch delivers in a
+// learnOrdered notes, once the view's watch has delivered a record in a
 // consumer of the last record per election (see resume), where that
-// consumer's skipping ends: the stream's last sequence, read once the
-// record is in hand, so after the consumer was made. A consumer of the
-// last per election delivers every record after the stream's last as it
-// was made; and once a record is delivered, every consumer made after it
-// starts right after the last one delivered (tail.make, resume), skipping
-// nothing. So every record after that sequence is delivered, in order. A
-// read that fails is tried again at the next record; until one succeeds,
-// no feed is attached (Watch reads from a tail of its own instead).
+// consumer's skipping ends: the stream's last sequence, read after the
+// record came, so after the consumer was made. A consumer of the last per
+// election delivers every record after the stream's last as it was made;
+// and once a record is delivered, every consumer made after it starts
+// right after the last one delivered (tail.make, resume), skipping
+// nothing. So every record after that sequence is delivered, in order.
+// It reads on a goroutine of its own (record starts it, Run waits for
+// it), trying again every second until it has an answer or ctx ends, so
+// that the view never waits for it; until then no feed is attached, and a
+// watch reads from a tail of its own.
 func (v *view) learnOrdered(ctx context.Context) {
-	v.mu.Lock()
-	known := v.orderedKnown
-	v.mu.Unlock()
-	if known {
-		return
-	}
-	last, err := v.b.lastSeq(ctx)
-	if err != nil {
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if !v.orderedKnown {
-		v.ordered, v.orderedKnown = last, true
+	for {
+		last, err := v.b.lastSeq(ctx)
+		if err == nil {
+			v.mu.Lock()
+			v.ordered, v.orderedKnown = last, true
+			v.mu.Unlock()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
 	}
 }
 
