@@ -444,9 +444,10 @@
 // and checks are a tail's. It is fed only from where the view's tail
 // skips nothing: that tail starts with the last record of each election
 // when the stream has any (skipping those superseded before it was made),
-// so a feed waits until the view has passed the stream's end as it was
-// then; on an empty stream it starts at the first record, and feeds from
-// the start (view.resume). A cursor that does not parse, is past the stream's last
+// so a watch is fed only once the view has passed the stream's end as read
+// after its first record (before that, it reads from a tail of its own for
+// as long as it lasts); on an empty stream the view's tail starts at the
+// first record, and feeds from the start (view.resume). A cursor that does not parse, is past the stream's last
 // sequence, or names a message the stream no longer holds is
 // gateway.ErrCursorExpired. An election's records are dropped oldest
 // first, so a held cursor message means that election's later records are

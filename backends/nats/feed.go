@@ -76,8 +76,9 @@ func (f *feed) take(dst []stored) ([]stored, bool) {
 // it), so the feed alone delivers every event after p.
 //
 // It returns a nil feed once Run is ending, and while the view's watch
-// may still skip records after seen (until seen reaches ordered, see
-// resume): the caller then reads from a tail of its own.
+// may still skip records after seen (before ordered is known, and until
+// seen reaches it: see resume): the caller then reads from a tail of its
+// own, for as long as its watch lasts.
 func (v *view) attach(p gateway.Position) (f *feed, s0 uint64, noneBefore bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -195,7 +195,7 @@ func (v *view) resume(ctx context.Context) uint64 {
 	case known:
 		return 1
 	}
-	if last, err := v.b.lastSeq(ctx); err != nil || last > 0 {
+	if last, err := v.b.fetchHead(ctx); err != nil || last > 0 {
 		return 0 // ordered once it has delivered a record (learnOrdered)
 	}
 	v.mu.Lock()
@@ -207,9 +207,13 @@ func (v *view) resume(ctx context.Context) uint64 {
 // learnOrdered notes, once the view's watch has delivered a record in a
 // consumer of the last record per election (see resume), where that
 // consumer's skipping ends: the stream's last sequence, read after the
-// record came, so after the consumer was made. A consumer of the last per
-// election delivers every record after the stream's last as it was made;
-// and once a record is delivered, every consumer made after it starts
+// record came, so after the consumer chose where to start (in a cluster,
+// as it took its leadership, which also precedes its first delivery). It
+// is the read index's fetch (fetchHead): from the stream leader, its
+// quorum confirmed, never a lagging member's copy, which could name an
+// earlier sequence. A consumer of the last per election delivers every
+// record after the stream's last as it started; and once a record is
+// delivered, every consumer made after it starts
 // right after the last one delivered (tail.make, resume), skipping
 // nothing. So every record after that sequence is delivered, in order.
 // It reads on a goroutine of its own (record starts it, Run waits for
@@ -218,7 +222,7 @@ func (v *view) resume(ctx context.Context) uint64 {
 // watch reads from a tail of its own.
 func (v *view) learnOrdered(ctx context.Context) {
 	for {
-		last, err := v.b.lastSeq(ctx)
+		last, err := v.b.fetchHead(ctx)
 		if err == nil {
 			v.mu.Lock()
 			v.ordered, v.orderedKnown = last, true
