@@ -40,6 +40,26 @@ func describe(evs []gateway.Event) []string {
 	return out
 }
 
+// watchFedFromHead watches every election from b's Head, failing t when
+// the watch makes a consumer of the records stream of its own (it is to
+// be fed by the view), and returns it with the Head.
+func watchFedFromHead(ctx context.Context, t *testing.T, b *Backend) (<-chan gateway.Event, string) {
+	t.Helper()
+	before := consumers(t, b)[b.cfg.Stream] // the view's tail
+	head, err := b.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := b.Watch(ctx, "", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := consumers(t, b)[b.cfg.Stream]; n != before {
+		t.Fatalf("%d consumers of the records stream with the watch, %d without: the watch made its own", n, before)
+	}
+	return ch, head
+}
+
 // A watch of every election from Head, as the hub makes it, is fed by the
 // view's own tail: the records stream has no consumer for it, and its
 // events are the view's records'.
@@ -57,18 +77,7 @@ func TestWatchOfEveryElectionFollowsTheView(t *testing.T) {
 		}
 		return nil
 	})
-	before := consumers(t, b)[b.cfg.Stream] // the view's tail
-	head, err := b.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := b.Watch(ctx, "", head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := consumers(t, b)[b.cfg.Stream]; n != before {
-		t.Fatalf("%d consumers of the records stream with the watch, %d without: the watch made its own", n, before)
-	}
+	ch, _ := watchFedFromHead(ctx, t, b)
 	campaignT(t, b, "two", "b", time.Minute)
 	got := describe(nextEvents(ctx, t, ch, 2))
 	if want := []string{"candidate.joined b", "leader.begin b"}; fmt.Sprint(got) != fmt.Sprint(want) {
@@ -226,18 +235,7 @@ func TestWatchFollowsTheViewOfAStreamThatHadRecords(t *testing.T) {
 		}
 		return nil
 	})
-	before := consumers(t, b)[b.cfg.Stream]
-	head, err := b.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch, err := b.Watch(ctx, "", head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := consumers(t, b)[b.cfg.Stream]; n != before {
-		t.Fatalf("%d consumers of the records stream with the watch, %d without: the watch made its own", n, before)
-	}
+	ch, head := watchFedFromHead(ctx, t, b)
 	campaignT(t, b, "e1", "b", time.Minute)
 	if got := describe(nextEvents(ctx, t, ch, 1)); fmt.Sprint(got) != fmt.Sprint([]string{"candidate.joined b"}) {
 		t.Fatalf("events after %s: %q", head, got)
