@@ -72,7 +72,6 @@ type view struct {
 	// learnOrdered). A feed is attached only once seen has reached it.
 	ordered      uint64
 	orderedKnown bool
-	learning     bool           // learnOrdered is under way
 	bg           sync.WaitGroup // learnOrdered; Run waits for it
 	// filled is set once the watch has delivered the stream's last
 	// sequence as of Run's start: until then the view is still loading,
@@ -132,9 +131,8 @@ func (v *view) record(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMet
 			f.push(s)
 		}
 	}
-	if !v.orderedKnown && !v.learning {
-		v.learning = true
-		v.bg.Go(func() { v.learnOrdered(ctx) })
+	if v.seen == 0 && !v.orderedKnown {
+		v.bg.Go(func() { v.learnOrdered(ctx) }) // the first record, of the last per election
 	}
 	if md.Sequence.Stream > v.seen {
 		v.noteNewest(md.Sequence.Stream, s, err == nil)
@@ -213,13 +211,13 @@ func (v *view) resume(ctx context.Context) uint64 {
 // quorum confirmed, never a lagging member's copy, which could name an
 // earlier sequence. A consumer of the last per election delivers every
 // record after the stream's last as it started; and once a record is
-// delivered, every consumer made after it starts
-// right after the last one delivered (tail.make, resume), skipping
-// nothing. So every record after that sequence is delivered, in order.
-// It reads on a goroutine of its own (record starts it, Run waits for
-// it), trying again every second until it has an answer or ctx ends, so
-// that the view never waits for it; until then no feed is attached, and a
-// watch reads from a tail of its own.
+// delivered, every consumer made after it starts right after the last one
+// delivered (tail.make, resume), skipping nothing. So every record after
+// that sequence is delivered, in order. It reads on a goroutine of its
+// own (record starts it at the first record, Run waits for it), trying
+// again every second until it has an answer or ctx ends, so that the view
+// never waits for it; until then no feed is attached, and a watch reads
+// from a tail of its own.
 func (v *view) learnOrdered(ctx context.Context) {
 	for {
 		last, err := v.b.fetchHead(ctx)
