@@ -447,9 +447,10 @@
 // so a watch is fed only once the view has passed the stream's end as read
 // after its first record (before that, it reads from a tail of its own for
 // as long as it lasts); on an empty stream the view's tail starts at the
-// first record, and feeds from the start (view.resume). A cursor that does not parse, is past the stream's last
-// sequence, or names a message the stream no longer holds is
-// gateway.ErrCursorExpired. An election's records are dropped oldest
+// first record, and feeds from the start (view.resume). A cursor that
+// does not parse, is past the stream's last sequence, or names a message
+// the stream no longer holds is gateway.ErrCursorExpired. An election's
+// records are dropped oldest
 // first, so a held cursor message means that election's later records are
 // all held; a watch of all elections, or a watch of one election from a
 // cursor of another, can still find records of the watched election after
