@@ -204,34 +204,63 @@ func (b *Backend) idKeyNow(ctx context.Context, election, id string) (kv *mvccpb
 // of election's line and its id key, both on lease, plus the election's
 // settings if it has none, guarded by the id key's absence; in session
 // in (non-nil) also by sessionGuard's comparisons.
+//
+// An election whose settings are the defaults every replica reads for an
+// election without a settings key (gateway.DefaultSettings, see
+// implicit) is created without one when the transaction's probe also
+// writes its lead record (data version 2, an empty election): the lead
+// record, which no write removes but the election's deletion, makes it
+// exist from then on as the settings key would. Only when the probe fails
+// (the line or the lead record is there) does the transaction create the
+// settings if absent, as ever. So every campaign leaves its election a
+// key that outlives its candidacy, and a replica of any version derives
+// the same settings either way: no key reads as gateway.DefaultSettings,
+// and an acknowledgement compares the settings key's mod revision, 0
+// while it is absent, so a Configure that creates it fails every
+// acknowledgement planned before it, as a change of the key does. A
+// campaign into a fresh election then writes three keys, not four: less
+// work for etcd's apply and every replica's watch.
 func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex string, lease clientv3.LeaseID, val candidateValue, settings settingsValue, in *sessionInfo) (*clientv3.TxnResponse, bool, error) {
 	idKey, setKey := b.keys.candidateID(election, id), b.keys.settings(election)
 	ops := []*pb.RequestOp{
 		pbPut(idKey, hex, int64(lease)),
 		pbPut(b.keys.candidacy(election, hex), mustJSON(val), int64(lease)),
-		// The settings, created if absent, else read: a first holder's
-		// acknowledgement compares their mod revision.
-		pbTxn([]*pb.Compare{cmpCreated(setKey, 0)},
-			[]*pb.RequestOp{pbPut(setKey, mustJSON(settings), 0)},
-			[]*pb.RequestOp{pbGet(setKey)}),
 	}
+	// The settings, created if absent, else read: a first holder's
+	// acknowledgement compares their mod revision.
+	createSettings := pbTxn([]*pb.Compare{cmpCreated(setKey, 0)},
+		[]*pb.RequestOp{pbPut(setKey, mustJSON(settings), 0)},
+		[]*pb.RequestOp{pbGet(setKey)})
 	empty, one, err := b.looksEmpty(ctx, election)
 	if err != nil {
 		return nil, false, err
 	}
-	if empty {
-		// Whether, before this transaction, the line was empty and there
-		// was no lead record (etcd evaluates every comparison of a
-		// transaction, nested ones too, before any of its writes). Asked
-		// only when the cache suggests so: the comparison reads the line.
+	// Whether, before this transaction, the line was empty and there was
+	// no lead record (etcd evaluates every comparison of a transaction,
+	// nested ones too, before any of its writes). Asked only when the
+	// cache suggests so: the comparison reads the line.
+	probe := func() []*pb.Compare {
+		return []*pb.Compare{cmpNoneUnder(b.keys.line(election)), cmpCreated(b.keys.lead(election), 0)}
+	}
+	switch {
+	case empty && one && settings.implicit():
 		// With every replica declared to read it (oneWrite), the answer
-		// yes also writes the lead record naming the candidate, term 0
-		// (see firstLead).
+		// yes writes the lead record naming the candidate, term 0 (see
+		// firstLead), and no settings; no creates them if absent.
+		ops = append(ops, pbTxn(probe(),
+			[]*pb.RequestOp{pbPut(b.keys.lead(election), firstLead(hex, val), 0)},
+			[]*pb.RequestOp{createSettings}))
+	case empty:
+		// The answer yes, with every replica declared to read it, writes
+		// the lead record naming the candidate, term 0; without, it lets
+		// firstHolder acknowledge the candidate at once.
 		var then []*pb.RequestOp
 		if one {
 			then = []*pb.RequestOp{pbPut(b.keys.lead(election), firstLead(hex, val), 0)}
 		}
-		ops = append(ops, pbTxn([]*pb.Compare{cmpNoneUnder(b.keys.line(election)), cmpCreated(b.keys.lead(election), 0)}, then, nil))
+		ops = append(ops, createSettings, pbTxn(probe(), then, nil))
+	default:
+		ops = append(ops, createSettings)
 	}
 	cmps := []*pb.Compare{cmpCreated(idKey, 0)}
 	if in != nil {

@@ -29,6 +29,8 @@
 //	p/_elector/ids/<election>/<candidate-id>  the candidate's lease hex, on the lease
 //	p/_elector/cooling/<election>/<lease-hex> candidate in error cooldown, on the lease
 //	p/_elector/settings/<election>            error cooldown, handover delay, preempt, holders
+//	                                          (absent: gateway.DefaultSettings; a declared campaign
+//	                                          creating an election on them writes none, see campaignTxn)
 //	p/_elector/lead/<election>                the lead record: who elector says holds, its slots
 //	p/_elector/mark/<election>                why elector last removed a key
 //	p/_elector/promise/<election>             a holder's promise: its last answered heartbeat

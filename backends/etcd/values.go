@@ -162,6 +162,15 @@ func settingsOf(s gateway.Settings, at time.Time) settingsValue {
 	return settingsValue{ErrorCooldownMs: s.ErrorCooldown.Milliseconds(), HandoverDelayMs: s.HandoverDelay.Milliseconds(), Preempt: s.Preempt, Holders: max(s.Holders, 0), At: at}
 }
 
+// implicit reports whether v holds the settings that every replica
+// derives for an election without a settings key (gateway.DefaultSettings):
+// a campaign can then create the election without the key (see
+// campaignTxn). The time it was written is no setting.
+func (v settingsValue) implicit() bool {
+	v.At = time.Time{}
+	return v == settingsOf(gateway.DefaultSettings(), time.Time{})
+}
+
 func (v settingsValue) settings() gateway.Settings {
 	return gateway.Settings{
 		ErrorCooldown: time.Duration(v.ErrorCooldownMs) * time.Millisecond,
