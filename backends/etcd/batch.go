@@ -95,8 +95,7 @@ type queued struct {
 	need int // etcd's operation budget it takes (see opsNeed)
 	size int
 
-	wake  chan struct{} // receives once: lead is set, or alone, or the answer
-	lead  []*queued     // a batch this write starts (itself first; see lead)
+	wake  chan struct{} // receives once: alone, or the answer
 	alone bool          // its batch was refused: it sends itself alone
 	resp  *clientv3.TxnResponse
 	err   error
@@ -117,7 +116,7 @@ func (b *batcher) commit(ctx context.Context, req *pb.TxnRequest) (*clientv3.Txn
 	if b.flights == 0 && len(b.queue) == 0 {
 		b.flights++
 		b.mu.Unlock()
-		b.send([]*queued{q})
+		b.send([]*queued{q}, true)
 		return q.resp, q.err
 	}
 	b.queue = append(b.queue, q)
@@ -133,48 +132,25 @@ func (b *batcher) commit(ctx context.Context, req *pb.TxnRequest) (*clientv3.Txn
 			b.mu.Unlock()
 			return nil, ctx.Err()
 		}
-		lead := q.lead != nil
 		b.mu.Unlock()
-		if !lead {
-			// In a batch already, sent for another write: it may apply,
-			// and this request does not wait to learn.
+		select {
+		case <-q.wake: // answered as it ended
+			if q.alone {
+				return nil, ctx.Err() // its batch was refused whole: never applied
+			}
+			return q.resp, q.err
+		default:
+			// In a batch under way: it may apply, and this request does
+			// not wait to learn. The batch goes on for its other writes
+			// until each has given up (sendBatch), so nothing of it
+			// outlives the last write that waits for it.
 			return nil, unknownInBatch(ctx)
 		}
-		// To start the batch it leads: every write in it waits for that.
-		<-q.wake
 	}
-	switch {
-	case q.lead != nil:
-		return b.lead(ctx, q)
-	case q.alone:
+	if q.alone {
 		q.resp, q.err = b.sendAlone(ctx, req)
 	}
 	return q.resp, q.err
-}
-
-// lead sends the batch that q leads, on a goroutine of its own, and
-// returns q's answer; or, once q's context has ended, that its outcome is
-// unknown, as for every other write of a batch under way. The batch goes
-// on for its other writes until each has given up (sendBatch), so q's
-// request does not wait for a batch it no longer needs, and nothing of
-// it outlives the last write that does.
-func (b *batcher) lead(ctx context.Context, q *queued) (*clientv3.TxnResponse, error) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b.send(q.lead)
-	}()
-	select {
-	case <-done:
-		return q.resp, q.err
-	case <-ctx.Done():
-		select {
-		case <-done: // answered as it ended: the answer is known
-			return q.resp, q.err
-		default:
-			return nil, unknownInBatch(ctx)
-		}
-	}
 }
 
 // unknownInBatch is the answer to a write whose context ended while its
@@ -191,10 +167,15 @@ func (b *batcher) sendAlone(ctx context.Context, req *pb.TxnRequest) (*clientv3.
 		})
 }
 
-// send sends batch (on the goroutine of a lone write, or lead's), settles
-// each of its writes, then has the first write of the next batch of the
-// queue, if any, start it (lead).
-func (b *batcher) send(batch []*queued) {
+// send sends batch, settles each of its writes and wakes them, then
+// starts the next batch of the queue, if any. It runs on a goroutine of
+// its own (start), or inline on the goroutine of a lone write, whose
+// request is not woken. The next batch starts last: its goroutine is
+// then the one the runtime runs next (a new goroutine takes that place
+// from the writes woken before it), so the writes that arrived during
+// this batch go to etcd before this batch's writes finish their
+// requests, which is what keeps a batch's wait to the one ahead of it.
+func (b *batcher) send(batch []*queued, inline bool) {
 	if f := b.onSend.Load(); f != nil {
 		(*f)(len(batch))
 	}
@@ -204,13 +185,17 @@ func (b *batcher) send(batch []*queued) {
 	} else {
 		b.sendBatch(batch)
 	}
+	wake := batch
+	if inline {
+		wake = batch[1:]
+	}
+	for _, q := range wake {
+		q.wake <- struct{}{} // buffered: each write is woken once
+	}
 	b.mu.Lock()
 	b.flights--
 	b.more()
 	b.mu.Unlock()
-	for _, q := range batch[1:] {
-		q.wake <- struct{}{}
-	}
 }
 
 // sendBatch sends the writes of batch as the nested transactions of one
@@ -297,12 +282,11 @@ func (b *batcher) more() {
 	}
 }
 
-// start has the first write of batch send it (lead), as one more flight.
-// b.mu is held.
+// start sends batch on a goroutine of its own, as one more flight. b.mu
+// is held.
 func (b *batcher) start(batch []*queued) {
 	b.flights++
-	batch[0].lead = batch
-	batch[0].wake <- struct{}{} // buffered: each write is woken once
+	go b.send(batch, false)
 }
 
 // take removes from the queue, and returns, the next batch: the waiting
