@@ -23,7 +23,8 @@ import (
 // 8 connections, beside etcd's /v3/election/campaign, at 0 elections, at
 // 0 again once the prefix is declared upgraded (p/_elector/version, so a
 // campaign into an empty election is one transaction: see the etcd
-// backend's version.go), and at 5,000. Beside each of elector's loads it
+// backend's version.go), at 5,000, and at 5,000 in sessions, in rounds
+// (ELECTOR_BENCH_ROUNDS) each beside etcd's own campaign. Beside each of elector's loads it
 // reports what etcd's process and wrk spent, and etcd's gRPC calls, per
 // request; the gateway's ceiling (GET /healthz of the same process) and
 // the floor under it (bench/barehttp: net/http alone); and
@@ -150,8 +151,11 @@ func fleetEtcd(t *testing.T) string {
 	}
 	// The same in sessions, one per wrk thread, as etcd's campaigns share
 	// a lease per thread: a campaign is then one transaction, no grant.
-	var m5s wrkResult
-	var m5sBeside beside
+	// In rounds (ELECTOR_BENCH_ROUNDS), each elector's campaigns and then
+	// etcd's own beside them, the median round of each counting: etcd's
+	// own campaign moves by a third between loads a minute apart on a
+	// small machine, so one load of each is a ratio of the moment. Each
+	// round adds its campaigns' elections to both.
 	sessions := make([]string, 0, 2*wrkThreads)
 	for range wrkThreads {
 		var s struct{ ID, Token string }
@@ -160,11 +164,22 @@ func fleetEtcd(t *testing.T) string {
 		}
 		sessions = append(sessions, s.ID, s.Token)
 	}
-	etcdProfileDuring(t, etcd.URL, "etcd-campaign5ks", d, func() {
-		m5sBeside = besideLoad(t, etcd, func() {
-			m5s = runWrk(t, srv.URL, srv.cmd.Process.Pid, clients, d, "elector-session", append([]string{"c5ks"}, sessions...)...)
+	var m5ss, n5ss []besideResult
+	for r := range fleetRounds(t) {
+		tag := fmt.Sprintf("c5ks%d", r)
+		etcdProfileDuring(t, etcd.URL, "etcd-campaign5ks", d, func() {
+			m5ss = append(m5ss, measureBeside(t, etcd, func() wrkResult {
+				return runWrk(t, srv.URL, srv.cmd.Process.Pid, clients, d, "elector-session", append([]string{tag}, sessions...)...)
+			}))
 		})
-	})
+		if !skipEtcd() {
+			n5ss = append(n5ss, measureBeside(t, etcd, func() wrkResult {
+				return runWrk(t, etcd.URL, etcd.pid, clients, d, "etcd", append([]string{tag}, leases...)...)
+			}))
+		}
+	}
+	m5s, m5sBeside := medianBeside(m5ss)
+	n5s, _ := medianBeside(n5ss)
 	right := "201"
 	if _, err := electorCampaign(c, srv.URL, "after-load", "a", "1h"); err != nil {
 		right = short(err.Error())
@@ -192,10 +207,11 @@ func fleetEtcd(t *testing.T) string {
 	tb.add("etcd "+etcd.Version+" HTTP `/v3/election/campaign`", perSecond(n0), ms(n0.p99()), "–", "–", perSecond(n5), ms(n5.p99()), fails(n0)+" / "+fails(n5), "1.00×", "1.00×", us(n0)+" / – / "+us(n5), "–")
 	tb.add(name, perSecond(m0), ms(m0.p99()), perSecond(m0v), ms(m0v.p99()), perSecond(m5), ms(m5.p99()), fails(m0)+" / "+fails(m0v)+" / "+fails(m5),
 		ratio(m0.rate(), n0.rate())+" / "+ratio(m0v.rate(), n0.rate()), ratio(m5.rate(), n5.rate()), us(m0)+" / "+us(m0v)+" / "+us(m5), right)
-	tb.add(name+", in sessions", "–", "–", "–", "–", perSecond(m5s), ms(m5s.p99()), fails(m5s), "–", ratio(m5s.rate(), n5.rate()), "– / – / "+us(m5s), "–")
+	tb.add(name+", in sessions", "–", "–", "–", "–", perSecond(m5s), ms(m5s.p99()), fails(m5s), "–", ratio(m5s.rate(), n5s.rate()), "– / – / "+us(m5s), "–")
 	b.WriteString(tb.String())
-	fmt.Fprintf(&b, "\nIn sessions: the campaigns at %d of one session per wrk thread (`POST /v1/sessions`, then campaigns naming it), as etcd's share a lease per thread: %s/s, %s of etcd's CPU and %s of wrk's per campaign; etcd's gRPC calls per campaign %s.\n",
-		existing, perSecond(m5s), m5sBeside.etcdPer(m5s), m5sBeside.wrkPer(m5s), m5sBeside.callsPer(m5s))
+	fmt.Fprintf(&b, "\nIn sessions: the campaigns at %d of one session per wrk thread (`POST /v1/sessions`, then campaigns naming it), as etcd's share a lease per thread: %s/s, %s of etcd's CPU and %s of wrk's per campaign; etcd's gRPC calls per campaign %s. In %d round(s), each elector's campaigns then etcd's own, the median of each counting: elector %s, etcd %s (%s non-2xx), so %s of etcd's.\n",
+		existing, perSecond(m5s), m5sBeside.etcdPer(m5s), m5sBeside.wrkPer(m5s), m5sBeside.callsPer(m5s),
+		len(m5ss), ratesOf(m5ss), ratesOf(n5ss), fails(n5s), ratio(m5s.rate(), n5s.rate()))
 	fmt.Fprintf(&b, "Like for like: etcd's campaign at %d on a lease of its own granted just before (`/v3/lease/grant`, then `/v3/election/campaign`, as a candidate with a TTL of its own needs): %s/s (%s of etcd's CPU per campaign, %s non-2xx); elector at %d %s of it.\n",
 		existing, perSecond(n5g), us(n5g), fails(n5g), existing, ratio(m5.rate(), n5g.rate()))
 	fmt.Fprintf(&b, "Ceiling: `GET /healthz` of the same process, %d connections: %s/s (p99 %s, %s non-2xx, %s of CPU per request, wrk %s).\n",
