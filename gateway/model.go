@@ -110,7 +110,10 @@ type Transfer struct {
 const DefaultErrorCooldown = 10 * time.Second
 
 // DefaultSettings are the settings a Gateway gives new elections unless
-// configured otherwise.
+// configured otherwise. The etcd backend stores none for an election
+// created on them and reads an election without stored settings as these,
+// so they are part of what it has stored: changing them changes such
+// elections.
 func DefaultSettings() Settings {
 	return Settings{ErrorCooldown: DefaultErrorCooldown}
 }
