@@ -40,6 +40,32 @@ func describe(evs []gateway.Event) []string {
 	return out
 }
 
+// waitFeeding waits until b's view feeds watches of every election: it
+// is filled, its tail has a consumer (counted by watchFedFromHead), and it
+// has delivered every record up to where its tail may have skipped some
+// (view.attach). A filled view alone is not enough: one filled on an empty
+// stream is filled before its tail has made a consumer or delivered the
+// records written since, and a watch made then reads from a tail of its
+// own.
+func waitFeeding(ctx context.Context, t *testing.T, b *Backend) {
+	t.Helper()
+	eventually.NoErrorUntil(ctx, t, "the view feeding watches", func() error {
+		v := b.running()
+		if v == nil || !v.isFilled() {
+			return errors.New("not filled")
+		}
+		if !v.following.Load() {
+			return errors.New("its tail has no consumer")
+		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if !v.orderedKnown || v.seen < v.ordered {
+			return fmt.Errorf("seen %d, ordered after %d (known %v)", v.seen, v.ordered, v.orderedKnown)
+		}
+		return nil
+	})
+}
+
 // watchFedFromHead watches every election from b's Head, failing t when
 // the watch makes a consumer of the records stream of its own (it is to
 // be fed by the view), and returns it with the Head.
@@ -71,12 +97,7 @@ func TestWatchOfEveryElectionFollowsTheView(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	campaignT(t, b, "one", "a", time.Minute)
-	eventually.NoErrorUntil(ctx, t, "the view filled", func() error {
-		if r := b.running(); r == nil || !r.isFilled() {
-			return fmt.Errorf("not yet")
-		}
-		return nil
-	})
+	waitFeeding(ctx, t, b)
 	ch, _ := watchFedFromHead(ctx, t, b)
 	campaignT(t, b, "two", "b", time.Minute)
 	got := describe(nextEvents(ctx, t, ch, 2))
@@ -97,12 +118,7 @@ func TestWatchFromAnOlderCursorCatchesUpThenFollowsTheView(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	campaignT(t, b, "first", "a", time.Minute) // joined a, begin a
-	eventually.NoErrorUntil(ctx, t, "the view filled", func() error {
-		if r := b.running(); r == nil || !r.isFilled() {
-			return fmt.Errorf("not yet")
-		}
-		return nil
-	})
+	waitFeeding(ctx, t, b)
 	before := consumers(t, b)[b.cfg.Stream]
 	all, err := b.Watch(ctx, "", "0")
 	if err != nil {
@@ -223,18 +239,7 @@ func TestWatchFollowsTheViewOfAStreamThatHadRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, b)
-	eventually.NoErrorUntil(ctx, t, "the view past where its tail skipped", func() error {
-		v := b.running()
-		if v == nil || !v.isFilled() {
-			return errors.New("not filled")
-		}
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		if !v.orderedKnown || v.seen < v.ordered {
-			return fmt.Errorf("seen %d, ordered after %d (known %v)", v.seen, v.ordered, v.orderedKnown)
-		}
-		return nil
-	})
+	waitFeeding(ctx, t, b)
 	ch, head := watchFedFromHead(ctx, t, b)
 	campaignT(t, b, "e1", "b", time.Minute)
 	if got := describe(nextEvents(ctx, t, ch, 1)); fmt.Sprint(got) != fmt.Sprint([]string{"candidate.joined b"}) {
