@@ -167,7 +167,7 @@ func fleetEtcd(t *testing.T) string {
 	var m5ss, n5ss []besideResult
 	for r := range fleetRounds(t) {
 		tag := fmt.Sprintf("c5ks%d", r)
-		etcdProfileDuring(t, etcd.URL, "etcd-campaign5ks", d, func() {
+		etcdProfileDuring(t, etcd.URL, fmt.Sprintf("etcd-campaign5ks%d", r), d, func() {
 			m5ss = append(m5ss, measureBeside(t, etcd, func() wrkResult {
 				return runWrk(t, srv.URL, srv.cmd.Process.Pid, clients, d, "elector-session", append([]string{tag}, sessions...)...)
 			}))

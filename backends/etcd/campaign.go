@@ -235,32 +235,30 @@ func (b *Backend) campaignTxn(ctx, rctx context.Context, election, id, hex strin
 	if err != nil {
 		return nil, false, err
 	}
-	// Whether, before this transaction, the line was empty and there was
-	// no lead record (etcd evaluates every comparison of a transaction,
-	// nested ones too, before any of its writes). Asked only when the
-	// cache suggests so: the comparison reads the line.
-	probe := func() []*pb.Compare {
-		return []*pb.Compare{cmpNoneUnder(b.keys.line(election)), cmpCreated(b.keys.lead(election), 0)}
-	}
-	switch {
-	case empty && one && settings.implicit():
-		// With every replica declared to read it (oneWrite), the answer
-		// yes writes the lead record naming the candidate, term 0 (see
-		// firstLead), and no settings; no creates them if absent.
-		ops = append(ops, pbTxn(probe(),
-			[]*pb.RequestOp{pbPut(b.keys.lead(election), firstLead(hex, val), 0)},
-			[]*pb.RequestOp{createSettings}))
-	case empty:
-		// The answer yes, with every replica declared to read it, writes
-		// the lead record naming the candidate, term 0; without, it lets
-		// firstHolder acknowledge the candidate at once.
+	if !empty {
+		ops = append(ops, createSettings)
+	} else {
+		// Whether, before this transaction, the line was empty and there
+		// was no lead record (etcd evaluates every comparison of a
+		// transaction, nested ones too, before any of its writes). Asked
+		// only when the cache suggests so: the comparison reads the line.
+		probe := []*pb.Compare{cmpNoneUnder(b.keys.line(election)), cmpCreated(b.keys.lead(election), 0)}
+		// The answer yes, with every replica declared to read it
+		// (oneWrite), writes the lead record naming the candidate, term 0
+		// (see firstLead); without, it lets firstHolder acknowledge the
+		// candidate at once.
 		var then []*pb.RequestOp
 		if one {
 			then = []*pb.RequestOp{pbPut(b.keys.lead(election), firstLead(hex, val), 0)}
 		}
-		ops = append(ops, createSettings, pbTxn(probe(), then, nil))
-	default:
-		ops = append(ops, createSettings)
+		if one && settings.implicit() {
+			// On the default settings the lead record makes the election
+			// exist, and no settings key is written; the answer no
+			// creates them if absent.
+			ops = append(ops, pbTxn(probe, then, []*pb.RequestOp{createSettings}))
+		} else {
+			ops = append(ops, createSettings, pbTxn(probe, then, nil))
+		}
 	}
 	cmps := []*pb.Compare{cmpCreated(idKey, 0)}
 	if in != nil {
