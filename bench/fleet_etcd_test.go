@@ -207,7 +207,7 @@ func fleetEtcd(t *testing.T) string {
 	tb.add("etcd "+etcd.Version+" HTTP `/v3/election/campaign`", perSecond(n0), ms(n0.p99()), "–", "–", perSecond(n5), ms(n5.p99()), fails(n0)+" / "+fails(n5), "1.00×", "1.00×", us(n0)+" / – / "+us(n5), "–")
 	tb.add(name, perSecond(m0), ms(m0.p99()), perSecond(m0v), ms(m0v.p99()), perSecond(m5), ms(m5.p99()), fails(m0)+" / "+fails(m0v)+" / "+fails(m5),
 		ratio(m0.rate(), n0.rate())+" / "+ratio(m0v.rate(), n0.rate()), ratio(m5.rate(), n5.rate()), us(m0)+" / "+us(m0v)+" / "+us(m5), right)
-	tb.add(name+", in sessions", "–", "–", "–", "–", perSecond(m5s), ms(m5s.p99()), fails(m5s), "–", ratio(m5s.rate(), n5s.rate()), "– / – / "+us(m5s), "–")
+	tb.add(name+", in sessions", "–", "–", "–", "–", perSecond(m5s), ms(m5s.p99()), fails(m5s), "–", ratio(m5s.rate(), n5s.rate())+" (of etcd's rounds, below)", "– / – / "+us(m5s), "–")
 	b.WriteString(tb.String())
 	fmt.Fprintf(&b, "\nIn sessions: the campaigns at %d of one session per wrk thread (`POST /v1/sessions`, then campaigns naming it), as etcd's share a lease per thread: %s/s, %s of etcd's CPU and %s of wrk's per campaign; etcd's gRPC calls per campaign %s. In %d round(s), each elector's campaigns then etcd's own, the median of each counting: elector %s, etcd %s (%s non-2xx), so %s of etcd's.\n",
 		existing, perSecond(m5s), m5sBeside.etcdPer(m5s), m5sBeside.wrkPer(m5s), m5sBeside.callsPer(m5s),
