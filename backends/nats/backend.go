@@ -55,6 +55,11 @@ type Backend struct {
 
 	runsMu sync.Mutex
 	runs   map[*view]struct{} // the views of running Run calls
+	// feedable is closed, and replaced, whenever a view becomes able to
+	// feed watches (view.noteFeedableLocked): a watch reading from a tail
+	// of its own then moves onto the view's feed (watch.go, adopt).
+	feedMu   sync.Mutex
+	feedable chan struct{}
 
 	readIndex *gateway.ReadIndex // the records stream's last sequence, for reads from the view
 	// localHead, when set, reads that sequence from the server's own

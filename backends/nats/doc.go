@@ -445,9 +445,12 @@
 // skips nothing: that tail starts with the last record of each election
 // when the stream has any (skipping those superseded before it was made),
 // so a watch is fed only once the view has passed the stream's end as read
-// after its first record (before that, it reads from a tail of its own for
-// as long as it lasts); on an empty stream the view's tail starts at the
-// first record, and feeds from the start (view.resume). A cursor that
+// after its first record; on an empty stream the view's tail starts at the
+// first record, and feeds from the start (view.resume). A watch of every
+// election made before then (the hub's, as a replica starts, or before its
+// Run) reads from a tail of its own until a view can feed it, then moves
+// onto the view's records and deletes its consumer (watch.go, adopt), so a
+// replica keeps one consumer of the records stream. A cursor that
 // does not parse, is past the stream's last sequence, or names a message
 // the stream no longer holds is gateway.ErrCursorExpired. An election's
 // records are dropped oldest

@@ -78,11 +78,11 @@ func (f *feed) take(dst []stored) ([]stored, bool) {
 // It returns a nil feed once Run is ending, and while the view's watch
 // may still skip records after seen (before ordered is known, and until
 // seen reaches it: see resume): the caller then reads from a tail of its
-// own, for as long as its watch lasts.
+// own until the view can feed it (watch.go, adopt).
 func (v *view) attach(p gateway.Position) (f *feed, s0 uint64, noneBefore bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.feedsEnded || !v.orderedKnown || v.seen < v.ordered {
+	if v.feedsEnded || !v.canFeedLocked() {
 		return nil, 0, false
 	}
 	f = newFeed()
@@ -91,6 +91,45 @@ func (v *view) attach(p gateway.Position) (f *feed, s0 uint64, noneBefore bool) 
 	}
 	v.feeds[f] = struct{}{}
 	return f, v.seen, p.Compare(v.newest) >= 0
+}
+
+// canFeedLocked reports whether the view delivers every record after
+// seen, in order (see attach). Once true it stays so while Run runs:
+// ordered is known once, and seen only grows.
+func (v *view) canFeedLocked() bool { return v.orderedKnown && v.seen >= v.ordered }
+
+// noteFeedableLocked tells the watches waiting for a view that can feed
+// them (Backend.feedableWait) that this one can, the first time it can.
+// Called under v.mu after each change of seen or ordered.
+func (v *view) noteFeedableLocked() {
+	if v.feedableNoted || !v.canFeedLocked() {
+		return
+	}
+	v.feedableNoted = true
+	v.b.feedableSignal()
+}
+
+// feedableWait returns a channel that is closed the next time a view
+// becomes able to feed watches. Take it before asking a view to attach,
+// so that a view that becomes able in between is not missed.
+func (b *Backend) feedableWait() <-chan struct{} {
+	b.feedMu.Lock()
+	defer b.feedMu.Unlock()
+	if b.feedable == nil {
+		b.feedable = make(chan struct{})
+	}
+	return b.feedable
+}
+
+// feedableSignal wakes every feedableWait so far. b.feedMu is taken
+// under a view's mu, never the other way round.
+func (b *Backend) feedableSignal() {
+	b.feedMu.Lock()
+	defer b.feedMu.Unlock()
+	if b.feedable != nil {
+		close(b.feedable)
+		b.feedable = nil
+	}
 }
 
 // detach stops feeding f.

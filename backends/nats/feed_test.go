@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -220,6 +221,125 @@ func TestWatchFedBeforeTheViewDeliversMissesNoRecord(t *testing.T) {
 	}
 	if err := b.checkCursor(ctx, 1); err != nil {
 		t.Fatalf("the campaign's record as a cursor: %v", err)
+	}
+}
+
+// A watch of every election made while no view can feed it reads from a
+// tail of its own, then moves onto the view's records once it can: every
+// event once and in order across the move, and its consumer gone. The
+// view is held off here (the records stream takes no more consumers)
+// while records are written, which the watch's tail delivers first.
+func TestWatchMadeBeforeTheViewCanFeedMovesOntoIt(t *testing.T) {
+	e := startServer(t, t.TempDir())
+	t.Cleanup(e.Shutdown)
+	cfg := freshConfig()
+	b := open(t, e, cfg)
+	writer := open(t, e, cfg) // no Run: its writes do not wait for a view
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	maxConsumers := func(n int) {
+		t.Helper()
+		info, err := b.records.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := info.Config
+		c.MaxConsumers = n
+		if _, err := b.js.UpdateStream(ctx, c); err != nil {
+			t.Fatalf("max consumers %d: %v", n, err)
+		}
+	}
+	campaignT(t, writer, "e1", "a", time.Minute)
+	ch, err := b.Watch(ctx, "", "0") // no Run yet: a tail of its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := consumers(t, b)[cfg.Stream]; n != 1 {
+		t.Fatalf("%d consumers of the records stream with the watch alone, want 1", n)
+	}
+	maxConsumers(1)
+	run(t, b) // its view cannot make a consumer yet
+	campaignT(t, writer, "e2", "b", time.Minute)
+	got := describe(nextEvents(ctx, t, ch, 4))
+	if v := b.running(); v == nil || v.following.Load() {
+		t.Fatalf("the view followed the stream before its consumer was let in")
+	}
+	maxConsumers(-1)
+	eventually.NoErrorUntil(ctx, t, "the watch's consumer gone, the view's made", func() error {
+		if n := consumers(t, b)[cfg.Stream]; n != 1 || !b.running().following.Load() {
+			return fmt.Errorf("%d consumers, the view following: %v", n, b.running().following.Load())
+		}
+		v := b.running()
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if len(v.feeds) != 1 {
+			return fmt.Errorf("%d feeds", len(v.feeds))
+		}
+		return nil
+	})
+	campaignT(t, writer, "e3", "c", time.Minute)
+	campaignT(t, writer, "e1", "d", time.Minute)
+	got = append(got, describe(nextEvents(ctx, t, ch, 3))...)
+	want := []string{"candidate.joined a", "leader.begin a", "candidate.joined b", "leader.begin b", "candidate.joined c", "leader.begin c", "candidate.joined d"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	select {
+	case ev, ok := <-ch:
+		if ok {
+			t.Fatalf("an event more: %s %s", ev.Type, ev.Candidate.ID)
+		}
+		t.Fatal("the watch ended")
+	default:
+	}
+}
+
+// A replica's hub, which watches every election from the moment the
+// replica starts, before its view has loaded, goes on with the view's
+// records once the view can feed it: the records stream has one consumer
+// for the replica, the view's, and the hub's subscribers get the events
+// after it.
+func TestHubOfAStartingReplicaIsFedByTheView(t *testing.T) {
+	for _, records := range []int{0, 20} {
+		t.Run(fmt.Sprintf("records=%d", records), func(t *testing.T) {
+			e := startServer(t, t.TempDir())
+			t.Cleanup(e.Shutdown)
+			b := open(t, e, freshConfig())
+			for i := range records {
+				campaignT(t, b, fmt.Sprintf("e%d", i), "a", time.Minute)
+			}
+			gw := gateway.New(b, gateway.Config{Logger: slog.New(slog.DiscardHandler)})
+			rctx, rcancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); _ = gw.Run(rctx) }()
+			t.Cleanup(func() { rcancel(); <-done })
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			eventually.NoErrorUntil(ctx, t, "the hub fed by the view alone", func() error {
+				v := b.running()
+				if v == nil {
+					return errors.New("no view")
+				}
+				v.mu.Lock()
+				feeds := len(v.feeds)
+				v.mu.Unlock()
+				if n := consumers(t, b)[b.cfg.Stream]; n != 1 || feeds != 1 {
+					return fmt.Errorf("%d consumers of the records stream, %d feeds of the view; want 1 and 1", n, feeds)
+				}
+				return gw.CaughtUp(ctx)
+			})
+			ch, err := gw.Watch(ctx, "fresh", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			campaignT(t, b, "fresh", "b", time.Minute)
+			if got := describe(nextEvents(ctx, t, ch, 2)); fmt.Sprint(got) != fmt.Sprint([]string{"candidate.joined b", "leader.begin b"}) {
+				t.Fatalf("events through the hub: %q", got)
+			}
+			if n := consumers(t, b)[b.cfg.Stream]; n != 1 {
+				t.Fatalf("%d consumers of the records stream with a subscriber of the hub, want 1", n)
+			}
+		})
 	}
 }
 

@@ -72,7 +72,10 @@ type view struct {
 	// learnOrdered). A feed is attached only once seen has reached it.
 	ordered      uint64
 	orderedKnown bool
-	bg           sync.WaitGroup // learnOrdered; Run waits for it
+	// feedableNoted is set once canFeedLocked has been signalled
+	// (noteFeedableLocked).
+	feedableNoted bool
+	bg            sync.WaitGroup // learnOrdered; Run waits for it
 	// filled is set once the watch has delivered the stream's last
 	// sequence as of Run's start: until then the view is still loading,
 	// and reads go to the stream leader without waiting for it.
@@ -139,6 +142,7 @@ func (v *view) record(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMet
 		v.seen, v.pending = md.Sequence.Stream, md.NumPending
 		close(v.seenCh)
 		v.seenCh = make(chan struct{})
+		v.noteFeedableLocked()
 	}
 	v.mu.Unlock()
 }
@@ -199,6 +203,7 @@ func (v *view) resume(ctx context.Context) uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.orderedKnown = true // ordered from 0; and every later watch starts at 1 or after seen
+	v.noteFeedableLocked()
 	return 1
 }
 
@@ -224,6 +229,7 @@ func (v *view) learnOrdered(ctx context.Context) {
 		if err == nil {
 			v.mu.Lock()
 			v.ordered, v.orderedKnown = last, true
+			v.noteFeedableLocked()
 			v.mu.Unlock()
 			return
 		}

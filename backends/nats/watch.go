@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -90,13 +92,23 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 			}
 		}
 	}
+	// One that could not be fed yet (no view runs, or it may still skip
+	// records) moves onto the view's records as soon as it can (adopt):
+	// the hub's watch, made as a replica starts, would otherwise keep a
+	// server consumer of its own for as long as it lasts.
+	adopting := election == "" && after != "" && fd == nil
 	var tl *tail
+	tctx, tcancel := wctx, context.CancelFunc(func() {})
 	if tailNeeded {
+		if adopting {
+			tctx, tcancel = context.WithCancel(wctx)
+		}
 		var err error
-		if tl, err = b.openTail(wctx, b.cfg.Stream, cfg); err != nil {
+		if tl, err = b.openTail(tctx, b.cfg.Stream, cfg); err != nil {
 			if fd != nil {
 				v.detach(fd)
 			}
+			tcancel()
 			unlink()
 			wcancel()
 			return nil, fmt.Errorf("nats: watch %q: %w", election, translate(err))
@@ -109,14 +121,30 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 		defer close(w.ch)
 		defer wcancel()
 		defer unlink()
+		defer tcancel()
 		if fd != nil {
 			defer v.detach(fd)
 		}
 		if tl != nil {
-			// up to s0 when a feed goes on after it; to the end otherwise
+			var adoptions sync.WaitGroup
+			tailDone := make(chan struct{})
+			if adopting {
+				adoptions.Go(func() { w.adopt(tailDone, tcancel) })
+			}
+			// up to s0 when a feed goes on after it; to the end, or until
+			// the view's feed is adopted, otherwise
 			ok := w.fromTail(tl, s0, fd != nil)
+			close(tailDone)
+			adoptions.Wait()
 			// Nothing of the watch outlives it: the server consumer goes too.
 			tl.Close()
+			if a := w.adopted.Load(); a != nil {
+				v, fd = a.v, a.fd
+				defer v.detach(fd)
+				// The tail returned every record up to read, which is at
+				// or past where the feed starts.
+				s0 = max(a.s0, w.read.Load())
+			}
 			if !ok {
 				return
 			}
@@ -144,15 +172,76 @@ type watcher struct {
 	skipIdx  int
 	last     map[string]uint64
 	ch       chan gateway.Event
+
+	// read is the sequence of the last record the watch's tail returned,
+	// and adopted, once set, the view's feed the watch goes on with once
+	// the tail has returned the records up to the feed's start (adopt).
+	read    atomic.Uint64
+	adopted atomic.Pointer[adoption]
+}
+
+// adoption is a feed of view v that starts after sequence s0 (view.attach).
+type adoption struct {
+	v  *view
+	fd *feed
+	s0 uint64
+}
+
+// adopt waits, while the watch reads from a tail of its own, for a view
+// that can feed it (feedableWait), attaches a feed to it and hands it to
+// the reader (adopted), which goes on with the feed once its tail has
+// returned every record up to the feed's start, s0. If the tail has
+// already returned them, the tail waits for records the feed now brings:
+// adopt ends it at once (cancel, its context), and the reader moves on.
+// adopt returns once it has handed a feed over, or when tailDone is
+// closed (the reader ended) or the watch's context ends.
+//
+// Nothing is delivered twice or skipped: the reader hands over after the
+// record at read (at or past s0), and the feed brings every record after
+// s0 in stream order, of which those up to read are skipped (from).
+// Both sides of the hand-over are atomics, sequentially consistent: if
+// the reader checks adopted before adopt sets it, adopt's later load of
+// read sees the reader's record, and ends the tail if it is at or past s0.
+func (w *watcher) adopt(tailDone <-chan struct{}, cancel context.CancelFunc) {
+	for {
+		wait := w.b.feedableWait()
+		if v := w.b.running(); v != nil {
+			if fd, s0, _ := v.attach(gateway.Position{}); fd != nil {
+				w.adopted.Store(&adoption{v: v, fd: fd, s0: s0})
+				if w.read.Load() >= s0 {
+					cancel()
+				}
+				return
+			}
+		}
+		select {
+		case <-wait:
+		case <-tailDone:
+			return
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// adoptedBy reports whether a feed was adopted whose start the tail has
+// reached at read: the reader then goes on with it.
+func (w *watcher) adoptedBy(read uint64) bool {
+	a := w.adopted.Load()
+	return a != nil && read >= a.s0
 }
 
 // fromTail delivers the records of tl, until one after until when
-// bounded. It reports whether the watch goes on.
+// bounded, or until the feed adopt hands over starts. It reports whether
+// the watch goes on.
 func (w *watcher) fromTail(tl *tail, until uint64, bounded bool) bool {
 	b := w.b
 	for {
 		m, md, err := tl.Next()
 		if err != nil {
+			if errors.Is(err, errTailClosed) && w.ctx.Err() == nil && w.adoptedBy(w.read.Load()) {
+				return true // adopt ended the tail: the feed goes on
+			}
 			if w.ctx.Err() == nil {
 				b.log.LogAttrs(w.ctx, slog.LevelWarn, "nats: watch ended", slog.String("election", w.election), slog.Any("err", err))
 			}
@@ -176,7 +265,8 @@ func (w *watcher) fromTail(tl *tail, until uint64, bounded bool) bool {
 		} else if !w.deliver(name, s) {
 			return false
 		}
-		if bounded && seq >= until {
+		w.read.Store(seq)
+		if (bounded && seq >= until) || w.adoptedBy(seq) {
 			return true
 		}
 	}
