@@ -67,6 +67,21 @@ func waitFeeding(ctx context.Context, t *testing.T, b *Backend) {
 	})
 }
 
+// setMaxConsumers sets how many consumers b's records stream takes (-1:
+// any number), to hold a view's tail off and let it in again.
+func setMaxConsumers(ctx context.Context, t *testing.T, b *Backend, n int) {
+	t.Helper()
+	info, err := b.records.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := info.Config
+	c.MaxConsumers = n
+	if _, err := b.js.UpdateStream(ctx, c); err != nil {
+		t.Fatalf("max consumers %d: %v", n, err)
+	}
+}
+
 // watchFedFromHead watches every election from b's Head, failing t when
 // the watch makes a consumer of the records stream of its own (it is to
 // be fed by the view), and returns it with the Head.
@@ -169,18 +184,7 @@ func TestWatchFedBeforeTheViewDeliversMissesNoRecord(t *testing.T) {
 	writer := open(t, e, cfg) // no Run: its writes do not wait for a view
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	maxConsumers := func(n int) {
-		t.Helper()
-		info, err := b.records.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := info.Config
-		c.MaxConsumers = n
-		if _, err := b.js.UpdateStream(ctx, c); err != nil {
-			t.Fatalf("max consumers %d: %v", n, err)
-		}
-	}
+	maxConsumers := func(n int) { t.Helper(); setMaxConsumers(ctx, t, b, n) }
 	if _, err := b.js.CreateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{Name: "held", AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -237,18 +241,7 @@ func TestWatchMadeBeforeTheViewCanFeedMovesOntoIt(t *testing.T) {
 	writer := open(t, e, cfg) // no Run: its writes do not wait for a view
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	maxConsumers := func(n int) {
-		t.Helper()
-		info, err := b.records.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := info.Config
-		c.MaxConsumers = n
-		if _, err := b.js.UpdateStream(ctx, c); err != nil {
-			t.Fatalf("max consumers %d: %v", n, err)
-		}
-	}
+	maxConsumers := func(n int) { t.Helper(); setMaxConsumers(ctx, t, b, n) }
 	campaignT(t, writer, "e1", "a", time.Minute)
 	ch, err := b.Watch(ctx, "", "0") // no Run yet: a tail of its own
 	if err != nil {
