@@ -98,11 +98,8 @@ func (b *Backend) Watch(ctx context.Context, election, after string) (<-chan gat
 	// server consumer of its own for as long as it lasts.
 	adopting := election == "" && after != "" && fd == nil
 	var tl *tail
-	tctx, tcancel := wctx, context.CancelFunc(func() {})
+	tctx, tcancel := context.WithCancel(wctx) // adopt ends the tail with it
 	if tailNeeded {
-		if adopting {
-			tctx, tcancel = context.WithCancel(wctx)
-		}
 		var err error
 		if tl, err = b.openTail(tctx, b.cfg.Stream, cfg); err != nil {
 			if fd != nil {
